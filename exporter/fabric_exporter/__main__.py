@@ -1,0 +1,3 @@
+from fabric_exporter.cli import main
+
+raise SystemExit(main())

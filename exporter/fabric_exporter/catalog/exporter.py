@@ -1,0 +1,39 @@
+"""The daemon's own metrics: per-target poll health, build and config state."""
+
+from .labels import TARGET
+from .spec import MetricSpec
+
+SRC = ("exporter",)
+
+METRICS = [
+    MetricSpec("fabric_up", "gauge", "", "1 if the target's last poll succeeded and its data is fresh, else 0.",
+               (TARGET,), SRC),
+    MetricSpec("fabric_poll_duration_seconds", "gauge", "seconds", "Wall time of the target's last poll.",
+               (TARGET,), SRC),
+    MetricSpec("fabric_last_poll_timestamp_seconds", "gauge", "seconds",
+               "Unix time the target's last poll ended (success or failure).", (TARGET,), SRC),
+    MetricSpec("fabric_last_success_timestamp_seconds", "gauge", "seconds",
+               "Unix time of the target's last successful poll.", (TARGET,), SRC),
+    MetricSpec("fabric_polls_total", "counter", "", "Polls attempted for the target.", (TARGET,), SRC),
+    MetricSpec("fabric_poll_errors_total", "counter", "",
+               "Failed or partial polls of the target by reason "
+               "(timeout, connect, auth, command_failed, parse, partial, internal).",
+               (TARGET + ("reason",),), SRC),
+    MetricSpec("fabric_samples", "gauge", "", "Samples the target's current snapshot publishes.", (TARGET,), SRC),
+    MetricSpec("fabric_poll_interval_seconds", "gauge", "seconds", "Configured poll interval of the target.",
+               (TARGET,), SRC),
+    MetricSpec("fabric_poll_backoff_seconds", "gauge", "seconds",
+               "Current extra delay before the next poll after consecutive failures (0 when healthy).",
+               (TARGET,), SRC),
+    MetricSpec("fabric_target_stale", "gauge", "",
+               "1 if the target's last success is older than stale_after, so its series are withheld.",
+               (TARGET,), SRC),
+    MetricSpec("fabric_build_info", "info", "", "Build of the running exporter (value 1).",
+               (("version", "python_version"),), SRC),
+    MetricSpec("fabric_config_last_reload_successful", "gauge", "",
+               "1 if the last configuration (re)load succeeded.", ((),), SRC),
+    MetricSpec("fabric_config_last_reload_success_timestamp_seconds", "gauge", "seconds",
+               "Unix time of the last successful configuration load.", ((),), SRC),
+    MetricSpec("fabric_targets", "gauge", "", "Targets configured, by collector.",
+               (("collector",),), SRC),
+]

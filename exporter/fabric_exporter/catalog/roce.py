@@ -1,0 +1,46 @@
+"""RoCE metrics whose meaning is the same on a NIC port and on a switch interface.
+
+NIC-only and switch-only metrics live in ``roce_nic.py`` and ``roce_switch.py``; the names here are
+shared so a dashboard can put a GPU host's port and its switch port on one panel.
+"""
+
+from .labels import NIC_PORT, NIC_PORT_PRIORITY, SWITCH_IF, SWITCH_IF_PRIORITY, SWITCH_IF_QUEUE
+from .spec import MetricSpec
+
+NIC = "roce_nic"
+SNMP = "snmp_switch"
+CLI = "switch_cli"
+
+METRICS = [
+    MetricSpec("fabric_roce_pfc_rx_pause_frames_total", "counter", "frames",
+               "PFC pause frames received per priority (mlx5 rx_prio{p}_pause, bnxt rx_pfc_ena_frames_pri{p}, "
+               "CISCO-PFC-EXT-MIB cpfcIfIndications, SONiC 'show pfc counters' Rx).",
+               (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI)),
+    MetricSpec("fabric_roce_pfc_tx_pause_frames_total", "counter", "frames",
+               "PFC pause frames sent per priority (mlx5 tx_prio{p}_pause, bnxt tx_pfc_ena_frames_pri{p}, "
+               "CISCO-PFC-EXT-MIB cpfcIfRequests, SONiC 'show pfc counters' Tx).",
+               (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI)),
+    MetricSpec("fabric_roce_rx_bytes_total", "counter", "bytes",
+               "Bytes received on the port (mlx5 rx_bytes_phy, IF-MIB ifHCInOctets).",
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+    MetricSpec("fabric_roce_tx_bytes_total", "counter", "bytes",
+               "Bytes sent on the port (mlx5 tx_bytes_phy, IF-MIB ifHCOutOctets).",
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+    MetricSpec("fabric_roce_rx_packets_total", "counter", "packets",
+               "Packets received on the port (mlx5 rx_packets_phy, IF-MIB ifHCInUcastPkts+Multicast+Broadcast).",
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+    MetricSpec("fabric_roce_tx_packets_total", "counter", "packets",
+               "Packets sent on the port (mlx5 tx_packets_phy, IF-MIB ifHCOutUcastPkts+Multicast+Broadcast).",
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+    MetricSpec("fabric_roce_rx_discards_total", "counter", "packets",
+               "Received packets dropped by the port for lack of buffer (mlx5 rx_discards_phy, IF-MIB ifInDiscards).",
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+    MetricSpec("fabric_roce_tx_discards_total", "counter", "packets",
+               "Packets the port discarded on transmit (mlx5 tx_discards_phy, IF-MIB ifOutDiscards).",
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+    MetricSpec("fabric_roce_ecn_marked_packets_total", "counter", "packets",
+               "ECN CE-marked packets: on a NIC, marked packets it received (mlx5 np_ecn_marked_roce_packets, "
+               "bnxt_re rx_ecn_marked_pkts, irdma RxECNMrkd); on a switch, packets it marked per egress queue "
+               "(SONiC 'show queue wredcounters' EcnMarked).",
+               (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI)),
+]

@@ -1,0 +1,73 @@
+"""The shape of one catalog entry. Kept apart so domain modules import only this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+MetricType = Literal["counter", "gauge", "histogram", "info"]
+
+PREFIX = "fabric_"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric family the exporter may emit.
+
+    name       full family name as exposed (counters end in ``_total``, info metrics in ``_info``;
+               histograms are named without ``_bucket``/``_sum``/``_count``).
+    type       counter | gauge | histogram | info (info is exposed as a gauge of value 1).
+    unit       base unit: bytes, seconds, packets, frames, ticks, ratio, bytes_per_second, '' ...
+    help       one line; names the original counter, field or OID the value comes from.
+    label_sets every allowed set of label names, in exposition order (one per emitting source).
+    sources    which collectors emit it (``exporter`` for the daemon's own metrics).
+    origin     the raw names (tool fields, OIDs) this metric is built from, for docs.
+    """
+
+    name: str
+    type: MetricType
+    unit: str
+    help: str
+    label_sets: tuple[tuple[str, ...], ...]
+    sources: tuple[str, ...]
+    origin: tuple[str, ...] = field(default_factory=tuple)
+    buckets: tuple[float, ...] = field(default_factory=tuple)  # histograms only
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.name.startswith(PREFIX):
+            problems.append(f"must start with {PREFIX!r}")
+        if self.type == "counter" and not self.name.endswith("_total"):
+            problems.append("counters end in _total")
+        if self.type != "counter" and self.name.endswith("_total"):
+            problems.append("only counters end in _total")
+        if self.type == "info" and not self.name.endswith("_info"):
+            problems.append("info metrics end in _info")
+        if self.type == "histogram" and not self.buckets:
+            problems.append("histograms need buckets")
+        if not self.label_sets:
+            problems.append("needs at least one label set (may be empty: ())")
+        if not self.help or "\n" in self.help:
+            problems.append("help must be one non-empty line")
+        if problems:
+            raise ValueError(f"catalog entry {self.name}: " + "; ".join(problems))
+
+    @property
+    def exposed_type(self) -> str:
+        """The TYPE line value in the text format."""
+        return "gauge" if self.type == "info" else self.type
+
+    def series_names(self) -> tuple[str, ...]:
+        """Sample names a collector may emit for this family."""
+        if self.type == "histogram":
+            return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
+        return (self.name,)
+
+    def allows_labels(self, sample_name: str, label_names: tuple[str, ...]) -> bool:
+        """True if the label names (in any order) are one of the declared sets (+ ``le`` on buckets)."""
+        names = set(label_names)
+        if self.type == "histogram" and sample_name.endswith("_bucket"):
+            if "le" not in names:
+                return False
+            names.discard("le")
+        return any(names == set(ls) for ls in self.label_sets)

@@ -1,0 +1,561 @@
+"""Configuration: YAML in, validated frozen objects out.
+
+Every problem is reported with its key path (``targets[3].credentials: unknown credential 'x'``) and
+all problems are reported at once. Unknown keys are errors: a typo must never be silently ignored.
+Secrets are never stored inline in these objects' reprs and never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_LISTEN = "0.0.0.0:9315"
+TRANSPORTS = ("ssh", "local", "snmp")
+
+
+class ConfigError(Exception):
+    """Raised with every problem found; ``problems`` holds ``path: message`` strings."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------
+# Durations
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: Any) -> float:
+    """'500ms', '30s', '5m', '1h', '1m30s' -> seconds. Bare numbers are refused (units are mandatory)."""
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"expected a duration such as 30s, got {text!r}")
+    pos, total = 0, 0.0
+    while pos < len(text):
+        m = _DURATION_PART.match(text, pos)
+        if not m:
+            raise ValueError(f"invalid duration {text!r} (use e.g. 500ms, 30s, 5m, 1h)")
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    if total <= 0:
+        raise ValueError(f"duration {text!r} must be positive")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret's source (file path, env var or inline); the value is read on use, never printed."""
+
+    source: str
+    kind: str  # file | env | inline
+
+    def read(self) -> str:
+        if self.kind == "env":
+            value = os.environ.get(self.source)
+            if value is None:
+                raise ValueError(f"environment variable {self.source} is not set")
+            return value
+        if self.kind == "file":
+            return Path(self.source).read_text().strip()
+        return self.source
+
+    def __repr__(self) -> str:  # never leak the value
+        return f"Secret({self.kind}:{'<inline>' if self.kind == 'inline' else self.source})"
+
+    def describe(self) -> str:
+        return {"env": f"env:{self.source}", "file": self.source, "inline": "<inline>"}[self.kind]
+
+
+# ---------------------------------------------------------------------------------------------
+# Config objects
+
+
+@dataclass(frozen=True)
+class SSHCredential:
+    name: str
+    username: str
+    private_key_file: str | None = None
+    password: Secret | None = None
+    known_hosts_file: str | None = None
+    insecure_ignore_host_key: bool = False
+    connect_timeout: float = 10.0
+    keepalive_interval: float = 15.0
+    max_sessions: int = 4  # concurrent commands per connection; keep below sshd's MaxSessions (10)
+    type: str = "ssh"
+
+
+@dataclass(frozen=True)
+class SNMPCredential:
+    name: str
+    version: str  # "2c" | "3"
+    community: Secret | None = None
+    username: str | None = None
+    auth_protocol: str | None = None
+    auth_password: Secret | None = None
+    priv_protocol: str | None = None
+    priv_password: Secret | None = None
+    context: str = ""
+    type: str = "snmp"
+
+
+Credential = SSHCredential | SNMPCredential
+
+
+@dataclass(frozen=True)
+class Host:
+    """One polled endpoint. ``name`` is the label value; ``address``/``port`` are where to connect."""
+
+    name: str
+    address: str
+    port: int | None = None
+
+
+@dataclass(frozen=True)
+class TargetGroup:
+    name: str
+    fabric: str
+    collector: str
+    transport: str
+    hosts: tuple[Host, ...]
+    interval: float
+    timeout: float
+    stale_after: float
+    credentials: Credential | None = None
+    options: Any = None  # parsed by the collector's parse_options
+    hosts_file: str | None = None
+    raw_options: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_concurrent_polls: int = 64
+    per_transport: dict = field(default_factory=lambda: {"ssh": 32, "snmp": 64, "local": 8})
+
+
+@dataclass(frozen=True)
+class Defaults:
+    interval: float = 30.0
+    timeout: float = 20.0
+    stale_after: float | None = None  # None: 2 x interval
+    jitter: float = 0.1  # fraction of the interval
+    max_backoff: float = 300.0
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    listen_address: str = DEFAULT_LISTEN
+    config_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    web: WebConfig
+    defaults: Defaults
+    limits: Limits
+    credentials: dict[str, Credential]
+    targets: tuple[TargetGroup, ...]
+    source: str = ""
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for g in self.targets:
+            creds = f" credentials={g.credentials.name}" if g.credentials else ""
+            lines.append(
+                f"{g.name}: collector={g.collector} fabric={g.fabric} transport={g.transport} "
+                f"hosts={len(g.hosts)} interval={format_duration(g.interval)} "
+                f"timeout={format_duration(g.timeout)}{creds}"
+            )
+        return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers
+
+
+class _Checker:
+    """Collects problems with key paths while walking the YAML tree."""
+
+    def __init__(self, base_dir: Path):
+        self.problems: list[str] = []
+        self.base_dir = base_dir
+
+    def err(self, path: str, message: str) -> None:
+        self.problems.append(f"{path}: {message}")
+
+    def mapping(self, value: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            self.err(path, f"expected a mapping, got {type(value).__name__}")
+            return {}
+        for key in value:
+            if key not in allowed:
+                hint = _closest(str(key), allowed)
+                self.err(f"{path}.{key}" if path else str(key),
+                         "unknown key" + (f" (did you mean {hint!r}?)" if hint else ""))
+        for key in sorted(required):
+            if key not in value:
+                self.err(f"{path}.{key}" if path else key, "required key is missing")
+        return value
+
+    def string(self, d: dict, key: str, path: str, default: str | None = None, choices=None) -> str | None:
+        if key not in d:
+            return default
+        v = d[key]
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(v)
+        if not isinstance(v, str) or not v:
+            self.err(f"{path}.{key}", f"expected a non-empty string, got {v!r}")
+            return default
+        if choices and v not in choices:
+            self.err(f"{path}.{key}", f"must be one of {', '.join(choices)}, got {v!r}")
+            return default
+        return v
+
+    def duration(self, d: dict, key: str, path: str, default: float | None) -> float | None:
+        if key not in d:
+            return default
+        try:
+            return parse_duration(d[key])
+        except ValueError as e:
+            self.err(f"{path}.{key}", str(e))
+            return default
+
+    def integer(self, d: dict, key: str, path: str, default: int, minimum: int = 1) -> int:
+        if key not in d:
+            return default
+        v = d[key]
+        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+            self.err(f"{path}.{key}", f"expected an integer >= {minimum}, got {v!r}")
+            return default
+        return v
+
+    def boolean(self, d: dict, key: str, path: str, default: bool) -> bool:
+        if key not in d:
+            return default
+        v = d[key]
+        if not isinstance(v, bool):
+            self.err(f"{path}.{key}", f"expected true or false, got {v!r}")
+            return default
+        return v
+
+    def path(self, d: dict, key: str, path: str, must_exist: bool = True) -> str | None:
+        v = self.string(d, key, path)
+        if v is None:
+            return None
+        p = Path(v) if os.path.isabs(v) else self.base_dir / v
+        if must_exist and not p.exists():
+            self.err(f"{path}.{key}", f"file not found: {p}")
+        return str(p)
+
+    def secret(self, d: dict, key: str, path: str, inline_key: str | None = None) -> Secret | None:
+        """``<key>_file: path`` or ``<inline_key>: env:VAR`` / inline value."""
+        file_key = f"{key}_file"
+        if file_key in d and inline_key and inline_key in d:
+            self.err(path, f"give only one of {file_key} and {inline_key}")
+        if file_key in d:
+            p = self.path(d, file_key, path)
+            return Secret(p, "file") if p else None
+        if inline_key and inline_key in d:
+            v = d[inline_key]
+            if not isinstance(v, str) or not v:
+                self.err(f"{path}.{inline_key}", "expected a string (a value or env:VAR)")
+                return None
+            if v.startswith("env:"):
+                var = v[4:]
+                if not var:
+                    self.err(f"{path}.{inline_key}", "env: needs a variable name")
+                    return None
+                return Secret(var, "env")
+            return Secret(v, "inline")
+        return None
+
+
+def _closest(word: str, options: set[str]) -> str | None:
+    import difflib
+
+    found = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+_HOST_RE = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[A-Za-z0-9_.\-]+))(?::(?P<port>\d{1,5}))?$")
+
+
+def parse_host(entry: Any, path: str, chk: _Checker) -> Host | None:
+    if isinstance(entry, dict):
+        d = chk.mapping(entry, path, {"name", "address", "port"}, {"name"})
+        name = chk.string(d, "name", path)
+        address = chk.string(d, "address", path, default=name)
+        port = d.get("port")
+        if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
+            chk.err(f"{path}.port", f"expected a port number, got {port!r}")
+            port = None
+        return Host(name, address, port) if name else None
+    if not isinstance(entry, str):
+        chk.err(path, f"expected a host name or a mapping, got {entry!r}")
+        return None
+    m = _HOST_RE.match(entry.strip())
+    if not m:
+        chk.err(path, f"invalid host {entry!r} (use name, name:port, IPv4, or [IPv6]:port)")
+        return None
+    address = m.group("v6") or m.group("name")
+    port = int(m.group("port")) if m.group("port") else None
+    if port is not None and not 0 < port < 65536:
+        chk.err(path, f"invalid port in {entry!r}")
+        return None
+    return Host(entry.strip(), address, port)
+
+
+def read_hosts_file(path: str) -> list[Any]:
+    """A hosts file is a YAML (or JSON) list of host entries."""
+    text = Path(path).read_text()
+    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    if not isinstance(data, list):
+        raise ValueError("a hosts file must hold a list of hosts")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# The loader
+
+
+OptionsParser = Callable[[dict, str, Callable[[str, str], None]], Any]
+
+
+def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credential | None:
+    if not isinstance(raw, dict):
+        chk.err(path, "expected a mapping")
+        return None
+    ctype = raw.get("type")
+    if ctype == "ssh":
+        d = chk.mapping(raw, path, {"type", "username", "private_key_file", "password", "password_file",
+                                     "known_hosts_file", "insecure_ignore_host_key", "connect_timeout",
+                                     "keepalive_interval", "max_sessions"}, {"username"})
+        insecure = chk.boolean(d, "insecure_ignore_host_key", path, False)
+        known_hosts = chk.path(d, "known_hosts_file", path)
+        key = chk.path(d, "private_key_file", path)
+        password = chk.secret(d, "password", path, inline_key="password")
+        if not key and not password:
+            chk.err(path, "needs private_key_file or password_file")
+        return SSHCredential(
+            name=name,
+            username=chk.string(d, "username", path) or "",
+            private_key_file=key,
+            password=password,
+            known_hosts_file=known_hosts,
+            insecure_ignore_host_key=insecure,
+            connect_timeout=chk.duration(d, "connect_timeout", path, 10.0),
+            keepalive_interval=chk.duration(d, "keepalive_interval", path, 15.0),
+            max_sessions=chk.integer(d, "max_sessions", path, 4),
+        )
+    if ctype == "snmp":
+        d = chk.mapping(raw, path, {"type", "version", "community", "community_file", "username",
+                                     "auth_protocol", "auth_password", "auth_password_file", "priv_protocol",
+                                     "priv_password", "priv_password_file", "context"}, {"version"})
+        version = chk.string(d, "version", path, choices=("2c", "3"))
+        cred = SNMPCredential(name=name, version=version or "2c", context=chk.string(d, "context", path, "") or "")
+        if version == "2c":
+            community = chk.secret(d, "community", path, inline_key="community")
+            if community is None:
+                chk.err(path, "SNMP v2c needs community_file (or community: env:VAR)")
+            for k in ("username", "auth_protocol", "priv_protocol"):
+                if k in d:
+                    chk.err(f"{path}.{k}", "only for version 3")
+            return SNMPCredential(name=name, version="2c", community=community)
+        if version == "3":
+            username = chk.string(d, "username", path)
+            if not username:
+                chk.err(f"{path}.username", "SNMP v3 needs a username")
+            auth_proto = chk.string(d, "auth_protocol", path, choices=("sha", "sha256", "sha512", "md5"))
+            priv_proto = chk.string(d, "priv_protocol", path, choices=("aes128", "aes256", "aes", "des"))
+            auth_pw = chk.secret(d, "auth_password", path, inline_key="auth_password")
+            priv_pw = chk.secret(d, "priv_password", path, inline_key="priv_password")
+            if auth_proto and not auth_pw:
+                chk.err(path, "auth_protocol needs auth_password_file (or auth_password: env:VAR)")
+            if priv_proto and not priv_pw:
+                chk.err(path, "priv_protocol needs priv_password_file (or priv_password: env:VAR)")
+            if priv_proto and not auth_proto:
+                chk.err(path, "privacy without authentication is not allowed by SNMPv3")
+            return SNMPCredential(name=name, version="3", username=username, auth_protocol=auth_proto,
+                                  auth_password=auth_pw, priv_protocol=priv_proto, priv_password=priv_pw,
+                                  context=cred.context)
+        return None
+    chk.err(f"{path}.type", f"must be ssh or snmp, got {ctype!r}")
+    return None
+
+
+def load_config(path: str | os.PathLike, *, options_parsers: dict[str, Any] | None = None) -> Config:
+    """Read and validate a config file. Raises ConfigError listing every problem."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError([f"{p}: cannot read: {e.strerror or e}"]) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError([f"{p}: invalid YAML: {e}"]) from None
+    return parse_config(raw, base_dir=p.resolve().parent, source=str(p), options_parsers=options_parsers)
+
+
+def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
+                 options_parsers: dict[str, Any] | None = None) -> Config:
+    from .collectors import registry  # late import: collectors import config types
+
+    collectors = options_parsers if options_parsers is not None else registry()
+    chk = _Checker(base_dir)
+    top = chk.mapping(raw, "", {"web", "defaults", "limits", "credentials", "targets"}, {"targets"})
+
+    w = chk.mapping(top.get("web"), "web", {"listen_address", "config_file"})
+    web = WebConfig(listen_address=chk.string(w, "listen_address", "web", DEFAULT_LISTEN) or DEFAULT_LISTEN,
+                    config_file=chk.path(w, "config_file", "web"))
+    if not re.match(r"^(\[[0-9a-fA-F:]+\]|[^:\s]*):\d{1,5}$", web.listen_address):
+        chk.err("web.listen_address", f"expected HOST:PORT, got {web.listen_address!r}")
+
+    dd = chk.mapping(top.get("defaults"), "defaults", {"interval", "timeout", "stale_after", "jitter", "max_backoff"})
+    jitter = dd.get("jitter", 0.1)
+    if not isinstance(jitter, (int, float)) or isinstance(jitter, bool) or not 0 <= jitter <= 0.5:
+        chk.err("defaults.jitter", f"expected a fraction of the interval between 0 and 0.5, got {jitter!r}")
+        jitter = 0.1
+    defaults = Defaults(
+        interval=chk.duration(dd, "interval", "defaults", 30.0),
+        timeout=chk.duration(dd, "timeout", "defaults", 20.0),
+        stale_after=chk.duration(dd, "stale_after", "defaults", None),
+        jitter=float(jitter),
+        max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0),
+    )
+
+    ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport"})
+    pt_raw = chk.mapping(ll.get("per_transport"), "limits.per_transport", set(TRANSPORTS))
+    per_transport = {"ssh": 32, "snmp": 64, "local": 8}
+    for t in TRANSPORTS:
+        per_transport[t] = chk.integer(pt_raw, t, "limits.per_transport", per_transport[t])
+    limits = Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64),
+                    per_transport=per_transport)
+
+    creds: dict[str, Credential] = {}
+    cr = chk.mapping(top.get("credentials"), "credentials", set(top.get("credentials") or {}))
+    for name, body in cr.items():
+        c = _parse_credential(str(name), body, f"credentials.{name}", chk)
+        if c is not None:
+            creds[str(name)] = c
+
+    groups: list[TargetGroup] = []
+    targets_raw = top.get("targets")
+    if "targets" in top and not isinstance(targets_raw, list):
+        chk.err("targets", "expected a list of target groups")
+        targets_raw = []
+    seen: set[str] = set()
+    for i, t in enumerate(targets_raw or []):
+        path = f"targets[{i}]"
+        d = chk.mapping(t, path, {"name", "fabric", "collector", "hosts", "hosts_file", "transport", "credentials",
+                                  "interval", "timeout", "stale_after", "options"},
+                        {"name", "fabric", "collector", "transport"})
+        name = chk.string(d, "name", path)
+        if name in seen:
+            chk.err(f"{path}.name", f"duplicate group name {name!r}")
+        seen.add(name or "")
+        fabric = chk.string(d, "fabric", path) or ""
+        transport = chk.string(d, "transport", path, choices=TRANSPORTS)
+        collector_name = chk.string(d, "collector", path)
+        collector = collectors.get(collector_name) if collector_name else None
+        if collector_name and collector is None:
+            chk.err(f"{path}.collector", f"unknown collector {collector_name!r} "
+                                         f"(known: {', '.join(sorted(collectors)) or 'none'})")
+        if collector is not None and transport and transport not in collector.transports:
+            chk.err(f"{path}.transport", f"collector {collector_name} supports "
+                                         f"{', '.join(collector.transports)}, not {transport}")
+
+        cred = None
+        cred_name = chk.string(d, "credentials", path)
+        if cred_name is not None:
+            cred = creds.get(cred_name)
+            if cred is None and cred_name not in (cr or {}):
+                chk.err(f"{path}.credentials", f"unknown credential {cred_name!r}")
+            elif cred is not None and transport in ("ssh", "snmp") and cred.type != transport:
+                chk.err(f"{path}.credentials", f"credential {cred_name!r} is {cred.type}, transport is {transport}")
+        elif transport in ("ssh", "snmp"):
+            chk.err(f"{path}.credentials", f"transport {transport} needs credentials")
+
+        hosts: list[Host] = []
+        hosts_file = None
+        if "hosts" in d and "hosts_file" in d:
+            chk.err(path, "give hosts or hosts_file, not both")
+        if "hosts_file" in d:
+            hosts_file = chk.path(d, "hosts_file", path)
+            if hosts_file and Path(hosts_file).exists():
+                try:
+                    entries = read_hosts_file(hosts_file)
+                except (OSError, ValueError, yaml.YAMLError) as e:
+                    chk.err(f"{path}.hosts_file", f"cannot read hosts: {e}")
+                    entries = []
+                for j, h in enumerate(entries):
+                    host = parse_host(h, f"{path}.hosts_file[{j}]", chk)
+                    if host:
+                        hosts.append(host)
+        elif "hosts" in d:
+            if not isinstance(d["hosts"], list):
+                chk.err(f"{path}.hosts", "expected a list of hosts")
+            else:
+                for j, h in enumerate(d["hosts"]):
+                    host = parse_host(h, f"{path}.hosts[{j}]", chk)
+                    if host:
+                        hosts.append(host)
+        elif transport == "local":
+            hosts.append(Host("localhost", "localhost"))
+        else:
+            chk.err(path, "needs hosts or hosts_file")
+        names = [h.name for h in hosts]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            chk.err(f"{path}.hosts", f"host {dup!r} listed twice")
+
+        interval = chk.duration(d, "interval", path, defaults.interval)
+        # An explicit timeout (group or defaults) is validated; an unset one always fits the interval.
+        implicit = defaults.timeout if "timeout" in dd else min(defaults.timeout, 0.8 * interval)
+        timeout = chk.duration(d, "timeout", path, implicit)
+        if timeout is not None and interval is not None and timeout >= interval:
+            chk.err(f"{path}.timeout" if "timeout" in d else f"{path}.interval",
+                    f"timeout ({format_duration(timeout)}) must be shorter than interval ({format_duration(interval)})")
+        stale_after = chk.duration(d, "stale_after", path, defaults.stale_after) or 2 * interval
+        if stale_after < interval:
+            chk.err(f"{path}.stale_after", "must be at least the interval")
+
+        options_raw = d.get("options") or {}
+        if not isinstance(options_raw, dict):
+            chk.err(f"{path}.options", "expected a mapping")
+            options_raw = {}
+        options = None
+        if collector is not None:
+            options = collector.parse_options(options_raw, f"{path}.options", chk.err, base_dir=chk.base_dir)
+        if name and fabric and transport and collector is not None:
+            groups.append(TargetGroup(name=name, fabric=fabric, collector=collector_name, transport=transport,
+                                      hosts=tuple(hosts), interval=interval, timeout=timeout,
+                                      stale_after=stale_after, credentials=cred, options=options,
+                                      hosts_file=hosts_file, raw_options=options_raw))
+    if chk.problems:
+        raise ConfigError(chk.problems)
+    return Config(web=web, defaults=defaults, limits=limits, credentials=creds, targets=tuple(groups), source=source)

@@ -1,0 +1,22 @@
+"""What a poll produces: plain samples, before the exporter adds the `fabric` label and renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class Sample(NamedTuple):
+    """One series value. ``labels`` are in the catalog's order, without ``fabric`` (the store adds it)."""
+
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+@dataclass
+class PollResult:
+    """A poll's samples, plus problems that made the data partial (published, but counted and shown)."""
+
+    samples: list[Sample] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)

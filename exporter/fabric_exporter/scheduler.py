@@ -1,0 +1,242 @@
+"""Poll scheduling: one task per (group, host) — or per group for group-scoped collectors.
+
+Each task polls on its interval with jitter, under a deadline shorter than the interval, inside the
+global and per-transport concurrency limits; after failures it backs off exponentially (capped),
+and resets on success. A task never overlaps its own polls, and a host that hangs holds at most its
+own slot for at most its own deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+
+from .collectors import Collector, PollContext, registry
+from .config import Config, Host, TargetGroup
+from .errors import PollError
+from .exposition import UnknownMetric
+from .store import SnapshotStore, TargetKey, build_snapshot
+
+log = logging.getLogger("fabric_exporter.scheduler")
+
+GROUP_HOST = "all"  # the host label of a group-scoped target
+
+
+@dataclass
+class TargetState:
+    """What the status page and the self-metrics show about one target."""
+
+    group: str
+    host: str
+    collector: str
+    fabric: str
+    transport: str
+    interval: float
+    stale_after: float
+    polls: int = 0
+    errors: collections.Counter = field(default_factory=collections.Counter)
+    state: str = "pending"  # pending | ok | partial | failed
+    last_error: str = ""
+    last_poll_end: float | None = None  # wall clock
+    last_duration: float | None = None
+    last_success: float | None = None  # wall clock
+    consecutive_failures: int = 0
+    backoff: float = 0.0
+    samples: int = 0
+
+    @property
+    def key(self) -> TargetKey:
+        return (self.group, self.host)
+
+    @property
+    def tried(self) -> bool:
+        return self.last_poll_end is not None
+
+
+def backoff_delay(interval: float, failures: int, max_backoff: float) -> float:
+    """Extra wait added to the interval after ``failures`` consecutive failures: the gap between
+    polls doubles per failure (2x, 4x, 8x the interval, ...) up to ``max_backoff``; 0 when healthy."""
+    if failures <= 0:
+        return 0.0
+    gap = min(interval * 2 ** min(failures, 30), max(max_backoff, interval))
+    return gap - interval
+
+
+def _target_keys(group: TargetGroup, collector_cls: type[Collector]) -> list[tuple[TargetKey, Host | None]]:
+    if collector_cls.scope == "group":
+        return [((group.name, GROUP_HOST), None)]
+    return [((group.name, h.name), h) for h in group.hosts]
+
+
+class Scheduler:
+    def __init__(self, transports, store: SnapshotStore, *, rng: random.Random | None = None):
+        self.transports = transports
+        self.store = store
+        self.states: dict[TargetKey, TargetState] = {}
+        self._tasks: dict[TargetKey, asyncio.Task] = {}
+        self._groups: dict[TargetKey, TargetGroup] = {}
+        self._config: Config | None = None
+        self._global: asyncio.Semaphore | None = None
+        self._per_transport: dict[str, asyncio.Semaphore] = {}
+        self._rng = rng or random.Random()
+        self._registry = registry()
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def targets(self, config: Config) -> dict[TargetKey, tuple[TargetGroup, Host | None, type[Collector]]]:
+        found = {}
+        for group in config.targets:
+            cls = self._registry[group.collector]
+            for key, host in _target_keys(group, cls):
+                found[key] = (group, host, cls)
+        return found
+
+    def apply(self, config: Config, *, start_tasks: bool = True) -> None:
+        """Switch to ``config``: unchanged targets keep running (and their data); others restart or go."""
+        self._registry = registry()
+        if self._config is None or self._config.limits != config.limits:
+            self._global = asyncio.Semaphore(config.limits.max_concurrent_polls)
+            self._per_transport = {t: asyncio.Semaphore(n) for t, n in config.limits.per_transport.items()}
+        self._config = config
+        wanted = self.targets(config)
+        for key in list(self._groups):
+            if key not in wanted or wanted[key][0] != self._groups[key]:
+                self._retire(key)
+        for key, (group, host, cls) in wanted.items():
+            if key in self._groups:
+                continue
+            self._groups[key] = group
+            self.states[key] = TargetState(group.name, key[1], group.collector, group.fabric, group.transport,
+                                           group.interval, group.stale_after)
+            if start_tasks:
+                self._tasks[key] = asyncio.create_task(self._run(key, group, host, cls),
+                                                       name=f"poll:{key[0]}/{key[1]}")
+
+    def _retire(self, key: TargetKey) -> None:
+        task = self._tasks.pop(key, None)
+        if task is not None:
+            task.cancel()
+        self._groups.pop(key, None)
+        self.states.pop(key, None)
+        self.store.drop(key)
+
+    @property
+    def config(self) -> Config | None:
+        return self._config
+
+    def ready(self) -> bool:
+        return self._config is not None and all(s.tried for s in self.states.values())
+
+    # -- polling ------------------------------------------------------------------------------
+
+    async def _run(self, key: TargetKey, group: TargetGroup, host: Host | None, cls: type[Collector]) -> None:
+        collector = cls(PollContext(group, host, self.transports))
+        defaults = self._config.defaults
+        try:
+            # Spread the first polls so a restart does not hit every host in the same instant.
+            await asyncio.sleep(self._rng.uniform(0, min(group.interval * defaults.jitter, 2.0)))
+            while True:
+                started = time.monotonic()
+                await self.poll(key, collector)
+                state = self.states.get(key)
+                extra = state.backoff if state else 0.0
+                jitter = self._rng.uniform(-defaults.jitter, defaults.jitter) * group.interval
+                await asyncio.sleep(max(0.0, started + group.interval + jitter + extra - time.monotonic()))
+        except asyncio.CancelledError:
+            pass
+        finally:
+            try:
+                await asyncio.wait_for(asyncio.shield(collector.close()), 2)
+            except BaseException:  # closing is best effort; never let it mask a cancel
+                pass
+
+    async def poll(self, key: TargetKey, collector: Collector) -> TargetState:
+        """Poll one target once, under its deadline and the concurrency limits; update state and store."""
+        group = collector.group
+        state = self.states[key]
+        loop = asyncio.get_running_loop()
+        started_mono = loop.time()
+        problems: list[str] = []
+        error: PollError | None = None
+        snapshot = None
+        try:
+            async with asyncio.timeout(group.timeout):
+                async with self._global, self._per_transport[group.transport]:
+                    result = await collector.poll()
+            problems = list(result.problems)
+            snapshot = build_snapshot(group.fabric, result.samples, group.stale_after)
+        except TimeoutError:
+            error = PollError(f"poll did not finish within its {group.timeout:g}s deadline", reason="timeout")
+        except PollError as e:
+            error = e
+        except UnknownMetric as e:
+            error = PollError(f"collector bug: {e}", reason="internal")
+            log.error("collector emitted a metric outside the catalog", extra=_ctx(state, error=str(e)))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a collector bug must not kill the task or the daemon
+            error = PollError(f"internal error: {type(e).__name__}: {e}", reason="internal")
+            log.exception("poll crashed", extra=_ctx(state))
+        duration = loop.time() - started_mono
+        state = self.states.get(key)
+        if state is None:  # retired while polling
+            return TargetState(key[0], key[1], group.collector, group.fabric, group.transport,
+                               group.interval, group.stale_after)
+        state.polls += 1
+        state.last_duration = duration
+        state.last_poll_end = time.time()
+        if error is None:
+            self.store.put(key, snapshot)
+            state.samples = snapshot.sample_count
+            state.last_success = state.last_poll_end
+            state.consecutive_failures = 0
+            state.backoff = 0.0
+            if problems:
+                state.state = "partial"
+                state.errors["partial"] += 1
+                state.last_error = "; ".join(problems)
+                log.warning("partial data", extra=_ctx(state, error=state.last_error, duration=duration))
+            else:
+                state.state = "ok"
+                state.last_error = ""
+                log.debug("poll ok", extra=_ctx(state, samples=state.samples, duration=duration))
+        else:
+            state.state = "failed"
+            state.errors[error.reason] += 1
+            state.last_error = str(error)
+            state.consecutive_failures += 1
+            state.backoff = backoff_delay(group.interval, state.consecutive_failures,
+                                          self._config.defaults.max_backoff)
+            log.warning("poll failed", extra=_ctx(state, reason=error.reason, error=str(error), duration=duration))
+        return state
+
+    async def poll_all_once(self, only_group: str | None = None) -> list[TargetState]:
+        """For ``fabric-exporter once``: every target (or one group's) polled once, concurrently."""
+        config = self._config
+        keys = []
+        collectors = []
+        for key, (group, host, cls) in self.targets(config).items():
+            if only_group and group.name != only_group and key[1] != only_group:
+                continue
+            keys.append(key)
+            collectors.append(cls(PollContext(group, host, self.transports)))
+        try:
+            return list(await asyncio.gather(*(self.poll(k, c) for k, c in zip(keys, collectors))))
+        finally:
+            await asyncio.gather(*(c.close() for c in collectors), return_exceptions=True)
+
+    async def stop(self, grace: float = 3.0) -> None:
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+
+
+def _ctx(state: TargetState, **fields) -> dict:
+    return {"fields": {"group": state.group, "host": state.host, "collector": state.collector, **fields}}

@@ -1,0 +1,37 @@
+"""Interfaces between collectors and transports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    exit_status: int
+    stdout: str
+    stderr: str
+
+    def describe_failure(self) -> str:
+        tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-3:]
+        detail = " | ".join(tail) if tail else "no output"
+        what = f"killed by signal {-self.exit_status}" if self.exit_status < 0 else f"exit status {self.exit_status}"
+        return f"{self.argv[0] if self.argv else '?'}: {what}: {detail}"
+
+
+class CommandRunner(Protocol):
+    """Runs one command (an argument list, never a shell string) where the target lives."""
+
+    description: str
+
+    async def run(self, argv: Sequence[str], *, timeout: float, stdin: str | None = None) -> CommandResult:
+        """Run ``argv``; raise PollTimeout / ConnectError / AuthError / HostKeyError on transport failure.
+
+        A non-zero exit status is returned, not raised: only the caller knows what it means
+        (ibqueryerrors exits 1 when it found errors).
+        """
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,166 @@
+"""SSH transport (asyncssh): one pooled connection per host, reused across polls and collectors.
+
+Every await has a deadline: TCP connect + handshake (``connect_timeout``), login, each command.
+A command that overruns is killed on the remote side too: it runs under coreutils ``timeout``,
+and the channel is closed. Commands are argument lists quoted with ``shlex``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncssh
+
+from ..config import SSHCredential
+from ..errors import AuthError, ConnectError, HostKeyError, PollTimeout
+from .base import CommandResult
+
+log = logging.getLogger("fabric_exporter.ssh")
+
+
+@dataclass(frozen=True)
+class SSHEndpoint:
+    address: str
+    port: int
+    credential: SSHCredential
+
+
+class _Client(asyncssh.SSHClient):
+    def __init__(self, on_lost):
+        self._on_lost = on_lost
+
+    def connection_lost(self, exc):  # keepalive failure, server restart, network loss
+        self._on_lost()
+
+
+class SSHConnection:
+    """One host's connection: opened lazily, reopened after it dies, at most ``max_sessions`` at once."""
+
+    def __init__(self, endpoint: SSHEndpoint):
+        self.endpoint = endpoint
+        self.description = f"ssh://{endpoint.credential.username}@{endpoint.address}:{endpoint.port}"
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self._sessions = asyncio.Semaphore(max(1, endpoint.credential.max_sessions))
+
+    def _lost(self) -> None:
+        self._conn = None
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        cred = self.endpoint.credential
+        options = dict(
+            username=cred.username,
+            # None disables host-key checks (lab option only); () means the user's ~/.ssh/known_hosts.
+            known_hosts=None if cred.insecure_ignore_host_key else (cred.known_hosts_file or ()),
+            connect_timeout=cred.connect_timeout,
+            login_timeout=cred.connect_timeout,
+            keepalive_interval=cred.keepalive_interval,
+            keepalive_count_max=3,
+            client_keys=[cred.private_key_file] if cred.private_key_file else None,
+            password=cred.password.read() if cred.password else None,
+            agent_path=None,
+            # The login shell's rc files must not matter: commands are exec'd, not sourced.
+            request_pty=False,
+            config=None,
+        )
+        try:
+            conn, _ = await asyncssh.create_connection(
+                lambda: _Client(self._lost), self.endpoint.address, self.endpoint.port, **options)
+            return conn
+        except asyncssh.HostKeyNotVerifiable as e:
+            raise HostKeyError(f"{self.description}: host key not trusted ({e.reason}); "
+                               f"add it to known_hosts_file") from None
+        except asyncssh.PermissionDenied as e:
+            raise AuthError(f"{self.description}: authentication failed ({e.reason})") from None
+        except asyncssh.DisconnectError as e:
+            raise ConnectError(f"{self.description}: disconnected during login ({e.reason})") from None
+        except (asyncio.TimeoutError, TimeoutError):
+            raise PollTimeout(f"{self.description}: no SSH handshake/login within "
+                              f"{cred.connect_timeout:g}s") from None
+        except OSError as e:
+            raise ConnectError(f"{self.description}: {e.strerror or e}") from None
+        except asyncssh.Error as e:
+            raise ConnectError(f"{self.description}: {e}") from None
+
+    async def connection(self) -> asyncssh.SSHClientConnection:
+        async with self._lock:
+            if self._conn is None:
+                self._conn = await self._connect()
+            return self._conn
+
+    async def run(self, argv: Sequence[str], *, timeout: float, stdin: str | None = None) -> CommandResult:
+        argv = tuple(argv)
+        # The remote side enforces the same deadline, so nothing is left running if we give up.
+        remote_limit = max(1, math.ceil(timeout))
+        command = shlex.join(("timeout", "-k", "2", str(remote_limit), *argv))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with self._sessions:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise PollTimeout(f"{self.description}: waited {timeout:g}s for a free session")
+            conn = await asyncio.wait_for(self.connection(), remaining)
+            remaining = max(0.01, deadline - loop.time())
+            try:
+                result = await conn.run(command, input=stdin, check=False, timeout=remaining,
+                                        encoding="utf-8", errors="replace")
+            except asyncssh.TimeoutError:
+                raise PollTimeout(f"{self.description}: {argv[0]} gave no result within {timeout:g}s") from None
+            except asyncssh.ChannelOpenError as e:
+                self._drop()
+                raise ConnectError(f"{self.description}: cannot open a session ({e.reason})") from None
+            except (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError) as e:
+                self._drop()
+                raise ConnectError(f"{self.description}: connection lost ({e})") from None
+        status = result.exit_status
+        if status is None:  # killed by a signal: no exit status
+            status = -1
+        if status == 124:  # coreutils timeout: the remote deadline fired first
+            raise PollTimeout(f"{self.description}: {argv[0]} gave no result within {timeout:g}s (killed)")
+        return CommandResult(argv, status, result.stdout or "", result.stderr or "")
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.abort()
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 2)
+            except (asyncio.TimeoutError, asyncssh.Error, OSError):
+                pass
+
+
+class SSHPool:
+    """One SSHConnection per (address, port, credential), shared by every collector that needs it."""
+
+    def __init__(self):
+        self._conns: dict[SSHEndpoint, SSHConnection] = {}
+
+    def get(self, address: str, port: int | None, credential: SSHCredential) -> SSHConnection:
+        ep = SSHEndpoint(address, port or 22, credential)
+        conn = self._conns.get(ep)
+        if conn is None:
+            conn = self._conns[ep] = SSHConnection(ep)
+        return conn
+
+    def retain(self, endpoints: set[SSHEndpoint]) -> list[SSHConnection]:
+        """Forget connections not in ``endpoints`` (after a reload); returns them for closing."""
+        gone = [c for ep, c in self._conns.items() if ep not in endpoints]
+        self._conns = {ep: c for ep, c in self._conns.items() if ep in endpoints}
+        return gone
+
+    async def close(self) -> None:
+        conns, self._conns = list(self._conns.values()), {}
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+
+
+__all__ = ["SSHConnection", "SSHPool", "SSHEndpoint"]
