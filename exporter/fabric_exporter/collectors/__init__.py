@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 from .base import Collector, PollContext
 
@@ -28,7 +29,14 @@ def unregister(name: str) -> None:
     _extra.pop(name, None)
 
 
+def _load_plugins() -> None:
+    """Import the modules named in FABRIC_EXPORTER_PLUGINS (comma-separated); they call register()."""
+    for module_name in filter(None, (m.strip() for m in os.environ.get("FABRIC_EXPORTER_PLUGINS", "").split(","))):
+        importlib.import_module(module_name)
+
+
 def registry() -> dict[str, type[Collector]]:
+    _load_plugins()
     found: dict[str, type[Collector]] = {}
     for name, ref in _BUILTIN.items():
         module_name, _, class_name = ref.partition(":")

@@ -1,0 +1,151 @@
+"""Command line: run, once, check-config, catalog (and generate, lab where installed)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from . import __version__
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "--config.file", dest="config", required=True, metavar="FILE",
+                   help="YAML configuration file")
+
+
+def _add_logging(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log.level", dest="log_level", default="info",
+                   choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log.format", dest="log_format", default="text", choices=["text", "json"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fabric-exporter",
+        description="Prometheus telemetry for InfiniBand and RoCE fabrics: throughput, congestion, "
+                    "link health and tail latency.")
+    parser.add_argument("--version", action="version", version=f"fabric-exporter {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run the daemon")
+    _add_config(run)
+    run.add_argument("--web.listen-address", dest="listen_address", metavar="HOST:PORT",
+                     help="override web.listen_address (default 0.0.0.0:9315)")
+    run.add_argument("--web.config.file", dest="web_config_file", metavar="FILE",
+                     help="exporter-toolkit web config (TLS, basic auth)")
+    _add_logging(run)
+
+    once = sub.add_parser("once", help="poll every target once and print the exposition text")
+    _add_config(once)
+    once.add_argument("--target", metavar="NAME", help="only this target group (or host)")
+    _add_logging(once)
+
+    check = sub.add_parser("check-config", help="validate a configuration file")
+    _add_config(check)
+
+    cat = sub.add_parser("catalog", help="print the metric catalog")
+    cat.add_argument("--format", choices=["markdown", "json"], default="markdown")
+
+    gen = sub.add_parser("generate", help="generate Grafana dashboards and Prometheus rules")
+    gen.add_argument("--out", required=True, metavar="DIR")
+    gen.add_argument("--settings", metavar="FILE", help="YAML overrides of the mixin settings")
+    return parser
+
+
+def cmd_check_config(args) -> int:
+    from .config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        print(f"{args.config}: {len(e.problems)} problem(s):", file=sys.stderr)
+        for p in e.problems:
+            print(f"  {p}", file=sys.stderr)
+        return 1
+    print(f"{args.config}: OK, {len(config.targets)} target group(s)")
+    for line in config.summary_lines():
+        print(f"  {line}")
+    return 0
+
+
+def cmd_catalog(args) -> int:
+    from . import catalog
+
+    sys.stdout.write(catalog.to_json() if args.format == "json" else catalog.to_markdown())
+    return 0
+
+
+async def _once(args) -> int:
+    from prometheus_client import generate_latest
+
+    from .config import ConfigError, load_config
+    from .scheduler import Scheduler
+    from .selfmetrics import ReloadStatus, self_registry
+    from .store import SnapshotStore
+    from .transport.factory import Transports
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        for p in e.problems:
+            print(f"config: {p}", file=sys.stderr)
+        return 2
+    store, transports = SnapshotStore(), Transports()
+    scheduler = Scheduler(transports, store)
+    scheduler.apply(config, start_tasks=False)
+    if args.target and not any(args.target in (g, h) for g, h in scheduler.states):
+        print(f"no target group or host named {args.target!r}", file=sys.stderr)
+        await transports.close()
+        return 2
+    try:
+        states = await scheduler.poll_all_once(args.target)
+    finally:
+        await transports.close()
+    status = ReloadStatus()
+    status.record(True)
+    sys.stdout.buffer.write(store.render() + generate_latest(self_registry(scheduler, store, status)))
+    failed = 0
+    for s in states:
+        if s.state == "failed":
+            failed += 1
+            print(f"{s.group}/{s.host}: FAILED ({s.errors.most_common(1)[0][0]}): {s.last_error}", file=sys.stderr)
+        elif s.state == "partial":
+            print(f"{s.group}/{s.host}: partial data: {s.last_error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_generate(args) -> int:
+    try:
+        from .mixin.generate import main as generate_main
+    except ModuleNotFoundError:
+        print("the dashboard/alert generator is not installed in this build", file=sys.stderr)
+        return 2
+    argv = ["--out", args.out] + (["--settings", args.settings] if args.settings else [])
+    return generate_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "check-config":
+        return cmd_check_config(args)
+    if args.command == "catalog":
+        return cmd_catalog(args)
+    if args.command == "generate":
+        return cmd_generate(args)
+
+    from .logsetup import setup_logging
+
+    setup_logging(args.log_level, args.log_format)
+    if args.command == "once":
+        return asyncio.run(_once(args))
+    if args.command == "run":
+        from .daemon import Daemon
+
+        daemon = Daemon(args.config, listen_address=args.listen_address, web_config_file=args.web_config_file)
+        return asyncio.run(daemon.run())
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

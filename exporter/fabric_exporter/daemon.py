@@ -1,0 +1,186 @@
+"""The daemon: config -> scheduler -> snapshots -> HTTP, with signal handling and reloads.
+
+SIGTERM/SIGINT stop it (in-flight polls are cancelled; it exits within a few seconds).
+SIGHUP reloads the config; an invalid config is rejected, logged and counted, and the old one keeps
+running. Hosts files are re-read when they change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+
+from aiohttp import web
+
+from .config import Config, ConfigError, load_config
+from .scheduler import Scheduler
+from .selfmetrics import ReloadStatus, self_registry
+from .store import SnapshotStore
+from .transport.factory import Transports
+from .web import WebSecurity, build_app, load_web_config
+
+log = logging.getLogger("fabric_exporter.daemon")
+
+HOSTS_FILE_CHECK_SECONDS = 10.0
+
+
+class SystemdNotifier:
+    """sd_notify(3) without libsystemd: READY/RELOADING/STOPPING/WATCHDOG datagrams on NOTIFY_SOCKET."""
+
+    def __init__(self) -> None:
+        self.address = os.environ.get("NOTIFY_SOCKET")
+        if self.address and self.address.startswith("@"):
+            self.address = "\0" + self.address[1:]  # abstract namespace
+        usec = os.environ.get("WATCHDOG_USEC")
+        self.watchdog_interval = int(usec) / 2e6 if usec and usec.isdigit() else None
+
+    def notify(self, message: str) -> None:
+        if not self.address:
+            return
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+                sock.connect(self.address)
+                sock.sendall(message.encode())
+        except OSError as e:
+            log.warning("sd_notify failed", extra={"fields": {"error": str(e)}})
+
+
+class Daemon:
+    def __init__(self, config_path: str, *, listen_address: str | None = None, web_config_file: str | None = None):
+        self.config_path = config_path
+        self.listen_override = listen_address
+        self.web_config_override = web_config_file
+        self.store = SnapshotStore()
+        self.transports = Transports()
+        self.scheduler = Scheduler(self.transports, self.store)
+        self.reload_status = ReloadStatus()
+        self.self_registry = self_registry(self.scheduler, self.store, self.reload_status)
+        self.last_render_seconds = 0.0
+        self._stop = asyncio.Event()
+        self._reload_lock = asyncio.Lock()
+        self._hosts_mtimes: dict[str, float] = {}
+        self.notifier = SystemdNotifier()
+        self.bound_port: int | None = None
+
+    # -- config ---------------------------------------------------------------------------------
+
+    def _load(self) -> Config:
+        return load_config(self.config_path)
+
+    def _remember_hosts_files(self, config: Config) -> None:
+        self._hosts_mtimes = {}
+        for g in config.targets:
+            if g.hosts_file:
+                try:
+                    self._hosts_mtimes[g.hosts_file] = os.stat(g.hosts_file).st_mtime
+                except OSError:
+                    self._hosts_mtimes[g.hosts_file] = 0.0
+
+    async def reload(self, why: str = "SIGHUP") -> bool:
+        async with self._reload_lock:
+            self.notifier.notify("RELOADING=1")
+            try:
+                config = await asyncio.to_thread(self._load)
+            except ConfigError as e:
+                self.reload_status.record(False)
+                log.error("config reload rejected; keeping the running config",
+                          extra={"fields": {"trigger": why, "problems": "; ".join(e.problems)}})
+                self.notifier.notify("READY=1")
+                return False
+            self.scheduler.apply(config)
+            self._remember_hosts_files(config)
+            self.reload_status.record(True)
+            log.info("config reloaded", extra={"fields": {"trigger": why, "targets": len(self.scheduler.states)}})
+            self.notifier.notify("READY=1")
+            return True
+
+    async def _watch_hosts_files(self) -> None:
+        while True:
+            await asyncio.sleep(HOSTS_FILE_CHECK_SECONDS)
+            for path, mtime in list(self._hosts_mtimes.items()):
+                try:
+                    now = os.stat(path).st_mtime
+                except OSError:
+                    now = 0.0
+                if now != mtime:
+                    await self.reload(why=f"hosts file changed: {path}")
+                    break
+
+    async def _watchdog(self) -> None:
+        # Pet only while the event loop is healthy: a wedged loop stops the pets and systemd restarts us.
+        while True:
+            self.notifier.notify("WATCHDOG=1")
+            await asyncio.sleep(self.notifier.watchdog_interval)
+
+    # -- run ------------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> int:
+        try:
+            config = self._load()
+        except ConfigError as e:
+            for p in e.problems:
+                log.error("invalid config", extra={"fields": {"problem": p}})
+            return 2
+        web_config_file = self.web_config_override or config.web.config_file
+        try:
+            security = load_web_config(web_config_file) if web_config_file else WebSecurity()
+        except ConfigError as e:
+            for p in e.problems:
+                log.error("invalid web config", extra={"fields": {"problem": p}})
+            return 2
+        for cred in config.credentials.values():
+            if getattr(cred, "insecure_ignore_host_key", False):
+                log.warning("SSH host keys are NOT verified for this credential (lab use only)",
+                            extra={"fields": {"credential": cred.name}})
+        listen = self.listen_override or config.web.listen_address
+        host, _, port = listen.rpartition(":")
+        host = host.strip("[]") or None
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+
+        runner = web.AppRunner(build_app(self, security), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, host, int(port), ssl_context=security.ssl_context, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as e:
+            log.error("cannot listen", extra={"fields": {"address": listen, "error": e.strerror or str(e)}})
+            await runner.cleanup()
+            return 1
+        sockets = site._server.sockets if site._server else []  # noqa: SLF001 - aiohttp has no public accessor
+        self.bound_port = sockets[0].getsockname()[1] if sockets else int(port)
+        self.scheduler.apply(config)
+        self._remember_hosts_files(config)
+        self.reload_status.record(True)
+        log.info("fabric-exporter started", extra={"fields": {
+            "listen": f"{host or '0.0.0.0'}:{self.bound_port}", "config": self.config_path,
+            "targets": len(self.scheduler.states), "tls": bool(security.ssl_context),
+            "basic_auth": bool(security.users)}})
+        self.notifier.notify(f"READY=1\nMAINPID={os.getpid()}\nSTATUS=polling {len(self.scheduler.states)} targets")
+        background = [asyncio.create_task(self._watch_hosts_files(), name="hosts-files")]
+        if self.notifier.watchdog_interval:
+            background.append(asyncio.create_task(self._watchdog(), name="watchdog"))
+        try:
+            await self._stop.wait()
+        finally:
+            log.info("stopping")
+            self.notifier.notify("STOPPING=1")
+            for t in background:
+                t.cancel()
+            await self.scheduler.stop(grace=2.0)
+            # Bounded: the whole shutdown must fit systemd's and Kubernetes' stop timeouts.
+            for closing, limit in ((runner.cleanup(), 1.5), (self.transports.close(), 1.0)):
+                try:
+                    await asyncio.wait_for(closing, limit)
+                except Exception as e:  # noqa: BLE001 - shutdown is best effort
+                    log.warning("shutdown step did not finish cleanly", extra={"fields": {"error": repr(e)}})
+        return 0
