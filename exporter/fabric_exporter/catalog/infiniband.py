@@ -1,5 +1,197 @@
-"""Catalog entries for the infiniband collector(s); filled in by that collector's issue."""
+"""Catalog entries for the ``infiniband`` collector (fabric-wide sweeps from a management/SM node).
+
+Names follow node_exporter's ``node_infiniband_*`` where the meaning is the same (for example
+``port_transmit_wait_total``, ``symbol_error_total``), with the ``fabric_ib_`` prefix.
+
+Port series carry the port and its peer, so a panel can read "leaf-b2 port 17 -> spine-a1 port 2":
+
+    IB_PORT = fabric, node_guid, node_name, port, peer_node_name, peer_port
+
+``node_name`` is the node-name-map name when one is configured, else the NodeDescription. A port
+with no peer (down, or a CA's unused port) has ``peer_node_name=""`` and ``peer_port=""``. GUIDs
+are 16 lowercase hex digits with a ``0x`` prefix, the way ibnetdiscover prints them.
+"""
 
 from .spec import MetricSpec
 
-METRICS: list[MetricSpec] = []
+SRC = ("infiniband",)
+
+IB_PORT = ("fabric", "node_guid", "node_name", "port", "peer_node_name", "peer_port")
+IB_NODE = ("fabric", "node_guid", "node_name")
+IB_PORT_COUNTER = ("fabric", "node_guid", "node_name", "port", "counter")
+IB_FILE = ("fabric", "file")
+
+
+def _port_counter(name: str, unit: str, help_text: str, origin: tuple[str, ...]) -> MetricSpec:
+    return MetricSpec(name, "counter", unit, help_text, (IB_PORT,), SRC, origin)
+
+
+def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = ()) -> MetricSpec:
+    return MetricSpec(name, "gauge", unit, help_text, (IB_PORT,), SRC, origin)
+
+
+# Data and packet counters: 64-bit PortCountersExtended where the device has them, else the
+# 32-bit PortCounters (see fabric_ib_port_counter_latched).
+_DATA = [
+    _port_counter("fabric_ib_port_data_transmitted_bytes_total", "bytes",
+                  "Bytes sent by the port (PortXmitData x 4: the counter counts 4-byte words).",
+                  ("PortXmitData",)),
+    _port_counter("fabric_ib_port_data_received_bytes_total", "bytes",
+                  "Bytes received by the port (PortRcvData x 4: the counter counts 4-byte words).",
+                  ("PortRcvData",)),
+    _port_counter("fabric_ib_port_packets_transmitted_total", "packets",
+                  "Packets sent by the port (PortXmitPkts).", ("PortXmitPkts",)),
+    _port_counter("fabric_ib_port_packets_received_total", "packets",
+                  "Packets received by the port (PortRcvPkts).", ("PortRcvPkts",)),
+    _port_counter("fabric_ib_unicast_packets_transmitted_total", "packets",
+                  "Unicast packets sent (PortUnicastXmitPkts, extended counters only).",
+                  ("PortUnicastXmitPkts",)),
+    _port_counter("fabric_ib_unicast_packets_received_total", "packets",
+                  "Unicast packets received (PortUnicastRcvPkts, extended counters only).",
+                  ("PortUnicastRcvPkts",)),
+    _port_counter("fabric_ib_multicast_packets_transmitted_total", "packets",
+                  "Multicast packets sent (PortMulticastXmitPkts, extended counters only).",
+                  ("PortMulticastXmitPkts",)),
+    _port_counter("fabric_ib_multicast_packets_received_total", "packets",
+                  "Multicast packets received (PortMulticastRcvPkts, extended counters only).",
+                  ("PortMulticastRcvPkts",)),
+    _port_counter("fabric_ib_port_transmit_wait_total", "ticks",
+                  "Ticks the port had data to send but sent nothing: no credits or lost arbitration "
+                  "(PortXmitWait; normalise with fabric_ib_port_rate_bytes_per_second).",
+                  ("PortXmitWait",)),
+]
+
+# Error counters (IBA PortCounters; widths 4-16 bits on most devices, so they latch early).
+_ERRORS = [
+    _port_counter("fabric_ib_symbol_error_total", "", "Minor link errors on any lane (SymbolErrorCounter).",
+                  ("SymbolErrorCounter",)),
+    _port_counter("fabric_ib_link_error_recovery_total", "",
+                  "Successful link error recoveries (LinkErrorRecoveryCounter).", ("LinkErrorRecoveryCounter",)),
+    _port_counter("fabric_ib_link_downed_total", "",
+                  "Times the link training failed to recover and the link went down (LinkDownedCounter).",
+                  ("LinkDownedCounter",)),
+    _port_counter("fabric_ib_port_receive_errors_total", "packets",
+                  "Received packets with errors (PortRcvErrors).", ("PortRcvErrors",)),
+    _port_counter("fabric_ib_port_receive_remote_physical_errors_total", "packets",
+                  "Received packets marked with the EBP delimiter by an upstream port "
+                  "(PortRcvRemotePhysicalErrors).", ("PortRcvRemotePhysicalErrors",)),
+    _port_counter("fabric_ib_port_receive_switch_relay_errors_total", "packets",
+                  "Received packets the switch could not forward (PortRcvSwitchRelayErrors).",
+                  ("PortRcvSwitchRelayErrors",)),
+    _port_counter("fabric_ib_port_transmit_discards_total", "packets",
+                  "Outbound packets discarded: port down or congestion timeouts (PortXmitDiscards).",
+                  ("PortXmitDiscards",)),
+    _port_counter("fabric_ib_port_transmit_constraint_errors_total", "packets",
+                  "Packets not sent because of partition/raw constraints (PortXmitConstraintErrors).",
+                  ("PortXmitConstraintErrors",)),
+    _port_counter("fabric_ib_port_receive_constraint_errors_total", "packets",
+                  "Packets dropped on receive because of partition/raw constraints (PortRcvConstraintErrors).",
+                  ("PortRcvConstraintErrors",)),
+    _port_counter("fabric_ib_local_link_integrity_errors_total", "",
+                  "Times the local physical errors exceeded the LocalPhyErrors threshold "
+                  "(LocalLinkIntegrityErrors).", ("LocalLinkIntegrityErrors",)),
+    _port_counter("fabric_ib_excessive_buffer_overrun_errors_total", "",
+                  "Consecutive flow-control update periods with buffer overrun (ExcessiveBufferOverrunErrors).",
+                  ("ExcessiveBufferOverrunErrors",)),
+    _port_counter("fabric_ib_vl15_dropped_total", "packets",
+                  "Subnet-management (VL15) packets dropped for lack of buffers (VL15Dropped).", ("VL15Dropped",)),
+    _port_counter("fabric_ib_qp1_dropped_total", "packets",
+                  "General-management (QP1) packets dropped, where the device reports it (QP1Dropped).",
+                  ("QP1Dropped",)),
+]
+
+# Link state, width and speed, and what the exporter derives from them.
+_LINK = [
+    _port_gauge("fabric_ib_port_state_id", "",
+                "Logical port state (PortInfo.PortState): 1 Down, 2 Initialize, 3 Armed, 4 Active, 5 ActiveDefer.",
+                ("PortState",)),
+    _port_gauge("fabric_ib_port_physical_state_id", "",
+                "Physical port state (PortInfo.PortPhysicalState): 1 Sleep, 2 Polling, 3 Disabled, "
+                "4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest.",
+                ("PortPhysicalState",)),
+    _port_gauge("fabric_ib_port_active_width_lanes", "",
+                "Lanes the link runs on (PortInfo.LinkWidthActive: 1x/2x/4x/8x/12x); 0 when down.",
+                ("LinkWidthActive",)),
+    _port_gauge("fabric_ib_port_active_lane_rate_bytes_per_second", "bytes_per_second",
+                "Effective data rate of one lane at the active speed (SDR 2 Gb/s ... NDR 100 Gb/s, "
+                "after line encoding), in bytes/s; 0 when down.", ("LinkSpeedActive", "LinkSpeedExtActive")),
+    _port_gauge("fabric_ib_port_supported_width_lanes", "",
+                "Widest width both ends of the link support (LinkWidthSupported of both ends; "
+                "ibqueryerrors/iblinkinfo 'Could be').", ("LinkWidthSupported",)),
+    _port_gauge("fabric_ib_port_supported_lane_rate_bytes_per_second", "bytes_per_second",
+                "Fastest lane rate both ends of the link support, in effective bytes/s "
+                "(LinkSpeedSupported/LinkSpeedExtSupported of both ends).", ("LinkSpeedSupported",)),
+    _port_gauge("fabric_ib_port_rate_bytes_per_second", "bytes_per_second",
+                "Effective data rate of the link: active width x lane rate, in bytes/s; "
+                "the denominator of a PortXmitWait stall ratio.", ()),
+    _port_gauge("fabric_ib_port_degraded", "",
+                "1 if the link is up but runs below the width or speed both ends support, else 0.", ()),
+    _port_gauge("fabric_ib_port_link_down_unexpected", "",
+                "1 if the port is down now but the topology (last discovery) had its link up, else 0.", ()),
+    _port_gauge("fabric_ib_port_counter_latched", "",
+                "1 if a counter of the port read from 32-bit (or narrower) PortCounters sits at its maximum, "
+                "so its rate is meaningless until the counter is reset; else 0.", ()),
+    _port_gauge("fabric_ib_port_extended_counters", "",
+                "1 if the data/packet counters come from 64-bit PortCountersExtended, 0 if from 32-bit "
+                "PortCounters.", ("CapMask",)),
+    _port_gauge("fabric_ib_port_sweep_missing", "",
+                "1 if the topology knows this port but this poll's sweep did not return it (unreachable "
+                "subtree, failed query): its counters are withheld (stale), not zero.", ()),
+]
+
+_INFO = [
+    MetricSpec("fabric_ib_node_info", "info", "",
+               "One series per switch/CA in the topology (ibnetdiscover): type, NodeDescription, "
+               "port count, system image GUID.",
+               (IB_NODE + ("node_type", "node_description", "ports", "system_guid"),), SRC,
+               ("ibnetdiscover",)),
+    MetricSpec("fabric_ib_port_info", "info", "",
+               "One series per port in the topology: LID, port GUID, peer GUID/port/name and the link's "
+               "active and supported width and speed as the tools print them.",
+               (IB_PORT + ("lid", "port_guid", "peer_node_guid", "peer_node_type", "active_width",
+                           "active_speed", "supported_width", "supported_speed"),), SRC,
+               ("ibnetdiscover", "ibqueryerrors --report-port")),
+    MetricSpec("fabric_ib_node_xmit_wait_tick_multiplier", "gauge", "",
+               "PortSamplesControl.Tick of the node (perfquery -c), where readable: a PortXmitWait tick "
+               "lasts (Tick+1) symbol times on Quantum-class switches.", (IB_NODE,), SRC, ("Tick",)),
+]
+
+_SWEEP = [
+    MetricSpec("fabric_ib_sweep_duration_seconds", "gauge", "seconds",
+               "Wall time of each tool run in the last poll (ibqueryerrors sweeps, ibnetdiscover, perfquery batches).",
+               (("fabric", "tool"),), SRC),
+    MetricSpec("fabric_ib_topology_nodes", "gauge", "", "Nodes in the current topology by type (switch, ca, router).",
+               (("fabric", "node_type"),), SRC),
+    MetricSpec("fabric_ib_topology_ports", "gauge", "",
+               "Ports in the current topology by state seen in the last poll (up, down, missing).",
+               (("fabric", "state"),), SRC),
+    MetricSpec("fabric_ib_topology_last_refresh_timestamp_seconds", "gauge", "seconds",
+               "Unix time the topology (ibnetdiscover) was last refreshed.", (("fabric",),), SRC),
+    MetricSpec("fabric_ib_topology_changes_total", "counter", "",
+               "Topology refreshes that found a different set of nodes or links than the previous one "
+               "(since the exporter started).", (("fabric",),), SRC),
+]
+
+# ibdiagnet2 output files read from a directory (ibdiagnet runs on the site's schedule).
+_IBDIAGNET = [
+    MetricSpec("fabric_ib_ibdiagnet_file_age_seconds", "gauge", "seconds",
+               "Age of the newest ibdiagnet2 output file read (ibdiagnet2.pm, ibdiagnet2.db_csv): "
+               "its values are this old.", (IB_FILE,), SRC),
+    MetricSpec("fabric_ib_ibdiagnet_pm_counter", "gauge", "",
+               "Raw PM counter value from ibdiagnet2 (PM_INFO in ibdiagnet2.db_csv, or ibdiagnet2.pm), "
+               "named by its ibdiagnet field; unsupported (-1/NA) counters are omitted. A snapshot as old "
+               "as fabric_ib_ibdiagnet_file_age_seconds, not a live counter.",
+               (IB_PORT_COUNTER,), SRC, ("PM_INFO",)),
+    MetricSpec("fabric_ib_ibdiagnet_cable_temperature_celsius", "gauge", "celsius",
+               "Cable/transceiver temperature from ibdiagnet2.db_csv (CABLE_INFO Temperature).",
+               (("fabric", "node_guid", "node_name", "port"),), SRC, ("CABLE_INFO.Temperature",)),
+    MetricSpec("fabric_ib_ibdiagnet_cable_info", "info", "",
+               "Cable/transceiver identity from ibdiagnet2.db_csv (CABLE_INFO vendor, part number, serial, length).",
+               (("fabric", "node_guid", "node_name", "port", "vendor", "part_number", "serial_number",
+                 "length"),), SRC, ("CABLE_INFO",)),
+    MetricSpec("fabric_ib_ibdiagnet_node_temperature_celsius", "gauge", "celsius",
+               "Device temperature from ibdiagnet2.db_csv (TEMP_SENSING CurrentTemperature).",
+               (IB_NODE,), SRC, ("TEMP_SENSING.CurrentTemperature",)),
+]
+
+METRICS: list[MetricSpec] = _DATA + _ERRORS + _LINK + _INFO + _SWEEP + _IBDIAGNET
