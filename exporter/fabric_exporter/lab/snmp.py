@@ -173,11 +173,12 @@ class SimulatedSwitch:
                     # watchdog index: ifIndex.queueType(0 unicast).queueId
                     r[ARISTA_PFCWD_ENTRY + (4, i, 0, q)] = (INTEGER, stats["wd_stuck"])
                     r[ARISTA_PFCWD_ENTRY + (5, i, 0, q)] = (INTEGER, stats["wd_recovered"])
-                    # egress queue index: ifIndex.queueIndex(0-based).packetType(1 unicast, 2 multicast)
-                    r[ARISTA_EGRESS_ENTRY + (6, i, q, 1)] = (COUNTER64, stats["uc_drop_pkts"])
-                    r[ARISTA_EGRESS_ENTRY + (7, i, q, 1)] = (COUNTER64, stats["uc_drop_bytes"])
-                    r[ARISTA_EGRESS_ENTRY + (6, i, q, 2)] = (COUNTER64, stats["mc_drop_pkts"])
-                    r[ARISTA_EGRESS_ENTRY + (7, i, q, 2)] = (COUNTER64, stats["mc_drop_bytes"])
+                    # egress queue index: ifIndex.queueIndex.packetType (PacketType: 0 unicast, 1 multicast)
+                    for ptype, cast in ((0, "uc"), (1, "mc")):
+                        r[ARISTA_EGRESS_ENTRY + (4, i, q, ptype)] = (COUNTER64, stats[f"{cast}_pkts"])
+                        r[ARISTA_EGRESS_ENTRY + (5, i, q, ptype)] = (COUNTER64, stats[f"{cast}_bytes"])
+                        r[ARISTA_EGRESS_ENTRY + (6, i, q, ptype)] = (COUNTER64, stats[f"{cast}_drop_pkts"])
+                        r[ARISTA_EGRESS_ENTRY + (7, i, q, ptype)] = (COUNTER64, stats[f"{cast}_drop_bytes"])
         for oid, rec in self.overrides.items():
             if rec is None:
                 r.pop(oid, None)
