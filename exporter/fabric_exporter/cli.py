@@ -76,6 +76,19 @@ def cmd_catalog(args) -> int:
     return 0
 
 
+def _only_target(config, name: str):
+    """The config reduced to one group (by group name) or one host (by host name)."""
+    from dataclasses import replace
+
+    groups = []
+    for g in config.targets:
+        if g.name == name:
+            groups.append(g)
+        elif any(h.name == name for h in g.hosts):
+            groups.append(replace(g, hosts=tuple(h for h in g.hosts if h.name == name)))
+    return replace(config, targets=tuple(groups))
+
+
 async def _once(args) -> int:
     from prometheus_client import generate_latest
 
@@ -91,15 +104,16 @@ async def _once(args) -> int:
         for p in e.problems:
             print(f"config: {p}", file=sys.stderr)
         return 2
+    if args.target:
+        config = _only_target(config, args.target)
+        if not config.targets:
+            print(f"no target group or host named {args.target!r}", file=sys.stderr)
+            return 2
     store, transports = SnapshotStore(), Transports()
     scheduler = Scheduler(transports, store)
     scheduler.apply(config, start_tasks=False)
-    if args.target and not any(args.target in (g, h) for g, h in scheduler.states):
-        print(f"no target group or host named {args.target!r}", file=sys.stderr)
-        await transports.close()
-        return 2
     try:
-        states = await scheduler.poll_all_once(args.target)
+        states = await scheduler.poll_all_once()
     finally:
         await transports.close()
     status = ReloadStatus()

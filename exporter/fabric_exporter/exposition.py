@@ -15,10 +15,10 @@ from .catalog import MetricSpec, family_of
 
 
 def format_value(value: float) -> str:
-    # Fast path for the common case: integral counters below 2**53 print like repr(float(v)).
-    if type(value) is int and -(1 << 53) < value < (1 << 53):
-        if -10**16 < value < 10**16:
-            return f"{value}.0"
+    # Fast path: small integers print like repr(float(v)); Go (and prometheus_client) switch
+    # positive values of 7+ integer digits to exponent form, so those take the general path.
+    if type(value) is int and -10**15 < value < 1_000_000:
+        return f"{value}.0"
     return floatToGoString(value)
 
 

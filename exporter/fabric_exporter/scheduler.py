@@ -214,14 +214,11 @@ class Scheduler:
             log.warning("poll failed", extra=_ctx(state, reason=error.reason, error=str(error), duration=duration))
         return state
 
-    async def poll_all_once(self, only_group: str | None = None) -> list[TargetState]:
-        """For ``fabric-exporter once``: every target (or one group's) polled once, concurrently."""
-        config = self._config
+    async def poll_all_once(self) -> list[TargetState]:
+        """For ``fabric-exporter once``: every target polled once, concurrently."""
         keys = []
         collectors = []
-        for key, (group, host, cls) in self.targets(config).items():
-            if only_group and group.name != only_group and key[1] != only_group:
-                continue
+        for key, (group, host, cls) in self.targets(self._config).items():
             keys.append(key)
             collectors.append(cls(PollContext(group, host, self.transports)))
         try:

@@ -1,0 +1,103 @@
+"""Run the real daemon as a subprocess on 127.0.0.1 and talk to it over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def package_env(**extra: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'exporter'}:{ROOT}"}
+    env.update(extra)
+    return env
+
+
+class DaemonProcess:
+    def __init__(self, config: Path, *, plugins: str = "", args: tuple[str, ...] = (), env: dict | None = None):
+        self.port = free_port()
+        self.config = config
+        self.log_path = config.parent / f"daemon-{self.port}.log"
+        cmd = [sys.executable, "-m", "fabric_exporter", "run", "--config", str(config),
+               "--web.listen-address", f"127.0.0.1:{self.port}", *args]
+        extra = {"FABRIC_EXPORTER_PLUGINS": plugins} if plugins else {}
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, env={**package_env(**extra), **(env or {})},
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str, timeout: float = 5.0, headers: dict | None = None) -> tuple[int, str]:
+        req = urllib.request.Request(self.base + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def wait_http(self, deadline: float = 15.0) -> None:
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.proc.returncode}:\n{self.logs()}")
+            try:
+                self.get("/healthz", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError(f"daemon did not answer within {deadline}s:\n{self.logs()}")
+
+    def wait_for(self, predicate, deadline: float = 15.0, path: str = "/metrics") -> str:
+        end = time.monotonic() + deadline
+        body = ""
+        while time.monotonic() < end:
+            status, body = self.get(path)
+            if predicate(status, body):
+                return body
+            time.sleep(0.2)
+        raise TimeoutError(f"condition not met within {deadline}s; last {path}:\n{body[-3000:]}\nlogs:\n{self.logs()}")
+
+    def logs(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def stop(self) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+    def __enter__(self) -> DaemonProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def metric_value(text: str, series: str) -> float | None:
+    """The value of an exact series line prefix (name{labels}) in exposition text."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
