@@ -1,0 +1,221 @@
+"""perftest latency reports (``ib_write_lat``, ``ib_send_lat``, ``ib_read_lat``) -> records.
+
+Two forms, both written by perftest's ``print_report_lat``:
+
+* text: a header
+  `` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]``
+  and one data row per message size, columns separated by a mix of spaces and tabs. The row's
+  floats are printed with ``%-7.2f``: a value of 7+ characters has no padding left, and some
+  versions then glue two columns together (``2465.901216.65``). Every float has exactly two
+  decimals, so columns are split on that, not on whitespace. Warnings (``Conflicting CPU frequency
+  values detected ...``, PCIe relaxed-ordering notes) may be interleaved when stderr is merged.
+* ``--out_json``: ``{"test_info": {...}, "results": {"MsgSize": 2, "n_iterations": 10000,
+  "t_min": ..., "percentile_99": ..., "percentile_99.9": ...}}``; with ``--out_json_file=/dev/stdout``
+  it lands in the same stream as the text report, before it.
+
+Values stay in microseconds as printed; the collector converts. perftest sorts the samples, drops
+the two largest, and reads min/median/p99/p99.9/max from the sorted array, so
+min <= median <= p99 <= p99.9 <= max and min <= avg <= max always hold: a report that breaks
+this was mangled (e.g. columns glued in a way we cannot split) and is refused, never guessed.
+Pure functions: text in, records out; bad input raises ParseError only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from ..errors import ParseError
+
+_HEADER_FIELDS = ("#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
+                  "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]")
+_HEADER_RE = re.compile(r"^\s*#bytes\s+#iterations\s+t_min\[(?P<unit>\w+)\]")
+_DURATION_HEADER_RE = re.compile(r"^\s*#bytes\s+#iterations\s+t_avg\[")
+_ROW_RE = re.compile(r"^\s*(?P<bytes>\d+)\s+(?P<iters>\d+)\s+(?P<rest>(?:\s*\d+\.\d\d)+)\s*$")
+_FLOAT_RE = re.compile(r"\d+\.\d\d")
+_TITLE_RE = re.compile(r"^\s+(?P<title>[\w ]*Latency Test)\s*$")
+_FIELD_RE = re.compile(r"(?P<key>Device|Link type|Transport type)\s*:\s*(?P<value>\S+)")
+_WARNING_RE = re.compile(r"(?i)\b(warning|conflicting cpu frequency|cpu frequency is not max)\b")
+_MAX_ITERATIONS = 10**12  # far above anything perftest can hold in memory
+
+
+@dataclass(frozen=True)
+class LatencyReport:
+    """One data row of a perftest latency report, in microseconds as perftest prints them."""
+
+    message_bytes: int
+    iterations: int
+    min_us: float
+    max_us: float
+    typical_us: float  # the median
+    avg_us: float
+    stdev_us: float
+    p99_us: float
+    p999_us: float
+    test: str | None = None  # e.g. "RDMA_Write Latency Test" (text form only)
+    device: str | None = None
+    link_type: str | None = None  # IB | Ethernet (RoCE)
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+
+def _check(r: LatencyReport) -> None:
+    values = (r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.p99_us, r.p999_us)
+    if not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in values):
+        raise ParseError(f"perftest report: latency values must be finite and >= 0, got {values}")
+    if r.iterations < 5 or r.iterations > _MAX_ITERATIONS:
+        raise ParseError(f"perftest report: implausible iteration count {r.iterations}")
+    if r.message_bytes < 1:
+        raise ParseError(f"perftest report: implausible message size {r.message_bytes}")
+    if not (r.min_us <= r.typical_us <= r.p99_us <= r.p999_us <= r.max_us):
+        raise ParseError("perftest report: statistics out of order (need t_min <= t_typical <= 99% <= 99.9% "
+                         f"<= t_max, got {r.min_us}, {r.typical_us}, {r.p99_us}, {r.p999_us}, {r.max_us})")
+    if not (r.min_us <= r.avg_us <= r.max_us):
+        raise ParseError(f"perftest report: t_avg {r.avg_us} outside [t_min, t_max]")
+
+
+def parse_text(text: str) -> list[LatencyReport]:
+    """Every data row of a text latency report (one per message size; one unless ``-a``)."""
+    if not isinstance(text, str):
+        raise ParseError("perftest report: expected text")
+    lines = text.splitlines()
+    test = device = link_type = None
+    warnings: list[str] = []
+    rows: list[LatencyReport] = []
+    in_table = False
+    for lineno, line in enumerate(lines, 1):
+        if _DURATION_HEADER_RE.match(line):
+            raise ParseError(f"perftest report line {lineno}: duration-mode (-D) report has no percentiles; "
+                             "run with -n iterations")
+        m = _HEADER_RE.match(line)
+        if m:
+            if m.group("unit") != "usec":
+                raise ParseError(f"perftest report line {lineno}: values in {m.group('unit')}, not usec "
+                                 "(do not pass -C/--report-cycles)")
+            squeezed = re.sub(r"\s+", " ", line).strip()
+            if not squeezed.startswith(" ".join(_HEADER_FIELDS)):  # --cpu_util adds a column
+                raise ParseError(f"perftest report line {lineno}: unexpected latency header {line.strip()!r}")
+            in_table = True
+            continue
+        t = _TITLE_RE.match(line)
+        if t:
+            test = t.group("title").strip()
+            continue
+        for f in _FIELD_RE.finditer(line):
+            key, value = f.group("key"), f.group("value")
+            if key == "Device":
+                device = value
+            elif key == "Link type":
+                link_type = value
+        if _WARNING_RE.search(line):
+            warnings.append(line.strip())
+            continue
+        if not in_table:
+            continue
+        row = _ROW_RE.match(line)
+        if row:
+            floats = _FLOAT_RE.findall(row.group("rest"))
+            if len(floats) < 7:
+                raise ParseError(f"perftest report line {lineno}: expected 7 latency columns, got {len(floats)}")
+            # An 8th column is CPU utilisation (--cpu_util); ignore it.
+            mn, mx, typ, avg, sd, p99, p999 = (float(v) for v in floats[:7])
+            rows.append(LatencyReport(
+                message_bytes=int(row.group("bytes")), iterations=int(row.group("iters")),
+                min_us=mn, max_us=mx, typical_us=typ, avg_us=avg, stdev_us=sd, p99_us=p99, p999_us=p999,
+                test=test, device=device, link_type=link_type))
+        elif line.strip().startswith("---"):
+            in_table = False  # the closing rule; anything after is not ours
+    if not rows:
+        raise ParseError("perftest report: no latency data row (header "
+                         + ("found" if any(_HEADER_RE.match(x) for x in lines) else "missing") + ")")
+    if warnings:
+        rows = [_with_warnings(r, tuple(warnings)) for r in rows]
+    return rows
+
+
+def _with_warnings(r: LatencyReport, warnings: tuple[str, ...]) -> LatencyReport:
+    return LatencyReport(r.message_bytes, r.iterations, r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us,
+                         r.p99_us, r.p999_us, r.test, r.device, r.link_type, warnings)
+
+
+_JSON_KEYS = ("MsgSize", "n_iterations", "t_min", "t_max", "t_typical", "t_avg", "t_stdev", "percentile_99",
+              "percentile_99.9")
+
+
+def _find_json_object(text: str) -> dict | None:
+    """The first JSON object that starts at the beginning of a line and holds ``results``."""
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"(?m)^\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and "results" in obj:
+            return obj
+    return None
+
+
+def parse_json(text: str) -> LatencyReport:
+    """The ``--out_json`` report (the file's content, or a stream that contains it)."""
+    if not isinstance(text, str):
+        raise ParseError("perftest JSON: expected text")
+    obj = _find_json_object(text)
+    if obj is None:
+        raise ParseError("perftest JSON: no object with \"results\" found")
+    results = obj.get("results")
+    if not isinstance(results, dict):
+        raise ParseError("perftest JSON: \"results\" is not an object")
+    missing = [k for k in _JSON_KEYS if k not in results]
+    if missing:
+        if set(results) <= {"t_avg", "tps_average", "MsgSize", "n_iterations", "avg_lat", "CPU_util"}:
+            raise ParseError("perftest JSON: no percentiles (duration mode or --output=latency)")
+        raise ParseError(f"perftest JSON: results lack {', '.join(missing)}")
+    ints = {}
+    for k in ("MsgSize", "n_iterations"):
+        v = results[k]
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ParseError(f"perftest JSON: {k} must be an integer, got {v!r}")
+        ints[k] = v
+    floats = {}
+    for k in _JSON_KEYS[2:]:
+        v = results[k]
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ParseError(f"perftest JSON: {k} must be a number, got {v!r}")
+        floats[k] = float(v)
+    info = obj.get("test_info") if isinstance(obj.get("test_info"), dict) else {}
+
+    def info_str(key: str) -> str | None:
+        v = info.get(key)
+        return v if isinstance(v, str) else None
+
+    return LatencyReport(
+        message_bytes=ints["MsgSize"], iterations=ints["n_iterations"],
+        min_us=floats["t_min"], max_us=floats["t_max"], typical_us=floats["t_typical"], avg_us=floats["t_avg"],
+        stdev_us=floats["t_stdev"], p99_us=floats["percentile_99"], p999_us=floats["percentile_99.9"],
+        test=info_str("test"), device=info_str("Device"), link_type=info_str("Link_type"))
+
+
+def parse_report(text: str, message_bytes: int | None = None) -> LatencyReport:
+    """The one report a probe produced: the JSON object if the stream holds one, else the text row.
+
+    With ``message_bytes`` the row of that size is chosen (and must exist); otherwise exactly one
+    row must be present.
+    """
+    if isinstance(text, str) and re.search(r"(?m)^\{", text) and _find_json_object(text) is not None:
+        reports = [parse_json(text)]
+    else:
+        reports = parse_text(text)
+    if message_bytes is not None:
+        reports = [r for r in reports if r.message_bytes == message_bytes]
+        if not reports:
+            raise ParseError(f"perftest report: no row for message size {message_bytes}")
+    if len(reports) != 1:
+        raise ParseError(f"perftest report: expected one data row, got {len(reports)}")
+    return reports[0]
+
+
+__all__ = ["LatencyReport", "parse_text", "parse_json", "parse_report"]
