@@ -20,6 +20,19 @@ def _add_logging(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log.format", dest="log_format", default="text", choices=["text", "json"])
 
 
+def _add_shard(p: argparse.ArgumentParser) -> None:
+    from .sharding import parse_shard
+
+    def shard(text: str):
+        try:
+            return parse_shard(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    p.add_argument("--shard", type=shard, metavar="INDEX/COUNT",
+                   help="poll only this replica's share of the targets (stable hash), e.g. 0/3")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fabric-exporter",
@@ -34,11 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override web.listen_address (default 0.0.0.0:9315)")
     run.add_argument("--web.config.file", dest="web_config_file", metavar="FILE",
                      help="exporter-toolkit web config (TLS, basic auth)")
+    _add_shard(run)
     _add_logging(run)
 
     once = sub.add_parser("once", help="poll every target once and print the exposition text")
     _add_config(once)
     once.add_argument("--target", metavar="NAME", help="only this target group (or host)")
+    _add_shard(once)
     _add_logging(once)
 
     check = sub.add_parser("check-config", help="validate a configuration file")
@@ -110,7 +125,7 @@ async def _once(args) -> int:
             print(f"no target group or host named {args.target!r}", file=sys.stderr)
             return 2
     store, transports = SnapshotStore(), Transports()
-    scheduler = Scheduler(transports, store)
+    scheduler = Scheduler(transports, store, shard=args.shard)
     scheduler.apply(config, start_tasks=False)
     try:
         states = await scheduler.poll_all_once()
@@ -156,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         from .daemon import Daemon
 
-        daemon = Daemon(args.config, listen_address=args.listen_address, web_config_file=args.web_config_file)
+        daemon = Daemon(args.config, listen_address=args.listen_address, web_config_file=args.web_config_file,
+                        shard=args.shard)
         return asyncio.run(daemon.run())
     return 2
 

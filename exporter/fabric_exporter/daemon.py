@@ -17,6 +17,7 @@ from aiohttp import web
 
 from .config import Config, ConfigError, load_config
 from .scheduler import Scheduler
+from .sharding import Shard
 from .selfmetrics import ReloadStatus, self_registry
 from .store import SnapshotStore
 from .transport.factory import Transports
@@ -49,13 +50,14 @@ class SystemdNotifier:
 
 
 class Daemon:
-    def __init__(self, config_path: str, *, listen_address: str | None = None, web_config_file: str | None = None):
+    def __init__(self, config_path: str, *, listen_address: str | None = None, web_config_file: str | None = None,
+                 shard: Shard | None = None):
         self.config_path = config_path
         self.listen_override = listen_address
         self.web_config_override = web_config_file
         self.store = SnapshotStore()
         self.transports = Transports()
-        self.scheduler = Scheduler(self.transports, self.store)
+        self.scheduler = Scheduler(self.transports, self.store, shard=shard)
         self.reload_status = ReloadStatus()
         self.self_registry = self_registry(self.scheduler, self.store, self.reload_status)
         self.last_render_seconds = 0.0
@@ -163,7 +165,8 @@ class Daemon:
         self.reload_status.record(True)
         log.info("fabric-exporter started", extra={"fields": {
             "listen": f"{host or '0.0.0.0'}:{self.bound_port}", "config": self.config_path,
-            "targets": len(self.scheduler.states), "tls": bool(security.ssl_context),
+            "targets": len(self.scheduler.states), "shard": str(self.scheduler.shard or "all"),
+            "tls": bool(security.ssl_context),
             "basic_auth": bool(security.users)}})
         self.notifier.notify(f"READY=1\nMAINPID={os.getpid()}\nSTATUS=polling {len(self.scheduler.states)} targets")
         background = [asyncio.create_task(self._watch_hosts_files(), name="hosts-files")]

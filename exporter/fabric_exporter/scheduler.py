@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .collectors import Collector, PollContext, registry
 from .config import Config, Host, TargetGroup
 from .errors import PollError
+from .sharding import Shard, target_key
 from .exposition import UnknownMetric
 from .store import SnapshotStore, TargetKey, build_snapshot
 
@@ -73,8 +74,10 @@ def _target_keys(group: TargetGroup, collector_cls: type[Collector]) -> list[tup
 
 
 class Scheduler:
-    def __init__(self, transports, store: SnapshotStore, *, rng: random.Random | None = None):
+    def __init__(self, transports, store: SnapshotStore, *, rng: random.Random | None = None,
+                 shard: Shard | None = None):
         self.transports = transports
+        self.shard = shard
         self.store = store
         self.states: dict[TargetKey, TargetState] = {}
         self._tasks: dict[TargetKey, asyncio.Task] = {}
@@ -92,7 +95,8 @@ class Scheduler:
         for group in config.targets:
             cls = self._registry[group.collector]
             for key, host in _target_keys(group, cls):
-                found[key] = (group, host, cls)
+                if self.shard is None or self.shard.owns(target_key(*key)):
+                    found[key] = (group, host, cls)
         return found
 
     def apply(self, config: Config, *, start_tasks: bool = True) -> None:
