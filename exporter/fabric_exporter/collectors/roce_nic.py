@@ -1,0 +1,415 @@
+"""RoCE NIC counters of a GPU host, over SSH (or locally for a DaemonSet pod / host service).
+
+One poll is ONE remote command, whatever the number of NICs: a small POSIX ``sh`` script
+(``REMOTE_SCRIPT``) discovers the RDMA devices, ports and netdevs in sysfs (or with ``rdma link
+show``), dumps every port's ``hw_counters`` with one ``grep``, runs ``ethtool -S`` per netdev and
+frames it all with ``@@`` section lines ending in ``@@end`` (see parsers/rdma.py). The collector
+parses the dump with pure parsers and maps vendor counter names (mlx5, bnxt_en/bnxt_re,
+ice/irdma) onto the catalog's vendor-neutral names.
+
+Values are the drivers' raw monotonic counters (microseconds scaled to seconds): a driver reload
+resets them and Prometheus' counter-reset handling copes; nothing is carried across polls.
+A counter a driver does not have is simply absent. A garbled dump fails the host's poll
+(reason parse); a missing tool or device makes the data partial and says which.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import CommandFailed, ParseError
+from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
+from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
+from ..samples import PollResult, Sample
+from .base import Collector, ErrorSink
+from .options import OptionReader
+
+# ---------------------------------------------------------------------------------------------
+# The one remote command. POSIX sh (dash, busybox): builtins where possible (read, globbing), one
+# grep per port, one ethtool per netdev. $1 = sysfs|rdma, $2 = 1 to run ethtool, $3... = devices.
+
+REMOTE_SCRIPT = r"""
+mode=$1; with_ethtool=$2; shift 2
+sys=/sys/class/infiniband
+echo "@@fabric-roce 1 $mode"
+netdevs=""
+add_netdev() { case " $netdevs " in *" $1 "*) ;; *) netdevs="$netdevs $1" ;; esac; }
+if [ "$mode" = rdma ]; then
+  out=$(rdma link show 2>&1); rc=$?
+  echo "@@rdma_link $rc"; printf '%s\n' "$out"
+  if [ $rc -eq 0 ]; then
+    for nd in $(printf '%s\n' "$out" | sed -n 's/.* netdev \([^ ]*\).*/\1/p'); do add_netdev "$nd"; done
+  fi
+  out=$(rdma -j statistic show 2>/dev/null); rc=$?
+  if [ $rc -ne 0 ]; then out=$(rdma statistic show 2>&1); rc=$?; fi
+  echo "@@rdma_statistic $rc"; printf '%s\n' "$out"
+else
+  if [ $# -eq 0 ] && [ -d "$sys" ]; then
+    for d in "$sys"/*; do [ -e "$d" ] && set -- "$@" "${d##*/}"; done
+  fi
+  for dev in "$@"; do
+    d="$sys/$dev"
+    if [ ! -d "$d" ]; then echo "@@missing $dev"; continue; fi
+    drv=$(readlink "$d/device/driver" 2>/dev/null); drv=${drv##*/}
+    echo "@@device $dev ${drv:--}"
+    for p in "$d"/ports/*; do
+      [ -d "$p" ] || continue
+      port=${p##*/}; nd=""; ll=""; st=""
+      read -r nd 2>/dev/null < "$p/gid_attrs/ndevs/0" || nd=""
+      if [ -z "$nd" ]; then
+        n=0; for f in "$d"/device/net/*; do [ -e "$f" ] && { n=$((n+1)); nd=${f##*/}; }; done
+        [ $n -eq 1 ] || nd=""
+      fi
+      read -r ll 2>/dev/null < "$p/link_layer" || ll=""
+      read -r st 2>/dev/null < "$p/state" || st=""
+      echo "@@port $dev $port ${nd:--} ${ll:--} ${st:--}"
+      if [ -d "$p/hw_counters" ]; then
+        echo "@@hw_counters $dev $port"
+        (cd "$p/hw_counters" && grep -s -H . -- * 2>/dev/null)
+      fi
+      [ -n "$nd" ] && [ "$ll" != InfiniBand ] && add_netdev "$nd"
+    done
+  done
+fi
+if [ "$with_ethtool" = 1 ]; then
+  for nd in $netdevs; do
+    out=$(ethtool -S "$nd" 2>&1); rc=$?
+    echo "@@ethtool $nd $rc"; printf '%s\n' "$out"
+  done
+fi
+echo "@@end"
+""".strip() + "\n"
+
+# ---------------------------------------------------------------------------------------------
+# Vendor name -> catalog name. Within one metric (and priority/queue), the first rule whose
+# counter exists wins, so a preferred counter shadows a fallback. ``families`` limits a rule to
+# drivers where the raw name means what the metric says (bnxt_en's rx_bytes is the port's;
+# mlx5's is the netdev's software count, so mlx5 uses rx_bytes_phy).
+
+US = 1e-6  # microseconds -> seconds
+
+
+@dataclass(frozen=True)
+class Rule:
+    metric: str
+    pattern: str  # raw name; "{p}" = priority 0-7, "{q}" = queue number
+    scale: float = 1.0
+    families: frozenset[str] | None = None
+
+    def regex(self) -> re.Pattern:
+        text = re.escape(self.pattern).replace(r"\{p\}", "(?P<priority>[0-7])").replace(r"\{q\}", "(?P<queue>[0-9]{1,2})")
+        return re.compile(text)
+
+
+def _r(metric: str, *patterns: str, scale: float = 1.0, families: tuple[str, ...] | None = None) -> list[Rule]:
+    fam = frozenset(families) if families else None
+    return [Rule(metric, p, scale, fam) for p in patterns]
+
+
+BNXT = ("bnxt",)
+ETHTOOL_RULES: list[Rule] = [
+    *_r("fabric_roce_pfc_rx_pause_frames_total", "rx_prio{p}_pause", "rx_pfc_ena_frames_pri{p}", "rx_priority_{p}_xoff.nic"),
+    *_r("fabric_roce_pfc_tx_pause_frames_total", "tx_prio{p}_pause", "tx_pfc_ena_frames_pri{p}", "tx_priority_{p}_xoff.nic"),
+    *_r("fabric_roce_rx_bytes_total", "rx_bytes_phy", "rx_bytes.nic"),
+    *_r("fabric_roce_rx_bytes_total", "rx_bytes", families=BNXT),
+    *_r("fabric_roce_tx_bytes_total", "tx_bytes_phy", "tx_bytes.nic"),
+    *_r("fabric_roce_tx_bytes_total", "tx_bytes", families=BNXT),
+    *_r("fabric_roce_rx_packets_total", "rx_packets_phy"),
+    *_r("fabric_roce_rx_packets_total", "rx_total_frames", families=BNXT),
+    *_r("fabric_roce_tx_packets_total", "tx_packets_phy"),
+    *_r("fabric_roce_tx_packets_total", "tx_total_frames", families=BNXT),
+    *_r("fabric_roce_rx_discards_total", "rx_discards_phy"),
+    *_r("fabric_roce_tx_discards_total", "tx_discards_phy"),
+    *_r("fabric_roce_nic_pfc_rx_pause_seconds_total", "rx_prio{p}_pause_duration", "pfc_pri{p}_rx_duration_us", scale=US),
+    *_r("fabric_roce_nic_pfc_tx_pause_seconds_total", "tx_prio{p}_pause_duration", "pfc_pri{p}_tx_duration_us", scale=US),
+    *_r("fabric_roce_nic_pfc_rx_pause_transitions_total", "rx_prio{p}_pause_transition"),
+    *_r("fabric_roce_nic_pause_storm_warning_events_total", "tx_pause_storm_warning_events"),
+    *_r("fabric_roce_nic_pause_storm_error_events_total", "tx_pause_storm_error_events"),
+    *_r("fabric_roce_nic_continuous_pause_events_total", "continuous_roce_pause_events"),
+    *_r("fabric_roce_nic_priority_rx_bytes_total", "rx_prio{p}_bytes"),
+    *_r("fabric_roce_nic_priority_tx_bytes_total", "tx_prio{p}_bytes"),
+    *_r("fabric_roce_nic_priority_rx_packets_total", "rx_prio{p}_packets"),
+    *_r("fabric_roce_nic_priority_tx_packets_total", "tx_prio{p}_packets"),
+    *_r("fabric_roce_nic_priority_rx_discards_total", "rx_prio{p}_discards"),
+    *_r("fabric_roce_nic_queue_rx_discards_total", "rx_discard_packets_cos{q}"),
+    *_r("fabric_roce_nic_rx_out_of_buffer_packets_total", "rx_out_of_buffer"),
+    *_r("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "rx_buffer_passed_thres_phy"),
+    *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_global_pause", "link_xoff_rx.nic"),
+    *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_pause_frames", families=BNXT),
+    *_r("fabric_roce_nic_link_pause_tx_frames_total", "tx_global_pause", "link_xoff_tx.nic"),
+    *_r("fabric_roce_nic_link_pause_tx_frames_total", "tx_pause_frames", families=BNXT),
+    *_r("fabric_roce_nic_link_pause_rx_seconds_total", "rx_global_pause_duration", scale=US),
+    *_r("fabric_roce_nic_link_pause_tx_seconds_total", "tx_global_pause_duration", scale=US),
+    *_r("fabric_roce_nic_link_down_events_total", "link_down_events_phy"),
+    *_r("fabric_roce_nic_link_down_events_total", "link_down_events", families=BNXT),
+    *_r("fabric_roce_nic_rx_symbol_errors_total", "rx_symbol_err_phy"),
+    *_r("fabric_roce_nic_rx_pcs_symbol_errors_total", "rx_pcs_symbol_err_phy"),
+    *_r("fabric_roce_nic_rx_corrected_bits_total", "rx_corrected_bits_phy"),
+    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_crc_errors_phy", "rx_crc_errors.nic"),
+    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_fcs_err_frames", families=BNXT),
+]
+
+HW_RULES: list[Rule] = [
+    *_r("fabric_roce_ecn_marked_packets_total", "np_ecn_marked_roce_packets", "rx_ecn_marked_pkts", "RxECNMrkd"),
+    *_r("fabric_roce_nic_cnp_sent_total", "np_cnp_sent", "tx_cnp_pkts", "cnpSent"),
+    *_r("fabric_roce_nic_cnp_received_total", "rx_cnp_pkts"),
+    *_r("fabric_roce_nic_cnp_handled_total", "rp_cnp_handled", "cnpHandled"),
+    *_r("fabric_roce_nic_cnp_ignored_total", "rp_cnp_ignored", "cnpIgnored"),
+    *_r("fabric_roce_nic_out_of_sequence_packets_total", "out_of_sequence", "oos_drop_count"),
+    *_r("fabric_roce_nic_packet_sequence_errors_total", "packet_seq_err", "seq_err_naks_rcvd"),
+    *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "implied_nak_seq_err"),
+    *_r("fabric_roce_nic_local_ack_timeouts_total", "local_ack_timeout_err", "to_retransmits"),
+    *_r("fabric_roce_nic_adaptive_retransmits_total", "roce_adp_retrans"),
+    *_r("fabric_roce_nic_adaptive_retransmit_timeouts_total", "roce_adp_retrans_to"),
+    *_r("fabric_roce_nic_slow_restarts_total", "roce_slow_restart"),
+    *_r("fabric_roce_nic_slow_restart_cnps_total", "roce_slow_restart_cnps"),
+    *_r("fabric_roce_nic_slow_restart_transitions_total", "roce_slow_restart_trans"),
+    *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", "dup_req"),
+    *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_nak_retry_err"),
+    *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer"),
+    *_r("fabric_roce_nic_transport_retries_exceeded_total", "req_transport_retries_exceeded", "max_retry_exceeded"),
+]
+
+
+class CounterMapper:
+    """Maps one source's raw counter names to (rule order, metric, extra labels, scale).
+
+    Each distinct raw name is matched against the rules once per process (names repeat on every
+    poll and every NIC), so a poll costs dictionary lookups, not regex scans.
+    """
+
+    def __init__(self, rules: list[Rule]):
+        self.rules = rules
+        self._exact: dict[str, list[tuple[int, Rule]]] = {}
+        self._patterns: list[tuple[int, Rule, re.Pattern]] = []
+        for order, rule in enumerate(rules):
+            if "{" in rule.pattern:
+                self._patterns.append((order, rule, rule.regex()))
+            else:
+                self._exact.setdefault(rule.pattern, []).append((order, rule))
+        self._cache: dict[str, tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]] = {}
+
+    def matches(self, name: str) -> tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]:
+        found = self._cache.get(name)
+        if found is None:
+            hits = [(order, rule, ()) for order, rule in self._exact.get(name, ())]
+            for order, rule, rx in self._patterns:
+                m = rx.fullmatch(name)
+                if m:
+                    hits.append((order, rule, tuple(sorted(m.groupdict().items()))))
+            found = tuple(sorted(hits, key=lambda h: h[0]))
+            if len(self._cache) < 100_000:  # bounded: names come from the remote side
+                self._cache[name] = found
+        return found
+
+    def map(self, counters: dict[str, int], family: str | None, base: dict[str, str],
+            unmapped: list[str] | None) -> list[Sample]:
+        """Samples for ``counters``; names no rule knows are appended to ``unmapped`` if given."""
+        chosen: dict[tuple[str, tuple], tuple[int, Rule, int]] = {}
+        for name, value in counters.items():
+            hits = self.matches(name)
+            known = False
+            for order, rule, extra in hits:
+                if rule.families is not None and family not in rule.families:
+                    continue
+                known = True
+                key = (rule.metric, extra)
+                if key not in chosen or chosen[key][0] > order:
+                    chosen[key] = (order, rule, value)
+            if not known and unmapped is not None:
+                unmapped.append(name)
+        samples = []
+        for (metric, extra), (_, rule, value) in chosen.items():
+            labels = dict(base)
+            labels.update(extra)
+            samples.append(Sample(metric, labels, value * rule.scale if rule.scale != 1.0 else value))
+        return samples
+
+
+ETHTOOL_MAPPER = CounterMapper(ETHTOOL_RULES)
+HW_MAPPER = CounterMapper(HW_RULES)
+
+
+def driver_family(driver: str | None, device: str) -> str | None:
+    """mlx5 | bnxt | intel from the PCI driver, else from the RDMA device name the driver chose."""
+    probe = driver or device
+    for prefix, family in (("mlx5", "mlx5"), ("bnxt", "bnxt"), ("ice", "intel"), ("irdma", "intel"),
+                           ("i40", "intel")):
+        if probe.startswith(prefix):
+            return family
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+_DEVICE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+@dataclass(frozen=True)
+class RoceNicOptions:
+    devices: tuple[str, ...] = ()  # empty: every RDMA device the host has
+    hw_counters_from: str = "sysfs"  # sysfs | rdma (iproute2 ``rdma statistic show``)
+    ethtool: bool = True
+    expose_unmapped: bool = False
+    include_infiniband_ports: bool = False
+
+
+@dataclass
+class PortData:
+    device: str
+    port: int
+    netdev: str | None
+    driver: str | None
+    link_layer: str | None
+    active: bool | None
+    hw_counters: dict[str, int] | None = None
+    ethtool: EthtoolStats | None = None
+
+
+class RoceNicCollector(Collector):
+    name: ClassVar[str] = "roce_nic"
+    transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
+
+    @classmethod
+    def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> RoceNicOptions:
+        r = OptionReader(raw, path, err, base_dir)
+        devices = r.string_list("devices")
+        for i, dev in enumerate(devices):
+            if not _DEVICE_NAME.fullmatch(dev):
+                err(f"{path}.devices[{i}]", f"not an RDMA device name: {dev!r} (e.g. mlx5_0)")
+        options = RoceNicOptions(
+            devices=devices,
+            hw_counters_from=r.string("hw_counters_from", "sysfs", choices=("sysfs", "rdma")) or "sysfs",
+            ethtool=r.boolean("ethtool", True),
+            expose_unmapped=r.boolean("expose_unmapped", False),
+            include_infiniband_ports=r.boolean("include_infiniband_ports", False),
+        )
+        r.done()
+        return options
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        if self.options is None:
+            self.options = RoceNicOptions()
+
+    def command(self) -> list[str]:
+        o = self.options
+        return ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", o.hw_counters_from, "1" if o.ethtool else "0", *o.devices]
+
+    async def poll(self) -> PollResult:
+        runner = self.ctx.runner()
+        # Leave the scheduler's deadline a little room so the transport's clearer message wins.
+        result = await runner.run(self.command(), timeout=max(1.0, self.group.timeout * 0.9))
+        if not result.stdout.startswith("@@fabric-roce"):
+            if result.exit_status != 0:
+                raise CommandFailed(f"roce_nic script failed: {result.describe_failure()}")
+            raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
+        dump = parse_host_dump(result.stdout)
+        problems: list[str] = []
+        ports = self._ports(dump, problems)
+        return self._samples(ports, problems)
+
+    # -- dump -> ports ---------------------------------------------------------------------------
+
+    def _ports(self, dump: HostDump, problems: list[str]) -> list[PortData]:
+        o = self.options
+        if dump.missing_devices:
+            problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
+        ports: list[PortData] = []
+        if dump.mode == "rdma":
+            ports = self._ports_from_rdma_tool(dump, problems)
+        else:
+            for dp in dump.ports:
+                raw = dump.hw_counters.get((dp.device, dp.port))
+                ports.append(PortData(
+                    dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
+                    None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
+                    parse_hw_counters(raw) if raw is not None else None))
+            if not ports and not dump.missing_devices:
+                raise CommandFailed("no RDMA devices under /sys/class/infiniband "
+                                    "(driver not loaded, or /sys not visible to this user/container?)")
+        if not o.include_infiniband_ports:
+            ports = [p for p in ports if p.link_layer != "InfiniBand"]
+        if o.devices:
+            wanted = set(o.devices)
+            ports = [p for p in ports if p.device in wanted]
+        by_netdev = {p.netdev: p for p in ports if p.netdev}
+        missing_tool = []
+        for netdev, out in dump.ethtool.items():
+            port = by_netdev.get(netdev)
+            if port is None:
+                continue
+            if out.exit_status == 0:
+                port.ethtool = parse_ethtool_stats(out.text)
+            elif out.exit_status == 127:
+                missing_tool.append(netdev)
+            else:
+                tail = " | ".join(line for line in out.text.strip().splitlines()[-2:]) or "no output"
+                problems.append(f"ethtool -S {netdev}: exit status {out.exit_status}: {tail[:200]}")
+        if missing_tool:
+            problems.append("ethtool: command not found on host (install ethtool or set option ethtool: false)")
+        return ports
+
+    def _ports_from_rdma_tool(self, dump: HostDump, problems: list[str]) -> list[PortData]:
+        for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
+            if out is None:
+                raise ParseError(f"roce dump: no {what} section")
+            if out.exit_status == 127:
+                raise CommandFailed("rdma: command not found on host (install iproute2, "
+                                    "or use hw_counters_from: sysfs)")
+            if out.exit_status != 0:
+                tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
+                raise CommandFailed(f"{what}: exit status {out.exit_status}: {tail[:200]}")
+        links = parse_rdma_link(dump.rdma_link.text)
+        stats = parse_rdma_statistic(dump.rdma_statistic.text)
+        if not links:
+            raise CommandFailed("rdma link show lists no RDMA ports")
+        ports = []
+        for link in links:
+            ports.append(PortData(link.device, link.port, link.netdev, None, None,
+                                  None if link.state is None else link.state == "ACTIVE",
+                                  stats.get((link.device, link.port))))
+        return ports
+
+    # -- ports -> samples ------------------------------------------------------------------------
+
+    def _samples(self, ports: list[PortData], problems: list[str]) -> PollResult:
+        host = self.host.name if self.host else "localhost"
+        samples: list[Sample] = []
+        counters_read = 0
+        expose = self.options.expose_unmapped
+        for p in ports:
+            base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
+            family = driver_family(p.driver, p.device)
+            if p.driver:
+                samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
+            if p.active is not None:
+                samples.append(Sample("fabric_roce_nic_port_active", dict(base), 1 if p.active else 0))
+            for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
+                                          ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
+                if not table:
+                    continue
+                counters_read += len(table)
+                unmapped: list[str] | None = [] if expose else None
+                samples.extend(mapper.map(table, family, base, unmapped))
+                for name in unmapped or ():
+                    samples.append(Sample("fabric_roce_nic_unmapped_counter",
+                                          {**base, "source": source, "counter": name}, table[name]))
+            if p.ethtool and p.ethtool.ambiguous:
+                problems.append(f"ethtool -S {p.netdev}: counters printed twice with different values, "
+                                f"not published: {', '.join(sorted(p.ethtool.ambiguous))}")
+        if counters_read == 0 and problems:
+            # Nothing at all was read: a failed host, not a partial one.
+            raise CommandFailed("; ".join(problems))
+        return PollResult(samples, problems)
+
+
+if __name__ == "__main__":  # print the remote script, e.g. to install it as a forced command
+    import sys
+
+    sys.stdout.write("#!/bin/sh\n# fabric-exporter roce_nic remote script (usage: sysfs|rdma 1|0 [DEVICE...])\n"
+                     + REMOTE_SCRIPT)

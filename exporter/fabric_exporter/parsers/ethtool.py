@@ -1,0 +1,68 @@
+"""``ethtool -S <netdev>`` output: a header line, then one ``name: value`` line per counter.
+
+    NIC statistics:
+         rx_packets: 1234
+         rx_prio3_pause: 17
+         [0]: rx_ucast_packets: 5          (bnxt_en per-ring lines: the name itself holds ": ")
+
+Values are unsigned 64-bit decimals. A line that is not a counter, a value that is not a plain
+decimal, or a truncated table is a ParseError: nothing is guessed. A name printed twice with
+different values is ambiguous and is kept out of ``counters`` (listed in ``ambiguous``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+
+HEADER = "NIC statistics:"
+U64_MAX = 2**64 - 1
+# Printable ASCII words separated by single spaces ("[0]: rx_ucast_packets" has one).
+_NAME = re.compile(r"[!-~]+(?: [!-~]+)*")
+_VALUE = re.compile(r"[0-9]{1,20}")
+
+
+@dataclass(frozen=True)
+class EthtoolStats:
+    counters: dict[str, int]
+    ambiguous: frozenset[str] = field(default_factory=frozenset)
+
+
+def parse_u64(text: str, what: str) -> int:
+    """A plain unsigned decimal that fits in 64 bits, or ParseError."""
+    if not _VALUE.fullmatch(text):
+        raise ParseError(f"{what}: not an unsigned decimal: {text[:40]!r}")
+    value = int(text)
+    if value > U64_MAX:
+        raise ParseError(f"{what}: {text} does not fit in 64 bits")
+    return value
+
+
+def parse_ethtool_stats(text: str) -> EthtoolStats:
+    if not isinstance(text, str):
+        raise ParseError("ethtool -S: expected text")
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise ParseError("ethtool -S: empty output")
+    first_no, first = lines[0]
+    if first.strip() != HEADER:
+        raise ParseError(f"ethtool -S line {first_no}: expected {HEADER!r}, got {first.strip()[:60]!r}")
+    counters: dict[str, int] = {}
+    ambiguous: set[str] = set()
+    for n, line in lines[1:]:
+        name, sep, value = line.rpartition(":")
+        name = name.strip()
+        if not sep or not name or not _NAME.fullmatch(name):
+            raise ParseError(f"ethtool -S line {n}: not a 'name: value' counter line: {line.strip()[:60]!r}")
+        number = parse_u64(value.strip(), f"ethtool -S line {n} ({name})")
+        if name in counters and counters[name] != number:
+            ambiguous.add(name)
+        counters.setdefault(name, number)
+    for name in ambiguous:
+        del counters[name]
+    return EthtoolStats(counters, frozenset(ambiguous))
+
+
+__all__ = ["EthtoolStats", "parse_ethtool_stats", "parse_u64", "HEADER"]

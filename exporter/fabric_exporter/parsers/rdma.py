@@ -1,0 +1,314 @@
+"""RDMA device facts and hardware counters, as a Linux host shows them.
+
+- ``parse_hw_counters``: a dump of ``/sys/class/infiniband/<dev>/ports/<port>/hw_counters/*`` as
+  ``grep -H . *`` prints it (``name:value`` per file). Settings (``lifespan``) are not counters
+  and are dropped.
+- ``parse_rdma_statistic``: ``rdma statistic show`` — text (``link mlx5_0/1 name value name value
+  ...``, one line per port) or ``rdma -j statistic show`` JSON (a list of objects with ``ifname``,
+  ``port`` and one key per counter).
+- ``parse_rdma_link``: ``rdma link show`` text (``link mlx5_0/1 state ACTIVE physical_state
+  LINK_UP netdev ens1f0np0``) or ``rdma -j link show`` JSON.
+- ``parse_host_dump``: the framed output of the roce_nic collector's one remote command (every
+  device, port, hw counter table and ``ethtool -S`` table of a host in one SSH round trip).
+
+All parsers are pure and raise only ParseError. A value that is not a plain unsigned decimal is an
+error, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from .ethtool import U64_MAX, parse_u64
+
+# hw_counters files that hold a setting, not an event count.
+HW_COUNTER_SETTINGS = frozenset({"lifespan"})
+
+_COUNTER_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_DEVICE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_NETDEV = re.compile(r"[!-~]{1,64}")  # Linux interface names: no whitespace, no '/'
+_LINK = re.compile(r"(?P<dev>[A-Za-z0-9_.\-]{1,64})/(?P<port>[0-9]{1,5})")
+
+PortKey = tuple[str, int]  # (device, port)
+
+
+# ---------------------------------------------------------------------------------------------
+# hw_counters
+
+
+def parse_hw_counters(text: str) -> dict[str, int]:
+    """``name:value`` lines (``grep -H . *`` in a hw_counters directory) -> counters."""
+    if not isinstance(text, str):
+        raise ParseError("hw_counters: expected text")
+    counters: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not _COUNTER_NAME.fullmatch(name):
+            raise ParseError(f"hw_counters line {n}: not 'name:value': {line[:60]!r}")
+        if name in counters:
+            raise ParseError(f"hw_counters line {n}: {name} listed twice")
+        number = parse_u64(value.strip(), f"hw_counters {name}")
+        if name not in HW_COUNTER_SETTINGS:
+            counters[name] = number
+    return counters
+
+
+# ---------------------------------------------------------------------------------------------
+# rdma statistic / rdma link
+
+
+def _link(token: str, where: str) -> PortKey:
+    m = _LINK.fullmatch(token)
+    if not m:
+        raise ParseError(f"{where}: expected DEV/PORT, got {token[:60]!r}")
+    return m.group("dev"), int(m.group("port"))
+
+
+def _text_lines(text: str, what: str):
+    """Yield (line number, port key, [(key, value), ...]) for each ``link dev/port k v k v`` line."""
+    for n, line in enumerate(text.splitlines(), 1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if tokens[0] != "link" or len(tokens) < 2:
+            raise ParseError(f"{what} line {n}: expected 'link DEV/PORT ...', got {line.strip()[:60]!r}")
+        key = _link(tokens[1], f"{what} line {n}")
+        rest = tokens[2:]
+        if len(rest) % 2:
+            raise ParseError(f"{what} line {n}: odd number of name/value words")
+        yield n, key, list(zip(rest[0::2], rest[1::2]))
+
+
+def _json_rows(text: str, what: str) -> list[dict]:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+        raise ParseError(f"{what}: expected a JSON list of objects")
+    return data
+
+
+def _json_key(row: dict, what: str) -> PortKey:
+    dev, port = row.get("ifname"), row.get("port")
+    if not isinstance(dev, str) or not _DEVICE.fullmatch(dev):
+        raise ParseError(f"{what}: object without a valid 'ifname'")
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        raise ParseError(f"{what}: {dev}: object without a valid 'port'")
+    return dev, port
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip().startswith(("[", "{"))
+
+
+_STAT_IDENTITY = frozenset({"ifindex", "ifname", "port"})
+
+
+def parse_rdma_statistic(text: str) -> dict[PortKey, dict[str, int]]:
+    """``rdma statistic show`` (text) or ``rdma -j statistic show`` (JSON) -> counters per port."""
+    if not isinstance(text, str):
+        raise ParseError("rdma statistic: expected text")
+    found: dict[PortKey, dict[str, int]] = {}
+    if _is_json(text):
+        for row in _json_rows(text, "rdma statistic"):
+            key = _json_key(row, "rdma statistic")
+            if key in found:
+                raise ParseError(f"rdma statistic: {key[0]}/{key[1]} listed twice")
+            counters = found[key] = {}
+            for name, value in row.items():
+                if name in _STAT_IDENTITY or not _COUNTER_NAME.fullmatch(name):
+                    continue
+                # Non-numeric members (nested lists/objects of newer iproute2) are not counters.
+                if isinstance(value, bool) or not isinstance(value, int):
+                    continue
+                if not 0 <= value <= U64_MAX:
+                    raise ParseError(f"rdma statistic: {key[0]}/{key[1]} {name}: {value} is not a u64")
+                if name not in HW_COUNTER_SETTINGS:
+                    counters[name] = value
+        return found
+    for n, key, pairs in _text_lines(text, "rdma statistic"):
+        if key in found:
+            raise ParseError(f"rdma statistic line {n}: {key[0]}/{key[1]} listed twice")
+        counters = found[key] = {}
+        for name, value in pairs:
+            if not _COUNTER_NAME.fullmatch(name):
+                raise ParseError(f"rdma statistic line {n}: bad counter name {name[:40]!r}")
+            number = parse_u64(value, f"rdma statistic line {n} ({name})")
+            if name not in HW_COUNTER_SETTINGS:
+                counters[name] = number
+    return found
+
+
+@dataclass(frozen=True)
+class RdmaLink:
+    device: str
+    port: int
+    state: str | None = None  # ACTIVE, DOWN, INIT, ...
+    physical_state: str | None = None  # LINK_UP, DISABLED, ...
+    netdev: str | None = None
+
+
+def parse_rdma_link(text: str) -> list[RdmaLink]:
+    """``rdma link show`` (text) or ``rdma -j link show`` (JSON) -> one record per port."""
+    if not isinstance(text, str):
+        raise ParseError("rdma link: expected text")
+    links: list[RdmaLink] = []
+    if _is_json(text):
+        for row in _json_rows(text, "rdma link"):
+            dev, port = _json_key(row, "rdma link")
+            fields = {}
+            for name in ("state", "physical_state", "netdev"):
+                value = row.get(name)
+                if value is not None and (not isinstance(value, str) or not _NETDEV.fullmatch(value)):
+                    raise ParseError(f"rdma link: {dev}/{port}: bad {name}")
+                fields[name] = value
+            links.append(RdmaLink(dev, port, **fields))
+    else:
+        for n, (dev, port), pairs in _text_lines(text, "rdma link"):
+            values = dict(pairs)
+            netdev = values.get("netdev")
+            if netdev is not None and not _NETDEV.fullmatch(netdev):
+                raise ParseError(f"rdma link line {n}: bad netdev")
+            links.append(RdmaLink(dev, port, values.get("state"), values.get("physical_state"), netdev))
+    seen = set()
+    for link in links:
+        if (link.device, link.port) in seen:
+            raise ParseError(f"rdma link: {link.device}/{link.port} listed twice")
+        seen.add((link.device, link.port))
+    return links
+
+
+# ---------------------------------------------------------------------------------------------
+# The collector's framed host dump
+
+DUMP_MAGIC = "fabric-roce"
+DUMP_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    exit_status: int
+    text: str
+
+
+@dataclass(frozen=True)
+class DumpPort:
+    device: str
+    port: int
+    netdev: str | None
+    link_layer: str | None
+    state: str | None  # sysfs "4: ACTIVE"
+
+
+@dataclass
+class HostDump:
+    mode: str  # sysfs | rdma
+    devices: dict[str, str | None] = field(default_factory=dict)  # device -> PCI driver
+    ports: list[DumpPort] = field(default_factory=list)
+    hw_counters: dict[PortKey, str] = field(default_factory=dict)  # raw bodies
+    ethtool: dict[str, CommandOutput] = field(default_factory=dict)
+    rdma_link: CommandOutput | None = None
+    rdma_statistic: CommandOutput | None = None
+    missing_devices: list[str] = field(default_factory=list)
+
+
+def _optional(word: str) -> str | None:
+    return None if word == "-" else word
+
+
+def _status(word: str, where: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,3}", word):
+        raise ParseError(f"{where}: bad exit status {word[:10]!r}")
+    return int(word)
+
+
+def parse_host_dump(text: str) -> HostDump:
+    """Split the collector's remote output into its sections (see collectors/roce_nic.py's script).
+
+    The dump must begin with ``@@fabric-roce 1 MODE`` and end with ``@@end``: output cut short (a
+    session killed mid-way) is a ParseError, never a partial table read as complete.
+    """
+    if not isinstance(text, str):
+        raise ParseError("roce dump: expected text")
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("@@"):
+        raise ParseError("roce dump: output does not start with the @@fabric-roce header "
+                         f"(got {lines[0][:60]!r})" if lines else "roce dump: empty output")
+    head = lines[0].split()
+    if len(head) != 3 or head[0] != f"@@{DUMP_MAGIC}" or head[2] not in ("sysfs", "rdma"):
+        raise ParseError(f"roce dump: bad header {lines[0][:60]!r}")
+    if head[1] != DUMP_VERSION:
+        raise ParseError(f"roce dump: version {head[1][:10]!r}, expected {DUMP_VERSION}")
+    dump = HostDump(mode=head[2])
+    body: list[str] | None = None
+    target: tuple | None = None  # where the current section's body goes
+    ended = False
+
+    def close_section() -> None:
+        if target is None:
+            return
+        kind, key, status = target
+        content = "\n".join(body) + ("\n" if body else "")
+        if kind == "hw_counters":
+            dump.hw_counters[key] = content
+        elif kind == "ethtool":
+            dump.ethtool[key] = CommandOutput(status, content)
+        elif kind == "rdma_link":
+            dump.rdma_link = CommandOutput(status, content)
+        elif kind == "rdma_statistic":
+            dump.rdma_statistic = CommandOutput(status, content)
+
+    for n, line in enumerate(lines[1:], 2):
+        if ended:
+            if line.strip():
+                raise ParseError(f"roce dump line {n}: text after @@end")
+            continue
+        if not line.startswith("@@"):
+            if target is None:
+                raise ParseError(f"roce dump line {n}: text outside a section: {line[:60]!r}")
+            body.append(line)
+            continue
+        close_section()
+        target, body = None, []
+        words = line[2:].split(" ")
+        kind, args = words[0], words[1:]
+        where = f"roce dump line {n}"
+        if kind == "end" and not args:
+            ended = True
+        elif kind == "device" and len(args) == 2 and _DEVICE.fullmatch(args[0]) and _NETDEV.fullmatch(args[1]):
+            dump.devices[args[0]] = _optional(args[1])
+        elif kind == "missing" and len(args) == 1 and _NETDEV.fullmatch(args[0]):
+            dump.missing_devices.append(args[0])
+        elif kind == "port" and len(args) >= 5:
+            dev, port, netdev, link_layer = args[:4]
+            state = " ".join(args[4:])
+            if dev not in dump.devices or not re.fullmatch(r"[0-9]{1,5}", port) \
+                    or not _NETDEV.fullmatch(netdev) or not _NETDEV.fullmatch(link_layer):
+                raise ParseError(f"{where}: bad port line {line[:80]!r}")
+            dump.ports.append(DumpPort(dev, int(port), _optional(netdev), _optional(link_layer),
+                                       None if state == "-" else state))
+        elif kind == "hw_counters" and len(args) == 2 and args[0] in dump.devices \
+                and re.fullmatch(r"[0-9]{1,5}", args[1]):
+            target = ("hw_counters", (args[0], int(args[1])), 0)
+        elif kind == "ethtool" and len(args) == 2 and _NETDEV.fullmatch(args[0]):
+            target = ("ethtool", args[0], _status(args[1], where))
+        elif kind in ("rdma_link", "rdma_statistic") and len(args) == 1:
+            target = (kind, None, _status(args[0], where))
+        else:
+            raise ParseError(f"{where}: unknown section {line[:60]!r}")
+    close_section()
+    if not ended:
+        raise ParseError("roce dump: output ends before @@end (cut short)")
+    return dump
+
+
+__all__ = [
+    "CommandOutput", "DumpPort", "HostDump", "RdmaLink", "HW_COUNTER_SETTINGS",
+    "parse_host_dump", "parse_hw_counters", "parse_rdma_link", "parse_rdma_statistic",
+]
