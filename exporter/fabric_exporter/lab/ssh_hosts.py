@@ -1,0 +1,104 @@
+"""Many simulated hosts behind one in-process asyncssh server: one listening port per host.
+
+The lab and the benchmarks use it to stand in for a fleet of GPU hosts and switches. Each command
+arrives as the SSH transport sends it (``timeout -k 2 N argv...``, shlex-quoted); the wrapper is
+removed and the argument list is handed to the host's ``answer`` coroutine, which returns
+(exit status, stdout, stderr) rendered from the simulation, so no shell or process is involved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import asyncssh
+
+Answer = Callable[[str, list[str]], Awaitable[tuple[int, str, str]]]
+
+
+def strip_timeout_wrapper(argv: list[str]) -> list[str]:
+    """``timeout -k 2 30 cmd ...`` -> ``cmd ...`` (the transport's remote deadline)."""
+    if argv[:1] == ["timeout"]:
+        rest = argv[1:]
+        while rest and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] in ("-k", "-s", "--kill-after", "--signal") else rest[1:]
+        return rest[1:]  # drop the duration
+    return argv
+
+
+class _AcceptKey(asyncssh.SSHServer):
+    def __init__(self, authorized: asyncssh.SSHAuthorizedKeys):
+        self._authorized = authorized
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return self._authorized.validate(key, "127.0.0.1", "127.0.0.1") is not None
+
+
+class SimulatedHosts:
+    """``await SimulatedHosts(workdir, answer).start(names)`` -> {name: port}; ``known_hosts`` and
+    ``client_key`` are files a config can point its SSH credential at."""
+
+    def __init__(self, workdir: str | Path, answer: Answer):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.answer = answer
+        host_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key = asyncssh.generate_private_key("ssh-ed25519")
+        self.host_key_file = self.workdir / "lab_host_key"
+        host_key.write_private_key(self.host_key_file)
+        self.client_key = self.workdir / "lab_client_key"
+        client_key.write_private_key(self.client_key)
+        self._host_pub = host_key.export_public_key().decode().strip()
+        self._authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
+        self.known_hosts = self.workdir / "lab_known_hosts"
+        self.ports: dict[str, int] = {}
+        self._servers: list[asyncssh.SSHAcceptor] = []
+        self.commands = 0
+
+    async def start(self, names: list[str]) -> dict[str, int]:
+        for name in names:
+            server = await asyncssh.create_server(
+                lambda: _AcceptKey(self._authorized), "127.0.0.1", 0,
+                server_host_keys=[str(self.host_key_file)],
+                process_factory=lambda process, name=name: self._handle(name, process))
+            self._servers.append(server)
+            self.ports[name] = server.sockets[0].getsockname()[1]
+        self.known_hosts.write_text("".join(f"[127.0.0.1]:{p} {self._host_pub}\n" for p in self.ports.values()))
+        return self.ports
+
+    async def _handle(self, host: str, process: asyncssh.SSHServerProcess) -> None:
+        self.commands += 1
+        try:
+            argv = strip_timeout_wrapper(shlex.split(process.command or ""))
+        except ValueError as e:
+            process.stderr.write(f"sh: syntax error: {e}\n")
+            process.exit(2)
+            return
+        try:
+            status, out, err = await self.answer(host, argv)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a simulator bug shows up as a failing command, not a dead server
+            status, out, err = 1, "", f"lab: {type(e).__name__}: {e}\n"
+        try:
+            if out:
+                process.stdout.write(out)
+            if err:
+                process.stderr.write(err)
+            process.exit(status)
+        except (OSError, asyncssh.Error):
+            pass
+
+    async def stop(self) -> None:
+        for s in self._servers:
+            s.close()
+        await asyncio.gather(*(s.wait_closed() for s in self._servers), return_exceptions=True)
+        self._servers.clear()
