@@ -1,0 +1,210 @@
+"""ibdiagnet2 output files: ``ibdiagnet2.db_csv`` sections and ``ibdiagnet2.pm`` port blocks.
+
+``ibdiagnet2.db_csv`` holds sections, each with its own header row::
+
+    START_PM_INFO
+    NodeGUID,PortGUID,PortNumber,LastUpdateTimestamp,port_xmit_data,...,symbol_error_counter,...
+    0x0002c90300a10000,0x0002c90300a10000,1,NA,0x1234,...,-1
+    END_PM_INFO
+
+Header cells may carry leading spaces; ``-1`` and ``NA``/``N/A`` mean "not supported" and are
+dropped (never published as a value). Numbers are decimal or ``0x`` hex.
+
+``ibdiagnet2.pm`` holds one block per port: a header line of ``key=value`` pairs naming the port,
+then ``counter=0xHEX`` lines (``NA`` for unsupported)::
+
+    Port=1 Lid=0x0003 GUID=0x0002c90300a10000 Device=54000 Port Name=leaf-01/P1
+    port_xmit_data=0x0000000000001234
+    symbol_error_counter=NA
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from .ib_common import parse_guid
+
+_UNSUPPORTED = {"-1", "NA", "N/A", ""}
+_MAX_SECTIONS = 1000
+
+
+def _number(text: str, what: str) -> int | None:
+    t = text.strip()
+    if t in _UNSUPPORTED:
+        return None
+    try:
+        value = int(t[2:], 16) if t[:2].lower() == "0x" else int(t, 10)
+    except ValueError:
+        raise ParseError(f"invalid number {text[:40]!r} for {what}") from None
+    if value < 0:
+        raise ParseError(f"negative value {text!r} for {what}")
+    return value
+
+
+def parse_db_csv(text: str) -> dict[str, list[dict[str, str]]]:
+    """All sections: name -> rows (dicts keyed by the stripped header cells)."""
+    if not isinstance(text, str):
+        raise ParseError("ibdiagnet2.db_csv must be text")
+    sections: dict[str, list[dict[str, str]]] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("START_"):
+            raise ParseError(f"text outside a section: {line[:60]!r}")
+        name = line[len("START_"):]
+        if not name or name in sections or len(sections) >= _MAX_SECTIONS:
+            raise ParseError(f"bad or repeated section {name[:40]!r}")
+        body: list[str] = []
+        while i < len(lines) and lines[i].strip() != f"END_{name}":
+            body.append(lines[i])
+            i += 1
+        if i >= len(lines):
+            raise ParseError(f"section {name} has no END_{name}")
+        i += 1
+        rows: list[dict[str, str]] = []
+        body = [b for b in body if b.strip()]
+        if body:
+            try:
+                reader = list(csv.reader(body))
+            except csv.Error as e:
+                raise ParseError(f"section {name}: {e}") from None
+            header = [h.strip() for h in reader[0]]
+            if len(set(header)) != len(header) or not all(header):
+                raise ParseError(f"section {name}: empty or repeated header cells")
+            for cells in reader[1:]:
+                if len(cells) != len(header):
+                    raise ParseError(f"section {name}: row has {len(cells)} cells, header {len(header)}")
+                rows.append({h: c.strip() for h, c in zip(header, cells)})
+        sections[name] = rows
+    return sections
+
+
+@dataclass
+class PortPM:
+    node_guid: int
+    port: int
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+_ID_COLUMNS = {"nodeguid", "portguid", "portnumber", "portnum", "lastupdatetimestamp", "lid"}
+
+
+def pm_info(sections: dict[str, list[dict[str, str]]]) -> list[PortPM]:
+    """PM_INFO rows as per-port counters (unsupported values dropped)."""
+    out = []
+    for row in sections.get("PM_INFO", []):
+        node_guid, port = _row_port(row)
+        pm = PortPM(node_guid, port)
+        for key, value in row.items():
+            if key.lower() in _ID_COLUMNS:
+                continue
+            n = _number(value, key)
+            if n is not None:
+                pm.counters[key] = n
+        out.append(pm)
+    return out
+
+
+def _row_port(row: dict[str, str]) -> tuple[int, int]:
+    lower = {k.lower(): v for k, v in row.items()}
+    guid = lower.get("nodeguid")
+    port = lower.get("portnumber", lower.get("portnum"))
+    if guid is None or port is None:
+        raise ParseError("row without NodeGUID/PortNumber")
+    p = _number(port, "PortNumber")
+    if p is None or p > 255:
+        raise ParseError(f"invalid port number {port!r}")
+    return parse_guid(guid), p
+
+
+_TEMP_RE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*C?$")
+
+
+def _temperature(text: str) -> float | None:
+    t = text.strip()
+    if t in _UNSUPPORTED:
+        return None
+    m = _TEMP_RE.match(t)
+    if not m:
+        raise ParseError(f"invalid temperature {text[:20]!r}")
+    return float(m.group(1))
+
+
+@dataclass
+class CableInfo:
+    node_guid: int
+    port: int
+    temperature: float | None
+    vendor: str
+    part_number: str
+    serial_number: str
+    length: str
+
+
+def cable_info(sections: dict[str, list[dict[str, str]]]) -> list[CableInfo]:
+    out = []
+    for row in sections.get("CABLE_INFO", []):
+        node_guid, port = _row_port(row)
+        lower = {k.lower(): v for k, v in row.items()}
+        length = next((lower[k] for k in ("lengthcopper", "lengthsmfiber", "lengthom3", "length")
+                       if lower.get(k, "").strip() not in _UNSUPPORTED and k in lower), "")
+        out.append(CableInfo(node_guid, port, _temperature(lower.get("temperature", "NA")),
+                             lower.get("vendor", "").strip('"'), lower.get("pn", "").strip('"'),
+                             lower.get("sn", "").strip('"'), length.strip('"')))
+    return out
+
+
+def node_temperatures(sections: dict[str, list[dict[str, str]]]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for row in sections.get("TEMP_SENSING", []):
+        lower = {k.lower(): v for k, v in row.items()}
+        if "nodeguid" not in lower:
+            raise ParseError("TEMP_SENSING row without NodeGUID")
+        t = _temperature(lower.get("currenttemperature", "NA"))
+        if t is not None:
+            out[parse_guid(lower["nodeguid"])] = t
+    return out
+
+
+_PM_HEADER_KEYS = re.compile(r"(Port|Lid|GUID|Device|Port Name)=(\S*)")
+
+
+def parse_pm(text: str) -> list[PortPM]:
+    if not isinstance(text, str):
+        raise ParseError("ibdiagnet2.pm must be text")
+    out: list[PortPM] = []
+    current: PortPM | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("Port="):
+            keys = dict(_PM_HEADER_KEYS.findall(line))
+            if "GUID" not in keys or "Port" not in keys:
+                raise ParseError(f"unreadable .pm port header {line[:80]!r}")
+            port = _number(keys["Port"], "Port")
+            if port is None or port > 255:
+                raise ParseError(f"invalid port in {line[:80]!r}")
+            current = PortPM(parse_guid(keys["GUID"]), port)
+            out.append(current)
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or current is None or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", key):
+            raise ParseError(f"unexpected .pm line {line[:80]!r}")
+        if key in current.counters:
+            raise ParseError(f"{key} twice for one port")
+        n = _number(value, key)
+        if n is not None:
+            current.counters[key] = n
+    return out
+
+
+__all__ = ["parse_db_csv", "parse_pm", "pm_info", "cable_info", "node_temperatures", "PortPM", "CableInfo"]

@@ -1,0 +1,81 @@
+"""perfquery output: one or more counter blocks (``-l``/port lists print several)::
+
+    # Port extended counters: Lid 1719 port 1 (CapMask: 0x5300 CapMask2: 0x0000002)
+    PortSelect:......................1
+    CounterSelect:...................0x0000
+    PortXmitData:....................36298026860928
+    ...
+
+and ``perfquery -c`` (PortSamplesControl), whose ``Tick`` is the PortXmitWait tick multiplier::
+
+    # PortSamplesControl: Lid 1 port 1
+    OpCode:..........................1
+    Tick:............................0x0
+    ...
+
+Values are decimal, except CounterSelect/CapMask/Tick-style fields printed as ``0x..`` hex.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+
+_HEADER_RE = re.compile(r"^# (Port counters|Port extended counters|PortSamplesControl|[A-Za-z ]+?):?\s*"
+                        r"Lid (\d+) port (\d+)(?: \(CapMask: (0x[0-9a-fA-F]+)(?: CapMask2: (0x[0-9a-fA-F]+))?\))?\s*$")
+_FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):\.*(\S+)\s*$")
+
+
+@dataclass
+class PerfBlock:
+    kind: str  # "counters" | "extended" | "samples_control" | other header text
+    lid: int
+    port: int
+    cap_mask: int | None
+    cap_mask2: int | None
+    values: dict[str, int] = field(default_factory=dict)
+
+
+def _value(text: str, name: str) -> int:
+    try:
+        return int(text, 16) if text.lower().startswith("0x") else int(text, 10)
+    except ValueError:
+        raise ParseError(f"invalid value {text!r} for {name}") from None
+
+
+def parse(text: str) -> list[PerfBlock]:
+    if not isinstance(text, str):
+        raise ParseError("perfquery output must be text")
+    blocks: list[PerfBlock] = []
+    block: PerfBlock | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("perfquery: iberror:"):
+            raise ParseError(f"perfquery failed: {line[:120]}")
+        if line.startswith("#"):
+            m = _HEADER_RE.match(line)
+            if not m:
+                raise ParseError(f"unreadable perfquery header {line[:100]!r}")
+            kind = {"Port counters": "counters", "Port extended counters": "extended",
+                    "PortSamplesControl": "samples_control"}.get(m.group(1), m.group(1).strip().lower())
+            block = PerfBlock(kind, int(m.group(2)), int(m.group(3)),
+                              int(m.group(4), 16) if m.group(4) else None,
+                              int(m.group(5), 16) if m.group(5) else None)
+            blocks.append(block)
+            continue
+        m = _FIELD_RE.match(line)
+        if not m or block is None:
+            raise ParseError(f"unexpected perfquery line {line[:100]!r}")
+        name = m.group(1)
+        if name in block.values:
+            raise ParseError(f"{name} twice in one block")
+        block.values[name] = _value(m.group(2), name)
+    if not blocks:
+        raise ParseError("perfquery printed no counters")
+    return blocks
+
+
+__all__ = ["parse", "PerfBlock"]

@@ -1,0 +1,230 @@
+"""ibqueryerrors output (infiniband-diags), in both modes the collector runs:
+
+* ``ibqueryerrors --counters --report-port``: data counters and link info for every port swept::
+
+    Data Counters for 0x100009 "Hca4"
+       GUID 0x100009 port 1: [PortXmitData == 1872 (7.312KB)] [PortRcvData == 1944 (7.594KB)] ...
+           Link info:      6   1[  ] ==( 4X       2.5 Gbps Active/  LinkUp)==>  0x0000000000200001      3    2[  ] "Switch2" (Could be 12X Could be 10.0 Gbps)
+
+* ``ibqueryerrors [--threshold-file /dev/null] [--data] [--report-port]``: only counters above
+  threshold (an empty threshold file makes that "every non-zero counter")::
+
+    Errors for 0x200000 "Switch1"            (CAs: Errors for "Hca4", no GUID)
+       GUID 0x200000 port ALL: [SymbolErrorCounter == 7] [PortXmitWait == 123456]
+       GUID 0x200000 port 3: [SymbolErrorCounter == 7] [PortXmitWait == 123456]
+
+  then a ``## Summary: N nodes checked, ...`` trailer (``## N PMA query failures`` when some failed).
+
+A value printed with a human-readable suffix ``(7.312KB)`` came from a 64-bit (extended) counter;
+a value without it from 32-bit PortCounters. Values are the raw counter values (words for
+PortXmitData/PortRcvData: the caller multiplies by 4).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from .ib_common import PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid, speed_key
+
+_NODE_RE = re.compile(r'^(Data Counters|Errors) for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$')
+_PORT_RE = re.compile(r"^\s+GUID (0x[0-9a-fA-F]+) port (ALL|\d+):(.*)$")
+_COUNTER_RE = re.compile(r"\[([A-Za-z0-9_]+) == (\d+)(?: \(\s*([0-9.]+)\s*([A-Za-z]*)\))?\]")
+_LINK_RE = re.compile(
+    r"^\s+Link info:\s+(\d+)\s+(\d+)\[([ 0-9]*)\] ==\((.*)\)==>\s+(.*)$")
+_LINK_UP_RE = re.compile(r"^\s*(\S+)\s+(.+?)\s+(\S+)/\s*(\S+)\s*$")
+_LINK_DOWN_RE = re.compile(r"^\s*(\S+)/\s*(\S+)\s*$")
+_REMOTE_RE = re.compile(r'^(0x[0-9a-fA-F]+)\s+(\d+)\s+(\d+)\[([ 0-9]*)\] "(.*)" \((.*)\)\s*$')
+_NO_REMOTE_RE = re.compile(r'^\[([ 0-9]*)\] "" \(\s*\)\s*$')
+_SUMMARY_NODES_RE = re.compile(r"^## Summary: (\d+) nodes checked, (\d+) bad nodes found\s*$")
+_SUMMARY_PORTS_RE = re.compile(r"^##\s+(\d+) ports checked, (\d+) ports have errors beyond threshold\s*$")
+_SUMMARY_PMA_RE = re.compile(r"^##\s+(\d+) PMA query failures\s*$")
+_COULD_WIDTH_RE = re.compile(r"Could be (\d+X)")
+_COULD_SPEED_RE = re.compile(r"Could be ([0-9.]+ Gbps|FDR10)")
+
+_MAX_LINE = 1 << 16
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    lid: int
+    port: int
+    state: str  # PortState name as printed (Active, Down, Init, Armed, ...)
+    phys_state: str
+    width: str | None  # "4X"; None when the port is down (the tools print no width then)
+    speed: str | None  # key of ib_common.SPEEDS ("25.78125", "FDR10")
+    peer_port_guid: int | None
+    peer_lid: int | None
+    peer_port: int | None
+    peer_name: str | None
+    could_be_width: str | None  # the widest width both ends support, when the link runs below it
+    could_be_speed: str | None
+
+    @property
+    def state_id(self) -> int:
+        return PORT_STATES.get(self.state, 0)
+
+    @property
+    def phys_state_id(self) -> int:
+        return PHYS_STATES.get(self.phys_state, 0)
+
+
+@dataclass
+class PortCounters:
+    port: int | None  # None = "port ALL" (the switch's aggregate)
+    port_guid: int
+    counters: dict[str, int] = field(default_factory=dict)
+    extended: set[str] = field(default_factory=set)  # counters printed from 64-bit fields
+    link: LinkInfo | None = None
+
+
+@dataclass
+class NodeCounters:
+    kind: str  # "data" | "errors"
+    guid: int | None  # CAs in errors mode print no GUID
+    name: str
+    ports: list[PortCounters] = field(default_factory=list)
+
+
+@dataclass
+class Summary:
+    nodes_checked: int
+    bad_nodes: int
+    ports_checked: int | None = None
+    bad_ports: int | None = None
+    pma_failures: int = 0
+
+
+@dataclass
+class QueryErrorsReport:
+    nodes: list[NodeCounters]
+    summary: Summary
+
+
+def _parse_link(line: str) -> LinkInfo:
+    m = _LINK_RE.match(line)
+    if not m:
+        raise ParseError(f"unreadable Link info line: {line[:120]!r}")
+    lid, port, _ext, inner, remote = m.groups()
+    width = speed = None
+    up = _LINK_UP_RE.match(inner)
+    if up and up.group(1) in WIDTH_LANES:
+        width, speed_text, state, phys = up.groups()
+        speed = speed_key(speed_text)
+    else:
+        down = _LINK_DOWN_RE.match(inner)
+        if not down:
+            raise ParseError(f"unreadable link state in {line[:120]!r}")
+        state, phys = down.groups()
+    if state not in PORT_STATES or phys not in PHYS_STATES:
+        raise ParseError(f"unknown port state {state!r}/{phys!r}")
+    peer_guid = peer_lid = peer_port = peer_name = None
+    could_w = could_s = None
+    r = _REMOTE_RE.match(remote)
+    if r:
+        peer_guid = parse_guid(r.group(1))
+        peer_lid, peer_port = int(r.group(2)), int(r.group(3))
+        peer_name = r.group(5)
+        extra = r.group(6)
+        w = _COULD_WIDTH_RE.search(extra)
+        s = _COULD_SPEED_RE.search(extra)
+        if w:
+            if w.group(1) not in WIDTH_LANES:
+                raise ParseError(f"unknown width in {extra!r}")
+            could_w = w.group(1)
+        if s:
+            could_s = speed_key(s.group(1) if s.group(1) == "FDR10" else s.group(1))
+    elif not _NO_REMOTE_RE.match(remote):
+        raise ParseError(f"unreadable link peer in {line[:160]!r}")
+    return LinkInfo(int(lid), int(port), state, phys, width, speed, peer_guid, peer_lid, peer_port,
+                    peer_name, could_w, could_s)
+
+
+def parse(text: str) -> QueryErrorsReport:
+    """Parse one ibqueryerrors run. A run without its summary trailer is incomplete: ParseError."""
+    if not isinstance(text, str):
+        raise ParseError("ibqueryerrors output must be text")
+    nodes: list[NodeCounters] = []
+    node: NodeCounters | None = None
+    last_port: PortCounters | None = None
+    summary: Summary | None = None
+    for line in text.splitlines():
+        if len(line) > _MAX_LINE:
+            raise ParseError("ibqueryerrors line too long")
+        if not line.strip():
+            continue
+        if line.startswith("##"):
+            if m := _SUMMARY_NODES_RE.match(line):
+                summary = Summary(int(m.group(1)), int(m.group(2)))
+            elif m := _SUMMARY_PORTS_RE.match(line):
+                if summary is None:
+                    raise ParseError("ports summary before nodes summary")
+                summary.ports_checked, summary.bad_ports = int(m.group(1)), int(m.group(2))
+            elif m := _SUMMARY_PMA_RE.match(line):
+                if summary is None:
+                    raise ParseError("PMA summary before nodes summary")
+                summary.pma_failures = int(m.group(1))
+            # "## Thresholds: ..." and "## Suppressed: ..." carry nothing we need.
+            continue
+        if summary is not None:
+            raise ParseError(f"text after the summary: {line[:80]!r}")
+        if m := _NODE_RE.match(line):
+            kind = "data" if m.group(1) == "Data Counters" else "errors"
+            node = NodeCounters(kind, parse_guid(m.group(2)) if m.group(2) else None, m.group(3))
+            nodes.append(node)
+            last_port = None
+            continue
+        if m := _PORT_RE.match(line):
+            if node is None:
+                raise ParseError("port line before any node header")
+            port = None if m.group(2) == "ALL" else int(m.group(2))
+            if port is not None and port > 254:
+                raise ParseError(f"port number {port} out of range")
+            pc = PortCounters(port, parse_guid(m.group(1)))
+            rest = m.group(3)
+            pos = 0
+            for c in _COUNTER_RE.finditer(rest):
+                if rest[pos:c.start()].strip():
+                    raise ParseError(f"unreadable counter text {rest[pos:c.start()][:60]!r}")
+                pos = c.end()
+                name, value = c.group(1), int(c.group(2))
+                if name in pc.counters:
+                    raise ParseError(f"counter {name} twice on one port")
+                pc.counters[name] = value
+                if c.group(3) is not None:
+                    pc.extended.add(name)
+            if rest[pos:].strip():
+                raise ParseError(f"unreadable counter text {rest[pos:][:60]!r}")
+            node.ports.append(pc)
+            last_port = pc
+            continue
+        if line.lstrip().startswith("Link info:"):
+            if last_port is None or last_port.link is not None:
+                raise ParseError("Link info line without its port line")
+            last_port.link = _parse_link(line)
+            if last_port.port is not None and last_port.link.port != last_port.port:
+                raise ParseError("Link info names another port")
+            continue
+        raise ParseError(f"unexpected ibqueryerrors line: {line[:80]!r}")
+    if summary is None:
+        raise ParseError("no '## Summary' trailer: the sweep did not complete")
+    return QueryErrorsReport(nodes, summary)
+
+
+_WARN_RE = re.compile(r"(?:IB_GSI_PORT_COUNTERS(?:_EXT)? query failed|classportinfo query failed) on (.*), "
+                      r"Lid (\d+) port (\d+)")
+
+
+def failed_queries(stderr: str) -> list[tuple[str, int, int]]:
+    """(node name, lid, port) of every PMA query ibqueryerrors reported as failed on stderr."""
+    found = []
+    for line in stderr.splitlines():
+        m = _WARN_RE.search(line)
+        if m:
+            found.append((m.group(1), int(m.group(2)), int(m.group(3))))
+    return found
+
+
+__all__ = ["parse", "failed_queries", "QueryErrorsReport", "NodeCounters", "PortCounters", "LinkInfo",
+           "Summary", "SPEEDS"]
