@@ -1,0 +1,195 @@
+"""The systemd unit: `systemd-analyze verify` is clean, the offline security exposure is <= 2.0, the
+unit's command line is one the real CLI accepts, and the real daemon speaks sd_notify as the unit
+expects (READY, WATCHDOG pets, RELOADING/READY on SIGHUP, STOPPING and exit 0 on SIGTERM)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ..harness.daemon import DaemonProcess
+from .conftest import DEPLOY, deploy_tool
+
+UNIT = DEPLOY / "systemd" / "fabric-exporter.service"
+INSTALLED_BINARY = "/opt/fabric-exporter/bin/fabric-exporter"
+MAX_EXPOSURE = 2.0
+
+
+def unit_settings(text: str) -> dict[str, list[str]]:
+    """Key -> values in order (systemd keys repeat), continuation lines joined, comments dropped."""
+    settings: dict[str, list[str]] = {}
+    logical = re.sub(r"\\\n\s*", " ", text)
+    for line in logical.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;[":
+            continue
+        key, _, value = line.partition("=")
+        settings.setdefault(key.strip(), []).append(value.strip())
+    return settings
+
+
+@pytest.fixture()
+def unit_copy(tmp_path: Path) -> Path:
+    """The unit with ExecStart pointing at a real executable, since verify checks that it exists."""
+    fake_bin = tmp_path / "fabric-exporter"
+    fake_bin.write_text("#!/bin/sh\nexec python3 -m fabric_exporter \"$@\"\n")
+    fake_bin.chmod(0o755)
+    text = UNIT.read_text()
+    assert INSTALLED_BINARY in text
+    copy = tmp_path / UNIT.name
+    copy.write_text(text.replace(INSTALLED_BINARY, str(fake_bin)))
+    return copy
+
+
+def test_systemd_analyze_verify_is_clean(unit_copy: Path):
+    tool = deploy_tool("systemd-analyze")
+    result = subprocess.run([tool, "verify", unit_copy.name], cwd=unit_copy.parent,
+                            capture_output=True, text=True, timeout=60)
+    # verify prints every problem (unknown keys, bad values, missing commands) on stderr.
+    assert result.returncode == 0 and not result.stderr.strip() and not result.stdout.strip(), \
+        f"rc={result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+
+
+def test_security_exposure_at_most_two(unit_copy: Path):
+    tool = deploy_tool("systemd-analyze")
+    result = subprocess.run([tool, "security", "--offline=yes", "--no-pager", str(unit_copy)],
+                            capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for \S+: (\d+(?:\.\d+)?)", result.stdout)
+    assert m, f"no exposure score in:\n{result.stdout}\n{result.stderr}"
+    exposure = float(m.group(1))
+    assert exposure <= MAX_EXPOSURE, f"exposure {exposure} > {MAX_EXPOSURE}:\n{result.stdout}"
+
+
+def test_unit_contract():
+    s = unit_settings(UNIT.read_text())
+    assert s["Type"] == ["notify"] and s["NotifyAccess"] == ["main"]
+    assert s["DynamicUser"] == ["yes"] and "User" not in s
+    assert s["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
+    watchdog = s["WatchdogSec"][0]
+    assert re.fullmatch(r"\d+s", watchdog) and int(watchdog[:-1]) >= 10
+    assert s["ConfigurationDirectory"] == ["fabric-exporter"]
+    assert any(v.startswith("secret:/etc/fabric-exporter/") for v in s["LoadCredential"])
+    # umad access through a group and a device-cgroup rule, never through root or capabilities.
+    assert s["SupplementaryGroups"] == ["umad"]
+    assert s["DeviceAllow"] == ["char-infiniband_mad rw"]
+    assert s["CapabilityBoundingSet"] == [""] and s["AmbientCapabilities"] == [""]
+    assert s["ProtectSystem"] == ["strict"] and s["NoNewPrivileges"] == ["yes"]
+
+
+def test_execstart_arguments_are_accepted_by_the_cli():
+    from fabric_exporter.cli import build_parser
+
+    argv = shlex.split(unit_settings(UNIT.read_text())["ExecStart"][0])
+    assert argv[0] == INSTALLED_BINARY
+    args = build_parser().parse_args(argv[1:])
+    assert (args.command, args.config) == ("run", "/etc/fabric-exporter/config.yaml")
+    assert args.listen_address == ":9315" and args.log_format == "json"
+
+
+# ---------------------------------------------------------------------------------------------
+# sd_notify end to end, with the real daemon and a notify socket this test owns.
+
+
+class NotifySocket:
+    def __init__(self, path: Path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.path = path
+        self.received: list[tuple[float, dict[str, str]]] = []
+
+    def next(self, deadline: float) -> dict[str, str] | None:
+        self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            data = self.sock.recv(4096)
+        except TimeoutError:
+            return None
+        fields = dict(line.split("=", 1) for line in data.decode().splitlines() if "=" in line)
+        self.received.append((time.monotonic(), fields))
+        return fields
+
+    def wait_for(self, key: str, value: str = "1", within: float = 15.0) -> tuple[float, list[dict]]:
+        """Read datagrams until one has key=value; returns its arrival time and what came before it."""
+        end = time.monotonic() + within
+        before: list[dict] = []
+        while time.monotonic() < end:
+            msg = self.next(end)
+            if msg is None:
+                break
+            if msg.get(key) == value:
+                return time.monotonic(), before
+            before.append(msg)
+        raise AssertionError(f"no {key}={value} within {within}s; got {before}")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+WATCHDOG_USEC = 400_000  # pets expected every 0.2 s
+
+
+def test_sd_notify_ready_watchdog_reload_stop(tmp_path: Path):
+    config = tmp_path / "config.yaml"
+    config.write_text("targets: []\n")
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = DaemonProcess(config, env={"NOTIFY_SOCKET": str(notify.path), "WATCHDOG_USEC": str(WATCHDOG_USEC)})
+    try:
+        _, before_ready = notify.wait_for("READY")
+        assert not any("STOPPING" in m for m in before_ready)
+        ready = notify.received[-1][1]
+        assert ready.get("MAINPID") == str(daemon.proc.pid), ready
+        daemon.wait_http()
+
+        # Pets keep coming, about every WATCHDOG_USEC/2: count them over 1.5 s.
+        end = time.monotonic() + 1.5
+        pets = []
+        while time.monotonic() < end:
+            msg = notify.next(end)
+            if msg and msg.get("WATCHDOG") == "1":
+                pets.append(time.monotonic())
+        assert len(pets) >= 4, f"only {len(pets)} WATCHDOG=1 in 1.5 s (expected ~7)"
+        gaps = [b - a for a, b in zip(pets, pets[1:])]
+        assert max(gaps) < WATCHDOG_USEC / 1e6, f"a pet gap reached the watchdog timeout: {gaps}"
+
+        daemon.signal(signal.SIGHUP)
+        _, before_reloading = notify.wait_for("RELOADING")
+        _, between = notify.wait_for("READY")
+        assert all("STOPPING" not in m for m in before_reloading + between)
+        assert daemon.proc.poll() is None
+
+        daemon.signal(signal.SIGTERM)
+        notify.wait_for("STOPPING")
+        assert daemon.proc.wait(15) == 0, daemon.logs()
+    finally:
+        daemon.stop()
+        notify.close()
+
+
+def test_sd_notify_abstract_socket_and_no_watchdog_without_watchdog_usec(tmp_path: Path):
+    """systemd may hand an abstract socket ("@name"); without WATCHDOG_USEC nothing is petted."""
+    config = tmp_path / "config.yaml"
+    config.write_text("targets: []\n")
+    name = f"fabric-exporter-test-{time.monotonic_ns()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.settimeout(15)
+    env = {"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": ""}
+    daemon = DaemonProcess(config, env=env)
+    try:
+        assert sock.recv(4096).decode().startswith("READY=1")
+        sock.settimeout(1.0)
+        with pytest.raises(TimeoutError):
+            sock.recv(4096)  # nothing further while idle: no watchdog was asked for
+        daemon.signal(signal.SIGTERM)
+        sock.settimeout(15)
+        assert sock.recv(4096) == b"STOPPING=1"
+        assert daemon.proc.wait(15) == 0
+    finally:
+        daemon.stop()
+        sock.close()
