@@ -1,0 +1,1 @@
+"""Generated monitoring: Prometheus recording/alert rules (with promtool tests) and Grafana dashboards."""

@@ -1,0 +1,2 @@
+def build_all(settings):
+    return {}
