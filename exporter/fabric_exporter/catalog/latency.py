@@ -76,7 +76,7 @@ METRICS = [
                (HOST_ROLE,), SRC),
     MetricSpec("fabric_rdma_latency_probe_failures_total", "counter", "",
                "Probes that gave no latency, by the host and role that failed and the reason "
-               "(connect, auth, host_key, timeout, server_failed, client_failed, parse, no_result).",
+               "(connect, auth, host_key, timeout, host_check, server_failed, client_failed, parse).",
                (HOST_ROLE + ("reason",),), SRC),
     MetricSpec("fabric_rdma_latency_round_probes", "gauge", "",
                "Probes of the last round by outcome (ok, failed, not_run: left out by the round deadline).",

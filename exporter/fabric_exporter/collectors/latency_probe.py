@@ -1,0 +1,586 @@
+"""RDMA latency probes between host pairs with perftest over SSH, pingmesh style.
+
+One instance per target group (``scope = "group"``); one poll = one round. Each round:
+
+1. takes the next round of the pair plan (``latency_plan.PairPlan``: full mesh within host groups,
+   sampled peers across groups, explicit pairs; at most ``max_probes_per_round``), plus the probes
+   the previous round's deadline left out;
+2. checks every involved host once (``true`` over its pooled SSH connection, in parallel), so a
+   dead host costs one connect attempt per round and fails only its own probes, at once;
+3. runs the probes under ``latency_plan.run_round`` (``max_probes_per_host`` at once per host,
+   ``max_concurrent_probes`` in all, nothing started that cannot end before the round deadline).
+   One probe: the perftest server on the destination (a port of its own from ``port_range``),
+   then, after ``server_start_wait``, the client on the source pointed at the destination, retried
+   while the server is not listening yet. Both commands run under coreutils ``timeout`` (the SSH
+   transport adds it), so nothing outlives ``probe_timeout``;
+4. parses the client's report and publishes, in seconds: cumulative histograms (per group pair,
+   per source host, and per pair when per-pair series are on) and the last probe's statistics per
+   pair (only with per-pair series on, withheld after ``keep_results_for``). A probe without a
+   result is counted by host, role and reason, never published as a latency.
+
+Histogram state lives in memory: counts only grow; a restart resets them (Prometheus handles it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from prometheus_client.utils import floatToGoString
+
+from ..catalog.latency import LATENCY_BUCKETS
+from ..config import Host
+from ..errors import PollError
+from ..parsers.perftest import LatencyReport, parse_report
+from ..samples import PollResult, Sample
+from .base import Collector
+from .latency_plan import PairPlan, PlanSpec, Probe, run_round
+from .options import OptionReader
+
+log = logging.getLogger("fabric_exporter.latency_probe")
+
+TOOLS = ("ib_write_lat", "ib_send_lat", "ib_read_lat")
+MIN_ITERATIONS = 10000  # below this perftest's p99.9 is (nearly) its max
+_CONNECT_REFUSED = re.compile(r"Couldn't connect to|Unable to open file descriptor")
+_TRANSPORT_REASONS = ("connect", "auth", "host_key", "timeout")
+_LE = [floatToGoString(b) for b in LATENCY_BUCKETS]
+
+
+@dataclass(frozen=True)
+class LatencyProbeOptions:
+    tool: str = "ib_write_lat"
+    message_bytes: int = 2
+    iterations: int = MIN_ITERATIONS
+    device: str | None = None  # -d
+    ib_port: int | None = None  # -i
+    gid_index: int | None = None  # -x (RoCE)
+    traffic_class: int | None = None  # --tclass (RoCE GRH)
+    service_level: int | None = None  # -S (IB)
+    extra_args: tuple[str, ...] = ()
+    command_prefix: tuple[str, ...] = ()  # e.g. (nice, -n, 10); "{host}" becomes the host's name
+    report: str = "text"  # text | json (--out_json to stdout)
+    port_range: tuple[int, int] = (19000, 19999)
+    probe_timeout: float = 10.0
+    server_start_wait: float = 0.2
+    client_retries: int = 3
+    host_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    host_group_pattern: str | None = None  # regex; its first group (or (?P<group>)) names the group
+    full_mesh: bool = True
+    sampled_peers: int = 0
+    pairs: tuple[tuple[str, str], ...] = ()
+    max_probes_per_round: int = 500
+    max_concurrent_probes: int = 32
+    max_probes_per_host: int = 1
+    per_pair_series_max_pairs: int = 1000
+    keep_results_for: float | None = None
+    seed: str | None = None
+
+
+@dataclass
+class _Histogram:
+    buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS))
+    count: int = 0
+    total: float = 0.0
+
+    def add(self, report: LatencyReport) -> None:
+        n = report.iterations
+        for i, le in enumerate(LATENCY_BUCKETS):
+            self.buckets[i] += round(n * _cdf(report, le))
+        self.count += n
+        self.total += _seconds(report.avg_us) * n
+
+
+def _seconds(us: float) -> float:
+    return us / 1e6  # division keeps printed decimals exact (5.0 / 1e6 == 5e-06; 5.0 * 1e-6 is not)
+
+
+def _cdf(r: LatencyReport, x: float) -> float:
+    """Fraction of the probe's exchanges at or below ``x`` seconds: piecewise linear through
+    (t_min, 0), (t_typical, .5), (99%, .99), (99.9%, .999), (t_max, 1)."""
+    pts = ((_seconds(r.min_us), 0.0), (_seconds(r.typical_us), 0.5), (_seconds(r.p99_us), 0.99),
+           (_seconds(r.p999_us), 0.999), (_seconds(r.max_us), 1.0))
+    if x < pts[0][0]:
+        return 0.0
+    if x >= pts[-1][0]:
+        return 1.0
+    frac = 0.0
+    for (x0, f0), (x1, f1) in zip(pts, pts[1:]):
+        if x >= x1:
+            frac = f1
+            continue
+        if x >= x0 and x1 > x0:
+            frac = f0 + (f1 - f0) * (x - x0) / (x1 - x0)
+        break
+    return frac
+
+
+@dataclass
+class _ProbeResult:
+    report: LatencyReport | None = None
+    failed_host: str | None = None
+    role: str | None = None  # server | client
+    reason: str | None = None
+    message: str = ""
+
+
+class _PortPool:
+    """Ports for perftest servers: one per running probe, handed out round-robin, and held back after
+    a server we stopped waiting for, until its ``timeout`` wrapper has surely killed it."""
+
+    def __init__(self, low: int, high: int):
+        self.low, self.high = low, high
+        self._next = low
+        self._busy: dict[int, float] = {}  # port -> monotonic time it is free again (inf: in use)
+
+    def acquire(self, now: float) -> int | None:
+        size = self.high - self.low + 1
+        for _ in range(size):
+            port = self._next
+            self._next = self.low + (self._next - self.low + 1) % size
+            if self._busy.get(port, 0.0) <= now:
+                self._busy[port] = float("inf")
+                return port
+        return None
+
+    def release(self, port: int, free_at: float = 0.0) -> None:
+        if free_at > 0:
+            self._busy[port] = free_at
+        else:
+            self._busy.pop(port, None)
+
+
+class LatencyProbeCollector(Collector):
+    name: ClassVar[str] = "latency_probe"
+    transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
+    scope: ClassVar[str] = "group"
+
+    # -- options ------------------------------------------------------------------------------
+
+    @classmethod
+    def parse_options(cls, raw: dict, path: str, err, *, base_dir: Path = Path(".")) -> LatencyProbeOptions:
+        r = OptionReader(raw, path, err, base_dir)
+        d = LatencyProbeOptions()
+        tool = r.string("tool", d.tool, choices=TOOLS)
+        message_bytes = r.integer("message_bytes", d.message_bytes, minimum=1, maximum=1 << 30)
+        iterations = r.integer("iterations", d.iterations, minimum=MIN_ITERATIONS, maximum=10**8)
+        device = r.string("device")
+        ib_port = _opt_int(r, "ib_port", 1, 255)
+        gid_index = _opt_int(r, "gid_index", 0, 1023)
+        traffic_class = _opt_int(r, "traffic_class", 0, 255)
+        service_level = _opt_int(r, "service_level", 0, 15)
+        extra_args = r.string_list("extra_args")
+        for i, a in enumerate(extra_args):
+            if a in ("-p", "--port", "-n", "--iters", "-s", "--size", "-a", "--all", "-D", "--duration", "-C",
+                     "--report-cycles", "-H", "-U") or a.startswith(("--port=", "--iters=", "--size=")):
+                err(f"{path}.extra_args[{i}]", f"{a} is set by the collector (or breaks the report); "
+                                               "use the dedicated option")
+        prefix = r.string_list("command_prefix")
+        report = r.string("report", d.report, choices=("text", "json"))
+        port_range = d.port_range
+        if "port_range" in r.raw:
+            pr = r._get("port_range")
+            if (isinstance(pr, list) and len(pr) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                              for x in pr) and 1024 <= pr[0] <= pr[1] <= 65535):
+                port_range = (pr[0], pr[1])
+            else:
+                err(f"{path}.port_range", f"expected [low, high] ports within 1024-65535, got {pr!r}")
+        probe_timeout = r.duration("probe_timeout", d.probe_timeout)
+        server_start_wait = r.duration("server_start_wait", d.server_start_wait)
+        client_retries = r.integer("client_retries", d.client_retries, minimum=0, maximum=20)
+
+        host_groups: list[tuple[str, tuple[str, ...]]] = []
+        raw_groups = r.mapping("host_groups")
+        owner: dict[str, str] = {}
+        for g, hosts in (raw_groups or {}).items():
+            gpath = f"{path}.host_groups.{g}"
+            if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h for h in hosts):
+                err(gpath, "expected a non-empty list of host names")
+                continue
+            for j, h in enumerate(hosts):
+                if h in owner:
+                    err(f"{gpath}[{j}]", f"host {h!r} is already in group {owner[h]!r}")
+                owner[h] = str(g)
+            host_groups.append((str(g), tuple(hosts)))
+        pattern = r.regex("host_group_pattern")
+        if pattern is not None and pattern.groups < 1:
+            err(f"{path}.host_group_pattern", "needs a capturing group that names the host's group")
+        if raw_groups and pattern is not None:
+            err(path, "give host_groups or host_group_pattern, not both")
+
+        plan = r.mapping("plan") or {}
+        p = OptionReader(plan, f"{path}.plan", err, base_dir)
+        full_mesh = p.boolean("full_mesh", d.full_mesh)
+        sampled_peers = p.integer("sampled_peers", d.sampled_peers, minimum=0, maximum=1000)
+        pairs: list[tuple[str, str]] = []
+        raw_pairs = p._get("pairs")
+        if "pairs" in plan:
+            if not isinstance(raw_pairs, list):
+                err(f"{path}.plan.pairs", "expected a list of [source, destination]")
+            else:
+                for j, pair in enumerate(raw_pairs):
+                    if (not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) and x for x in pair)
+                            or pair[0] == pair[1]):
+                        err(f"{path}.plan.pairs[{j}]", f"expected [source, destination] of two hosts, got {pair!r}")
+                    else:
+                        pairs.append((pair[0], pair[1]))
+        p.done()
+        if not full_mesh and not sampled_peers and not pairs:
+            err(f"{path}.plan", "plans nothing: enable full_mesh, sampled_peers or pairs")
+
+        budget = r.mapping("budget") or {}
+        b = OptionReader(budget, f"{path}.budget", err, base_dir)
+        max_round = b.integer("max_probes_per_round", d.max_probes_per_round, minimum=1, maximum=10**6)
+        max_conc = b.integer("max_concurrent_probes", d.max_concurrent_probes, minimum=1, maximum=10000)
+        max_host = b.integer("max_probes_per_host", d.max_probes_per_host, minimum=1, maximum=8)
+        b.done()
+        per_pair_max = r.integer("per_pair_series_max_pairs", d.per_pair_series_max_pairs, minimum=0)
+        keep = r.duration("keep_results_for", None)
+        seed = r.string("seed")
+        r.done()
+        if probe_timeout is not None and server_start_wait is not None and server_start_wait >= probe_timeout:
+            err(f"{path}.server_start_wait", "must be shorter than probe_timeout")
+        return LatencyProbeOptions(
+            tool=tool, message_bytes=message_bytes, iterations=iterations, device=device, ib_port=ib_port,
+            gid_index=gid_index, traffic_class=traffic_class, service_level=service_level,
+            extra_args=tuple(extra_args), command_prefix=tuple(prefix), report=report, port_range=port_range,
+            probe_timeout=probe_timeout or d.probe_timeout, server_start_wait=server_start_wait or 0.0,
+            client_retries=client_retries, host_groups=tuple(host_groups),
+            host_group_pattern=pattern.pattern if pattern is not None else None, full_mesh=full_mesh,
+            sampled_peers=sampled_peers, pairs=tuple(pairs), max_probes_per_round=max_round,
+            max_concurrent_probes=max_conc, max_probes_per_host=max_host, per_pair_series_max_pairs=per_pair_max,
+            keep_results_for=keep, seed=seed)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.options: LatencyProbeOptions = self.options or LatencyProbeOptions()
+        self.hosts: dict[str, Host] = {h.name: h for h in self.group.hosts}
+        self.round_number = 0
+        self._carry: list[Probe] = []  # probes the last round's deadline left out
+        self._ports = _PortPool(*self.options.port_range)
+        self._hist: dict[tuple[str, tuple], _Histogram] = {}
+        self._last: dict[Probe, tuple[LatencyReport, float]] = {}  # pair -> (report, wall time)
+        self._probes: Counter = Counter()  # (host, role)
+        self._failures: Counter = Counter()  # (host, role, reason)
+        self._background: set[asyncio.Task] = set()
+        self.plan, self.group_of, self.plan_problems = self._build_plan()
+        self.per_pair = len(self.plan.pairs) <= self.options.per_pair_series_max_pairs
+        self._test_labels = {"tool": self.options.tool, "message_bytes": str(self.options.message_bytes)}
+
+    def _build_plan(self) -> tuple[PairPlan, dict[str, str], list[str]]:
+        o = self.options
+        problems: list[str] = []
+        groups: dict[str, list[str]] = {}
+        if o.host_groups:
+            for g, hosts in o.host_groups:
+                for h in hosts:
+                    if h not in self.hosts:
+                        problems.append(f"host_groups.{g}: {h} is not a host of this target; not probed")
+                    else:
+                        groups.setdefault(g, []).append(h)
+            grouped = {h for hs in groups.values() for h in hs}
+            for h in self.hosts:
+                if h not in grouped:
+                    problems.append(f"host {h} is in no host group; not probed")
+        elif o.host_group_pattern:
+            rx = re.compile(o.host_group_pattern)
+            for h in self.hosts:
+                m = rx.search(h)
+                name = (m.groupdict().get("group") or m.group(1)) if m else None
+                if not name:
+                    problems.append(f"host {h} does not match host_group_pattern; not probed")
+                else:
+                    groups.setdefault(name, []).append(h)
+        else:
+            groups = {self.group.name: list(self.hosts)}  # one group: the target group itself
+        explicit = []
+        for s, d in o.pairs:
+            missing = [h for h in (s, d) if h not in self.hosts]
+            if missing:
+                problems.append(f"plan.pairs {s}>{d}: {', '.join(missing)} not a host of this target; not probed")
+            else:
+                explicit.append((s, d))
+        group_of = {h: g for g, hs in groups.items() for h in hs}
+        for s, d in explicit:  # an explicit pair may name hosts outside every group
+            group_of.setdefault(s, "")
+            group_of.setdefault(d, "")
+        seed = o.seed if o.seed is not None else hashlib.sha256(self.group.name.encode()).hexdigest()[:16]
+        spec = PlanSpec(groups={g: tuple(hs) for g, hs in groups.items()}, full_mesh=o.full_mesh,
+                        sampled_peers=o.sampled_peers, explicit=tuple(explicit),
+                        max_probes_per_round=o.max_probes_per_round, seed=seed)
+        return PairPlan(spec), group_of, problems
+
+    # -- one round ------------------------------------------------------------------------------
+
+    async def poll(self) -> PollResult:
+        o = self.options
+        loop = asyncio.get_running_loop()
+        # Leave room to build the samples before the scheduler's own deadline cancels the poll.
+        deadline = loop.time() + max(0.5, self.group.timeout - max(0.5, 0.05 * self.group.timeout))
+        planned = list(self.plan.round(self.round_number))
+        self.round_number += 1
+        probes = list(dict.fromkeys(self._carry + planned))[:o.max_probes_per_round]
+        self._carry = []
+
+        hosts = sorted({h for p in probes for h in (p.source, p.destination)})
+        checks = {h: asyncio.ensure_future(self._check_host(h, deadline - loop.time())) for h in hosts}
+
+        async def one(probe: Probe, seconds_left: float) -> _ProbeResult:
+            return await self._probe(probe, min(o.probe_timeout, seconds_left), checks)
+
+        try:
+            outcome = await run_round(probes, one, per_host=o.max_probes_per_host,
+                                      max_parallel=o.max_concurrent_probes, deadline=deadline,
+                                      min_start_window=min(o.probe_timeout, max(1.0, 3 * o.server_start_wait)))
+        finally:
+            for t in checks.values():
+                t.cancel()
+
+        ok = failed = 0
+        failures_by_reason: Counter = Counter()
+        examples: dict[str, str] = {}
+        now = time.time()
+        for probe, result in outcome.finished.items():
+            self._probes[(probe.source, "client")] += 1
+            self._probes[(probe.destination, "server")] += 1
+            if result.report is not None:
+                ok += 1
+                self._record(probe, result.report, now)
+            else:
+                failed += 1
+                self._failures[(result.failed_host, result.role, result.reason)] += 1
+                key = f"{result.failed_host} ({result.role}) {result.reason}"
+                failures_by_reason[key] += 1
+                examples.setdefault(key, result.message)
+        self._carry = list(outcome.not_run)
+
+        problems = list(self.plan_problems)
+        for key, n in sorted(failures_by_reason.items()):
+            problems.append(f"{n} probe(s) failed: {key}: {examples[key]}")
+        if outcome.not_run:
+            problems.append(f"{len(outcome.not_run)} probe(s) not run before the round deadline "
+                            f"({self.group.timeout:g}s); carried over to the next round")
+        if probes and ok == 0 and failed > 0:
+            # Nothing measured at all: the target is down, not partial.
+            first = next(r for r in outcome.finished.values() if r.report is None)
+            raise PollError(f"all {failed} latency probes failed; e.g. {first.failed_host} ({first.role}): "
+                            f"{first.message}", reason=first.reason if first.reason in _TRANSPORT_REASONS else "command_failed")
+        return PollResult(self._samples(now, ok, failed, len(outcome.not_run)), problems)
+
+    async def _check_host(self, host: str, timeout: float) -> tuple[str, str] | None:
+        """None if ``host`` runs commands; else (reason, message). Opens the pooled connection."""
+        try:
+            result = await self.ctx.runner(self.hosts[host]).run(["true"], timeout=max(0.5, min(timeout, 15.0)))
+        except PollError as e:
+            return (e.reason if e.reason in _TRANSPORT_REASONS else "host_check", str(e))
+        if result.exit_status != 0:
+            return ("host_check", result.describe_failure())
+        return None
+
+    async def _probe(self, probe: Probe, timeout: float, checks: dict) -> _ProbeResult:
+        o = self.options
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for host, role in ((probe.destination, "server"), (probe.source, "client")):
+            try:
+                down = await asyncio.wait_for(asyncio.shield(checks[host]), timeout)
+            except asyncio.TimeoutError:
+                return _ProbeResult(failed_host=host, role=role, reason="timeout",
+                                    message=f"{host} did not answer within {timeout:g}s")
+            if down is not None:
+                return _ProbeResult(failed_host=host, role=role, reason=down[0], message=down[1])
+        port = self._ports.acquire(loop.time())
+        if port is None:
+            return _ProbeResult(failed_host=probe.destination, role="server", reason="server_failed",
+                                message=f"no free port in {o.port_range[0]}-{o.port_range[1]}")
+        remaining = timeout - (loop.time() - started)
+        server_runner = self.ctx.runner(self.hosts[probe.destination])
+        client_runner = self.ctx.runner(self.hosts[probe.source])
+        server = asyncio.ensure_future(server_runner.run(self._command(probe.destination, port), timeout=remaining))
+        server_deadline = loop.time() + remaining
+        try:
+            return await self._client(probe, port, server, client_runner, started + timeout)
+        finally:
+            self._finish_server(server, port, server_deadline)
+
+    async def _client(self, probe: Probe, port: int, server: asyncio.Future, runner, deadline: float) -> _ProbeResult:
+        o = self.options
+        loop = asyncio.get_running_loop()
+        dst = self.hosts[probe.destination]
+        argv = self._command(probe.source, port, server_address=dst.address)
+        wait = o.server_start_wait
+        attempts = 0
+        while True:
+            done, _ = await asyncio.wait([server], timeout=max(0.0, wait))
+            if done:  # the server ended before any client got through: it failed to start
+                return _server_failure(probe, server)
+            left = deadline - loop.time()
+            if left <= 0.05:
+                return _ProbeResult(failed_host=probe.source, role="client", reason="timeout",
+                                    message=f"no result within {o.probe_timeout:g}s")
+            attempts += 1
+            try:
+                result = await runner.run(argv, timeout=left)
+            except PollError as e:
+                return _ProbeResult(failed_host=probe.source, role="client", reason=_reason(e.reason, "client"),
+                                    message=str(e))
+            if result.exit_status == 0:
+                try:
+                    report = parse_report(result.stdout, message_bytes=o.message_bytes)
+                except PollError as e:  # ParseError
+                    return _ProbeResult(failed_host=probe.source, role="client", reason="parse", message=str(e))
+                if report.iterations < o.iterations:
+                    return _ProbeResult(failed_host=probe.source, role="client", reason="parse",
+                                        message=f"report has {report.iterations} iterations, asked for {o.iterations}")
+                return _ProbeResult(report=report)
+            if _CONNECT_REFUSED.search(result.stderr) and attempts <= o.client_retries and not server.done():
+                wait = o.server_start_wait * (2 ** (attempts - 1))  # the server is not listening yet
+                continue
+            if server.done():
+                return _server_failure(probe, server)
+            return _ProbeResult(failed_host=probe.source, role="client", reason="client_failed",
+                                message=result.describe_failure())
+
+    def _finish_server(self, server: asyncio.Future, port: int, server_deadline: float) -> None:
+        """Release the port when the server has ended; a server still waiting is left to its
+        ``timeout`` wrapper (it ends by ``server_deadline`` + the 2 s kill grace) and its port is
+        held back until then."""
+        loop = asyncio.get_running_loop()
+        if server.done():
+            if not server.cancelled():
+                server.exception()  # retrieved: its failure was already accounted for
+            self._ports.release(port)
+            return
+
+        async def reap() -> None:
+            try:
+                await asyncio.wait_for(server, max(0.1, min(2.0, server_deadline - loop.time())))
+                self._ports.release(port)
+            except (asyncio.TimeoutError, asyncio.CancelledError, PollError):
+                self._ports.release(port, free_at=server_deadline + 3.0)
+            except Exception:  # never leak a task error; the port stays out until the deadline
+                self._ports.release(port, free_at=server_deadline + 3.0)
+
+        task = asyncio.ensure_future(reap())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _command(self, host: str, port: int, server_address: str | None = None) -> list[str]:
+        o = self.options
+        argv = [a.replace("{host}", host) for a in o.command_prefix]
+        argv += [o.tool, "-p", str(port), "-n", str(o.iterations), "-s", str(o.message_bytes)]
+        if o.device:
+            argv += ["-d", o.device]
+        if o.ib_port is not None:
+            argv += ["-i", str(o.ib_port)]
+        if o.gid_index is not None:
+            argv += ["-x", str(o.gid_index)]
+        if o.traffic_class is not None:
+            argv += ["--tclass", str(o.traffic_class)]
+        if o.service_level is not None:
+            argv += ["-S", str(o.service_level)]
+        argv += list(o.extra_args)
+        if server_address is not None:
+            if o.report == "json":
+                argv += ["--out_json", "--out_json_file=/dev/stdout"]
+            argv.append(server_address)
+        return argv
+
+    # -- results --------------------------------------------------------------------------------
+
+    def _record(self, probe: Probe, report: LatencyReport, now: float) -> None:
+        sg, dg = self.group_of.get(probe.source, ""), self.group_of.get(probe.destination, "")
+        keys = [("fabric_rdma_latency_seconds", (("source_group", sg), ("destination_group", dg))),
+                ("fabric_rdma_latency_source_seconds", (("source", probe.source), ("source_group", sg)))]
+        if self.per_pair:
+            keys.append(("fabric_rdma_latency_pair_seconds", self._pair_labels(probe)))
+            self._last[probe] = (report, now)
+        for key in keys:
+            hist = self._hist.get(key)
+            if hist is None:
+                hist = self._hist[key] = _Histogram()
+            hist.add(report)
+
+    def _pair_labels(self, probe: Probe) -> tuple:
+        return (("source", probe.source), ("destination", probe.destination),
+                ("source_group", self.group_of.get(probe.source, "")),
+                ("destination_group", self.group_of.get(probe.destination, "")))
+
+    def _samples(self, now: float, ok: int, failed: int, not_run: int) -> list[Sample]:
+        out: list[Sample] = []
+        test = self._test_labels
+        for (family, labels), hist in sorted(self._hist.items()):
+            base = {**dict(labels), **test}
+            for le, count in zip(_LE, hist.buckets):
+                out.append(Sample(f"{family}_bucket", {**base, "le": le}, count))
+            out.append(Sample(f"{family}_bucket", {**base, "le": "+Inf"}, hist.count))
+            out.append(Sample(f"{family}_sum", base, hist.total))
+            out.append(Sample(f"{family}_count", base, hist.count))
+        keep = self.options.keep_results_for or (self.plan.cover_rounds + 1) * self.group.interval
+        for probe, (r, when) in sorted(self._last.items()):
+            if now - when > keep:
+                continue  # too old to call "the last probe": withheld, not frozen
+            labels = {**dict(self._pair_labels(probe)), **test}
+            for name, value in (("min", r.min_us), ("median", r.typical_us), ("avg", r.avg_us), ("p99", r.p99_us),
+                                ("p999", r.p999_us), ("max", r.max_us)):
+                out.append(Sample(f"fabric_rdma_latency_{name}_seconds", labels, _seconds(value)))
+            out.append(Sample("fabric_rdma_latency_last_probe_timestamp_seconds", labels, when))
+        roles = set(self._probes)
+        for p in self.plan.pairs:  # zero from the first round, so rate() sees the first probe
+            roles.add((p.source, "client"))
+            roles.add((p.destination, "server"))
+        for host, role in sorted(roles):
+            out.append(Sample("fabric_rdma_latency_probes_total",
+                              {"host": host, "host_group": self.group_of.get(host, ""), "role": role},
+                              self._probes.get((host, role), 0)))
+        for (host, role, reason), n in sorted(self._failures.items()):
+            out.append(Sample("fabric_rdma_latency_probe_failures_total",
+                              {"host": host, "host_group": self.group_of.get(host, ""), "role": role,
+                               "reason": reason}, n))
+        g = {"group": self.group.name}
+        for outcome, n in (("ok", ok), ("failed", failed), ("not_run", not_run)):
+            out.append(Sample("fabric_rdma_latency_round_probes", {**g, "outcome": outcome}, n))
+        out.append(Sample("fabric_rdma_latency_plan_pairs", g, len(self.plan.pairs)))
+        out.append(Sample("fabric_rdma_latency_plan_cover_rounds", g, self.plan.cover_rounds))
+        return out
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+
+
+def _reason(poll_reason: str, role: str) -> str:
+    """Transport failures keep their reason; anything else is a failed server or client command."""
+    return poll_reason if poll_reason in _TRANSPORT_REASONS else f"{role}_failed"
+
+
+def _server_failure(probe: Probe, server: asyncio.Future) -> _ProbeResult:
+    host = probe.destination
+    if server.cancelled():
+        return _ProbeResult(failed_host=host, role="server", reason="server_failed", message="server cancelled")
+    exc = server.exception()
+    if isinstance(exc, PollError):
+        return _ProbeResult(failed_host=host, role="server", reason=_reason(exc.reason, "server"), message=str(exc))
+    if exc is not None:
+        return _ProbeResult(failed_host=host, role="server", reason="server_failed", message=repr(exc))
+    result = server.result()
+    return _ProbeResult(failed_host=host, role="server", reason="server_failed",
+                        message=result.describe_failure() if result.exit_status else "server ended before the client")
+
+
+def _opt_int(r: OptionReader, key: str, minimum: int, maximum: int) -> int | None:
+    if key not in r.raw:
+        r._get(key)
+        return None
+    return r.integer(key, minimum, minimum=minimum, maximum=maximum)
+
+
+__all__ = ["LatencyProbeCollector", "LatencyProbeOptions"]
