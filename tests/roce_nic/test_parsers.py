@@ -1,0 +1,224 @@
+"""Parsers on real-layout captures (exact values), on broken input (ParseError, never a guess),
+and fuzzed with hypothesis (arbitrary text raises nothing but ParseError)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric_exporter.errors import ParseError
+from fabric_exporter.lab.roce_host import RoceHost
+from fabric_exporter.parsers.ethtool import parse_ethtool_stats
+from fabric_exporter.parsers.rdma import (
+    parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic,
+)
+
+# -- ethtool -S -------------------------------------------------------------------------------------
+
+
+def test_ethtool_mlx5_pfc_on_priority_3(fixture_text):
+    stats = parse_ethtool_stats(fixture_text("ethtool_mlx5_pfc3.txt"))
+    c = stats.counters
+    assert c["rx_prio3_pause"] == 190344
+    assert c["rx_prio3_pause_duration"] == 8412377
+    assert c["tx_prio3_pause"] == 77120
+    assert c["rx_prio3_pause_transition"] == 95170
+    assert c["rx_bytes_phy"] == 35234134930113
+    assert c["tx_pause_storm_warning_events"] == 1
+    assert c["rx_out_of_buffer"] == 57
+    assert "rx_prio0_pause" not in c  # PFC is off on priority 0: mlx5 prints no pause counter for it
+    assert len(c) == 135 and not stats.ambiguous
+
+
+def test_ethtool_bnxt_per_ring_names_keep_their_prefix(fixture_text):
+    c = parse_ethtool_stats(fixture_text("ethtool_bnxt.txt")).counters
+    assert c["[0]: rx_ucast_packets"] == 301229
+    assert c["[1]: rx_ucast_packets"] == 288003
+    assert c["rx_pfc_ena_frames_pri3"] == 120455
+    assert c["pfc_pri3_rx_duration_us"] == 3310922
+    assert c["rx_bytes"] == 17889322194410
+
+
+def test_ethtool_ice_dotted_names(fixture_text):
+    c = parse_ethtool_stats(fixture_text("ethtool_ice.txt")).counters
+    assert c["rx_priority_3_xoff.nic"] == 11834 and c["rx_bytes.nic"] == 9012339004471
+
+
+def test_ethtool_duplicate_names_with_different_values_are_not_published():
+    stats = parse_ethtool_stats("NIC statistics:\n     rx_x: 1\n     rx_x: 2\n     rx_y: 3\n     rx_y: 3\n")
+    assert stats.counters == {"rx_y": 3}
+    assert stats.ambiguous == {"rx_x"}
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "rx_packets: 1\n",                                   # no header
+    "NIC statistics:\n     rx_packets: 12abc\n",        # not a number
+    "NIC statistics:\n     rx_packets: -1\n",           # negative
+    "NIC statistics:\n     rx_packets: 1.5\n",          # not an integer
+    "NIC statistics:\n     rx_packets:\n",              # value cut off
+    "NIC statistics:\n     rx_packets 12\n",            # no colon
+    "NIC statistics:\n     rx_packets: 18446744073709551616\n",  # > u64
+    "no stats available\n",
+])
+def test_ethtool_garbage_is_a_parse_error(text):
+    with pytest.raises(ParseError):
+        parse_ethtool_stats(text)
+
+
+# -- hw_counters / rdma -----------------------------------------------------------------------------
+
+
+def test_hw_counters_mlx5_drops_the_lifespan_setting(fixture_text):
+    c = parse_hw_counters(fixture_text("hw_counters_mlx5.txt"))
+    assert c["np_ecn_marked_roce_packets"] == 1290455
+    assert c["rp_cnp_handled"] == 801223
+    assert "lifespan" not in c and len(c) == 29
+
+
+def test_hw_counters_irdma_and_bnxt_re(fixture_text):
+    assert parse_hw_counters(fixture_text("hw_counters_irdma.txt"))["RxECNMrkd"] == 55120
+    assert parse_hw_counters(fixture_text("hw_counters_bnxt_re.txt"))["tx_cnp_pkts"] == 301224
+
+
+@pytest.mark.parametrize("text", ["np_cnp_sent 1\n", "np_cnp_sent:\n", "np_cnp_sent:x\n", "a:1\na:1\n", "a b:1\n"])
+def test_hw_counters_garbage(text):
+    with pytest.raises(ParseError):
+        parse_hw_counters(text)
+
+
+def test_rdma_statistic_text_and_json_agree(fixture_text):
+    text = parse_rdma_statistic(fixture_text("rdma_statistic_mlx5.txt"))
+    js = parse_rdma_statistic(fixture_text("rdma_statistic_mlx5.json"))
+    assert text == js
+    assert set(text) == {("mlx5_0", 1), ("mlx5_1", 1)}
+    assert text[("mlx5_0", 1)]["np_cnp_sent"] == 884312
+    assert text[("mlx5_1", 1)]["out_of_buffer"] == 2
+    # and both agree with the sysfs files of the same port
+    assert text[("mlx5_0", 1)] == {k: v for k, v in parse_hw_counters(fixture_text("hw_counters_mlx5.txt")).items()
+                                   if k != "req_transport_retries_exceeded"} | {"rx_dct_connect": 0}
+
+
+@pytest.mark.parametrize("text", [
+    "link mlx5_0 np_cnp_sent 1\n",           # no /port
+    "link mlx5_0/1 np_cnp_sent\n",           # odd words
+    "link mlx5_0/1 np_cnp_sent x\n",         # not a number
+    "mlx5_0/1 np_cnp_sent 1\n",              # no 'link'
+    "link mlx5_0/1 a 1\nlink mlx5_0/1 a 2\n",  # port twice
+    '[{"ifname":"mlx5_0"}]',                 # no port
+    '[{"ifname":"mlx5_0","port":1,"a":-1}]',  # negative
+    '{"ifname":"mlx5_0","port":1}',          # not a list
+    "[1, 2",                                  # cut short
+])
+def test_rdma_statistic_garbage(text):
+    with pytest.raises(ParseError):
+        parse_rdma_statistic(text)
+
+
+def test_rdma_link_text_and_json(fixture_text):
+    for name in ("rdma_link.txt", "rdma_link.json"):
+        links = parse_rdma_link(fixture_text(name))
+        assert [(l.device, l.port, l.state, l.netdev) for l in links] == [
+            ("mlx5_0", 1, "ACTIVE", "ens1f0np0"), ("mlx5_1", 1, "DOWN", "ens2f0np0"), ("mlx5_2", 1, "ACTIVE", None)]
+
+
+# -- the framed host dump ---------------------------------------------------------------------------
+
+
+def test_host_dump_round_trip_from_the_lab_model():
+    host = RoceHost.build("gpu-001", "mlx5", nics=3)
+    host.advance(5)
+    dump = parse_host_dump(host.render_dump())
+    assert dump.mode == "sysfs" and dump.devices == {f"mlx5_{i}": "mlx5_core" for i in range(3)}
+    assert [(p.device, p.port, p.netdev, p.link_layer, p.state) for p in dump.ports] == [
+        (f"mlx5_{i}", 1, f"ens{i + 1}f0np0", "Ethernet", "4: ACTIVE") for i in range(3)]
+    for p in host.ports:
+        assert parse_hw_counters(dump.hw_counters[(p.device, 1)]) == {k: v for k, v in p.hw_counters.items()
+                                                                       if k != "lifespan"}
+        assert parse_ethtool_stats(dump.ethtool[p.netdev].text).counters == p.ethtool
+        assert dump.ethtool[p.netdev].exit_status == 0
+
+
+def test_host_dump_cut_short_is_a_parse_error():
+    text = RoceHost.build("h", "mlx5", nics=2).render_dump()
+    for cut in (len(text) // 3, len(text) - len("@@end\n")):
+        with pytest.raises(ParseError, match="cut short"):
+            parse_host_dump(text[:cut])
+
+
+@pytest.mark.parametrize("text", [
+    "", "hello\n", "@@fabric-roce 2 sysfs\n@@end\n", "@@fabric-roce 1 nfs\n@@end\n",
+    "@@fabric-roce 1 sysfs\nstray\n@@end\n", "@@fabric-roce 1 sysfs\n@@bogus x\n@@end\n",
+    "@@fabric-roce 1 sysfs\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n@@end\n",  # port of an unannounced device
+    "@@fabric-roce 1 sysfs\n@@ethtool eth0 x\n@@end\n",
+    "@@fabric-roce 1 sysfs\n@@end\ntrailing\n",
+])
+def test_host_dump_garbage(text):
+    with pytest.raises(ParseError):
+        parse_host_dump(text)
+
+
+# -- fuzzing --------------------------------------------------------------------------------------
+
+PARSERS = [parse_ethtool_stats, parse_hw_counters, parse_rdma_statistic, parse_rdma_link, parse_host_dump]
+_alphabet = st.sampled_from(list("@:/ \n\t_-.[]{}\",0123456789abcdefxyzNIC statisticslink") + ["\x00", "é", "\r"])
+_fuzz = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_fuzz
+@given(st.text())
+def test_fuzz_arbitrary_text(text):
+    for parse in PARSERS:
+        try:
+            parse(text)
+        except ParseError:
+            pass
+
+
+@_fuzz
+@given(st.text(alphabet=_alphabet, max_size=400))
+def test_fuzz_structured_alphabet(text):
+    for parse in PARSERS:
+        for candidate in (text, "NIC statistics:\n" + text, "@@fabric-roce 1 sysfs\n" + text + "\n@@end\n",
+                          "link mlx5_0/1 " + text, "[" + text + "]"):
+            try:
+                parse(candidate)
+            except ParseError:
+                pass
+
+
+def _mutations():
+    lines = RoceHost.build("h", "bnxt", nics=1).render_dump().splitlines()
+    return st.tuples(st.integers(0, len(lines) - 1), st.text(max_size=30), st.sampled_from(["replace", "insert", "cut"])).map(
+        lambda t: "\n".join(lines[:t[0]] + ([t[1]] if t[2] != "cut" else []) + lines[t[0] + (t[2] != "insert"):]) + "\n")
+
+
+@_fuzz
+@given(_mutations())
+def test_fuzz_mutated_dump_never_yields_a_made_up_value(text):
+    """A mutated dump either fails to parse or parses to values that all appear in the text."""
+    try:
+        dump = parse_host_dump(text)
+        tables = [parse_hw_counters(t) for t in dump.hw_counters.values()]
+        tables += [parse_ethtool_stats(o.text).counters for o in dump.ethtool.values() if o.exit_status == 0]
+    except ParseError:
+        return
+    for table in tables:
+        for name, value in table.items():
+            assert f"{name}:{value}" in text or f"{name}: {value}" in text
+
+
+@_fuzz
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=20))
+def test_fuzz_json_shapes(value):
+    text = json.dumps(value)
+    for parse in (parse_rdma_statistic, parse_rdma_link):
+        try:
+            parse(text)
+        except ParseError:
+            pass
