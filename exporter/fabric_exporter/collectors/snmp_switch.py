@@ -106,6 +106,8 @@ class SnmpSwitchCollector(Collector):
         # (column oid, index) -> (last raw Counter32 value, accumulated wraps * 2^32)
         self._wraps: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, int]] = {}
         self.tables: list[Table] = [t for m in self.options.modules for t in MODULES[m].tables]
+        #: rows each column had in the last poll: sizes the next walk's GETBULK pages
+        self._rows: dict[tuple[int, ...], int] = {}
         #: varbinds received in the last poll (benchmarks)
         self.last_varbinds = 0
 
@@ -143,7 +145,9 @@ class SnmpSwitchCollector(Collector):
 
         async def walk(oid: tuple[int, ...]) -> list[Varbind]:
             async with sem:
-                return await session.walk(oid)
+                result = await session.walk(oid, expected_rows=self._rows.get(oid))
+            self._rows[oid] = len(result)
+            return result
 
         columns = [c for t in self.tables for c in t.columns]
         need_oper = self.options.oper_up_only and not any(c.oid == IF_OPER_STATUS for c in columns)
