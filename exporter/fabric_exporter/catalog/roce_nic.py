@@ -14,7 +14,7 @@ from .spec import MetricSpec
 
 NIC = "roce_nic"
 
-# bnxt_en counts some drops per CoS queue (rx_discard_packets_cos{N}), not per priority.
+# bnxt_en counts some drops per CoS queue (rx_discard_packets_cos{q}), not per priority.
 NIC_PORT_QUEUE = NIC_PORT + ("queue",)
 # A counter the catalog does not know, exposed only when the ``expose_unmapped`` option is on.
 NIC_PORT_RAW = NIC_PORT + ("source", "counter")
@@ -70,8 +70,8 @@ METRICS = [
        "Received packets dropped per priority for lack of port buffer (mlx5 rx_prio{p}_discards).",
        NIC_PORT_PRIORITY, ("rx_prio{p}_discards",)),
     _c("fabric_roce_nic_queue_rx_discards_total", "packets",
-       "Received packets dropped per CoS queue (bnxt rx_discard_packets_cos{N}; queue = N).",
-       NIC_PORT_QUEUE, ("rx_discard_packets_cos{N}",)),
+       "Received packets dropped per CoS queue (bnxt rx_discard_packets_cos{q}; queue = q).",
+       NIC_PORT_QUEUE, ("rx_discard_packets_cos{q}",)),
     # --- drops by cause -------------------------------------------------------------------------
     _c("fabric_roce_nic_rx_out_of_buffer_packets_total", "packets",
        "Packets dropped because the host's receive queue had no buffer posted (mlx5 ethtool rx_out_of_buffer): "
@@ -86,12 +86,12 @@ METRICS = [
        NIC_PORT, ("out_of_buffer",)),
     # --- link-level (802.3x) pause --------------------------------------------------------------
     _c("fabric_roce_nic_link_pause_rx_frames_total", "frames",
-       "Link-level 802.3x pause frames received (mlx5 rx_global_pause or rx_pause_ctrl_phy, bnxt rx_pause_frames): "
+       "Link-level 802.3x pause frames received (mlx5 rx_global_pause, bnxt rx_pause_frames, ice link_xoff_rx.nic): "
        "any rise on a RoCE port means a misconfigured peer.",
-       NIC_PORT, ("rx_global_pause", "rx_pause_ctrl_phy", "rx_pause_frames")),
+       NIC_PORT, ("rx_global_pause", "rx_pause_frames", "link_xoff_rx.nic")),
     _c("fabric_roce_nic_link_pause_tx_frames_total", "frames",
-       "Link-level 802.3x pause frames sent (mlx5 tx_global_pause or tx_pause_ctrl_phy, bnxt tx_pause_frames).",
-       NIC_PORT, ("tx_global_pause", "tx_pause_ctrl_phy", "tx_pause_frames")),
+       "Link-level 802.3x pause frames sent (mlx5 tx_global_pause, bnxt tx_pause_frames, ice link_xoff_tx.nic).",
+       NIC_PORT, ("tx_global_pause", "tx_pause_frames", "link_xoff_tx.nic")),
     _c("fabric_roce_nic_link_pause_rx_seconds_total", "seconds",
        "Time paused by received link-level pause frames (mlx5 rx_global_pause_duration; microseconds / 1e6).",
        NIC_PORT, ("rx_global_pause_duration",)),
@@ -111,8 +111,8 @@ METRICS = [
        "Bits corrected by FEC (mlx5 rx_corrected_bits_phy): a rising rate is a degrading link.",
        NIC_PORT, ("rx_corrected_bits_phy",)),
     _c("fabric_roce_nic_rx_crc_errors_total", "packets",
-       "Received packets with a bad FCS (mlx5 rx_crc_errors_phy, bnxt rx_fcs_err_frames).",
-       NIC_PORT, ("rx_crc_errors_phy", "rx_fcs_err_frames")),
+       "Received packets with a bad FCS (mlx5 rx_crc_errors_phy, bnxt rx_fcs_err_frames, ice rx_crc_errors.nic).",
+       NIC_PORT, ("rx_crc_errors_phy", "rx_fcs_err_frames", "rx_crc_errors.nic")),
     # --- congestion control (DCQCN) -------------------------------------------------------------
     _c("fabric_roce_nic_cnp_sent_total", "packets",
        "Congestion notification packets sent back by this receiver (mlx5 np_cnp_sent, bnxt_re tx_cnp_pkts, "

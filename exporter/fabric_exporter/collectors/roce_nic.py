@@ -308,104 +308,111 @@ class RoceNicCollector(Collector):
             if result.exit_status != 0:
                 raise CommandFailed(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
-        dump = parse_host_dump(result.stdout)
-        problems: list[str] = []
-        ports = self._ports(dump, problems)
-        return self._samples(ports, problems)
+        return result_from_dump(parse_host_dump(result.stdout), self.host.name if self.host else "localhost",
+                                self.options)
 
-    # -- dump -> ports ---------------------------------------------------------------------------
 
-    def _ports(self, dump: HostDump, problems: list[str]) -> list[PortData]:
-        o = self.options
-        if dump.missing_devices:
-            problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
-        ports: list[PortData] = []
-        if dump.mode == "rdma":
-            ports = self._ports_from_rdma_tool(dump, problems)
+# ---------------------------------------------------------------------------------------------
+# dump -> ports -> samples (pure)
+
+
+def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
+    """The catalog samples of one host's parsed dump; raises CommandFailed when nothing was read."""
+    problems: list[str] = []
+    ports = _ports(dump, options, problems)
+    return _samples(ports, host, options, problems)
+
+
+
+def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortData]:
+    if dump.missing_devices:
+        problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
+    ports: list[PortData] = []
+    if dump.mode == "rdma":
+        ports = _ports_from_rdma_tool(dump)
+    else:
+        for dp in dump.ports:
+            raw = dump.hw_counters.get((dp.device, dp.port))
+            ports.append(PortData(
+                dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
+                None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
+                parse_hw_counters(raw) if raw is not None else None))
+        if not ports and not dump.missing_devices:
+            raise CommandFailed("no RDMA devices under /sys/class/infiniband "
+                                "(driver not loaded, or /sys not visible to this user/container?)")
+    if not o.include_infiniband_ports:
+        ports = [p for p in ports if p.link_layer != "InfiniBand"]
+    if o.devices:
+        wanted = set(o.devices)
+        ports = [p for p in ports if p.device in wanted]
+    by_netdev = {p.netdev: p for p in ports if p.netdev}
+    missing_tool = []
+    for netdev, out in dump.ethtool.items():
+        port = by_netdev.get(netdev)
+        if port is None:
+            continue
+        if out.exit_status == 0:
+            port.ethtool = parse_ethtool_stats(out.text)
+        elif out.exit_status == 127:
+            missing_tool.append(netdev)
         else:
-            for dp in dump.ports:
-                raw = dump.hw_counters.get((dp.device, dp.port))
-                ports.append(PortData(
-                    dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
-                    None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
-                    parse_hw_counters(raw) if raw is not None else None))
-            if not ports and not dump.missing_devices:
-                raise CommandFailed("no RDMA devices under /sys/class/infiniband "
-                                    "(driver not loaded, or /sys not visible to this user/container?)")
-        if not o.include_infiniband_ports:
-            ports = [p for p in ports if p.link_layer != "InfiniBand"]
-        if o.devices:
-            wanted = set(o.devices)
-            ports = [p for p in ports if p.device in wanted]
-        by_netdev = {p.netdev: p for p in ports if p.netdev}
-        missing_tool = []
-        for netdev, out in dump.ethtool.items():
-            port = by_netdev.get(netdev)
-            if port is None:
+            tail = " | ".join(line for line in out.text.strip().splitlines()[-2:]) or "no output"
+            problems.append(f"ethtool -S {netdev}: exit status {out.exit_status}: {tail[:200]}")
+    if missing_tool:
+        problems.append("ethtool: command not found on host (install ethtool or set option ethtool: false)")
+    return ports
+
+def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
+    for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
+        if out is None:
+            raise ParseError(f"roce dump: no {what} section")
+        if out.exit_status == 127:
+            raise CommandFailed("rdma: command not found on host (install iproute2, "
+                                "or use hw_counters_from: sysfs)")
+        if out.exit_status != 0:
+            tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
+            raise CommandFailed(f"{what}: exit status {out.exit_status}: {tail[:200]}")
+    links = parse_rdma_link(dump.rdma_link.text)
+    stats = parse_rdma_statistic(dump.rdma_statistic.text)
+    if not links:
+        raise CommandFailed("rdma link show lists no RDMA ports")
+    ports = []
+    for link in links:
+        ports.append(PortData(link.device, link.port, link.netdev, None, None,
+                              None if link.state is None else link.state == "ACTIVE",
+                              stats.get((link.device, link.port))))
+    return ports
+
+
+def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str]) -> PollResult:
+    samples: list[Sample] = []
+    counters_read = 0
+    expose = o.expose_unmapped
+    for p in ports:
+        base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
+        family = driver_family(p.driver, p.device)
+        if p.driver:
+            samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
+        if p.active is not None:
+            samples.append(Sample("fabric_roce_nic_port_active", dict(base), 1 if p.active else 0))
+        for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
+                                      ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
+            if not table:
                 continue
-            if out.exit_status == 0:
-                port.ethtool = parse_ethtool_stats(out.text)
-            elif out.exit_status == 127:
-                missing_tool.append(netdev)
-            else:
-                tail = " | ".join(line for line in out.text.strip().splitlines()[-2:]) or "no output"
-                problems.append(f"ethtool -S {netdev}: exit status {out.exit_status}: {tail[:200]}")
-        if missing_tool:
-            problems.append("ethtool: command not found on host (install ethtool or set option ethtool: false)")
-        return ports
+            counters_read += len(table)
+            unmapped: list[str] | None = [] if expose else None
+            samples.extend(mapper.map(table, family, base, unmapped))
+            for name in unmapped or ():
+                samples.append(Sample("fabric_roce_nic_unmapped_counter",
+                                      {**base, "source": source, "counter": name}, table[name]))
+        if p.ethtool and p.ethtool.ambiguous:
+            problems.append(f"ethtool -S {p.netdev}: counters printed twice with different values, "
+                            f"not published: {', '.join(sorted(p.ethtool.ambiguous))}")
+    if counters_read == 0 and problems:
+        # Nothing at all was read: a failed host, not a partial one.
+        raise CommandFailed("; ".join(problems))
+    return PollResult(samples, problems)
 
-    def _ports_from_rdma_tool(self, dump: HostDump, problems: list[str]) -> list[PortData]:
-        for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
-            if out is None:
-                raise ParseError(f"roce dump: no {what} section")
-            if out.exit_status == 127:
-                raise CommandFailed("rdma: command not found on host (install iproute2, "
-                                    "or use hw_counters_from: sysfs)")
-            if out.exit_status != 0:
-                tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
-                raise CommandFailed(f"{what}: exit status {out.exit_status}: {tail[:200]}")
-        links = parse_rdma_link(dump.rdma_link.text)
-        stats = parse_rdma_statistic(dump.rdma_statistic.text)
-        if not links:
-            raise CommandFailed("rdma link show lists no RDMA ports")
-        ports = []
-        for link in links:
-            ports.append(PortData(link.device, link.port, link.netdev, None, None,
-                                  None if link.state is None else link.state == "ACTIVE",
-                                  stats.get((link.device, link.port))))
-        return ports
-
-    # -- ports -> samples ------------------------------------------------------------------------
-
-    def _samples(self, ports: list[PortData], problems: list[str]) -> PollResult:
-        host = self.host.name if self.host else "localhost"
-        samples: list[Sample] = []
-        counters_read = 0
-        expose = self.options.expose_unmapped
-        for p in ports:
-            base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
-            family = driver_family(p.driver, p.device)
-            if p.driver:
-                samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
-            if p.active is not None:
-                samples.append(Sample("fabric_roce_nic_port_active", dict(base), 1 if p.active else 0))
-            for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
-                                          ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
-                if not table:
-                    continue
-                counters_read += len(table)
-                unmapped: list[str] | None = [] if expose else None
-                samples.extend(mapper.map(table, family, base, unmapped))
-                for name in unmapped or ():
-                    samples.append(Sample("fabric_roce_nic_unmapped_counter",
-                                          {**base, "source": source, "counter": name}, table[name]))
-            if p.ethtool and p.ethtool.ambiguous:
-                problems.append(f"ethtool -S {p.netdev}: counters printed twice with different values, "
-                                f"not published: {', '.join(sorted(p.ethtool.ambiguous))}")
-        if counters_read == 0 and problems:
-            # Nothing at all was read: a failed host, not a partial one.
-            raise CommandFailed("; ".join(problems))
-        return PollResult(samples, problems)
 
 
 if __name__ == "__main__":  # print the remote script, e.g. to install it as a forced command
