@@ -98,7 +98,9 @@ class _Histogram:
 
 
 def _seconds(us: float) -> float:
-    return us / 1e6  # division keeps printed decimals exact (5.0 / 1e6 == 5e-06; 5.0 * 1e-6 is not)
+    # Scale the decimal, not the binary float: perftest printed 1.62 µs, we publish 1.62e-06 exactly
+    # (1.62 / 1e6 is 1.6200000000000002e-06).
+    return float(f"{us!r}e-6")
 
 
 def _cdf(r: LatencyReport, x: float) -> float:
@@ -407,7 +409,12 @@ class LatencyProbeCollector(Collector):
         server = asyncio.ensure_future(server_runner.run(self._command(probe.destination, port), timeout=remaining))
         server_deadline = loop.time() + remaining
         try:
-            return await self._client(probe, port, server, client_runner, started + timeout)
+            result = await self._client(probe, port, server, client_runner, started + timeout)
+            if not server.done():
+                # The server prints its report and exits right after the client: hold this probe's
+                # host slots until it has, so a host never serves two probes at once.
+                await asyncio.wait([server], timeout=max(0.0, min(2.0, server_deadline - loop.time())))
+            return result
         finally:
             self._finish_server(server, port, server_deadline)
 

@@ -212,7 +212,7 @@ def run_server(lab: _Lab, opts: dict) -> int:
         _print("Unable to open file descriptor for socket connection\n", sys.stderr)
         lab.event(event="server_failed", port=port)
         return 1
-    pidfile = lab.state / f"server-{port}.pid" if lab.state else None
+    pidfile = lab.state / f"server-{port}-{os.getpid()}.pid" if lab.state else None
     if pidfile:
         pidfile.write_text(str(os.getpid()))
     lab.event(event="server_start", port=port)
@@ -246,6 +246,9 @@ def run_client(lab: _Lab, opts: dict) -> int:
         _print("Unable to open file descriptor for socket connection\n", sys.stderr)
         lab.event(event="client_failed", port=port, peer=destination)
         return 1
+    pidfile = lab.state / f"client-{port}-{os.getpid()}.pid" if lab.state else None
+    if pidfile:
+        pidfile.write_text(str(os.getpid()))  # left behind if killed: tests check the pid is gone
     spec = lab.pair_spec(lab.host, destination)
     behaviour = spec.get("behaviour", "ok")
     link, gid = _link(lab, opts)
@@ -259,6 +262,8 @@ def run_client(lab: _Lab, opts: dict) -> int:
             conn.sendall(b"{}\n")
             _print(" Failed to exchange data between server and clients\n", sys.stderr)
             lab.event(event="client_end", port=port, peer=destination, ok=False)
+            if pidfile:
+                pidfile.unlink(missing_ok=True)
             return 1
         stats = complete_stats({k: v for k, v in spec.items() if k in STAT_KEYS})
         time.sleep(float(spec.get("seconds", 0.0)))  # the measurement itself
@@ -276,6 +281,8 @@ def run_client(lab: _Lab, opts: dict) -> int:
         _print(render_banner(lab.tool, role="client", device=opts["device"], link_type=link, gid_index=gid)
                + RESULT_FMT_LAT + "\n" + report_row(opts["size"], opts["iters"], stats) + RESULT_LINE)
     lab.event(event="client_end", port=port, peer=destination, ok=True)
+    if pidfile:
+        pidfile.unlink(missing_ok=True)
     return 0
 
 
