@@ -1,0 +1,772 @@
+"""InfiniBand fabric collector: the whole fabric from one management/SM node, with the stock tools.
+
+One poll is two fabric-wide sweeps run side by side (never a process per port):
+
+* ``ibqueryerrors --counters --report-port``: data/packet counters (64-bit where the device has
+  them) and link info (state, physical state, width, speed, peer, "Could be" = what both ends
+  support) for every port it reaches, down ports included;
+* ``ibqueryerrors --threshold-file /dev/null``: every non-zero error counter and PortXmitWait. An
+  empty threshold file makes the threshold 0, so a port the sweep checked and did not list has all
+  its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
+
+The topology (``ibnetdiscover``) is refreshed on its own slower interval, and at once when a sweep
+shows a node or link the topology does not know. It supplies node types, port GUIDs and the links
+that are expected to be up: a topology port the sweep did not return is reported missing (its
+counters are withheld and the poll is partial) instead of vanishing as if healthy, and an expected
+link that is down is flagged.
+
+A crashed tool (killed by a signal, ibsim's occasional segfault) or empty output is retried once,
+then fails the poll; it is never read as "no errors". Counters are never reset unless
+``reset_latched_counters`` is set, and then only the latched 32-bit ones, with ``perfquery -R``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import CommandFailed, ParseError, PollError, PollTimeout
+from ..parsers import ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors
+from ..parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
+from ..samples import PollResult, Sample
+from ..transport.base import CommandResult
+from .base import Collector, ErrorSink
+from .options import OptionReader
+
+log = logging.getLogger("fabric_exporter.infiniband")
+
+TOOLS = ("ibqueryerrors", "ibnetdiscover", "perfquery")
+
+# Raw counter name (as the tools print it) -> (metric, width in bits of the 32-bit PortCounters field).
+DATA_COUNTERS = {
+    "PortXmitData": ("fabric_ib_port_data_transmitted_bytes_total", 32),
+    "PortRcvData": ("fabric_ib_port_data_received_bytes_total", 32),
+    "PortXmitPkts": ("fabric_ib_port_packets_transmitted_total", 32),
+    "PortRcvPkts": ("fabric_ib_port_packets_received_total", 32),
+    "PortUnicastXmitPkts": ("fabric_ib_unicast_packets_transmitted_total", 64),
+    "PortUnicastRcvPkts": ("fabric_ib_unicast_packets_received_total", 64),
+    "PortMulticastXmitPkts": ("fabric_ib_multicast_packets_transmitted_total", 64),
+    "PortMulticastRcvPkts": ("fabric_ib_multicast_packets_received_total", 64),
+}
+# Error counters (IBA 1.3 PortCounters widths; they latch at all-ones) and PortXmitWait.
+ERROR_COUNTERS = {
+    "SymbolErrorCounter": ("fabric_ib_symbol_error_total", 16),
+    "LinkErrorRecoveryCounter": ("fabric_ib_link_error_recovery_total", 8),
+    "LinkDownedCounter": ("fabric_ib_link_downed_total", 8),
+    "PortRcvErrors": ("fabric_ib_port_receive_errors_total", 16),
+    "PortRcvRemotePhysicalErrors": ("fabric_ib_port_receive_remote_physical_errors_total", 16),
+    "PortRcvSwitchRelayErrors": ("fabric_ib_port_receive_switch_relay_errors_total", 16),
+    "PortXmitDiscards": ("fabric_ib_port_transmit_discards_total", 16),
+    "PortXmitConstraintErrors": ("fabric_ib_port_transmit_constraint_errors_total", 8),
+    "PortRcvConstraintErrors": ("fabric_ib_port_receive_constraint_errors_total", 8),
+    "LocalLinkIntegrityErrors": ("fabric_ib_local_link_integrity_errors_total", 4),
+    "ExcessiveBufferOverrunErrors": ("fabric_ib_excessive_buffer_overrun_errors_total", 4),
+    "VL15Dropped": ("fabric_ib_vl15_dropped_total", 16),
+    "PortXmitWait": ("fabric_ib_port_transmit_wait_total", 32),
+}
+QP1_DROPPED = ("fabric_ib_qp1_dropped_total", 16)
+WORD_COUNTERS = {"PortXmitData", "PortRcvData"}  # 4-byte words
+# PortCounters CounterSelect bits (perfquery -R reset mask); PortXmitWait is bit 16 (CounterSelect2).
+RESET_BITS = {
+    "SymbolErrorCounter": 0, "LinkErrorRecoveryCounter": 1, "LinkDownedCounter": 2, "PortRcvErrors": 3,
+    "PortRcvRemotePhysicalErrors": 4, "PortRcvSwitchRelayErrors": 5, "PortXmitDiscards": 6,
+    "PortXmitConstraintErrors": 7, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 9,
+    "ExcessiveBufferOverrunErrors": 10, "VL15Dropped": 11, "PortXmitData": 12, "PortRcvData": 13,
+    "PortXmitPkts": 14, "PortRcvPkts": 15, "PortXmitWait": 16,
+}
+SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
+
+
+@dataclass(frozen=True)
+class InfinibandOptions:
+    tool_paths: tuple[tuple[str, str], ...] = ()
+    command_prefix: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    ca: str | None = None
+    ca_port: int | None = None
+    mad_timeout_ms: int | None = None
+    topology_interval: float = 600.0
+    forget_missing_after: float = 3600.0
+    node_name_map: str | None = None
+    ibdiagnet_dir: str | None = None
+    reset_latched_counters: bool = False
+    max_concurrency: int = 4
+    qp1_dropped: bool = False
+    read_tick_multiplier: bool = False
+
+    def tool(self, name: str) -> str:
+        return dict(self.tool_paths).get(name, name)
+
+
+@dataclass
+class _ExpectedPort:
+    peer_guid: int | None
+    peer_port: int | None
+    linked: bool  # an up link on this port was seen (topology or sweep)
+    last_seen: float  # monotonic: when the port was last returned by a sweep or topology
+
+
+@dataclass
+class _NodeFacts:
+    guid: int
+    type: str
+    description: str
+    ports_count: int
+    system_guid: int | None
+    last_seen: float
+
+
+@dataclass
+class _Port:
+    """One swept port, assembled from both sweeps."""
+
+    node_guid: int
+    port: int
+    entry: ib_queryerrors.PortCounters
+    errors: dict[str, int] | None = None  # None: error counters unknown for this port
+    errors_extended: set[str] = field(default_factory=set)
+    qp1_dropped: int | None = None
+
+
+class InfinibandCollector(Collector):
+    name: ClassVar[str] = "infiniband"
+    transports: ClassVar[tuple[str, ...]] = ("local", "ssh")
+
+    @classmethod
+    def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> InfinibandOptions:
+        r = OptionReader(raw, path, err, base_dir)
+        tool_paths = r.mapping("tool_paths") or {}
+        for k, v in tool_paths.items():
+            if k not in TOOLS:
+                err(f"{path}.tool_paths.{k}", f"unknown tool (known: {', '.join(TOOLS)})")
+            elif not isinstance(v, str) or not v:
+                err(f"{path}.tool_paths.{k}", "expected a path")
+        env = r.mapping("env") or {}
+        for k, v in env.items():
+            if not isinstance(k, str) or not k.replace("_", "a").isalnum() or k[0].isdigit():
+                err(f"{path}.env.{k}", "not an environment variable name")
+            elif not isinstance(v, str):
+                err(f"{path}.env.{k}", "expected a string value")
+        # (OptionReader.path is shadowed by its .path attribute, so resolve the file here.)
+        node_name_map = r.string("node_name_map")
+        if node_name_map:
+            node_name_map = str(Path(node_name_map) if Path(node_name_map).is_absolute() else base_dir / node_name_map)
+            if not Path(node_name_map).is_file():
+                err(f"{path}.node_name_map", f"file not found: {node_name_map}")
+        ca_port = r.integer("ca_port", 0, minimum=0, maximum=254)
+        options = InfinibandOptions(
+            tool_paths=tuple(sorted((k, v) for k, v in tool_paths.items() if k in TOOLS and isinstance(v, str))),
+            command_prefix=r.string_list("command_prefix"),
+            env=tuple(sorted((str(k), str(v)) for k, v in env.items())),
+            ca=r.string("ca"),
+            ca_port=ca_port or None,
+            mad_timeout_ms=r.integer("mad_timeout_ms", 0, minimum=0, maximum=60000) or None,
+            topology_interval=r.duration("topology_interval", 600.0) or 600.0,
+            forget_missing_after=r.duration("forget_missing_after", 3600.0) or 3600.0,
+            node_name_map=node_name_map,
+            ibdiagnet_dir=r.string("ibdiagnet_dir"),
+            reset_latched_counters=r.boolean("reset_latched_counters", False),
+            # ibsim refuses 8 or more concurrent clients; real SMs dislike floods of MADs too.
+            max_concurrency=r.integer("max_concurrency", 4, minimum=1, maximum=7),
+            qp1_dropped=r.boolean("qp1_dropped", False),
+            read_tick_multiplier=r.boolean("read_tick_multiplier", False),
+        )
+        if node_name_map and Path(node_name_map).is_file():
+            try:
+                ib_nodenamemap.parse(Path(node_name_map).read_text())
+            except (OSError, ParseError) as e:
+                err(f"{path}.node_name_map", f"unreadable node name map: {e}")
+        r.done()
+        return options
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        if self.options is None:
+            self.options = InfinibandOptions()
+        self._topology: ib_netdiscover.Topology | None = None
+        self._topology_at: float | None = None  # monotonic
+        self._topology_wall: float | None = None
+        self._topology_stale = False
+        self._topology_changes = 0
+        self._expected_ports: dict[tuple[int, int], _ExpectedPort] = {}
+        self._nodes: dict[int, _NodeFacts] = {}
+        self._ticks: dict[int, int] = {}
+        self._name_map: dict[int, str] = {}
+        self._name_map_mtime: float | None = None
+        self._sweep_names: dict[int, str] = {}
+
+    # -- running tools ------------------------------------------------------------------------
+
+    def _argv(self, tool: str, *args: str) -> list[str]:
+        o = self.options
+        argv = list(o.command_prefix)
+        if o.env:
+            # An argv prefix rather than the runner's environment: the same on local and SSH.
+            argv += ["env", *(f"{k}={v}" for k, v in o.env)]
+        argv.append(o.tool(tool))
+        if o.ca:
+            argv += ["-C", o.ca]
+        if o.ca_port:
+            argv += ["-P", str(o.ca_port)]
+        if o.mad_timeout_ms:
+            argv += ["-t", str(o.mad_timeout_ms)]
+        return argv + list(args)
+
+    async def _run(self, argv: list[str], deadline: float, ok_status: tuple[int, ...],
+                   durations: dict[str, float], label: str, retry: bool = True) -> CommandResult:
+        """Run a tool; a crash or empty output is retried once (time permitting), then raised."""
+        loop = asyncio.get_running_loop()
+        attempts = 2 if retry else 1
+        for attempt in range(attempts):
+            remaining = deadline - loop.time()
+            if remaining <= 0.05:
+                raise PollTimeout(f"{label}: no time left in the poll deadline")
+            started = loop.time()
+            result = await self.ctx.runner().run(argv, timeout=remaining)
+            durations[label] = durations.get(label, 0.0) + loop.time() - started
+            crashed = result.exit_status < 0 or result.exit_status >= 128
+            if result.exit_status in ok_status and result.stdout.strip():
+                return result
+            if crashed or not result.stdout.strip():
+                if attempt + 1 < attempts:
+                    log.info("%s crashed or printed nothing (%s); retrying once", label, result.describe_failure())
+                    continue
+                what = "crashed" if crashed else "printed nothing"
+                raise CommandFailed(f"{label} {what}: {result.describe_failure()}")
+            raise CommandFailed(f"{label} failed: {result.describe_failure()}")
+        raise AssertionError("unreachable")
+
+    # -- poll -------------------------------------------------------------------------------------
+
+    async def poll(self) -> PollResult:
+        loop = asyncio.get_running_loop()
+        # Keep a little of the scheduler's deadline so our clearer timeout message wins.
+        deadline = loop.time() + max(1.0, self.group.timeout * 0.9)
+        problems: list[str] = []
+        durations: dict[str, float] = {}
+        self._load_name_map(problems)
+
+        now = time.monotonic()
+        refresh = (self._topology is None or self._topology_stale
+                   or now - (self._topology_at or 0) >= self.options.topology_interval)
+        counters_argv = self._argv("ibqueryerrors", "--counters", "--report-port")
+        errors_argv = self._argv("ibqueryerrors", "--threshold-file", "/dev/null")
+        jobs = [self._run(counters_argv, deadline, (0,), durations, "ibqueryerrors_counters"),
+                self._run(errors_argv, deadline, (0, 1), durations, "ibqueryerrors_errors")]
+        if refresh:
+            jobs.append(self._refresh_topology(deadline, durations, problems))
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, Exception):
+                raise r
+        for r in results[:2]:
+            if isinstance(r, Exception):
+                raise r
+        counters_run, errors_run = results[0], results[1]
+        counters = ib_queryerrors.parse(counters_run.stdout)
+        errors = ib_queryerrors.parse(errors_run.stdout)
+
+        ports = self._assemble(counters, errors, errors_run.stderr, problems)
+        if self._sweep_shows_change(counters):
+            self._topology_stale = True
+        if self.options.qp1_dropped:
+            await self._read_qp1_dropped(ports, deadline, durations, problems)
+        if self.options.read_tick_multiplier and refresh:
+            await self._read_ticks(deadline, durations)
+        latched = {key: self._latched(p) for key, p in ports.items()}
+        if self.options.reset_latched_counters and any(latched.values()):
+            await self._reset_latched(ports, latched, deadline, durations, problems)
+        samples = self._samples(ports, latched, problems, durations)
+        if self.options.ibdiagnet_dir:
+            samples += await self._ibdiagnet(deadline, durations, problems)
+        return PollResult(samples, problems)
+
+    # -- topology -----------------------------------------------------------------------------
+
+    async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
+        try:
+            run = await self._run(self._argv("ibnetdiscover"), deadline, (0,), durations, "ibnetdiscover")
+            topology = ib_netdiscover.parse(run.stdout)
+        except PollError as e:
+            if self._topology is None:
+                raise
+            problems.append(f"topology refresh failed, using the previous one: {e}")
+            return
+        now = time.monotonic()
+        if self._topology is not None and topology.links() != self._topology.links():
+            self._topology_changes += 1
+        self._topology = topology
+        self._topology_at = now
+        self._topology_wall = time.time()
+        self._topology_stale = False
+        for node in topology.nodes.values():
+            self._nodes[node.guid] = _NodeFacts(node.guid, node.type, node.description, node.ports_count,
+                                                node.system_guid, now)
+            for p in node.ports.values():
+                self._expected_ports[(node.guid, p.port)] = _ExpectedPort(p.peer_guid, p.peer_port, True, now)
+
+    def _sweep_shows_change(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
+        """True when the sweep sees a node, or an up link, that the topology does not know."""
+        topo = self._topology
+        if topo is None:
+            return True
+        owners = topo.port_guid_owner()
+        for node in counters.nodes:
+            if node.guid not in topo.nodes:
+                return True
+            tnode = topo.nodes[node.guid]
+            for pc in node.ports:
+                link = pc.link
+                if pc.port is None or link is None or link.peer_port_guid is None:
+                    continue
+                tport = tnode.ports.get(pc.port)
+                peer = owners.get(link.peer_port_guid)
+                if tport is None or peer is None or (tport.peer_guid, tport.peer_port) != (peer[0], link.peer_port):
+                    return True
+        return False
+
+    def _load_name_map(self, problems: list[str]) -> None:
+        path = self.options.node_name_map
+        if not path:
+            return
+        try:
+            mtime = Path(path).stat().st_mtime
+            if mtime != self._name_map_mtime:
+                self._name_map = ib_nodenamemap.parse(Path(path).read_text())
+                self._name_map_mtime = mtime
+        except (OSError, ParseError) as e:
+            problems.append(f"node name map {path}: {e} (using {'the previous map' if self._name_map else 'descriptions'})")
+
+    # -- combining the sweeps -----------------------------------------------------------------
+
+    def _assemble(self, counters: ib_queryerrors.QueryErrorsReport, errors: ib_queryerrors.QueryErrorsReport,
+                  errors_stderr: str, problems: list[str]) -> dict[tuple[int, int], _Port]:
+        ports: dict[tuple[int, int], _Port] = {}
+        names: dict[str, set[int]] = {}
+        self._sweep_names = {}
+        for node in counters.nodes:
+            if node.kind != "data" or node.guid is None:
+                raise ParseError("counter sweep printed an errors block")
+            names.setdefault(node.name, set()).add(node.guid)
+            self._sweep_names[node.guid] = node.name
+            for pc in node.ports:
+                if pc.port is None:
+                    continue
+                ports[(node.guid, pc.port)] = _Port(node.guid, pc.port, pc)
+
+        owners = self._topology.port_guid_owner() if self._topology else {}
+        # A port the error sweep did not list has all error counters at 0, but only if that sweep
+        # checked its node: same node count as the counter sweep, and no failed query on it.
+        complete = errors.summary.nodes_checked == counters.summary.nodes_checked
+        if not complete:
+            problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes, counter sweep "
+                            f"{counters.summary.nodes_checked}: error counters withheld for ports it did not list")
+        failed_nodes: set[int] = set()
+        failures = ib_queryerrors.failed_queries(errors_stderr)
+        for name, _lid, _port in failures:
+            failed_nodes |= names.get(name, set())
+        if errors.summary.pma_failures and (len(failures) < errors.summary.pma_failures or
+                                            any(name not in names for name, _l, _p in failures)):
+            complete = False
+            problems.append(f"error sweep: {errors.summary.pma_failures} PMA queries failed on nodes it "
+                            "could not name: error counters withheld for ports it did not list")
+        elif failed_nodes:
+            problems.append(f"error sweep: PMA queries failed on {len(failed_nodes)} node(s): "
+                            "their error counters are withheld")
+        if complete:
+            for key, p in ports.items():
+                if p.node_guid not in failed_nodes:
+                    p.errors = {}
+        unattributed = 0
+        for node in errors.nodes:
+            if node.kind != "errors":
+                raise ParseError("error sweep printed a data counters block")
+            for pc in node.ports:
+                if pc.port is None:
+                    continue  # "port ALL": the switch aggregate, not a port
+                guid = node.guid
+                if guid is None:  # CAs print no GUID in errors mode: map the port GUID
+                    owner = owners.get(pc.port_guid)
+                    if owner is None:
+                        candidates = names.get(node.name, set())
+                        guid = next(iter(candidates)) if len(candidates) == 1 else None
+                    else:
+                        guid = owner[0]
+                p = ports.get((guid, pc.port)) if guid is not None else None
+                if p is None:
+                    unattributed += 1
+                    continue
+                p.errors = {k: v for k, v in pc.counters.items() if k in ERROR_COUNTERS}
+                p.errors_extended = pc.extended & set(ERROR_COUNTERS)
+        if unattributed:
+            problems.append(f"error sweep listed {unattributed} port(s) the counter sweep did not return")
+        return ports
+
+    def _latched(self, p: _Port) -> list[str]:
+        """Counters of the port read from fixed-width PortCounters fields sitting at all-ones."""
+        out = []
+        for name, value in p.entry.counters.items():
+            spec = DATA_COUNTERS.get(name)
+            if spec and spec[1] == 32 and name not in p.entry.extended and value == (1 << 32) - 1:
+                out.append(name)
+        for name, value in (p.errors or {}).items():
+            width = ERROR_COUNTERS[name][1]
+            if name not in p.errors_extended and value == (1 << width) - 1:
+                out.append(name)
+        if p.qp1_dropped == (1 << QP1_DROPPED[1]) - 1:
+            out.append("QP1Dropped")
+        return out
+
+    # -- optional per-device queries (bounded concurrency, one process per node, never per port) --
+
+    async def _batch(self, argvs: list[tuple[object, list[str]]], deadline: float, durations: dict[str, float],
+                     label: str) -> dict[object, CommandResult | PollError]:
+        sem = asyncio.Semaphore(self.options.max_concurrency)
+        out: dict[object, CommandResult | PollError] = {}
+
+        async def one(key, argv):
+            async with sem:
+                loop = asyncio.get_running_loop()
+                remaining = deadline - loop.time()
+                if remaining <= 0.05:
+                    out[key] = PollTimeout(f"{label}: no time left")
+                    return
+                try:
+                    out[key] = await self.ctx.runner().run(argv, timeout=remaining)
+                except PollError as e:
+                    out[key] = e
+
+        started = asyncio.get_running_loop().time()
+        await asyncio.gather(*(one(k, a) for k, a in argvs))
+        durations[label] = durations.get(label, 0.0) + asyncio.get_running_loop().time() - started
+        return out
+
+    async def _read_qp1_dropped(self, ports: dict[tuple[int, int], _Port], deadline: float,
+                                durations: dict[str, float], problems: list[str]) -> None:
+        """QP1Dropped is in PortCounters but no sweep prints it: one perfquery per node (-l: all ports)."""
+        by_node: dict[int, list[_Port]] = {}
+        for p in ports.values():
+            if p.entry.link is not None and p.entry.link.lid:
+                by_node.setdefault(p.node_guid, []).append(p)
+        jobs = []
+        for guid, plist in by_node.items():
+            ntype = self._nodes.get(guid).type if guid in self._nodes else None
+            if ntype == "switch":
+                jobs.append((guid, self._argv("perfquery", "-l", str(plist[0].entry.link.lid))))
+            else:
+                for p in plist:
+                    jobs.append(((guid, p.port), self._argv("perfquery", str(p.entry.link.lid), str(p.port))))
+        results = await self._batch(jobs, deadline, durations, "perfquery_qp1")
+        failed = 0
+        for key, res in results.items():
+            try:
+                if isinstance(res, PollError) or res.exit_status != 0:
+                    raise ParseError("perfquery failed")
+                blocks = ib_perfquery.parse(res.stdout)
+            except ParseError:
+                failed += 1
+                continue
+            guid = key if isinstance(key, int) else key[0]
+            for b in blocks:
+                p = ports.get((guid, b.port))
+                if p is not None and b.kind == "counters" and "QP1Dropped" in b.values:
+                    p.qp1_dropped = b.values["QP1Dropped"]
+        if failed:
+            problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
+
+    async def _read_ticks(self, deadline: float, durations: dict[str, float]) -> None:
+        """PortSamplesControl.Tick per switch, where the device answers (perfquery -c)."""
+        jobs = []
+        topo = self._topology
+        if topo is None:
+            return
+        for node in topo.nodes.values():
+            if node.type == "switch" and node.lid:
+                port = min(node.ports) if node.ports else 1
+                jobs.append((node.guid, self._argv("perfquery", "-c", str(node.lid), str(port))))
+        results = await self._batch(jobs, deadline, durations, "perfquery_tick")
+        for guid, res in results.items():
+            try:
+                if isinstance(res, PollError) or res.exit_status != 0:
+                    raise ParseError("no PortSamplesControl")
+                blocks = ib_perfquery.parse(res.stdout)
+                tick = next(b.values["Tick"] for b in blocks if "Tick" in b.values)
+                self._ticks[guid] = tick
+            except (ParseError, StopIteration):
+                self._ticks.pop(guid, None)  # not readable on this device: publish nothing
+
+    async def _reset_latched(self, ports: dict[tuple[int, int], _Port], latched: dict[tuple[int, int], list[str]],
+                             deadline: float, durations: dict[str, float], problems: list[str]) -> None:
+        jobs = []
+        for key, names in latched.items():
+            p = ports[key]
+            mask = 0
+            for n in names:
+                if n in RESET_BITS:
+                    mask |= 1 << RESET_BITS[n]
+            if mask and p.entry.link is not None and p.entry.link.lid:
+                jobs.append((key, self._argv("perfquery", "-R", str(p.entry.link.lid), str(p.port), hex(mask))))
+        results = await self._batch(jobs, deadline, durations, "perfquery_reset")
+        failed = [k for k, r in results.items() if isinstance(r, PollError) or r.exit_status != 0]
+        log.warning("reset latched counters on %d port(s)", len(jobs) - len(failed))
+        if failed:
+            problems.append(f"reset of latched counters failed on {len(failed)} port(s)")
+
+    # -- samples --------------------------------------------------------------------------------
+
+    def _name(self, guid: int | None, fallback: str) -> str:
+        if guid is not None and guid in self._name_map:
+            return self._name_map[guid]
+        return fallback
+
+    def _samples(self, ports: dict[tuple[int, int], _Port], latched: dict[tuple[int, int], list[str]],
+                 problems: list[str], durations: dict[str, float]) -> list[Sample]:
+        now = time.monotonic()
+        topo = self._topology
+        owners = topo.port_guid_owner() if topo else {}
+        out: list[Sample] = []
+        add = out.append
+        descriptions: dict[int, str] = {}
+        seen_nodes: set[int] = set()
+        for (guid, _port), p in ports.items():
+            seen_nodes.add(guid)
+        state_counts = {"up": 0, "down": 0, "missing": 0}
+
+        for key in sorted(ports):
+            p = ports[key]
+            link = p.entry.link
+            # The sweep prints the NodeDescription (no name map is passed to the tools).
+            node_desc = self._sweep_names.get(p.node_guid) or (
+                self._nodes[p.node_guid].description if p.node_guid in self._nodes else "")
+            descriptions[p.node_guid] = node_desc
+            node_name = self._name(p.node_guid, node_desc)
+            peer_guid = peer_type = None
+            peer_name = peer_port = ""
+            if link is not None and link.peer_port_guid is not None:
+                owner = owners.get(link.peer_port_guid)
+                if owner is None and link.peer_port_guid in self._nodes:
+                    owner = (link.peer_port_guid, 0)
+                if owner is not None:
+                    peer_guid = owner[0]
+                    peer_type = self._nodes[peer_guid].type if peer_guid in self._nodes else None
+                peer_name = self._name(peer_guid, link.peer_name or "")
+                peer_port = str(link.peer_port)
+            elif key in self._expected_ports and self._expected_ports[key].linked:
+                # Down now: keep the peer the link had, so the series keep their identity and a
+                # dashboard can still say which link is down.
+                exp = self._expected_ports[key]
+                peer_guid = exp.peer_guid
+                facts = self._nodes.get(peer_guid) if peer_guid is not None else None
+                peer_type = facts.type if facts else None
+                peer_name = self._name(peer_guid, self._sweep_names.get(peer_guid) or (facts.description if facts else ""))
+                peer_port = str(exp.peer_port) if exp.peer_port is not None else ""
+            labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
+                      "peer_node_name": peer_name, "peer_port": peer_port}
+
+            # counters
+            counters = p.entry.counters
+            for raw, (metric, _w) in DATA_COUNTERS.items():
+                if raw in counters:
+                    add(Sample(metric, labels, float(counters[raw] * 4 if raw in WORD_COUNTERS else counters[raw])))
+            if p.errors is not None:
+                for raw, (metric, _w) in ERROR_COUNTERS.items():
+                    add(Sample(metric, labels, float(p.errors.get(raw, 0))))
+            if p.qp1_dropped is not None:
+                add(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
+
+            # link
+            up = link is not None and link.width is not None and link.state_id >= 2
+            width = WIDTH_LANES.get(link.width, 0) if up else 0
+            lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
+            sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0) if up else 0
+            sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if up and link.speed else 0.0
+            if link is not None:
+                add(Sample("fabric_ib_port_state_id", labels, float(link.state_id)))
+                add(Sample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
+            add(Sample("fabric_ib_port_active_width_lanes", labels, float(width)))
+            add(Sample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
+            add(Sample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
+            if up and link.peer_port_guid is not None:
+                add(Sample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
+                add(Sample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
+                degraded = link.could_be_width is not None or link.could_be_speed is not None
+            else:
+                degraded = False
+            add(Sample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
+            expected = self._expected_ports.get(key)
+            down_unexpected = (not up) and expected is not None and expected.linked
+            add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if down_unexpected else 0.0))
+            add(Sample("fabric_ib_port_counter_latched", labels, 1.0 if latched.get(key) else 0.0))
+            add(Sample("fabric_ib_port_extended_counters", labels,
+                       1.0 if "PortXmitData" in p.entry.extended else 0.0))
+            add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
+            add(Sample("fabric_ib_port_info", {
+                **labels, "lid": str(link.lid) if link is not None else "",
+                "port_guid": self._port_guid(p.node_guid, p.port),
+                "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
+                "peer_node_type": peer_type or "",
+                "active_width": link.width if up and link.width else "",
+                "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
+                "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
+                "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "")
+                if up and link.peer_port_guid is not None else "",
+            }, 1.0))
+            state_counts["up" if up else "down"] += 1
+
+            # remember what this port looks like, for the next polls' comparisons
+            if up and peer_guid is not None:
+                self._expected_ports[key] = _ExpectedPort(peer_guid, link.peer_port, True, now)
+            elif expected is not None:
+                expected.last_seen = now if not expected.linked else expected.last_seen
+            if p.node_guid in self._nodes:
+                self._nodes[p.node_guid].last_seen = now
+
+        # Ports the topology (or an earlier sweep) had up that this sweep did not return.
+        missing_nodes: set[int] = set()
+        missing = 0
+        for key, exp in sorted(self._expected_ports.items()):
+            if key in ports or not exp.linked:
+                continue
+            if now - exp.last_seen > self.options.forget_missing_after:
+                del self._expected_ports[key]
+                continue
+            guid, port = key
+            missing += 1
+            missing_nodes.add(guid)
+            facts = self._nodes.get(guid)
+            node_name = self._name(guid, facts.description if facts else "")
+            peer_facts = self._nodes.get(exp.peer_guid) if exp.peer_guid is not None else None
+            labels = {"node_guid": guid_str(guid), "node_name": node_name, "port": str(port),
+                      "peer_node_name": self._name(exp.peer_guid, peer_facts.description if peer_facts else ""),
+                      "peer_port": str(exp.peer_port) if exp.peer_port is not None else ""}
+            add(Sample("fabric_ib_port_sweep_missing", labels, 1.0))
+            state_counts["missing"] += 1
+        if missing:
+            examples = ", ".join(sorted(self._name(g, self._nodes[g].description if g in self._nodes else guid_str(g))
+                                        for g in missing_nodes)[:5])
+            problems.append(f"{missing} port(s) on {len(missing_nodes)} node(s) missing from the sweep "
+                            f"(e.g. {examples}): their series are withheld")
+
+        # nodes
+        for guid, facts in sorted(self._nodes.items()):
+            if guid not in seen_nodes and now - facts.last_seen > self.options.forget_missing_after:
+                del self._nodes[guid]
+                continue
+            desc = descriptions.get(guid, facts.description)
+            add(Sample("fabric_ib_node_info", {
+                "node_guid": guid_str(guid), "node_name": self._name(guid, desc), "node_type": facts.type,
+                "node_description": desc, "ports": str(facts.ports_count),
+                "system_guid": guid_str(facts.system_guid) if facts.system_guid is not None else "",
+            }, 1.0))
+            if guid in self._ticks:
+                add(Sample("fabric_ib_node_xmit_wait_tick_multiplier",
+                           {"node_guid": guid_str(guid), "node_name": self._name(guid, desc)},
+                           float(self._ticks[guid])))
+
+        # sweep-level
+        for tool, seconds in sorted(durations.items()):
+            add(Sample("fabric_ib_sweep_duration_seconds", {"tool": tool}, seconds))
+        if topo is not None:
+            for ntype in ("switch", "ca", "router"):
+                add(Sample("fabric_ib_topology_nodes", {"node_type": ntype},
+                           float(sum(1 for n in topo.nodes.values() if n.type == ntype))))
+        for state, n in state_counts.items():
+            add(Sample("fabric_ib_topology_ports", {"state": state}, float(n)))
+        if self._topology_wall is not None:
+            add(Sample("fabric_ib_topology_last_refresh_timestamp_seconds", {}, self._topology_wall))
+        add(Sample("fabric_ib_topology_changes_total", {}, float(self._topology_changes)))
+        return out
+
+    def _port_guid(self, node_guid: int, port: int) -> str:
+        """A switch's ports share the node GUID; a CA port's GUID is known only from the topology."""
+        facts = self._nodes.get(node_guid)
+        if facts is not None and facts.type == "switch":
+            return guid_str(node_guid)
+        topo = self._topology
+        if topo is not None and node_guid in topo.nodes and port in topo.nodes[node_guid].ports:
+            return guid_str(topo.nodes[node_guid].ports[port].port_guid)
+        return ""
+
+    # -- ibdiagnet files --------------------------------------------------------------------------
+
+    async def _ibdiagnet(self, deadline: float, durations: dict[str, float], problems: list[str]) -> list[Sample]:
+        """Newest ibdiagnet2.db_csv / ibdiagnet2.pm under ibdiagnet_dir (depth 2), read with find + cat."""
+        loop = asyncio.get_running_loop()
+        d = self.options.ibdiagnet_dir
+        prefix = list(self.options.command_prefix)
+        argv = prefix + ["find", d, "-maxdepth", "2", "(", "-name", "ibdiagnet2.db_csv", "-o", "-name",
+                         "ibdiagnet2.pm", ")", "-type", "f", "-printf", "%T@ %p\\n"]
+        started = loop.time()
+        try:
+            found = await self.ctx.runner().run(argv, timeout=max(0.1, deadline - loop.time()))
+            clock = await self.ctx.runner().run(prefix + ["date", "+%s.%N"], timeout=max(0.1, deadline - loop.time()))
+            remote_now = float(clock.stdout.strip())
+        except (PollError, ValueError) as e:
+            problems.append(f"ibdiagnet files: {e}")
+            return []
+        newest: dict[str, tuple[float, str]] = {}
+        for line in found.stdout.splitlines():
+            mtime_s, _, path = line.partition(" ")
+            try:
+                mtime = float(mtime_s)
+            except ValueError:
+                continue
+            base = path.rsplit("/", 1)[-1]
+            if base not in newest or mtime > newest[base][0]:
+                newest[base] = (mtime, path)
+        if not newest:
+            problems.append(f"ibdiagnet files: no ibdiagnet2.db_csv or ibdiagnet2.pm under {d}")
+            return []
+        out: list[Sample] = []
+        pm_published = False
+        for base, (mtime, path) in sorted(newest.items()):  # db_csv sorts before pm
+            try:
+                res = await self.ctx.runner().run(prefix + ["cat", "--", path], timeout=max(0.1, deadline - loop.time()))
+                if res.exit_status != 0:
+                    raise CommandFailed(res.describe_failure())
+                samples, had_pm = self._ibdiagnet_samples(base, res.stdout, skip_pm=pm_published)
+                pm_published = pm_published or had_pm
+                out += samples
+            except PollError as e:
+                problems.append(f"ibdiagnet file {path}: {e}")
+                continue
+            out.append(Sample("fabric_ib_ibdiagnet_file_age_seconds", {"file": base}, max(0.0, remote_now - mtime)))
+        durations["ibdiagnet_files"] = loop.time() - started
+        return out
+
+    def _ibdiagnet_samples(self, base: str, text: str, skip_pm: bool) -> tuple[list[Sample], bool]:
+        out: list[Sample] = []
+
+        def node_labels(guid: int) -> dict[str, str]:
+            facts = self._nodes.get(guid)
+            return {"node_guid": guid_str(guid), "node_name": self._name(guid, facts.description if facts else "")}
+
+        if base == "ibdiagnet2.pm":
+            pms = ib_diagnet.parse_pm(text)
+        else:
+            sections = ib_diagnet.parse_db_csv(text)
+            pms = ib_diagnet.pm_info(sections)
+            for cable in ib_diagnet.cable_info(sections):
+                labels = {**node_labels(cable.node_guid), "port": str(cable.port)}
+                if cable.temperature is not None:
+                    out.append(Sample("fabric_ib_ibdiagnet_cable_temperature_celsius", labels, cable.temperature))
+                out.append(Sample("fabric_ib_ibdiagnet_cable_info", {
+                    **labels, "vendor": cable.vendor, "part_number": cable.part_number,
+                    "serial_number": cable.serial_number, "length": cable.length}, 1.0))
+            for guid, temp in sorted(ib_diagnet.node_temperatures(sections).items()):
+                out.append(Sample("fabric_ib_ibdiagnet_node_temperature_celsius", node_labels(guid), temp))
+        # The .pm and PM_INFO carry the same counters: publish PM_INFO when both exist.
+        if skip_pm:
+            return out, False
+        for pm in pms:
+            labels = {**node_labels(pm.node_guid), "port": str(pm.port)}
+            for name, value in sorted(pm.counters.items()):
+                out.append(Sample("fabric_ib_ibdiagnet_pm_counter", {**labels, "counter": name}, float(value)))
+        return out, bool(pms)
+
+
+__all__ = ["InfinibandCollector", "InfinibandOptions"]
