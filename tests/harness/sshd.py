@@ -60,7 +60,9 @@ class SSHD:
     def __init__(self, tmpdir: str | os.PathLike, path_dirs: Iterable[str | os.PathLike] = (),
                  env: Mapping[str, str] | None = None, sysfs_tree: str | os.PathLike | None = None,
                  *, shell: str = "/bin/sh", max_sessions: int = 10, max_startups: str = "512:30:1024",
-                 extra_config: Iterable[str] = (), start_timeout: float = 10.0):
+                 extra_config: Iterable[str] = (), start_timeout: float = 10.0,
+                 system_path: Iterable[str] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                               "/sbin", "/bin")):
         self.dir = Path(tmpdir) / f"sshd-{os.getpid()}-{id(self):x}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path_dirs = [str(Path(p).resolve()) for p in path_dirs]
@@ -70,6 +72,7 @@ class SSHD:
         self.max_sessions = max_sessions
         self.max_startups = max_startups
         self.extra_config = list(extra_config)
+        self.system_path = list(system_path)  # after path_dirs; drop /usr/sbin to hide e.g. ethtool
         self.start_timeout = start_timeout
         self.user = os.environ.get("USER") or _username()
         self.host_key = make_key(self.dir / "ssh_host_ed25519_key", "test-host")
@@ -148,8 +151,7 @@ class SSHD:
     # -- internals ---------------------------------------------------------------------------------
 
     def _write_config(self) -> None:
-        path = ":".join(self.path_dirs + ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
-                                          "/sbin", "/bin"])
+        path = ":".join(self.path_dirs + self.system_path)
         set_env = " ".join(f'"{k}={v}"' for k, v in {"PATH": path, **self.env}.items())
         lines = [
             f"Port {self.port}",

@@ -44,13 +44,13 @@ class LabHost:
 def lab_factory(tmp_path):
     started: list[SSHD] = []
 
-    def make(vendor: str = "mlx5", nics: int = 2, pfc_priorities=(3,), name: str = "gpu-001") -> LabHost:
+    def make(vendor: str = "mlx5", nics: int = 2, pfc_priorities=(3,), name: str = "gpu-001", **sshd_options) -> LabHost:
         root = tmp_path / f"{name}-{len(started)}"
         model = RoceHost.build(name, vendor, nics=nics, pfc_priorities=pfc_priorities)
         lab = LabHost(model, root / "sys", root / "data", root / "bin", None)  # type: ignore[arg-type]
         lab.publish()
         write_fake_tools(lab.bin, lab.data)
-        sshd = SSHD(root, path_dirs=[lab.bin], sysfs_tree=lab.sysfs)
+        sshd = SSHD(root, path_dirs=[lab.bin], sysfs_tree=lab.sysfs, **sshd_options)
         started.append(sshd)
         lab.sshd = sshd.start()
         return lab

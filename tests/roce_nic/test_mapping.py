@@ -1,0 +1,220 @@
+"""Vendor counters -> catalog samples, on the fixture captures: exact names, labels and values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabric_exporter.catalog import CATALOG
+from fabric_exporter.collectors.roce_nic import (
+    ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, result_from_dump,
+)
+from fabric_exporter.errors import CommandFailed
+from fabric_exporter.parsers.rdma import parse_host_dump
+
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "collectors" / "roce_nic.md").read_text()
+BASE = {"host": "gpu-001", "device": "mlx5_0", "port": "1", "netdev": "ens1f0np0"}
+
+
+def dump_text(fixture_text, device, driver, netdev, hw=None, ethtool=None, ethtool_status=0, extra="") -> str:
+    parts = ["@@fabric-roce 1 sysfs", f"@@device {device} {driver}", f"@@port {device} 1 {netdev} Ethernet 4: ACTIVE"]
+    if hw:
+        parts += [f"@@hw_counters {device} 1", fixture_text(hw).rstrip("\n")]
+    if ethtool is not None:
+        parts += [f"@@ethtool {netdev} {ethtool_status}", (fixture_text(ethtool) if ethtool_status == 0 else ethtool).rstrip("\n")]
+    return "\n".join(parts) + "\n" + extra + "@@end\n"
+
+
+def as_dict(result) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for s in result.samples:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        assert key not in out, f"duplicate {key}"
+        out[key] = s.value
+    return out
+
+
+def key(name, **extra):
+    return (name, tuple(sorted({**BASE, **extra}.items())))
+
+
+def poll(text, **options):
+    return result_from_dump(parse_host_dump(text), "gpu-001", RoceNicOptions(**options))
+
+
+def test_mlx5_pfc_priority_3_exact(fixture_text):
+    r = poll(dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", "hw_counters_mlx5.txt", "ethtool_mlx5_pfc3.txt"))
+    got = as_dict(r)
+    expected = {
+        key("fabric_roce_nic_port_info", driver="mlx5_core"): 1,
+        key("fabric_roce_nic_port_active"): 1,
+        key("fabric_roce_pfc_rx_pause_frames_total", priority="3"): 190344,
+        key("fabric_roce_pfc_tx_pause_frames_total", priority="3"): 77120,
+        key("fabric_roce_nic_pfc_rx_pause_seconds_total", priority="3"): 8.412377,
+        key("fabric_roce_nic_pfc_tx_pause_seconds_total", priority="3"): 2.21045,
+        key("fabric_roce_nic_pfc_rx_pause_transitions_total", priority="3"): 95170,
+        key("fabric_roce_rx_bytes_total"): 35234134930113,
+        key("fabric_roce_tx_bytes_total"): 36757237102004,
+        key("fabric_roce_rx_packets_total"): 8821767290,
+        key("fabric_roce_tx_packets_total"): 9102390114,
+        key("fabric_roce_rx_discards_total"): 31,
+        key("fabric_roce_tx_discards_total"): 0,
+        key("fabric_roce_nic_pause_storm_warning_events_total"): 1,
+        key("fabric_roce_nic_pause_storm_error_events_total"): 0,
+        key("fabric_roce_nic_rx_out_of_buffer_packets_total"): 57,
+        key("fabric_roce_nic_rx_buffer_passed_threshold_events_total"): 412,
+        key("fabric_roce_nic_link_down_events_total"): 3,
+        key("fabric_roce_nic_rx_symbol_errors_total"): 4,
+        key("fabric_roce_nic_rx_pcs_symbol_errors_total"): 0,
+        key("fabric_roce_nic_rx_corrected_bits_total"): 18271,
+        key("fabric_roce_nic_rx_crc_errors_total"): 2,
+        key("fabric_roce_ecn_marked_packets_total"): 1290455,
+        key("fabric_roce_nic_cnp_sent_total"): 884312,
+        key("fabric_roce_nic_cnp_handled_total"): 801223,
+        key("fabric_roce_nic_cnp_ignored_total"): 3,
+        key("fabric_roce_nic_out_of_sequence_packets_total"): 93,
+        key("fabric_roce_nic_packet_sequence_errors_total"): 88,
+        key("fabric_roce_nic_implied_nak_sequence_errors_total"): 7,
+        key("fabric_roce_nic_local_ack_timeouts_total"): 12,
+        key("fabric_roce_nic_adaptive_retransmits_total"): 19,
+        key("fabric_roce_nic_adaptive_retransmit_timeouts_total"): 2,
+        key("fabric_roce_nic_slow_restarts_total"): 1,
+        key("fabric_roce_nic_slow_restart_cnps_total"): 4,
+        key("fabric_roce_nic_slow_restart_transitions_total"): 1,
+        key("fabric_roce_nic_duplicate_requests_total"): 41,
+        key("fabric_roce_nic_rnr_nak_retry_errors_total"): 0,
+        key("fabric_roce_nic_rdma_out_of_buffer_total"): 0,
+        key("fabric_roce_nic_transport_retries_exceeded_total"): 0,
+    }
+    for p in range(8):
+        prio = {0: (9872301, 113420, 0, 9901115, 113871), 3: (35198822745211, 8821651603, 31, 36720005497096, 9102273890),
+                6: (1190, 11, 0, 0, 0)}.get(p, (0, 0, 0, 0, 0))
+        for metric, value in zip(("rx_bytes", "rx_packets", "rx_discards", "tx_bytes", "tx_packets"), prio):
+            expected[key(f"fabric_roce_nic_priority_{metric}_total", priority=str(p))] = value
+    assert got == pytest.approx(expected)
+    assert r.problems == []
+    # PFC is enabled on priority 3 only: no pause series for other priorities (absent, not 0)
+    assert not [k for k in got if "pause" in k[0] and ("priority", "3") not in k[1] and "priority" in dict(k[1])]
+
+
+def test_mlx5_pfc_off_reports_link_level_pause_and_no_pfc(fixture_text):
+    got = as_dict(poll(dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", None, "ethtool_mlx5_nopfc.txt")))
+    assert not [k for k in got if k[0].startswith(("fabric_roce_pfc_", "fabric_roce_nic_pfc_"))]
+    assert got[key("fabric_roce_nic_link_pause_rx_frames_total")] == 88
+    assert got[key("fabric_roce_nic_link_pause_tx_frames_total")] == 0
+    assert got[key("fabric_roce_nic_link_pause_rx_seconds_total")] == pytest.approx(0.00512)
+    assert got[key("fabric_roce_rx_discards_total")] == 5
+
+
+def test_bnxt_en_and_bnxt_re(fixture_text):
+    base = {"device": "bnxt_re0", "netdev": "ens1f0np0"}
+    got = as_dict(poll(dump_text(fixture_text, "bnxt_re0", "bnxt_en", "ens1f0np0", "hw_counters_bnxt_re.txt",
+                                 "ethtool_bnxt.txt")))
+    k = lambda name, **x: key(name, **base, **x)  # noqa: E731
+    assert got[k("fabric_roce_pfc_rx_pause_frames_total", priority="3")] == 120455
+    assert got[k("fabric_roce_pfc_tx_pause_frames_total", priority="3")] == 60117
+    assert got[k("fabric_roce_pfc_rx_pause_frames_total", priority="0")] == 0
+    assert got[k("fabric_roce_nic_pfc_rx_pause_seconds_total", priority="3")] == pytest.approx(3.310922)
+    assert got[k("fabric_roce_nic_pfc_tx_pause_seconds_total", priority="3")] == pytest.approx(1.20441)
+    assert got[k("fabric_roce_nic_continuous_pause_events_total")] == 1
+    assert got[k("fabric_roce_nic_queue_rx_discards_total", queue="3")] == 14
+    assert got[k("fabric_roce_rx_bytes_total")] == 17889322194410  # bnxt_en port rx_bytes
+    assert got[k("fabric_roce_rx_packets_total")] == 4417390212
+    assert got[k("fabric_roce_nic_link_pause_rx_frames_total")] == 0
+    assert got[k("fabric_roce_nic_link_down_events_total")] == 2
+    assert got[k("fabric_roce_nic_rx_crc_errors_total")] == 6
+    assert got[k("fabric_roce_ecn_marked_packets_total")] == 412290
+    assert got[k("fabric_roce_nic_cnp_sent_total")] == 301224
+    assert got[k("fabric_roce_nic_cnp_received_total")] == 220133
+    assert got[k("fabric_roce_nic_out_of_sequence_packets_total")] == 29
+    assert got[k("fabric_roce_nic_packet_sequence_errors_total")] == 25
+    assert got[k("fabric_roce_nic_local_ack_timeouts_total")] == 9
+    assert got[k("fabric_roce_nic_duplicate_requests_total")] == 17
+    assert not [x for x in got if x[0] == "fabric_roce_nic_cnp_handled_total"]  # bnxt_re has no such counter
+
+
+def test_ice_and_irdma(fixture_text):
+    base = {"device": "irdma0", "netdev": "ens1f0"}
+    got = as_dict(poll(dump_text(fixture_text, "irdma0", "ice", "ens1f0", "hw_counters_irdma.txt", "ethtool_ice.txt")))
+    k = lambda name, **x: key(name, **base, **x)  # noqa: E731
+    assert got[k("fabric_roce_pfc_rx_pause_frames_total", priority="3")] == 11834
+    assert got[k("fabric_roce_pfc_tx_pause_frames_total", priority="3")] == 9033
+    assert got[k("fabric_roce_rx_bytes_total")] == 9012339004471
+    assert got[k("fabric_roce_nic_rx_crc_errors_total")] == 1
+    assert got[k("fabric_roce_ecn_marked_packets_total")] == 55120
+    assert got[k("fabric_roce_nic_cnp_sent_total")] == 51004
+    assert got[k("fabric_roce_nic_cnp_handled_total")] == 40112
+    assert got[k("fabric_roce_nic_cnp_ignored_total")] == 0
+    # ice's netdev rx_bytes is not the port's: only rx_bytes.nic maps
+    assert len([x for x in got if x[0] == "fabric_roce_rx_bytes_total"]) == 1
+
+
+def test_unmapped_counters_only_behind_the_option(fixture_text):
+    text = dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", "hw_counters_mlx5.txt", "ethtool_mlx5_pfc3.txt")
+    assert not [s for s in poll(text).samples if s.name == "fabric_roce_nic_unmapped_counter"]
+    raw = {(s.labels["source"], s.labels["counter"]): s.value
+           for s in poll(text, expose_unmapped=True).samples if s.name == "fabric_roce_nic_unmapped_counter"}
+    assert raw[("ethtool", "ch0_events")] == 1320977
+    assert raw[("hw_counters", "rx_write_requests")] == 90122381
+    assert ("ethtool", "rx_prio3_pause") not in raw  # mapped counters are not repeated raw
+    assert ("ethtool", "rx_pause_ctrl_phy") in raw  # PFC frames may be in it: never read as link pause
+    assert ("hw_counters", "lifespan") not in raw  # a setting, not a counter
+
+
+def test_missing_counters_are_normal_and_missing_tools_are_partial(fixture_text):
+    text = dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", "hw_counters_mlx5.txt",
+                     "sh: 1: ethtool: not found", ethtool_status=127)
+    r = poll(text)
+    assert any(s.name == "fabric_roce_nic_cnp_sent_total" for s in r.samples)
+    assert r.problems == ["ethtool: command not found on host (install ethtool or set option ethtool: false)"]
+    # nothing read at all: the host failed, with the reason
+    with pytest.raises(CommandFailed, match="ethtool: command not found"):
+        poll(dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", None, "sh: 1: ethtool: not found",
+                       ethtool_status=127))
+
+
+def test_no_rdma_devices_is_a_failure():
+    with pytest.raises(CommandFailed, match="no RDMA devices"):
+        poll("@@fabric-roce 1 sysfs\n@@end\n")
+
+
+def test_missing_configured_device_is_partial(fixture_text):
+    text = dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", "hw_counters_mlx5.txt", None,
+                     extra="@@missing mlx5_9\n")
+    r = poll(text, devices=("mlx5_0", "mlx5_9"))
+    assert r.problems == ["RDMA devices not found on host: mlx5_9"]
+    assert r.samples
+
+
+def test_rdma_tool_mode(fixture_text):
+    text = ("@@fabric-roce 1 rdma\n@@rdma_link 0\n" + fixture_text("rdma_link.txt") + "@@rdma_statistic 0\n"
+            + fixture_text("rdma_statistic_mlx5.json") + "@@end\n")
+    got = as_dict(poll(text))
+    assert got[key("fabric_roce_nic_cnp_sent_total")] == 884312
+    assert got[key("fabric_roce_nic_port_active")] == 1
+    assert got[key("fabric_roce_nic_port_active", device="mlx5_1", netdev="ens2f0np0")] == 0
+    assert got[key("fabric_roce_nic_rdma_out_of_buffer_total", device="mlx5_1", netdev="ens2f0np0")] == 2
+
+
+def test_every_rule_names_a_catalog_metric_of_this_collector():
+    for rule in ETHTOOL_RULES + HW_RULES:
+        spec = CATALOG[rule.metric]
+        assert "roce_nic" in spec.sources, rule.metric
+        extra = tuple(x for x in ("priority", "queue") if "{" + x[0] + "}" in rule.pattern)
+        assert spec.allows_labels(spec.name, ("fabric", "host", "device", "port", "netdev") + extra), rule
+        if spec.name.startswith("fabric_roce_nic_"):  # NIC-only entries list every raw name they map
+            assert rule.pattern in spec.origin, rule
+        # docs/collectors/roce_nic.md documents every mapping, shared names included
+        assert f"`{rule.pattern}`" in DOC, rule
+
+
+@pytest.mark.parametrize("raw, problem", [
+    ({"devices": ["mlx5_0", "bad name"]}, "devices[1]"),
+    ({"hw_counters_from": "netlink"}, "hw_counters_from"),
+    ({"expose_unmaped": True}, "expose_unmaped"),
+])
+def test_option_errors_name_the_key(raw, problem):
+    errors = []
+    RoceNicCollector.parse_options(raw, "targets[0].options", lambda path, msg: errors.append(f"{path}: {msg}"))
+    assert any(problem in e for e in errors), errors
