@@ -1,0 +1,342 @@
+"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and Cumulus ``ethtool -S``.
+
+Pure functions: text in, records out; only ParseError on bad input. Layouts are those of
+sonic-utilities (tabulate "simple": a header line, a line of dash groups giving each column's
+width, right-aligned rows; values with thousands separators; ``N/A`` where a counter is not
+available). A value that is ``N/A`` is left out -- never turned into 0.
+
+* ``show pfc counters``: two tables, ``Port Rx`` and ``Port Tx``, columns PFC0..PFC7.
+* ``show queue counters`` (text or ``--json``): Port, TxQ (UC<n>/MC<n>/ALL<n>), Counter/pkts,
+  Counter/bytes, Drop/pkts, Drop/bytes (newer releases add Trim columns: kept, not required).
+  Newer releases print ``For namespace <ns>:`` before each port's table.
+* ``show queue wredcounters`` (text or ``--json``): WredDrp/pkts, WredDrp/bytes, EcnMarked/pkts,
+  EcnMarked/bytes per queue.
+* ``show pfcwd stats``: QUEUE (``<port>:<queue>``), STATUS, STORM DETECTED/RESTORED and
+  OK/DROP pairs for TX, RX and their LAST values.
+
+The CLI shows counters since the user's last ``sonic-clear``: a clear appears as a counter reset.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+
+_COUNT = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)$")
+_DASHES = re.compile(r"^[ -]*-[ -]*$")
+_PORT = re.compile(r"^[A-Za-z][A-Za-z0-9_./:-]*$")
+_QUEUE = re.compile(r"^(UC|MC|ALL)(\d+)$")
+_NAMESPACE = re.compile(r"^For namespace\s*[^\s:]*\s*:\s*$")
+NA = "N/A"
+MAX_COUNTER = (1 << 64) - 1
+
+
+def parse_count(token: str, what: str = "value") -> int | None:
+    """'1,234' or '1234' -> 1234; 'N/A' -> None; anything else -> ParseError."""
+    if token == NA:
+        return None
+    if not _COUNT.match(token):
+        raise ParseError(f"{what}: expected a count, got {token[:40]!r}")
+    value = int(token.replace(",", ""))
+    if value > MAX_COUNTER:
+        raise ParseError(f"{what}: {token[:40]!r} is larger than a 64-bit counter")
+    return value
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def parse_tables(text: str) -> list[Table]:
+    """Every tabulate 'simple' table in ``text`` (header line + dash line + rows up to a blank line).
+
+    Cells must not contain spaces (true of every table parsed here): rows are split on whitespace
+    and must have exactly one token per column.
+    """
+    if not isinstance(text, str):
+        raise ParseError("expected text")
+    lines = text.splitlines()
+    tables: list[Table] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip() or _NAMESPACE.match(line.strip()):
+            i += 1
+            continue
+        if i + 1 >= len(lines) or not _DASHES.match(lines[i + 1]):
+            raise ParseError(f"line {i + 1}: expected a table header followed by a dash line, got {line[:80]!r}")
+        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[i + 1])]
+        headers = tuple(line[s:e].strip() for s, e in spans)
+        if not all(headers) or len(" ".join(line[s:e] for s, e in spans).split()) != len(line.split()):
+            raise ParseError(f"line {i + 1}: header {line.strip()[:80]!r} does not fit its dash line")
+        i += 2
+        rows = []
+        while i < len(lines) and lines[i].strip():
+            if _NAMESPACE.match(lines[i].strip()):
+                break
+            cells = tuple(lines[i].split())
+            if len(cells) != len(headers):
+                raise ParseError(f"line {i + 1}: {len(cells)} cells for {len(headers)} columns: {lines[i][:80]!r}")
+            rows.append(cells)
+            i += 1
+        tables.append(Table(headers, tuple(rows)))
+    return tables
+
+
+def _port(token: str, line_what: str) -> str:
+    if not _PORT.match(token):
+        raise ParseError(f"{line_what}: {token[:40]!r} is not an interface name")
+    return token
+
+
+# -- show pfc counters ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PfcCounters:
+    """Per port, per priority: PFC frames received (rx) and sent (tx). Missing = N/A."""
+
+    rx: dict[str, dict[int, int]] = field(default_factory=dict)
+    tx: dict[str, dict[int, int]] = field(default_factory=dict)
+
+
+def parse_pfc_counters(text: str) -> PfcCounters:
+    tables = parse_tables(text)
+    out = PfcCounters()
+    seen = set()
+    for t in tables:
+        first = t.headers[0]
+        if first not in ("Port Rx", "Port Tx"):
+            raise ParseError(f"show pfc counters: unexpected table {first!r}")
+        if first in seen:
+            raise ParseError(f"show pfc counters: two {first!r} tables")
+        seen.add(first)
+        prios = []
+        for h in t.headers[1:]:
+            m = re.fullmatch(r"PFC([0-7])", h)
+            if not m:
+                raise ParseError(f"show pfc counters: unexpected column {h!r}")
+            prios.append(int(m.group(1)))
+        if len(set(prios)) != len(prios) or not prios:
+            raise ParseError("show pfc counters: priorities missing or repeated")
+        target = out.rx if first == "Port Rx" else out.tx
+        for row in t.rows:
+            port = _port(row[0], "show pfc counters")
+            if port in target:
+                raise ParseError(f"show pfc counters: {port} listed twice in {first}")
+            target[port] = {p: v for p, tok in zip(prios, row[1:])
+                            if (v := parse_count(tok, f"{port} PFC{p}")) is not None}
+    if not seen and text.strip():
+        raise ParseError("show pfc counters: no table")
+    return out
+
+
+# -- show queue counters / wredcounters -------------------------------------------------------------
+
+QUEUE_COLUMNS = {"Counter/pkts": "tx_packets", "Counter/bytes": "tx_bytes", "Drop/pkts": "dropped_packets",
+                 "Drop/bytes": "dropped_bytes", "Trim/pkts": "trimmed_packets",
+                 "TrimSent/pkts": "trim_sent_packets", "TrimDrop/pkts": "trim_dropped_packets"}
+QUEUE_JSON_KEYS = {"totalpacket": "tx_packets", "totalbytes": "tx_bytes", "droppacket": "dropped_packets",
+                   "dropbytes": "dropped_bytes", "trimpkt": "trimmed_packets", "trimsentpkt": "trim_sent_packets",
+                   "trimdroppkt": "trim_dropped_packets"}
+WRED_COLUMNS = {"WredDrp/pkts": "wred_dropped_packets", "WredDrp/bytes": "wred_dropped_bytes",
+                "EcnMarked/pkts": "ecn_marked_packets", "EcnMarked/bytes": "ecn_marked_bytes"}
+WRED_JSON_KEYS = {"wreddroppacket": "wred_dropped_packets", "wreddropbytes": "wred_dropped_bytes",
+                  "ecnmarkedpacket": "ecn_marked_packets", "ecnmarkedbytes": "ecn_marked_bytes"}
+
+
+@dataclass(frozen=True)
+class QueueCounters:
+    port: str
+    queue: str  # as SONiC names it: UC0, MC10, ALL20
+    values: dict[str, int]  # stat name -> value; N/A values are absent
+
+
+def _check_queue(token: str, what: str) -> str:
+    if not _QUEUE.match(token):
+        raise ParseError(f"{what}: {token[:40]!r} is not a queue name (UC<n>, MC<n>, ALL<n>)")
+    return token
+
+
+def _queue_tables(text: str, columns: dict[str, str], what: str) -> list[QueueCounters]:
+    out: list[QueueCounters] = []
+    seen: set[tuple[str, str]] = set()
+    tables = parse_tables(text)
+    if not tables and text.strip():
+        raise ParseError(f"{what}: no table")
+    for t in tables:
+        if t.headers[:2] != ("Port", "TxQ"):
+            raise ParseError(f"{what}: expected columns Port, TxQ first, got {', '.join(t.headers[:2])}")
+        known = [(i, columns[h]) for i, h in enumerate(t.headers) if h in columns]
+        if not known:
+            raise ParseError(f"{what}: none of the expected columns ({', '.join(columns)})")
+        for row in t.rows:
+            port, queue = _port(row[0], what), _check_queue(row[1], what)
+            if (port, queue) in seen:
+                raise ParseError(f"{what}: {port} {queue} listed twice")
+            seen.add((port, queue))
+            values = {name: v for i, name in known if (v := parse_count(row[i], f"{port} {queue} {t.headers[i]}"))
+                      is not None}
+            out.append(QueueCounters(port, queue, values))
+    return out
+
+
+def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounters]:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+    if not isinstance(data, dict):
+        raise ParseError(f"{what}: expected a JSON object of ports")
+    out = []
+    for port, queues in data.items():
+        _port(port, what)
+        if not isinstance(queues, dict):
+            raise ParseError(f"{what}: {port}: expected an object of queues")
+        for queue, stats in queues.items():
+            if queue == "time":  # timestamp of the user's last clear, not a queue
+                continue
+            _check_queue(queue, what)
+            if not isinstance(stats, dict):
+                raise ParseError(f"{what}: {port} {queue}: expected an object of counters")
+            values = {}
+            for key, name in keys.items():
+                if key in stats:
+                    raw = stats[key]
+                    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+                        raise ParseError(f"{what}: {port} {queue} {key}: unexpected {type(raw).__name__}")
+                    if isinstance(raw, int):
+                        if not 0 <= raw <= MAX_COUNTER:
+                            raise ParseError(f"{what}: {port} {queue} {key}: {raw} out of range")
+                        values[name] = raw
+                    elif (v := parse_count(raw, f"{port} {queue} {key}")) is not None:
+                        values[name] = v
+            out.append(QueueCounters(port, queue, values))
+    return out
+
+
+def parse_queue_counters(text: str) -> list[QueueCounters]:
+    return _queue_tables(text, QUEUE_COLUMNS, "show queue counters")
+
+
+def parse_queue_counters_json(text: str) -> list[QueueCounters]:
+    return _queue_json(text, QUEUE_JSON_KEYS, "show queue counters --json")
+
+
+def parse_wred_counters(text: str) -> list[QueueCounters]:
+    return _queue_tables(text, WRED_COLUMNS, "show queue wredcounters")
+
+
+def parse_wred_counters_json(text: str) -> list[QueueCounters]:
+    return _queue_json(text, WRED_JSON_KEYS, "show queue wredcounters --json")
+
+
+# -- show pfcwd stats -------------------------------------------------------------------------------
+
+PFCWD_HEADERS = ("QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP",
+                 "TX LAST OK/DROP", "RX LAST OK/DROP")
+PFCWD_PAIRS = {"STORM DETECTED/RESTORED": ("storms_detected", "storms_restored"),
+               "TX OK/DROP": ("tx_ok", "tx_dropped"), "RX OK/DROP": ("rx_ok", "rx_dropped"),
+               "TX LAST OK/DROP": ("tx_last_ok", "tx_last_dropped"),
+               "RX LAST OK/DROP": ("rx_last_ok", "rx_last_dropped")}
+PFCWD_STATUSES = ("operational", "stormed", NA)
+
+
+@dataclass(frozen=True)
+class PfcwdStats:
+    port: str
+    queue: int
+    status: str | None  # operational | stormed | None (N/A)
+    values: dict[str, int]
+
+
+def parse_pfcwd_stats(text: str) -> list[PfcwdStats]:
+    what = "show pfcwd stats"
+    tables = parse_tables(text)
+    if len(tables) > 1:
+        raise ParseError(f"{what}: expected one table, got {len(tables)}")
+    if not tables:
+        if text.strip():
+            raise ParseError(f"{what}: no table")
+        return []
+    t = tables[0]
+    if t.headers != PFCWD_HEADERS:
+        raise ParseError(f"{what}: unexpected columns {', '.join(t.headers)[:120]}")
+    out = []
+    seen = set()
+    for row in t.rows:
+        port, sep, queue = row[0].rpartition(":")
+        if not sep or not queue.isdigit() or len(queue) > 3:
+            raise ParseError(f"{what}: {row[0][:40]!r} is not <port>:<queue>")
+        _port(port, what)
+        if (port, int(queue)) in seen:
+            raise ParseError(f"{what}: {row[0]} listed twice")
+        seen.add((port, int(queue)))
+        if row[1] not in PFCWD_STATUSES:
+            raise ParseError(f"{what}: {row[0]}: unknown status {row[1][:40]!r}")
+        values: dict[str, int] = {}
+        for header, cell in zip(t.headers[2:], row[2:]):
+            if cell == NA:
+                continue
+            first, sep, second = cell.partition("/")
+            if not sep:
+                raise ParseError(f"{what}: {row[0]} {header}: expected a/b, got {cell[:40]!r}")
+            names = PFCWD_PAIRS[header]
+            for name, tok in zip(names, (first, second)):
+                v = parse_count(tok, f"{row[0]} {header}")
+                if v is not None:
+                    values[name] = v
+        out.append(PfcwdStats(port, int(queue), None if row[1] == NA else row[1], values))
+    return out
+
+
+# -- Cumulus: ethtool -S swpN -----------------------------------------------------------------------
+
+_ETHTOOL_LINE = re.compile(r"^\s+([A-Za-z0-9_.\-\[\]]+):\s+(\d+)\s*$")
+_CUMULUS_PFC = re.compile(r"^HwIf(In|Out)Pfc([0-7])Pkt$")
+_CUMULUS_WRED = re.compile(r"^HwIfOutQ(\d+)WredDrops$")
+
+
+@dataclass(frozen=True)
+class CumulusPortCounters:
+    pfc_rx: dict[int, int]
+    pfc_tx: dict[int, int]
+    wred_dropped: dict[int, int]  # queue -> packets
+    raw: dict[str, int]
+
+
+def parse_ethtool_stats(text: str) -> dict[str, int]:
+    """``ethtool -S`` output -> {counter: value}. Needs the 'NIC statistics:' header."""
+    if not isinstance(text, str):
+        raise ParseError("expected text")
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or lines[0].strip() != "NIC statistics:":
+        raise ParseError("ethtool -S: missing 'NIC statistics:' header")
+    out: dict[str, int] = {}
+    for n, line in enumerate(lines[1:], 2):
+        m = _ETHTOOL_LINE.match(line)
+        if not m:
+            raise ParseError(f"ethtool -S: line {n}: unexpected {line[:80]!r}")
+        value = int(m.group(2))
+        if value > MAX_COUNTER:
+            raise ParseError(f"ethtool -S: {m.group(1)}: value out of range")
+        if m.group(1) in out:
+            raise ParseError(f"ethtool -S: {m.group(1)} listed twice")
+        out[m.group(1)] = value
+    return out
+
+
+def parse_cumulus_ethtool(text: str) -> CumulusPortCounters:
+    raw = parse_ethtool_stats(text)
+    rx, tx, wred = {}, {}, {}
+    for name, value in raw.items():
+        if m := _CUMULUS_PFC.match(name):
+            (rx if m.group(1) == "In" else tx)[int(m.group(2))] = value
+        elif m := _CUMULUS_WRED.match(name):
+            wred[int(m.group(1))] = value
+    return CumulusPortCounters(rx, tx, wred, raw)
