@@ -29,10 +29,12 @@ from .options import OptionReader
 
 # ---------------------------------------------------------------------------------------------
 # The one remote command. POSIX sh (dash, busybox): builtins where possible (read, globbing), one
-# grep per port, one ethtool per netdev. $1 = sysfs|rdma, $2 = 1 to run ethtool, $3... = devices.
+# grep per port, one ethtool per netdev. $1 = sysfs|rdma, $2 = 1 to run ethtool, $3... = devices;
+# without arguments (installed as an sshd forced command): sysfs, ethtool, every device.
 
 REMOTE_SCRIPT = r"""
-mode=$1; with_ethtool=$2; shift 2
+mode=${1:-sysfs}; with_ethtool=${2:-1}
+if [ $# -ge 2 ]; then shift 2; else set --; fi
 sys=/sys/class/infiniband
 echo "@@fabric-roce 1 $mode"
 netdevs=""
