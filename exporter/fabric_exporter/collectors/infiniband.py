@@ -456,7 +456,7 @@ class InfinibandCollector(Collector):
         for guid, plist in by_node.items():
             ntype = self._nodes.get(guid).type if guid in self._nodes else None
             if ntype == "switch":
-                jobs.append((guid, self._argv("perfquery", "-l", str(plist[0].entry.link.lid))))
+                jobs.append((guid, self._argv("perfquery", "-l", str(plist[0].entry.link.lid), "255")))
             else:
                 for p in plist:
                     jobs.append(((guid, p.port), self._argv("perfquery", str(p.entry.link.lid), str(p.port))))

@@ -24,8 +24,8 @@ from .ib_common import SPEED_BY_NAME, parse_guid
 
 _ID = r'"([SHR])-([0-9a-fA-F]{1,16})"'
 _HEADER_RE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+' + _ID + r'\s*(?:#\s*(.*))?$')
-_SW_COMMENT_RE = re.compile(r'^"(.*)"\s+(?:(enhanced|base) port 0\s+)?lid (\d+) lmc (\d+)\s*$')
-_CA_COMMENT_RE = re.compile(r'^"(.*)"\s*$')
+_SW_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*?))\s+(?:(enhanced|base) port 0\s+)?lid (\d+) lmc (\d+)\s*$')
+_CA_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*))\s*$')  # some tools/versions print it unquoted
 _SW_PORT_RE = re.compile(r'^\[(\d+)\](?:\[ext (\d+)\])?\s+' + _ID + r'\[(\d+)\](?:\[ext \d+\])?'
                          r'(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*"(.*)" lid (\d+) (\S+)\s*$')
 _CA_PORT_RE = re.compile(r'^\[(\d+)\]\(([0-9a-fA-F]{1,16})\)\s+' + _ID + r'\[(\d+)\](?:\[ext \d+\])?'
@@ -128,9 +128,10 @@ def parse(text: str) -> Topology:
             if comment is not None:
                 c = comment.strip()
                 if ntype == "switch" and (sm := _SW_COMMENT_RE.match(c)):
-                    desc, lid = sm.group(1), int(sm.group(3))
+                    desc = sm.group(1) if sm.group(1) is not None else sm.group(2)
+                    lid = int(sm.group(4))
                 elif cm := _CA_COMMENT_RE.match(c):
-                    desc = cm.group(1)
+                    desc = cm.group(1) if cm.group(1) is not None else cm.group(2)
                 else:
                     raise ParseError(f"unreadable node comment {c[:80]!r}")
             if guid in nodes:
