@@ -193,6 +193,7 @@ class CounterMapper:
             else:
                 self._exact.setdefault(rule.pattern, []).append((order, rule))
         self._cache: dict[str, tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]] = {}
+        self._plans: dict[tuple, tuple[tuple, tuple[str, ...]]] = {}
 
     def matches(self, name: str) -> tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]:
         found = self._cache.get(name)
@@ -207,27 +208,45 @@ class CounterMapper:
                 self._cache[name] = found
         return found
 
-    def map(self, counters: dict[str, int], family: str | None, base: dict[str, str],
-            unmapped: list[str] | None) -> list[Sample]:
-        """Samples for ``counters``; names no rule knows are appended to ``unmapped`` if given."""
-        chosen: dict[tuple[str, tuple], tuple[int, Rule, int]] = {}
-        for name, value in counters.items():
-            hits = self.matches(name)
+    def plan(self, names: tuple[str, ...], family: str | None) -> tuple[tuple, tuple[str, ...]]:
+        """For a set of raw names (one NIC's table): which name feeds which (metric, extra labels),
+        and which names no rule knows. Cached: a NIC prints the same names on every poll."""
+        key = (names, family)
+        found = self._plans.get(key)
+        if found is not None:
+            return found
+        chosen: dict[tuple[str, tuple], tuple[int, Rule, str]] = {}
+        unmapped = []
+        for name in names:
             known = False
-            for order, rule, extra in hits:
+            for order, rule, extra in self.matches(name):
                 if rule.families is not None and family not in rule.families:
                     continue
                 known = True
-                key = (rule.metric, extra)
-                if key not in chosen or chosen[key][0] > order:
-                    chosen[key] = (order, rule, value)
-            if not known and unmapped is not None:
+                slot = (rule.metric, extra)
+                if slot not in chosen or chosen[slot][0] > order:
+                    chosen[slot] = (order, rule, name)
+            if not known:
                 unmapped.append(name)
+        steps = tuple((name, metric, extra, rule.scale) for (metric, extra), (_, rule, name) in chosen.items())
+        found = (steps, tuple(unmapped))
+        if len(self._plans) < 4096:
+            self._plans[key] = found
+        return found
+
+    def map(self, counters: dict[str, int], family: str | None, base: dict[str, str],
+            unmapped: list[str] | None) -> list[Sample]:
+        """Samples for ``counters``; names no rule knows are appended to ``unmapped`` if given."""
+        steps, unknown = self.plan(tuple(counters), family)
+        if unmapped is not None:
+            unmapped.extend(unknown)
         samples = []
-        for (metric, extra), (_, rule, value) in chosen.items():
+        for name, metric, extra, scale in steps:
             labels = dict(base)
-            labels.update(extra)
-            samples.append(Sample(metric, labels, value * rule.scale if rule.scale != 1.0 else value))
+            if extra:
+                labels.update(extra)
+            value = counters[name]
+            samples.append(Sample(metric, labels, value * scale if scale != 1.0 else value))
         return samples
 
 

@@ -356,4 +356,93 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["NicPort", "RoceHost", "write_fake_tools", "DRIVERS"]
+# ---------------------------------------------------------------------------------------------
+# An in-process SSH server answering the roce_nic collector as these hosts would (lab, benchmark)
+
+
+def answer(host: RoceHost, command: str) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) a host would give for the collector's command, or ``true``.
+
+    The collector sends ``timeout -k 2 N sh -c <script> fabric-roce MODE ETHTOOL [DEVICE...]``; the
+    script's output for this host is ``render_dump``. Anything else is "not found" (127).
+    """
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return 2, "", "sh: syntax error\n"
+    if words[:2] == ["timeout", "-k"]:
+        words = words[4:]  # timeout -k 2 N ...
+    if words == ["true"]:
+        return 0, "", ""
+    if "fabric-roce" in words:
+        args = words[words.index("fabric-roce") + 1:]
+        mode = args[0] if args else "sysfs"
+        with_ethtool = (args[1] if len(args) > 1 else "1") == "1"
+        return 0, host.render_dump(tuple(args[2:]), mode if mode in ("sysfs", "rdma") else "sysfs", with_ethtool), ""
+    return 127, "", f"sh: 1: {words[0] if words else ''}: not found\n"
+
+
+async def serve(hosts: list[RoceHost], host_key_file: str, authorized_keys_file: str,
+                address: str = "127.0.0.1", advance_seconds: float = 0.0) -> dict[str, int]:
+    """Listen on one port per host (asyncssh, public-key auth); returns {host name: port}.
+
+    ``advance_seconds`` > 0 moves a host's counters by that much before each answer, so repeated
+    polls see traffic.
+    """
+    import asyncssh
+
+    ports: dict[str, int] = {}
+    for host in hosts:
+        def process_factory(process, host=host):
+            if advance_seconds:
+                host.advance(advance_seconds)
+            status, out, err = answer(host, process.command or "")
+            process.stdout.write(out)
+            process.stderr.write(err)
+            process.exit(status)
+
+        server = await asyncssh.listen(address, 0, server_host_keys=[host_key_file],
+                                       authorized_client_keys=authorized_keys_file,
+                                       process_factory=process_factory, encoding="utf-8",
+                                       allow_scp=False, sftp_factory=None, keepalive_interval=0)
+        ports[host.name] = server.sockets[0].getsockname()[1]
+    return ports
+
+
+def _main(argv: list[str] | None = None) -> None:
+    """``python -m fabric_exporter.lab.roce_host --hosts 200 ...``: serve simulated GPU hosts over
+    SSH and write {name: port} as JSON to --ports-file once listening."""
+    import argparse
+    import asyncio
+
+    ap = argparse.ArgumentParser(description=_main.__doc__)
+    ap.add_argument("--hosts", type=int, default=4)
+    ap.add_argument("--nics", type=int, default=8)
+    ap.add_argument("--vendor", default="mlx5", choices=sorted(DRIVERS))
+    ap.add_argument("--prefix", default="gpu-")
+    ap.add_argument("--host-key", required=True)
+    ap.add_argument("--authorized-keys", required=True)
+    ap.add_argument("--ports-file", required=True)
+    ap.add_argument("--advance-seconds", type=float, default=1.0)
+    args = ap.parse_args(argv)
+
+    async def run() -> None:
+        hosts = [RoceHost.build(f"{args.prefix}{i + 1:03d}", args.vendor, nics=args.nics, seed=i)
+                 for i in range(args.hosts)]
+        for h in hosts:
+            h.advance(60)
+        ports = await serve(hosts, args.host_key, args.authorized_keys, advance_seconds=args.advance_seconds)
+        tmp = Path(args.ports_file + ".tmp")
+        tmp.write_text(json.dumps(ports))
+        os.replace(tmp, args.ports_file)
+        await asyncio.Event().wait()  # until killed
+
+    asyncio.run(run())
+
+
+__all__ = ["NicPort", "RoceHost", "answer", "serve", "write_fake_tools", "DRIVERS"]
+
+if __name__ == "__main__":
+    _main()

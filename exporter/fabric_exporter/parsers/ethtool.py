@@ -22,6 +22,9 @@ U64_MAX = 2**64 - 1
 # Printable ASCII words separated by single spaces ("[0]: rx_ucast_packets" has one).
 _NAME = re.compile(r"[!-~]+(?: [!-~]+)*")
 _VALUE = re.compile(r"[0-9]{1,20}")
+# The common case in one pass; any line it does not account for sends us to the line-by-line path,
+# which names the bad line.
+_LINE = re.compile(r"^[ \t]*([!-~]+(?: [!-~]+)*):[ \t]*([0-9]{1,20})[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,19 @@ def parse_ethtool_stats(text: str) -> EthtoolStats:
         raise ParseError(f"ethtool -S line {first_no}: expected {HEADER!r}, got {first.strip()[:60]!r}")
     counters: dict[str, int] = {}
     ambiguous: set[str] = set()
+    body = text[text.index(HEADER) + len(HEADER):]
+    fast = _LINE.findall(body)
+    if len(fast) == len(lines) - 1:  # every non-blank line after the header is a counter line
+        for name, value in fast:
+            number = int(value)
+            if number > U64_MAX:
+                raise ParseError(f"ethtool -S: {name}: {value} does not fit in 64 bits")
+            if name in counters and counters[name] != number:
+                ambiguous.add(name)
+            counters.setdefault(name, number)
+        for name in ambiguous:
+            del counters[name]
+        return EthtoolStats(counters, frozenset(ambiguous))
     for n, line in lines[1:]:
         name, sep, value = line.rpartition(":")
         name = name.strip()

@@ -1,0 +1,186 @@
+"""Benchmark: the roce_nic collector polling many simulated 8-NIC GPU hosts over SSH.
+
+    cd /work/main && PYTHONPATH=exporter python bench/bench_roce_nic.py [--hosts 200] [--rounds 3]
+
+A separate process (``python -m fabric_exporter.lab.roce_host``) serves every simulated host over
+SSH (asyncssh, one port per host, 127.0.0.1, host key verified by the client as in production) and
+answers the collector's command with that host's dump (``RoceHost.render_dump``). This process runs
+the exporter's real path: config -> scheduler -> pooled SSH transport -> parsers -> mapping ->
+snapshot store (rendered exposition).
+
+Reported, in the same run and on the same connections:
+- connection setup (first poll per host: TCP + SSH handshake + auth + one poll);
+- bare SSH round trips (``true`` on the pooled connection): hosts/s and client CPU per round trip;
+- full polls: hosts/s and client CPU seconds per host-poll, and the excess over a bare round trip;
+- parse + map alone (no I/O) per host, on the same dump text;
+- the server process's CPU, since both share this machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import asyncssh
+
+from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
+from fabric_exporter.config import parse_config
+from fabric_exporter.lab.roce_host import RoceHost
+from fabric_exporter.parsers.rdma import parse_host_dump
+from fabric_exporter.scheduler import Scheduler
+from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.transport.factory import Transports
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK  # utime, stime
+
+
+def start_server(tmp: Path, hosts: int, nics: int) -> tuple[subprocess.Popen, dict[str, int], Path, Path]:
+    host_key, client_key = tmp / "host_key", tmp / "client_key"
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    key.write_private_key(str(client_key))
+    key.write_public_key(str(tmp / "authorized_keys"))
+    ports_file = tmp / "ports.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fabric_exporter.lab.roce_host", "--hosts", str(hosts), "--nics", str(nics),
+         "--host-key", str(host_key), "--authorized-keys", str(tmp / "authorized_keys"),
+         "--ports-file", str(ports_file)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not ports_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise SystemExit("lab SSH server did not start")
+        time.sleep(0.1)
+    ports = json.loads(ports_file.read_text())
+    pub = asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2]
+    known_hosts = tmp / "known_hosts"
+    known_hosts.write_text("".join(f"[127.0.0.1]:{p} {' '.join(pub)}\n" for p in ports.values()))
+    return proc, ports, client_key, known_hosts
+
+
+async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
+    raw = {
+        "limits": {"max_concurrent_polls": args.concurrency, "per_transport": {"ssh": args.concurrency}},
+        "credentials": {"lab": {"type": "ssh", "username": "bench", "private_key_file": str(client_key),
+                                "known_hosts_file": str(known_hosts), "connect_timeout": "20s",
+                                "max_sessions": 2}},
+        "targets": [{"name": "gpu", "fabric": "bench", "collector": "roce_nic", "transport": "ssh",
+                     "credentials": "lab", "interval": "60s", "timeout": "50s",
+                     "hosts": [{"name": name, "address": "127.0.0.1", "port": port} for name, port in ports.items()]}],
+    }
+    cfg = parse_config(raw)
+    group = cfg.targets[0]
+    transports = Transports()
+    store = SnapshotStore()
+    sched = Scheduler(transports, store)
+    sched.apply(cfg, start_tasks=False)
+    n = len(group.hosts)
+    out: dict = {"hosts": n, "nics_per_host": args.nics, "concurrency": args.concurrency}
+
+    def measure(label, started_wall, started_cpu, started_server, count):
+        wall = time.perf_counter() - started_wall
+        cpu = cpu_self() - started_cpu
+        server = cpu_of(server_pid) - started_server
+        out[label] = {"wall_s": round(wall, 3), "per_second": round(count / wall, 1),
+                      "client_cpu_ms_each": round(cpu / count * 1e3, 3),
+                      "server_cpu_ms_each": round(server / count * 1e3, 3)}
+
+    try:
+        # 1. first poll: connection setup + one poll per host
+        t, c, s = time.perf_counter(), cpu_self(), cpu_of(server_pid)
+        states = await sched.poll_all_once()
+        measure("first_poll_with_connect", t, c, s, n)
+        bad = [st for st in states if st.state != "ok"]
+        if bad:
+            raise SystemExit(f"{len(bad)} hosts failed: {bad[0].host}: {bad[0].last_error}")
+        out["samples_per_host"] = states[0].samples
+
+        # 2. bare round trips on the same pooled connections
+        sem = asyncio.Semaphore(args.concurrency)
+
+        async def bare(host):
+            async with sem:
+                r = await transports.runner(group, host).run(["true"], timeout=20)
+                assert r.exit_status == 0
+
+        t, c, s = time.perf_counter(), cpu_self(), cpu_of(server_pid)
+        for _ in range(args.rounds):
+            await asyncio.gather(*(bare(h) for h in group.hosts))
+        measure("bare_ssh_round_trip", t, c, s, n * args.rounds)
+
+        # 3. full polls
+        t, c, s = time.perf_counter(), cpu_self(), cpu_of(server_pid)
+        for _ in range(args.rounds):
+            states = await sched.poll_all_once()
+            assert all(st.state == "ok" for st in states), [st.last_error for st in states if st.state != "ok"][:3]
+        measure("full_poll", t, c, s, n * args.rounds)
+        out["exposition_bytes"] = len(store.render())
+    finally:
+        await transports.close()
+
+    # 4. parse + map + render alone, on one host's dump (no I/O)
+    host = RoceHost.build("gpu-x", nics=args.nics)
+    host.advance(60)
+    text = host.render_dump()
+    reps = 200
+    c = cpu_self()
+    for _ in range(reps):
+        result = result_from_dump(parse_host_dump(text), "gpu-x", RoceNicOptions())
+        build_snapshot("bench", result.samples, 60)
+    out["parse_map_render_only"] = {"client_cpu_ms_each": round((cpu_self() - c) / reps * 1e3, 3),
+                                    "dump_bytes": len(text)}
+    full, bare_rt = out["full_poll"], out["bare_ssh_round_trip"]
+    out["poll_minus_bare_client_cpu_ms"] = round(full["client_cpu_ms_each"] - bare_rt["client_cpu_ms_each"], 3)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hosts", type=int, default=200)
+    ap.add_argument("--nics", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=32)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, ports, client_key, known_hosts = start_server(Path(tmp), args.hosts, args.nics)
+        try:
+            out = asyncio.run(bench(args, ports, client_key, known_hosts, proc.pid))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+    print(json.dumps(out, indent=2))
+    f, b = out["full_poll"], out["bare_ssh_round_trip"]
+    print(f"\n{args.hosts} hosts x {args.nics} NICs, {args.rounds} rounds, concurrency {args.concurrency}:")
+    print(f"  full poll : {f['per_second']:8.1f} hosts/s   client CPU {f['client_cpu_ms_each']:.2f} ms/host-poll "
+          f"(server {f['server_cpu_ms_each']:.2f} ms)")
+    print(f"  bare SSH  : {b['per_second']:8.1f} trips/s   client CPU {b['client_cpu_ms_each']:.2f} ms/round trip "
+          f"(server {b['server_cpu_ms_each']:.2f} ms)")
+    print(f"  parse+map+render alone: {out['parse_map_render_only']['client_cpu_ms_each']:.2f} ms/host "
+          f"({out['parse_map_render_only']['dump_bytes']} bytes, {out['samples_per_host']} samples)")
+
+
+if __name__ == "__main__":
+    main()
