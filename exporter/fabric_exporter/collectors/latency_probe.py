@@ -246,6 +246,9 @@ class LatencyProbeCollector(Collector):
         keep = r.duration("keep_results_for", None)
         seed = r.string("seed")
         r.done()
+        if port_range[1] - port_range[0] + 1 < max_conc:
+            err(f"{path}.port_range", f"holds {port_range[1] - port_range[0] + 1} ports, fewer than "
+                                      f"budget.max_concurrent_probes ({max_conc})")
         if probe_timeout is not None and server_start_wait is not None and server_start_wait >= probe_timeout:
             err(f"{path}.server_start_wait", "must be shorter than probe_timeout")
         return LatencyProbeOptions(
@@ -329,8 +332,8 @@ class LatencyProbeCollector(Collector):
         deadline = loop.time() + max(0.5, self.group.timeout - max(0.5, 0.05 * self.group.timeout))
         planned = list(self.plan.round(self.round_number))
         self.round_number += 1
-        probes = list(dict.fromkeys(self._carry + planned))[:o.max_probes_per_round]
-        self._carry = []
+        wanted = list(dict.fromkeys(self._carry + planned))
+        probes, overflow = wanted[:o.max_probes_per_round], wanted[o.max_probes_per_round:]
 
         hosts = sorted({h for p in probes for h in (p.source, p.destination)})
         checks = {h: asyncio.ensure_future(self._check_host(h, deadline - loop.time())) for h in hosts}
@@ -362,7 +365,8 @@ class LatencyProbeCollector(Collector):
                 key = f"{result.failed_host} ({result.role}) {result.reason}"
                 failures_by_reason[key] += 1
                 examples.setdefault(key, result.message)
-        self._carry = list(outcome.not_run)
+        # Left out by the deadline or the budget: first in line next round (bounded by the budget).
+        self._carry = (list(outcome.not_run) + overflow)[:o.max_probes_per_round]
 
         problems = list(self.plan_problems)
         for key, n in sorted(failures_by_reason.items()):
@@ -373,8 +377,9 @@ class LatencyProbeCollector(Collector):
         if probes and ok == 0 and failed > 0:
             # Nothing measured at all: the target is down, not partial.
             first = next(r for r in outcome.finished.values() if r.report is None)
+            reason = first.reason if first.reason in _TRANSPORT_REASONS else "command_failed"
             raise PollError(f"all {failed} latency probes failed; e.g. {first.failed_host} ({first.role}): "
-                            f"{first.message}", reason=first.reason if first.reason in _TRANSPORT_REASONS else "command_failed")
+                            f"{first.message}", reason=reason)
         return PollResult(self._samples(now, ok, failed, len(outcome.not_run)), problems)
 
     async def _check_host(self, host: str, timeout: float) -> tuple[str, str] | None:
@@ -404,6 +409,10 @@ class LatencyProbeCollector(Collector):
             return _ProbeResult(failed_host=probe.destination, role="server", reason="server_failed",
                                 message=f"no free port in {o.port_range[0]}-{o.port_range[1]}")
         remaining = timeout - (loop.time() - started)
+        if remaining < 0.5:  # the host checks used up the time: not worth starting a server
+            self._ports.release(port)
+            return _ProbeResult(failed_host=probe.destination, role="server", reason="timeout",
+                                message="no time left after the host checks")
         server_runner = self.ctx.runner(self.hosts[probe.destination])
         client_runner = self.ctx.runner(self.hosts[probe.source])
         server = asyncio.ensure_future(server_runner.run(self._command(probe.destination, port), timeout=remaining))
@@ -448,11 +457,14 @@ class LatencyProbeCollector(Collector):
                     return _ProbeResult(failed_host=probe.source, role="client", reason="parse",
                                         message=f"report has {report.iterations} iterations, asked for {o.iterations}")
                 return _ProbeResult(report=report)
-            if _CONNECT_REFUSED.search(result.stderr) and attempts <= o.client_retries and not server.done():
-                wait = o.server_start_wait * (2 ** (attempts - 1))  # the server is not listening yet
-                continue
-            if server.done():
-                return _server_failure(probe, server)
+            if _CONNECT_REFUSED.search(result.stderr):
+                if server.done():  # nobody to connect to: the server failed
+                    return _server_failure(probe, server)
+                if attempts <= o.client_retries:
+                    wait = o.server_start_wait * (2 ** (attempts - 1))  # the server is not listening yet
+                    continue
+            # The client got through and then failed: its side reports the failure, so it takes the blame
+            # (the server usually exits too, right after it).
             return _ProbeResult(failed_host=probe.source, role="client", reason="client_failed",
                                 message=result.describe_failure())
 
@@ -584,10 +596,8 @@ def _server_failure(probe: Probe, server: asyncio.Future) -> _ProbeResult:
 
 
 def _opt_int(r: OptionReader, key: str, minimum: int, maximum: int) -> int | None:
-    if key not in r.raw:
-        r._get(key)
-        return None
-    return r.integer(key, minimum, minimum=minimum, maximum=maximum)
+    """An optional integer: None when absent (perftest's own default then applies)."""
+    return r.integer(key, None, minimum=minimum, maximum=maximum)  # type: ignore[arg-type]
 
 
 __all__ = ["LatencyProbeCollector", "LatencyProbeOptions"]
