@@ -264,3 +264,19 @@ def test_missing_tool_is_partial_and_garbled_output_fails_only_that_host(lab_fac
     assert b.state == "failed" and dict(b.errors) == {"parse": 1}
     assert "rx_bytes" in b.last_error and "not an unsigned decimal" in b.last_error
     assert not series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-b")  # nothing guessed or half-published
+
+
+def test_harness_sessions_use_plain_sh_the_fake_path_and_the_fake_sysfs(lab_factory):
+    import subprocess
+
+    lab = lab_factory("mlx5", nics=1)
+    r = subprocess.run(lab.sshd.ssh_argv("echo $0; command -v ethtool; cat /sys/class/infiniband/mlx5_0/ports/1/state"),
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["sh", str(lab.bin.resolve() / "ethtool"), "4: ACTIVE"]
+    # the tree is visible to sshd's sessions only: this process's /sys/class is the machine's
+    (lab.sysfs / "fabric-exporter-test-marker").write_text("1\n")
+    r = subprocess.run(lab.sshd.ssh_argv("cat /sys/class/fabric-exporter-test-marker"), capture_output=True, text=True,
+                       timeout=20)
+    assert r.stdout == "1\n"
+    assert not Path("/sys/class/fabric-exporter-test-marker").exists()
