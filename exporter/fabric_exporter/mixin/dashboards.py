@@ -1,2 +1,370 @@
-def build_all(settings):
-    return {}
+"""The five dashboards, built from the settings with our panel factory (``panels.py``).
+
+Congestion, error and latency panels read the recording rules in ``rules.py`` (so a panel shows
+exactly what an alert evaluates); throughput panels compute their own rates with
+``$__rate_interval``. Every panel filters by ``$fabric`` and the dashboard's own variables.
+"""
+
+from __future__ import annotations
+
+from .panels import Query as Q
+from .panels import custom_variable, dashboard, heatmap, query_variable, row, stat, table, timeseries
+from .settings import Settings
+
+RI = "$__rate_interval"
+
+
+def _uid(s: Settings, name: str) -> str:
+    return f"{s['dashboard_uid_prefix']}{name}"
+
+
+def _link(s: Settings, name: str, params: str) -> str:
+    return f"/d/{_uid(s, name)}?${{__url_time_range}}&${{datasource:queryparam}}&{params}"
+
+
+def _fabric_var(s: Settings):
+    return query_variable("fabric", "Fabric", f"label_values(fabric_up{s.sel()}, fabric)")
+
+
+def overview(s: Settings) -> dict:
+    f = s.sel('fabric=~"$fabric"')
+    p = s["lossless_priority"]
+    lp = s.sel(f'fabric=~"$fabric",priority="{p}"')
+    n = s["top_n"]
+    nic_f = s.sel('fabric=~"$fabric",host!=""')
+    ib_link = _link(s, "infiniband", "var-fabric=${__data.fields.fabric}&var-node=${__data.fields.node_name}")
+    roce_link = _link(s, "roce", "var-fabric=${__data.fields.fabric}&var-host=${__data.fields.host}")
+    panels = [
+        row("Throughput"),
+        timeseries("InfiniBand throughput (transmitted)", [
+            Q(f"sum by (fabric) (rate(fabric_ib_port_data_transmitted_bytes_total{f}[{RI}]))", "{{fabric}}")],
+            "Bps", description="Bytes sent by all IB ports (PortXmitData x 4), per fabric.",
+            links=[("InfiniBand ports", _link(s, "infiniband", "var-fabric=${fabric}"))]),
+        timeseries("RoCE throughput (NIC transmit)", [
+            Q(f"sum by (fabric) (rate(fabric_roce_tx_bytes_total{nic_f}[{RI}]))",
+              "{{fabric}}")],
+            "Bps", description="Bytes sent by all RoCE NIC ports, per fabric.",
+            links=[("RoCE congestion", _link(s, "roce", "var-fabric=${fabric}"))]),
+        row("Congestion"),
+        timeseries("InfiniBand worst transmit-wait ratio", [
+            Q(f"max by (fabric) (fabric:ib_port_xmit_wait:ratio{f})", "{{fabric}} worst port"),
+            Q(f"avg by (fabric) (fabric:ib_port_xmit_wait:ratio{f})", "{{fabric}} average")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
+            description="Fraction of time IB ports had data and no credits (PortXmitWait over link rate)."),
+        timeseries(f"RoCE worst PFC pause-time fraction (priority {p})", [
+            Q(f"max by (fabric) (fabric:roce_pfc_pause_time:fraction{lp})", "{{fabric}} worst port"),
+            Q(f"max by (fabric) (fabric:roce_ecn_marked:ratio{f})", "{{fabric}} worst ECN-marked ratio")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
+            description="Fraction of time NIC ports were paused on the lossless priority, and the worst share of "
+                        "CE-marked packets."),
+        table(f"Top {n} congested InfiniBand ports", [
+            Q(f"topk({n}, fabric:ib_port_xmit_wait:ratio{f})")],
+            "percentunit", hide=["node_guid"], link_field="node_name",
+            links=[("Open in InfiniBand ports", ib_link)],
+            description="Ports with the highest transmit-wait ratio now, with their peers."),
+        table(f"Top {n} paused RoCE ports (priority {p})", [
+            Q(f"topk({n}, fabric:roce_pfc_pause_time:fraction{lp})")],
+            "percentunit", link_field="host", links=[("Open in RoCE congestion", roce_link)],
+            description="NIC ports paused the largest fraction of time on the lossless priority."),
+        row("Tail latency"),
+        timeseries("RDMA p99 latency, worst group pair", [
+            Q('max by (fabric) (fabric:rdma_latency_seconds:p99{fabric=~"$fabric"})', "{{fabric}} p99"),
+            Q('max by (fabric) (fabric:rdma_latency_seconds:p50{fabric=~"$fabric"})', "{{fabric}} p50")],
+            "s", thresholds=[s["thresholds.latency_p99_seconds"]],
+            links=[("Tail latency", _link(s, "latency", "var-fabric=${fabric}"))],
+            description="Probe latency quantiles of the worst source/destination group pair."),
+        timeseries("Latency probe failures", [
+            Q(f"max by (fabric) (fabric:rdma_latency_probe_failures:ratio{f})", "{{fabric}}")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.probe_loss_ratio"]],
+            description="Share of probes with no result, worst host."),
+        row("Stability"),
+        timeseries("InfiniBand errors and link downs", [
+            Q(f"sum by (fabric, counter) (fabric:ib_port_errors:rate{f})", "{{fabric}} {{counter}}"),
+            Q(f"sum by (fabric) (rate(fabric_ib_symbol_error_total{f}[{RI}]))", "{{fabric}} SymbolErrors"),
+            Q(f"sum by (fabric) (rate(fabric_ib_link_downed_total{f}[{RI}]))", "{{fabric}} LinkDowned")],
+            "cps", description="Error counters per second summed over all IB ports."),
+        timeseries("RoCE errors and link downs", [
+            Q(f"sum by (fabric, direction) (fabric:roce_switch_if_errors:rate{f})", "{{fabric}} switch {{direction}} errors"),
+            Q(f"sum by (fabric) (rate(fabric_roce_nic_rx_crc_errors_total{f}[{RI}]))", "{{fabric}} NIC CRC errors"),
+            Q(f"sum by (fabric) (rate(fabric_roce_nic_link_down_events_total{f}[{RI}]))", "{{fabric}} NIC link downs"),
+            Q(f"sum by (fabric) (changes(fabric_roce_switch_if_oper_status{f}[{RI}]))", "{{fabric}} switch state changes")],
+            "cps", description="Error and link-down events per second over NIC ports and switch interfaces."),
+    ]
+    return dashboard(_uid(s, "overview"), "Fabric overview",
+                     "InfiniBand and RoCE side by side: throughput, congestion, tail latency and stability.",
+                     panels, [_fabric_var(s)], tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+def infiniband(s: Settings) -> dict:
+    f = s.sel('fabric=~"$fabric"')
+    fp = s.sel('fabric=~"$fabric",node_name=~"$node",port=~"$port"')
+    n = s["top_n"]
+    port_link = _link(s, "infiniband", "var-fabric=${__data.fields.fabric}&var-node=${__data.fields.node_name}"
+                                       "&var-port=${__data.fields.port}")
+    panels = [
+        row("Congestion"),
+        heatmap("Transmit-wait ratio across ports", Q(f"fabric:ib_port_xmit_wait:ratio{f}"), "percentunit",
+                buckets=False, description="Distribution of the transmit-wait ratio over every port in the fabric."),
+        table(f"Top {n} ports by transmit-wait ratio", [Q(f"topk({n}, fabric:ib_port_xmit_wait:ratio{f})")],
+              "percentunit", hide=["node_guid"], link_field="node_name",
+              links=[("Select this port", port_link)],
+              description="Most congested ports now, with their peer; click a node to select it."),
+        timeseries("Transmit-wait ratio (selected ports)", [
+            Q(f"fabric:ib_port_xmit_wait:ratio{fp}", "{{node_name}}:{{port}} -> {{peer_node_name}}:{{peer_port}}")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
+            description="Fraction of time the port had data to send but no credits."),
+        timeseries("Transmit wait ticks (selected ports)", [
+            Q(f"rate(fabric_ib_port_transmit_wait_total{fp}[{RI}])", "{{node_name}}:{{port}}")],
+            "cps", description="Raw PortXmitWait ticks per second (not comparable across link generations)."),
+        row("Traffic"),
+        timeseries("Transmitted (selected ports)", [
+            Q(f"rate(fabric_ib_port_data_transmitted_bytes_total{fp}[{RI}])", "{{node_name}}:{{port}}")],
+            "Bps", description="PortXmitData x 4 per second."),
+        timeseries("Received (selected ports)", [
+            Q(f"rate(fabric_ib_port_data_received_bytes_total{fp}[{RI}])", "{{node_name}}:{{port}}")],
+            "Bps", description="PortRcvData x 4 per second."),
+        timeseries("Packets (selected ports)", [
+            Q(f"rate(fabric_ib_port_packets_transmitted_total{fp}[{RI}])", "{{node_name}}:{{port}} tx"),
+            Q(f"rate(fabric_ib_port_packets_received_total{fp}[{RI}])", "{{node_name}}:{{port}} rx")],
+            "pps", description="PortXmitPkts and PortRcvPkts per second."),
+        timeseries("Utilisation (selected ports)", [
+            Q(f"rate(fabric_ib_port_data_transmitted_bytes_total{fp}[{RI}]) / (fabric_ib_port_rate_bytes_per_second{fp} > 0)",
+              "{{node_name}}:{{port}}")],
+            "percentunit", max_one=True, description="Transmitted bytes over the link's effective rate."),
+        row("Errors"),
+        timeseries("Port errors by counter (selected ports)", [
+            Q(f"fabric:ib_port_errors:rate{fp}", "{{node_name}}:{{port}} {{counter}}")],
+            "cps", description="PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries."),
+        timeseries("Symbol errors and link downs (selected ports)", [
+            Q(f"rate(fabric_ib_symbol_error_total{fp}[{RI}])", "{{node_name}}:{{port}} symbol"),
+            Q(f"rate(fabric_ib_link_downed_total{fp}[{RI}])", "{{node_name}}:{{port}} link downed")],
+            "cps", description="SymbolErrorCounter and LinkDownedCounter per second."),
+        timeseries("Transmit discards (selected ports)", [
+            Q(f"fabric:ib_port_transmit_discards:rate{fp}", "{{node_name}}:{{port}}")],
+            "pps", description="PortXmitDiscards per second: link down or congestion timeouts."),
+        table("Ports with latched 32-bit counters or missing from the sweep", [
+            Q(f"fabric_ib_port_counter_latched{f} + fabric_ib_port_sweep_missing{f}")],
+            "short", hide=["node_guid"],
+            description="Value 1+: a counter is pinned at its maximum (rates meaningless) or the port did not answer."),
+        row("Link state, width and speed"),
+        table("Links (selected ports)", [
+            Q(f"fabric_ib_port_rate_bytes_per_second{fp}")],
+            "Bps", hide=["node_guid"],
+            description="Effective rate of every selected link with its peer (0 = down)."),
+        table("Degraded or unexpectedly down links", [
+            Q(f"fabric_ib_port_degraded{f} + fabric_ib_port_link_down_unexpected{f}")],
+            "short", hide=["node_guid"],
+            description="1: the link runs below what both ends support, or is down while the topology had it up."),
+        timeseries("Active width and lane rate (selected ports)", [
+            Q(f"fabric_ib_port_active_width_lanes{fp}", "{{node_name}}:{{port}} lanes"),
+            Q(f"fabric_ib_port_supported_width_lanes{fp}", "{{node_name}}:{{port}} supported lanes")],
+            "short", description="LinkWidthActive against the widest width both ends support."),
+        timeseries("Port state (selected ports)", [
+            Q(f"fabric_ib_port_state_id{fp}", "{{node_name}}:{{port}} logical"),
+            Q(f"fabric_ib_port_physical_state_id{fp}", "{{node_name}}:{{port}} physical")],
+            "short", description="Logical 1 Down .. 4 Active; physical 5 LinkUp."),
+        table("Port identity and peers (selected ports)", [Q(f"fabric_ib_port_info{fp}")], "short",
+              description="LID, GUIDs, peer and the width/speed strings as the tools print them."),
+    ]
+    fn = s.sel('fabric=~"$fabric",node_name=~"$node"')
+    variables = [
+        _fabric_var(s),
+        query_variable("node", "Node", f'label_values(fabric_ib_port_rate_bytes_per_second{f}, node_name)'),
+        query_variable("port", "Port", f"label_values(fabric_ib_port_rate_bytes_per_second{fn}, port)"),
+    ]
+    return dashboard(_uid(s, "infiniband"), "Fabric / InfiniBand ports",
+                     "Per-port congestion (PortXmitWait), traffic, errors and link state of an InfiniBand fabric.",
+                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+def roce(s: Settings) -> dict:
+    f = s.sel('fabric=~"$fabric"')
+    nic = s.sel('fabric=~"$fabric",host=~"$host"')
+    nicp = s.sel('fabric=~"$fabric",host=~"$host",priority=~"$priority"')
+    sw = s.sel('fabric=~"$fabric",switch=~"$switch"')
+    swp = s.sel('fabric=~"$fabric",switch=~"$switch",priority=~"$priority"')
+    lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",queue="{s["lossless_queue"]}"')
+    panels = [
+        row("PFC on NIC ports"),
+        timeseries("NIC PFC pause frames per priority", [
+            Q(f"fabric:roce_pfc_pause_frames:rate{nicp}", "{{host}} {{netdev}} prio {{priority}} {{direction}}")],
+            "pps", thresholds=[s["thresholds.pfc_pause_frames_per_second"]],
+            description="rx: the fabric pauses this NIC; tx: the NIC cannot absorb and pauses its switch."),
+        timeseries("NIC time paused per priority", [
+            Q(f"fabric:roce_pfc_pause_time:fraction{nicp}", "{{host}} {{netdev}} prio {{priority}} {{direction}}")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
+            description="Fraction of time paused (pause duration counters); near 100% is a storm."),
+        row("PFC on switch interfaces"),
+        timeseries("Switch PFC pause frames per priority", [
+            Q(f"fabric:roce_pfc_pause_frames:rate{swp}", "{{switch}} {{interface}} prio {{priority}} {{direction}}")],
+            "pps", thresholds=[s["thresholds.pfc_pause_frames_per_second"]],
+            description="Per-priority PFC frames received (rx) and sent (tx) by switch interfaces."),
+        timeseries("Switch PFC frames, all priorities", [
+            Q(f"rate(fabric_roce_switch_pfc_rx_frames_total{sw}[{RI}])", "{{switch}} {{interface}} rx"),
+            Q(f"rate(fabric_roce_switch_pfc_tx_frames_total{sw}[{RI}])", "{{switch}} {{interface}} tx")],
+            "pps", description="IEEE8021-PFC-MIB totals, for switches without per-priority counters."),
+        row("ECN and congestion notification"),
+        timeseries("ECN-marked packets", [
+            Q(f"fabric:roce_ecn_marked_packets:rate{nic}", "{{host}} {{netdev}} received"),
+            Q(f"fabric:roce_ecn_marked_packets:rate{sw}", "{{switch}} {{interface}} {{queue}} marked")],
+            "pps", description="CE-marked packets a NIC received, and packets a switch queue marked."),
+        timeseries("ECN-marked share", [
+            Q(f"fabric:roce_ecn_marked:ratio{nic}", "{{host}} {{netdev}}"),
+            Q(f"fabric:roce_ecn_marked:ratio{sw}", "{{switch}} {{interface}} {{queue}}")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.ecn_marked_ratio"]],
+            description="Marked packets over received (NIC) or sent from the queue (switch)."),
+        timeseries("CNPs sent / received / handled / ignored", [
+            Q(f"fabric:roce_cnp:rate{nic}", "{{host}} {{device}} {{kind}}")],
+            "pps", thresholds=[s["thresholds.cnp_ignored_per_second"]],
+            description="DCQCN: receivers send CNPs, senders handle them; ignored CNPs mean misconfiguration."),
+        row("Retransmits and drops"),
+        timeseries("Retransmits and sequence errors", [
+            Q(f"fabric:roce_retransmits:rate{nic}", "{{host}} {{device}} {{kind}}")],
+            "cps", thresholds=[s["thresholds.retransmit_timeouts_per_second"]],
+            description="ACK timeouts (tail latency), sequence NAKs and out-of-sequence drops (go-back-N)."),
+        timeseries("Port discards", [
+            Q(f"fabric:roce_port_discards:rate{nic}", "{{host}} {{netdev}} {{direction}}"),
+            Q(f"fabric:roce_port_discards:rate{sw}", "{{switch}} {{interface}} {{direction}}")],
+            "pps", thresholds=[s["thresholds.port_discards_per_second"]],
+            description="Packets dropped by ports for lack of buffer."),
+        timeseries(f"Lossless drops (switch queue {s['lossless_queue']}, NIC priority)", [
+            Q(f"fabric:roce_switch_queue_dropped_packets:rate{lq}", "{{switch}} {{interface}} {{queue}}"),
+            Q(f"rate(fabric_roce_nic_priority_rx_discards_total{nicp}[{RI}])", "{{host}} {{netdev}} prio {{priority}}")],
+            "pps", description="Any drop in the lossless class is a fault: PFC did not protect it."),
+        timeseries("Host-side receive drops", [
+            Q(f"rate(fabric_roce_nic_rx_out_of_buffer_packets_total{nic}[{RI}])", "{{host}} {{netdev}} no rx buffer"),
+            Q(f"rate(fabric_roce_nic_rdma_out_of_buffer_total{nic}[{RI}])", "{{host}} {{device}} no RDMA WQE")],
+            "pps", description="Drops because the host did not post buffers: not the fabric's fault."),
+        row("PFC storm watchdog"),
+        timeseries("Switch PFC watchdog", [
+            Q(f"fabric_roce_switch_pfcwd_storm_active{sw}", "{{switch}} {{interface}} {{queue}} stormed"),
+            Q(f"increase(fabric_roce_switch_pfcwd_storms_detected_total{sw}[{RI}])", "{{switch}} {{interface}} {{queue}} detected")],
+            "short", description="1 while the watchdog holds a queue in a storm; storms detected per interval."),
+        timeseries("NIC pause-storm events", [
+            Q(f"increase(fabric_roce_nic_pause_storm_error_events_total{nic}[{RI}])", "{{host}} {{netdev}} error"),
+            Q(f"increase(fabric_roce_nic_pause_storm_warning_events_total{nic}[{RI}])", "{{host}} {{netdev}} warning")],
+            "short", description="The NIC's own stall watchdog: warning = paused too long, error = stopped pausing."),
+    ]
+    variables = [
+        _fabric_var(s),
+        query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{f}, host)"),
+        query_variable("switch", "Switch", f"label_values(fabric_roce_switch_if_oper_status{f}, switch)"),
+        query_variable("priority", "Priority", f"label_values(fabric_roce_pfc_rx_pause_frames_total{f}, priority)",
+                       default=s["lossless_priority"]),
+    ]
+    return dashboard(_uid(s, "roce"), "Fabric / RoCE congestion",
+                     "PFC per priority on NICs and switches, ECN marks, CNPs, retransmits, drops and storm watchdogs.",
+                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+def latency(s: Settings) -> dict:
+    g = ('fabric=~"$fabric",source_group=~"$source_group",destination_group=~"$destination_group",'
+         'tool=~"$tool",message_bytes=~"$message_bytes"')
+    n = s["top_n"]
+    gs = s.sel(g)
+    lv = s.sel('fabric=~"$fabric"')
+    pair_link = _link(s, "latency", "var-fabric=${__data.fields.fabric}"
+                                    "&var-source_group=${__data.fields.source_group}"
+                                    "&var-destination_group=${__data.fields.destination_group}")
+    baseline = ("fabric:rdma_latency_seconds:p99_median_7d" if s["latency_baseline"] == "median_7d"
+                else "fabric:rdma_latency_seconds:p99_1d_ago")
+    panels = [
+        row("Quantiles against baseline"),
+        timeseries("p50 / p99 / p99.9 and the p99 baseline", [
+            Q(f"fabric:rdma_latency_seconds:p50{{{g}}}", "{{source_group}} -> {{destination_group}} p50"),
+            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}", "{{source_group}} -> {{destination_group}} p99"),
+            Q(f"fabric:rdma_latency_seconds:p999{{{g}}}", "{{source_group}} -> {{destination_group}} p99.9"),
+            Q(f"{baseline}{{{g}}}", "{{source_group}} -> {{destination_group}} p99 baseline"),
+            Q(f"{s['thresholds.latency_regression_factor']} * {baseline}{{{g}}}",
+              "{{source_group}} -> {{destination_group}} regression threshold")],
+            "s", width=24, height=10, thresholds=[s["thresholds.latency_p99_seconds"]],
+            description="Quantiles from the probe histogram per group pair; the baseline is what the regression "
+                        "alert compares with."),
+        heatmap("Latency distribution", Q(
+            f"sum by (le) (rate(fabric_rdma_latency_seconds_bucket{gs}[{RI}]))"), "s",
+            description="All probe exchanges of the selected group pairs, by latency bucket."),
+        timeseries("p99 against the same time yesterday", [
+            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}", "{{source_group}} -> {{destination_group}} now"),
+            Q(f"fabric:rdma_latency_seconds:p99_1d_ago{{{g}}}", "{{source_group}} -> {{destination_group}} yesterday")],
+            "s", description="Day-over-day view of the p99."),
+        row("Who is slow"),
+        table("p99 by source group (rows) and destination group (columns)", [
+            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}")], "s", width=12,
+            transformations=[{"id": "groupingToMatrix", "options": {
+                "columnField": "destination_group", "rowField": "source_group", "valueField": "Value"}}],
+            description="Group-to-group matrix of the p99 now."),
+        table(f"Worst {n} group pairs by p99", [
+            Q(f"topk({n}, fabric:rdma_latency_seconds:p99{{{g}}})")], "s", width=12,
+            link_field="source_group", links=[("Select this pair", pair_link)],
+            description="Group pairs with the highest p99 now."),
+        table(f"Worst {n} host pairs by last probe p99", [
+            Q(f"topk({n}, fabric_rdma_latency_p99_seconds{gs})")], "s", width=12,
+            description="From each pair's last probe (per-pair series must be on in the probe config)."),
+        timeseries("Probe failures", [
+            Q(f"fabric:rdma_latency_probe_failures:ratio{lv}",
+              "{{host}} {{role}}")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.probe_loss_ratio"]],
+            description="Share of probes with no latency result, per host and role."),
+    ]
+    variables = [
+        _fabric_var(s),
+        query_variable("source_group", "Source group",
+                       f"label_values(fabric_rdma_latency_seconds_count{lv}, source_group)"),
+        query_variable("destination_group", "Destination group",
+                       f"label_values(fabric_rdma_latency_seconds_count{lv}, destination_group)"),
+        query_variable("tool", "Tool", f"label_values(fabric_rdma_latency_seconds_count{lv}, tool)"),
+        query_variable("message_bytes", "Message size",
+                       f"label_values(fabric_rdma_latency_seconds_count{lv}, message_bytes)"),
+    ]
+    return dashboard(_uid(s, "latency"), "Fabric / Tail latency",
+                     "RDMA probe latency: quantiles against their baseline, distribution, group matrix, worst pairs.",
+                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+def exporter(s: Settings) -> dict:
+    t = s.sel('fabric=~"$fabric",group=~"$group",collector=~"$collector"')
+    panels = [
+        row("Targets"),
+        stat("Targets up", [Q(f"sum(fabric_up{t})")], "short", width=6),
+        stat("Targets down", [Q(f"count(fabric_up{t} == 0) or vector(0)")], "short", width=6, thresholds=[1]),
+        stat("Targets stale", [Q(f"sum(fabric_target_stale{t})")], "short", width=6, thresholds=[1]),
+        stat("Config reload OK", [Q(f"min(fabric_config_last_reload_successful{s.sel()})")], "bool", width=6),
+        table("Target status", [Q(f"fabric_up{t}")], "short", width=24,
+              description="1 = last poll succeeded and fresh."),
+        row("Polls"),
+        timeseries("Poll duration over interval", [
+            Q(f"fabric:poll_duration_over_interval:ratio{t}", "{{group}}/{{host}}")],
+            "percentunit", thresholds=[s["thresholds.poll_slow_ratio"]],
+            description="Average poll time as a share of the poll interval; near 100% times out."),
+        timeseries("Poll duration", [Q(f"fabric_poll_duration_seconds{t}", "{{group}}/{{host}}")], "s"),
+        timeseries("Poll errors by reason", [
+            Q(f"sum by (group, reason) (rate(fabric_poll_errors_total{t}[{RI}]))", "{{group}} {{reason}}")],
+            "ops", description="Failed (and partial) polls per second by reason."),
+        timeseries("Failed poll share", [Q(f"fabric:poll_failures:ratio{t}", "{{group}}/{{host}}")],
+                   "percentunit", max_one=True, thresholds=[s["thresholds.poll_error_ratio"]]),
+        timeseries("Age of last successful poll", [
+            Q(f"time() - fabric_last_success_timestamp_seconds{t}", "{{group}}/{{host}}")], "s"),
+        timeseries("Backoff", [Q(f"fabric_poll_backoff_seconds{t}", "{{group}}/{{host}}")], "s",
+                   description="Extra delay after consecutive failures (0 when healthy)."),
+        timeseries("Samples per target", [Q(f"fabric_samples{t}", "{{group}}/{{host}}")], "short"),
+        timeseries("Targets by collector", [Q(f"fabric_targets{s.sel()}", "{{collector}}")], "short"),
+        table("Build", [Q(f"fabric_build_info{s.sel()}")], "short", width=24),
+    ]
+    f = s.sel('fabric=~"$fabric"')
+    variables = [
+        _fabric_var(s),
+        query_variable("group", "Target group", f"label_values(fabric_up{f}, group)"),
+        query_variable("collector", "Collector", f"label_values(fabric_up{f}, collector)"),
+    ]
+    return dashboard(_uid(s, "exporter"), "Fabric / Exporter health",
+                     "Is fabric-exporter polling every target on time? Status, durations, errors, staleness.",
+                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+BUILDERS = {"overview": overview, "infiniband": infiniband, "roce": roce, "latency": latency,
+            "exporter": exporter}
+
+
+def build_all(s: Settings) -> dict[str, dict]:
+    """File stem -> dashboard JSON."""
+    return {f"fabric-{name}": build(s) for name, build in BUILDERS.items()}

@@ -3,13 +3,17 @@
 For every alert rule: one case whose input makes the expression true from ``onset``; it asserts no
 firing alert one evaluation before ``for:`` has elapsed and exactly the expected alert (labels and
 rendered annotations) once it has. For every recording rule: its exact value at one instant.
+
+promtool evaluates every rule at every step from 0 to the latest eval time, so scenarios that need a
+day of history use hourly steps and go to a second file with a 1h evaluation interval.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
-from .rules import AlertRule, RuleSet, Scenario, minutes
+from .rules import AlertRule, RuleSet, Scenario, duration_seconds
 
 _LABEL_REF = re.compile(r"\{\{\s*\$labels\.(\w+)\s*\}\}")
 
@@ -23,15 +27,25 @@ def render(template: str, labels: dict) -> str:
     return text
 
 
+def for_steps(a: AlertRule, step: int) -> int:
+    """Evaluations (of ``step`` minutes) until an alert active since onset is firing."""
+    return math.ceil(duration_seconds(a.for_) / (60 * step))
+
+
+def eval_times(a: AlertRule, sc: Scenario) -> tuple[int, int]:
+    """(silent, firing) evaluation times in minutes."""
+    wait = for_steps(a, sc.step)
+    return (sc.onset + wait - 1) * sc.step, (sc.onset + wait) * sc.step
+
+
 def _alert_case(a: AlertRule, sc: Scenario, index: int) -> dict:
-    wait = minutes(a.for_)
-    before, after = sc.onset + wait - 1, sc.onset + wait
+    before, after = eval_times(a, sc)
     labels = {**sc.labels, "component": a.component, "severity": a.severity}
     annotations = {"summary": a.summary, "description": render(a.description, sc.labels),
                    "runbook_url": a.runbook_url}
     return {
-        "name": f"{a.alert} #{index}: silent at {before}m, firing at {after}m (onset {sc.onset}m, for {a.for_})",
-        "interval": "1m",
+        "name": f"{a.alert} #{index}: silent at {before}m, firing at {after}m (for {a.for_})",
+        "interval": f"{sc.step}m",
         "input_series": [{"series": s, "values": v} for s, v in sc.series],
         "alert_rule_test": [
             {"eval_time": f"{before}m", "alertname": a.alert, "exp_alerts": []},
@@ -45,16 +59,17 @@ def _labels_text(labels: dict, name: str) -> str:
     return name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
 
-def build_tests(rs: RuleSet, rule_file: str) -> dict:
-    tests = []
+def build_tests(rs: RuleSet, rule_file: str) -> dict[int, dict]:
+    """Evaluation step in minutes -> promtool test file document."""
+    by_step: dict[int, list] = {}
     for r in rs.recordings():
-        tests.append({
+        by_step.setdefault(r.test_step, []).append({
             "name": f"recording {r.record}",
-            "interval": "1m",
+            "interval": f"{r.test_step}m",
             "input_series": [{"series": s, "values": v} for s, v in r.test_series],
             "promql_expr_test": [{
                 "expr": r.record,
-                "eval_time": f"{r.test_at}m",
+                "eval_time": f"{r.test_at * r.test_step}m",
                 "exp_samples": [{"labels": _labels_text(lbl, r.record), "value": v} for lbl, v in r.test_expect],
             }],
         })
@@ -62,11 +77,8 @@ def build_tests(rs: RuleSet, rule_file: str) -> dict:
     for a in rs.alerts():
         for sc in a.scenarios():
             seen[a.alert] = seen.get(a.alert, 0) + 1
-            tests.append(_alert_case(a, sc, seen[a.alert]))
-    return {
-        "rule_files": [rule_file],
-        "evaluation_interval": "1m",
-        # Recording groups first, so alerts read this evaluation's recorded values (as in the file).
-        "group_eval_order": [name for name, _ in rs.recording_groups] + [name for name, _ in rs.alert_groups],
-        "tests": tests,
-    }
+            by_step.setdefault(sc.step, []).append(_alert_case(a, sc, seen[a.alert]))
+    # Recording groups first, so alerts read this evaluation's recorded values (as in the file).
+    order = [name for name, _ in rs.recording_groups] + [name for name, _ in rs.alert_groups]
+    return {step: {"rule_files": [rule_file], "evaluation_interval": f"{step}m", "group_eval_order": order,
+                   "tests": tests} for step, tests in sorted(by_step.items())}

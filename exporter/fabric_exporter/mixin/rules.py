@@ -46,15 +46,17 @@ class Recording:
     expr: str
     # promql_expr_test: input series, eval minute, expected (labels dict, value) samples.
     test_series: tuple[tuple[str, str], ...] = ()
-    test_at: int = 0
+    test_at: int = 0  # in steps
     test_expect: tuple[tuple[dict, float], ...] = ()
+    test_step: int = 1  # minutes
 
 
 @dataclass(frozen=True)
 class Scenario:
     series: tuple[tuple[str, str], ...]
-    onset: int  # first 1m evaluation (minutes) at which the expression holds
+    onset: int  # first evaluation (in steps) at which the expression holds
     labels: dict  # labels of the firing alert besides alertname and severity
+    step: int = 1  # minutes between samples and evaluations (60 for day-long scenarios)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,20 @@ class Ctx:
         """A counter flat at 0 until ``start``, then rising by ``per_minute`` each minute."""
         return f"0x{start - 1} {fmt(per_minute)}+{fmt(per_minute)}x{length - start}"
 
+    def ramp_plan(self, start: int, threshold: float, cap: float | None = None) -> tuple[float, int]:
+        """A full rate for a ramp scenario (about 3x the threshold, at most ``cap``) whose partial
+        rates never land on the threshold, and the minute it first exceeds it."""
+        factors = (3, 2.5, 3.7, 1.7, 4.3)
+        candidates = [threshold * f if threshold > 0 else f for f in factors]
+        if cap is not None:
+            candidates = [min(cap, v) for v in candidates] + [cap * 0.97, cap * 0.93]
+        for full in candidates:
+            try:
+                return full, self.ramp_onset(start, full, threshold)
+            except ValueError:
+                continue
+        raise ValueError(f"no ramp scenario for threshold {threshold} (cap {cap})")
+
     def ramp_onset(self, start: int, full: float, threshold: float) -> int:
         """First minute a rate over rate_window of a ramp starting at ``start`` exceeds ``threshold``.
 
@@ -250,9 +266,8 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricPollsFailing"
     thr = c.s["thresholds.poll_error_ratio"]
-    full = min(1.0, thr * 1.5) if thr < 1 else 1.0
     start = c.window_steps() + 2
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr, cap=1.0)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, WARNING, f"fabric:poll_failures:ratio{sel()} > {fmt(thr)}",
@@ -375,9 +390,8 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts = []
     n = "FabricIBXmitWaitHigh"
     thr = c.s["thresholds.ib_xmit_wait_ratio"]
-    full = min(1.0, thr * 3)
     start = c.window_steps() + 2
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr, cap=1.0)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, WARNING, f"fabric:ib_port_xmit_wait:ratio{sel()} > {fmt(thr)}",
@@ -389,9 +403,8 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricLinkSymbolErrors"
     thr = c.s["thresholds.symbol_errors_per_window"]
-    full = max(thr * 3, 3)
     start = c.window_steps() + 2
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     symbol_ib = c.alert(
         n, WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}]) > {fmt(thr)}",
@@ -430,9 +443,8 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricPortErrors"
     thr = c.s["thresholds.port_errors_per_second"]
-    full = max(thr * 3, 1)
     start = c.window_steps() + 2
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     errors_ib = c.alert(
         n, WARNING, f"sum without (counter) (fabric:ib_port_errors:rate{sel()}) > {fmt(thr)}",
@@ -443,8 +455,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricPortDiscards"
     thr = c.s["thresholds.port_discards_per_second"]
-    full = max(thr * 3, 1)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     discards_ib = c.alert(
         n, WARNING, f"fabric:ib_port_transmit_discards:rate{sel()} > {fmt(thr)}",
@@ -538,10 +549,10 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     host_sel, switch_sel = sel('host!=""'), sel('switch!=""')
     ignored_sel, timeout_sel = sel('kind="ignored"'), sel('kind="local_ack_timeout"')
 
-    # -- PFC pause storm: three independent signs of one fault
+    # -- PFC pause storm
     n = "FabricRocePfcPauseStorm"
     thr = c.s["thresholds.pfc_pause_fraction"]
-    onset = c.ramp_onset(start, 1.0, thr)
+    full, onset = c.ramp_plan(start, thr, cap=1.0)
     length = c.length(n, onset)
     s_storm, _ = c.series("fabric_roce_nic_pause_storm_error_events_total", NIC_PORT)
     storm_length = c.length(n, start)
@@ -555,7 +566,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         _nic_where() + f" is in a PFC pause storm: paused more than {pct(thr)} of the time on the lossless "
         f"priority over {w}, or its NIC's pause-storm watchdog fired, for {c.s.for_(n)}. A stuck receiver "
         "is freezing the lossless class and the pause spreads through the fabric.",
-        Scenario(((s_rx_psec, c.ramp(start, 60.0, length)),), onset, {**nic_prio, "direction": "rx"}),
+        Scenario(((s_rx_psec, c.ramp(start, 60 * full, length)),), onset, {**nic_prio, "direction": "rx"}),
         extra=(Scenario(((s_storm, c.ramp(start, 1, storm_length)),), start, nic),)))
     s_wd, _ = c.series("fabric_roce_switch_pfcwd_storm_active", SWITCH_IF, queue=c.s["lossless_queue"])
     alerts.append(c.alert(
@@ -567,8 +578,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricRocePfcPausesSustained"
     thr = c.s["thresholds.pfc_pause_frames_per_second"]
-    full = max(thr * 3, 1)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     for where, s_name, labels, direction in ((_nic_where(), s_rx_pause, nic_prio, "rx"),
                                               (_switch_where(), s_sw_tx_pause, sw_prio, "tx")):
@@ -585,8 +595,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricRoceEcnMarkingHigh"
     thr = c.s["thresholds.ecn_marked_ratio"]
-    full = min(1.0, thr * 3)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr, cap=1.0)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, INFO, f"fabric:roce_ecn_marked:ratio{host_sel} > {fmt(thr)}",
@@ -603,8 +612,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricRoceCnpIgnored"
     thr = c.s["thresholds.cnp_ignored_per_second"]
-    full = max(thr * 3, 1)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, WARNING, f"fabric:roce_cnp:rate{ignored_sel} > {fmt(thr)}",
@@ -634,8 +642,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricRoceRetransmitTimeouts"
     thr = c.s["thresholds.retransmit_timeouts_per_second"]
-    full = max(thr * 3, 1)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, WARNING, f"fabric:roce_retransmits:rate{timeout_sel} > {fmt(thr)}",
@@ -647,8 +654,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     # -- link health on RoCE ports
     n = "FabricLinkSymbolErrors"
     thr = c.s["thresholds.symbol_errors_per_window"]
-    full = max(thr * 3, 3)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     s_pcs, _ = c.series("fabric_roce_nic_rx_pcs_symbol_errors_total", NIC_PORT)
     alerts.append(c.alert(
@@ -711,8 +717,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricPortErrors"
     thr = c.s["thresholds.port_errors_per_second"]
-    full = max(thr * 3, 1)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, WARNING, f"sum without (direction) (fabric:roce_switch_if_errors:rate{sel()}) > {fmt(thr)}",
@@ -730,8 +735,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricPortDiscards"
     thr = c.s["thresholds.port_discards_per_second"]
-    full = max(thr * 3, 1)
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr)
     length = c.length(n, onset)
     s_sw_rxd, _ = c.series("fabric_roce_rx_discards_total", SWITCH_IF)
     for where, sel_side, s_name, labels in ((_nic_where(), host_sel, s_rxd, nic),
@@ -775,7 +779,8 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     rec.append(Recording(
         "fabric:rdma_latency_seconds:p99_1d_ago",
         "fabric:rdma_latency_seconds:p99 offset 1d",
-        ((s_p99, "0.000004x1500"),), 1445, ((grp, 0.000004),)))
+        # hourly steps: a day of 1m evaluations would make promtool slow for nothing
+        ((s_p99, "0.000004x2 0.000006x30"),), 26, ((grp, 0.000004),), test_step=60))
     s_pf, host_role = c.series("fabric_rdma_latency_probe_failures_total", ("fabric", "host"),
                                host_group="rack-1", role="client", reason="timeout")
     s_pt, _ = c.series("fabric_rdma_latency_probes_total", ("fabric", "host"), host_group="rack-1", role="client")
@@ -809,21 +814,21 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         series = ((s_p99, f"{fmt(base_value)}x119 {fmt(bad)}x{minutes(c.s.for_(n)) + 10}"),)
         onset = 120
     else:
-        series = ((s_p99, f"{fmt(base_value)}x1499 {fmt(bad)}x{minutes(c.s.for_(n)) + 10}"),)
-        onset = 1500
+        # hourly steps: the p99 is normal for a day, then regresses at hour 25
+        series = ((s_p99, f"{fmt(base_value)}x24 {fmt(bad)}x{math.ceil(minutes(c.s.for_(n)) / 60) + 5}"),)
+        onset = 25
     alerts.append(c.alert(
         n, WARNING, f"fabric:rdma_latency_seconds:p99 > {fmt(factor)} * {baseline}",
         "RDMA tail latency regressed against its own baseline.",
         "fabric {{ $labels.fabric }}: p99 latency of {{ $labels.tool }} ({{ $labels.message_bytes }} B) from "
         "{{ $labels.source_group }} to {{ $labels.destination_group }} is more than " + f"{fmt(factor)}x "
         f"{baseline_text}, for {c.s.for_(n)}.",
-        Scenario(series, onset, grp)))
+        Scenario(series, onset, grp, step=1 if c.s["latency_baseline"] == "median_7d" else 60)))
 
     n = "FabricLatencyProbeLoss"
     thr = c.s["thresholds.probe_loss_ratio"]
-    full = min(1.0, thr * 3)
     start = c.window_steps() + 2
-    onset = c.ramp_onset(start, full, thr)
+    full, onset = c.ramp_plan(start, thr, cap=1.0)
     length = c.length(n, onset)
     alerts.append(c.alert(
         n, WARNING, f"fabric:rdma_latency_probe_failures:ratio{sel()} > {fmt(thr)}",
