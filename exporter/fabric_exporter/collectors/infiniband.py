@@ -369,11 +369,13 @@ class InfinibandCollector(Collector):
         failures = ib_queryerrors.failed_queries(errors_stderr)
         for name, _lid, _port in failures:
             failed_nodes |= names.get(name, set())
-        if errors.summary.pma_failures and (len(failures) < errors.summary.pma_failures or
-                                            any(name not in names for name, _l, _p in failures)):
+        # A failure on a node the counter sweep did not return concerns no published port; a failure
+        # count the warnings do not account for could concern any node.
+        if len(failures) < errors.summary.pma_failures:
             complete = False
-            problems.append(f"error sweep: {errors.summary.pma_failures} PMA queries failed on nodes it "
-                            "could not name: error counters withheld for ports it did not list")
+            problems.append(f"error sweep: {errors.summary.pma_failures} PMA queries failed, "
+                            f"{errors.summary.pma_failures - len(failures)} without naming the node: "
+                            "error counters withheld for ports it did not list")
         elif failed_nodes:
             problems.append(f"error sweep: PMA queries failed on {len(failed_nodes)} node(s): "
                             "their error counters are withheld")
@@ -617,11 +619,13 @@ class InfinibandCollector(Collector):
             }, 1.0))
             state_counts["up" if up else "down"] += 1
 
-            # remember what this port looks like, for the next polls' comparisons
+            # Remember every port swept (linked or not): absent from a later sweep, it is "missing".
             if up and peer_guid is not None:
                 self._expected_ports[key] = _ExpectedPort(peer_guid, link.peer_port, True, now)
             elif expected is not None:
-                expected.last_seen = now if not expected.linked else expected.last_seen
+                expected.last_seen = now
+            else:
+                self._expected_ports[key] = _ExpectedPort(None, None, False, now)
             if p.node_guid in self._nodes:
                 self._nodes[p.node_guid].last_seen = now
 
@@ -629,7 +633,7 @@ class InfinibandCollector(Collector):
         missing_nodes: set[int] = set()
         missing = 0
         for key, exp in sorted(self._expected_ports.items()):
-            if key in ports or not exp.linked:
+            if key in ports:
                 continue
             if now - exp.last_seen > self.options.forget_missing_after:
                 del self._expected_ports[key]

@@ -1,0 +1,74 @@
+"""Faults on a simulated fabric: a link taken down (Unlink) and a lossy uplink (Error). The poll must say
+what it lost (partial data, missing ports with their series withheld) instead of reporting a healthy,
+smaller fabric. Its own fabric: these tests break links."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .conftest import CollectorHarness, group_for, index, needs_ibsim, values
+
+pytestmark = needs_ibsim
+
+
+@pytest.fixture(scope="module")
+def harness(fabric):
+    h = CollectorHarness(group_for({"env": fabric.env(), "mad_timeout_ms": 200}))
+    baseline = h.poll()
+    assert baseline.problems == []
+    return h
+
+
+def _wait_active(fabric, harness, node: str, port: str, timeout: float = 40.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = harness.poll()
+        if values(result, "fabric_ib_port_state_id").get((node, port)) == 4.0 and not result.problems:
+            return
+        time.sleep(1)
+    pytest.fail(f"{node} port {port} did not come back Active within {timeout}s")
+
+
+def test_unlink_reports_the_port_down_and_the_lost_hca_missing(fabric, harness):
+    fabric.unlink("leaf-03", 1)
+    try:
+        result = harness.poll()
+        idx = index(result)
+        state = idx[("fabric_ib_port_state_id", "leaf-03", "1")]
+        assert state["value"] == 1.0  # Down
+        # the series keep the peer the link had, so a dashboard can say which link is down
+        assert (state["labels"]["peer_node_name"], state["labels"]["peer_port"]) == ("gpu-005 mlx5_0", "1")
+        assert idx[("fabric_ib_port_link_down_unexpected", "leaf-03", "1")]["value"] == 1.0
+        assert values(result, "fabric_ib_port_physical_state_id")[("leaf-03", "1")] in (2.0, 3.0)  # Polling/Disabled
+        # the HCA behind it is unreachable: flagged missing, its counters withheld (not zeros)
+        assert idx[("fabric_ib_port_sweep_missing", "gpu-005 mlx5_0", "1")]["value"] == 1.0
+        assert ("fabric_ib_symbol_error_total", "gpu-005 mlx5_0", "1") not in idx
+        assert ("fabric_ib_port_data_received_bytes_total", "gpu-005 mlx5_0", "1") not in idx
+        assert any("missing from the sweep" in p for p in result.problems)
+        ports = {s.labels["state"]: s.value for s in result.samples if s.name == "fabric_ib_topology_ports"}
+        assert ports["missing"] == 1
+        # everything else is still there, with its counters
+        assert values(result, "fabric_ib_symbol_error_total")[("gpu-006 mlx5_0", "1")] == 0
+    finally:
+        fabric.relink("leaf-03", 1)
+    _wait_active(fabric, harness, "leaf-03", "1")
+
+
+def test_error_on_an_uplink_is_partial_data_not_a_healthy_fabric(fabric, harness):
+    fabric.set_error_rate("spine-01", 1, 100)  # spine-01 port 1 <-> leaf-01 port 3: every MAD lost
+    try:
+        result = harness.poll()
+    finally:
+        fabric.set_error_rate("spine-01", 1, 0)
+    assert result.problems, "a sweep that lost part of the fabric must not look complete"
+    missing = {k for k, v in values(result, "fabric_ib_port_sweep_missing").items() if v == 1.0}
+    assert missing
+    idx = index(result)
+    for node, port in missing:
+        assert ("fabric_ib_symbol_error_total", node, port) not in idx
+        assert ("fabric_ib_port_data_transmitted_bytes_total", node, port) not in idx
+    after = harness.poll()
+    assert after.problems == []
+    assert set(values(after, "fabric_ib_port_sweep_missing").values()) == {0.0}
