@@ -144,3 +144,14 @@ def test_histograms_only_grow_and_old_pair_results_are_withheld(fake_perftest_on
     stale = col._samples(later, 0, 0, 0)
     assert not [s for s in stale if s.name == "fabric_rdma_latency_median_seconds"]
     assert [s for s in stale if s.name == "fabric_rdma_latency_seconds_count"]  # counters/histograms stay
+
+
+def test_port_pool_hands_out_each_port_once_and_holds_back_abandoned_ones():
+    from fabric_exporter.collectors.latency_probe import _PortPool
+    pool = _PortPool(20000, 20002)
+    a, b, c = pool.acquire(0.0), pool.acquire(0.0), pool.acquire(0.0)
+    assert sorted((a, b, c)) == [20000, 20001, 20002] and pool.acquire(0.0) is None
+    pool.release(a)
+    pool.release(b, free_at=10.0)  # a server we stopped waiting for: its timeout kills it by t=10
+    assert pool.acquire(5.0) == a and pool.acquire(5.0) is None
+    assert pool.acquire(10.0) == b

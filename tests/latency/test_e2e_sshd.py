@@ -140,7 +140,7 @@ def test_dead_host_fails_only_its_own_probes(tmp_path):
 
 def test_hung_probe_times_out_and_nothing_is_left_running(tmp_path):
     fixture = {"pairs": {"gpu-a1>gpu-a2": {"behaviour": "hang"}, "gpu-a2>gpu-a3": {"behaviour": "fail"},
-                         "gpu-a3>gpu-a1": {"behaviour": "garbage"}}}
+                         "gpu-a3>gpu-a1": {"behaviour": "garbage"}, "gpu-a2>gpu-a1": {"behaviour": "vanish"}}}
     with LatencyLab(tmp_path, HOSTS[:3], fixture) as lab:
         cfg = config(lab, host_groups={"rack-a": HOSTS[:3]}, plan={"full_mesh": True}, probe_timeout="2s",
                      budget={"max_concurrent_probes": 6})
@@ -148,11 +148,12 @@ def test_hung_probe_times_out_and_nothing_is_left_running(tmp_path):
         assert state.state == "partial", state.last_error
         assert value(text, "fabric_rdma_latency_probe_failures_total", host="gpu-a1", role="client",
                      reason="timeout") == 1
-        assert value(text, "fabric_rdma_latency_probe_failures_total", host="gpu-a2", role="client",
-                     reason="client_failed") == 1
         assert value(text, "fabric_rdma_latency_probe_failures_total", host="gpu-a3", role="client",
                      reason="parse") == 1
-        assert value(text, "fabric_rdma_latency_round_probes", outcome="ok") == 3
+        # the client never connected (no device): its server on gpu-a1 is left waiting for the timeout
+        assert value(text, "fabric_rdma_latency_probe_failures_total", host="gpu-a2", role="client",
+                     reason="client_failed") == 2
+        assert value(text, "fabric_rdma_latency_round_probes", outcome="ok") == 2
         # a failed probe never becomes a latency
         assert value(text, "fabric_rdma_latency_median_seconds", source="gpu-a1", destination="gpu-a2") is None
         assert value(text, "fabric_rdma_latency_pair_seconds_count", source="gpu-a3", destination="gpu-a1") is None
@@ -169,3 +170,41 @@ def test_budget_caps_a_round_and_the_rest_rotates(tmp_path):
         assert value(text, "fabric_rdma_latency_plan_pairs") == 12
         assert value(text, "fabric_rdma_latency_plan_cover_rounds") == 3
         assert len([e for e in lab.events() if e["event"] == "client_end"]) == 5
+
+
+def test_roce_flags_and_json_report(tmp_path):
+    with LatencyLab(tmp_path, HOSTS[:2], {"default": {"typical": 3.05, "p99": 3.71}, "cpu_warning": True}) as lab:
+        cfg = config(lab, host_groups={"rack-a": HOSTS[:2]}, plan={"full_mesh": True}, tool="ib_send_lat",
+                     message_bytes=64, iterations=20000, device="mlx5_2", gid_index=3, traffic_class=106,
+                     report="json", command_prefix=["nice", "-n", "5"])
+        state, text, _ = asyncio.run(poll_once(cfg))
+        assert state.state == "ok", state.last_error
+        labels = dict(source="gpu-a1", destination="gpu-a2", tool="ib_send_lat", message_bytes="64")
+        assert value(text, "fabric_rdma_latency_median_seconds", **labels) == 3.05e-06
+        assert value(text, "fabric_rdma_latency_p99_seconds", **labels) == 3.71e-06
+        assert value(text, "fabric_rdma_latency_pair_seconds_count", **labels) == 20000
+        starts = [e for e in lab.events() if e["event"] in ("server_start", "client_start")]
+        for e in starts:
+            argv = e["argv"]
+            assert argv[argv.index("-x") + 1] == "3" and argv[argv.index("--tclass") + 1] == "106"
+            assert argv[argv.index("-d") + 1] == "mlx5_2" and argv[argv.index("-n") + 1] == "20000"
+            assert e["nice"] == 5  # command_prefix ran it under nice
+        clients = [e for e in starts if e["event"] == "client_start"]
+        assert len(clients) == 2
+        for e in clients:
+            assert e["argv"][-1] == lab.address[e["peer"]]  # dials the destination's address
+            assert "--out_json" in e["argv"] and "--out_json_file=/dev/stdout" in e["argv"]
+
+
+def test_exposition_passes_promtool(tmp_path):
+    import shutil
+    import subprocess
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed")
+    with LatencyLab(tmp_path, HOSTS[:3], {}) as lab:
+        state, text, _ = asyncio.run(poll_once(config(lab, host_groups={"rack-a": HOSTS[:3]},
+                                                      plan={"full_mesh": True})))
+        assert state.state == "ok", state.last_error
+    out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr

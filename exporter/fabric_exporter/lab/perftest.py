@@ -12,7 +12,7 @@ fixture (JSON, path in ``FABRIC_LAB_PERFTEST_FIXTURE``)::
 
     {"hosts": {"127.0.1.1": "gpu-001", ...},              # address -> host name
      "default": {"typical": 2.1, "p99": 2.9, ...},       # µs; missing stats are derived
-     "pairs": {"gpu-001>gpu-002": {"typical": 9.0} | {"behaviour": "hang"} | {"behaviour": "fail"}},
+     "pairs": {"gpu-001>gpu-002": {"typical": 9.0} | {"behaviour": "hang" | "fail" | "garbage" | "vanish"}},
      "cpu_warning": true}
 
 Every start and end is appended as a JSON line to ``$FABRIC_LAB_PERFTEST_STATE/events.jsonl`` and
@@ -130,7 +130,7 @@ def render_json(tool: str, stats: dict, *, size: int = 2, iters: int = 10000, de
 
 def _parse_args(argv: list[str]) -> dict:
     """The perftest flags the collector passes; anything else is accepted and ignored."""
-    opts = {"port": 18515, "iters": 1000, "size": 2, "device": "mlx5_0", "gid_index": None, "server": None,
+    opts = {"argv": list(argv), "port": 18515, "iters": 1000, "size": 2, "device": "mlx5_0", "gid_index": None, "server": None,
             "out_json": False, "out_json_file": "perftest_out.json", "no_cpu_warning": False}
     takes_value = {"-p": "port", "--port": "port", "-n": "iters", "--iters": "iters", "-s": "size", "--size": "size",
                    "-d": "device", "--ib-dev": "device", "-x": "gid_index", "--gid-index": "gid_index",
@@ -176,7 +176,8 @@ class _Lab:
     def event(self, **fields) -> None:
         if self.state is None:
             return
-        line = json.dumps({"t": time.time(), "pid": os.getpid(), "host": self.host, "tool": self.tool, **fields})
+        line = json.dumps({"t": time.time(), "pid": os.getpid(), "host": self.host, "tool": self.tool,
+                           "nice": os.nice(0), **fields})
         fd = os.open(self.state / "events.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (line + "\n").encode())  # one write with O_APPEND: lines never interleave
@@ -215,7 +216,7 @@ def run_server(lab: _Lab, opts: dict) -> int:
     pidfile = lab.state / f"server-{port}-{os.getpid()}.pid" if lab.state else None
     if pidfile:
         pidfile.write_text(str(os.getpid()))
-    lab.event(event="server_start", port=port)
+    lab.event(event="server_start", port=port, argv=opts["argv"])
     try:
         _print("\n************************************\n* Waiting for client to connect... *\n"
                "************************************\n")
@@ -238,7 +239,12 @@ def run_server(lab: _Lab, opts: dict) -> int:
 def run_client(lab: _Lab, opts: dict) -> int:
     port, server = opts["port"], opts["server"]
     destination = lab.name_of(server)
-    lab.event(event="client_start", port=port, peer=destination)
+    lab.event(event="client_start", port=port, peer=destination, argv=opts["argv"])
+    if lab.pair_spec(lab.host, destination).get("behaviour") == "vanish":
+        # e.g. no RDMA device on the client: it never connects, the server is left waiting
+        _print(" Unable to find the Infiniband/RoCE device\n", sys.stderr)
+        lab.event(event="client_failed", port=port, peer=destination)
+        return 1
     try:
         conn = socket.create_connection((server, port), timeout=5)
     except OSError:
