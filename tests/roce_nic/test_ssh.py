@@ -262,7 +262,7 @@ def test_missing_tool_is_partial_and_garbled_output_fails_only_that_host(lab_fac
     assert series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-a")  # sysfs counters still published
     assert not series(samples, "fabric_roce_rx_bytes_total", host="gpu-a")
     assert b.state == "failed" and dict(b.errors) == {"parse": 1}
-    assert "rx_bytes" in b.last_error and "not an unsigned decimal" in b.last_error
+    assert b.last_error == "ens1f0np0: ethtool -S line 3 (rx_bytes): not an unsigned decimal: '3O'"
     assert not series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-b")  # nothing guessed or half-published
 
 

@@ -357,7 +357,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
             ports.append(PortData(
                 dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
                 None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
-                parse_hw_counters(raw) if raw is not None else None))
+                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters") if raw is not None else None))
         if not ports and not dump.missing_devices:
             raise CommandFailed("no RDMA devices under /sys/class/infiniband "
                                 "(driver not loaded, or /sys not visible to this user/container?)")
@@ -373,7 +373,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
         if port is None:
             continue
         if out.exit_status == 0:
-            port.ethtool = parse_ethtool_stats(out.text)
+            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}")
         elif out.exit_status == 127:
             missing_tool.append(netdev)
         else:
@@ -382,6 +382,14 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
     if missing_tool:
         problems.append("ethtool: command not found on host (install ethtool or set option ethtool: false)")
     return ports
+
+def _parse_in(parse, text: str, where: str):
+    """Run a parser; a ParseError names the device or netdev it came from."""
+    try:
+        return parse(text)
+    except ParseError as e:
+        raise ParseError(f"{where}: {e}") from None
+
 
 def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
     for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
