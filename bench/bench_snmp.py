@@ -76,8 +76,11 @@ async def run_fabric_exporter(port: int, names: list[str], rounds: int, workdir:
                         "credentials": name, "hosts": [{"name": name, "address": "127.0.0.1", "port": port}],
                         "interval": "60s", "timeout": "50s",
                         "options": {"modules": ["if_mib"], "max_repetitions": MAX_REPETITIONS,
-                                    "snmp_timeout": "5s", "snmp_retries": 2}})
-    cfg = parse_config({"credentials": creds, "targets": targets}, base_dir=workdir)
+                                    "snmp_timeout": "5s", "snmp_retries": 2, "max_concurrent_walks": 2}})
+    # 32 switches at a time x 2 walks each = 64 requests in flight, as snmp_exporter's 64 scrapes
+    # (each walks one OID at a time): one snmpsim process serves them all and must not be flooded.
+    cfg = parse_config({"credentials": creds, "targets": targets, "limits": {"per_transport": {"snmp": 32}}},
+                       base_dir=workdir)
     transports = Transports()
     sched = Scheduler(transports, SnapshotStore())
     sched.apply(cfg, start_tasks=False)

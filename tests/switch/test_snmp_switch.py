@@ -103,12 +103,13 @@ def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_
     for p in range(8):
         assert series(s1, "fabric_roce_pfc_tx_pause_frames_total", **lab, priority=str(p)) == pfc[p][0]
         assert series(s1, "fabric_roce_pfc_rx_pause_frames_total", **lab, priority=str(p)) == pfc[p][1]
-    # CISCO-SWITCH-QOS-MIB queue 4 (1-based) is UC3 / MC3
+    # CISCO-SWITCH-QOS-MIB queue 4 (1-based) is UC3; queue 12 (after 8 unicast ones) is MC11
     q = queues[3]
     assert series(s1, "fabric_roce_switch_queue_tx_packets_total", **lab, queue="UC3") == q["uc_pkts"]
-    assert series(s1, "fabric_roce_switch_queue_tx_bytes_total", **lab, queue="MC3") == q["mc_bytes"]
+    assert series(s1, "fabric_roce_switch_queue_tx_bytes_total", **lab, queue="MC11") == q["mc_bytes"]
     assert series(s1, "fabric_roce_switch_queue_dropped_packets_total", **lab, queue="UC3") == q["uc_drop_pkts"]
-    assert series(s1, "fabric_roce_switch_queue_dropped_bytes_total", **lab, queue="MC3") == q["mc_drop_bytes"]
+    assert series(s1, "fabric_roce_switch_queue_dropped_bytes_total", **lab, queue="MC11") == q["mc_drop_bytes"]
+    assert not any(dict(k[1]).get("queue") in ("MC3", "UC11") for k in s1)
 
     # second poll: the new values, exactly
     assert states2[("sonic", "leaf1")].state == "ok"

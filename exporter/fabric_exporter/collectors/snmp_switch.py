@@ -154,12 +154,15 @@ class SnmpSwitchCollector(Collector):
         walks = [walk(c.oid) for c in columns]
         if need_oper:
             walks.append(walk(IF_OPER_STATUS))
-        label_task = None
-        if self._labels is None:
-            label_task = asyncio.ensure_future(self._load_labels(walk, uptime, if_number))
+        # The name walk joins the same gather, so a cancelled poll (deadline) cancels it too.
+        labels_loaded = self._labels is None
+        if labels_loaded:
+            walks.append(self._load_labels(walk, uptime, if_number))
         results = await asyncio.gather(*walks, return_exceptions=True)
-        if label_task is not None:
-            await label_task  # raises if the names cannot be read: no names, no labels, no samples
+        if labels_loaded:
+            label_result = results.pop()
+            if isinstance(label_result, BaseException):
+                raise label_result  # no names, no labels, no samples
 
         by_column: dict[tuple[int, ...], list[Varbind] | BaseException] = {
             c.oid: r for c, r in zip(columns, results)}
@@ -174,7 +177,7 @@ class SnmpSwitchCollector(Collector):
 
         # ifIndexes the tables mention but the name cache lacks: refresh once.
         seen_ifindexes = self._ifindexes_in(by_column)
-        if self._labels is not None and label_task is None and not seen_ifindexes <= self._labels.names.keys():
+        if not labels_loaded and self._labels is not None and not seen_ifindexes <= self._labels.names.keys():
             await self._load_labels(walk, uptime, if_number)
         labels = self._labels
         assert labels is not None

@@ -59,6 +59,8 @@ class SimInterface:
     # queue (0-based) -> stat name -> value.  stat names: uc_pkts uc_bytes mc_pkts mc_bytes
     # uc_drop_pkts uc_drop_bytes mc_drop_pkts mc_drop_bytes; arista also wd_stuck wd_recovered
     queues: dict[int, dict[str, int]] = field(default_factory=dict)
+    # PFC watchdog per queue: status ("operational"/"stormed") and counters (CLI only)
+    pfcwd: dict[int, dict] = field(default_factory=dict)
 
 
 IF_COUNTERS_64 = {  # IF-MIB ifXEntry column -> name
@@ -103,6 +105,13 @@ class SimulatedSwitch:
                 intf.queues[q] = {stat: base + 100 * q + k for k, stat in CSQ_TYPES.items()}
                 intf.queues[q]["wd_stuck"] = q % 3
                 intf.queues[q]["wd_recovered"] = q % 2
+                # served by the CLI only (SONiC's SNMP has no ECN marks)
+                intf.queues[q].update(wred_drop_pkts=base + 7 * q + 1, wred_drop_bytes=base + 7 * q + 2,
+                                      ecn_pkts=base + 7 * q + 3, ecn_bytes=(base + 7 * q + 4) * 1000)
+            for q in (3, 4):  # PFC watchdog on the lossless queues
+                intf.pfcwd[q] = {"status": "operational", "detected": i % 3, "restored": i % 3,
+                                 "tx_ok": base + q, "tx_drop": 0, "rx_ok": base + 2 * q, "rx_drop": 0,
+                                 "tx_last_ok": 0, "tx_last_drop": 0, "rx_last_ok": 0, "rx_last_drop": 0}
             self.interfaces.append(intf)
 
     # -- state changes ---------------------------------------------------------------------------
@@ -122,6 +131,11 @@ class SimulatedSwitch:
             for q, stats in intf.queues.items():
                 for k, stat in enumerate(CSQ_TYPES.values()):
                     stats[stat] += step * (q + k + 1)
+                for k, stat in enumerate(("wred_drop_pkts", "wred_drop_bytes", "ecn_pkts", "ecn_bytes")):
+                    stats[stat] += step * (q + 2 * k + 1)
+            for wd in intf.pfcwd.values():
+                wd["tx_ok"] += step * 100
+                wd["rx_ok"] += step * 90
 
     def restart(self, uptime_ticks: int = 500) -> None:
         """The agent restarted: uptime starts over and every counter is back near zero."""
@@ -134,6 +148,22 @@ class SimulatedSwitch:
             for stats in intf.queues.values():
                 for stat in stats:
                     stats[stat] = 0
+            for wd in intf.pfcwd.values():
+                wd.update({k: 0 for k in wd if k != "status"}, status="operational")
+
+    def storm(self, port_index: int, queue: int, dropped: int = 1000) -> None:
+        """A PFC storm on one queue: the watchdog detects it and drops while it lasts."""
+        wd = self.interfaces[port_index].pfcwd[queue]
+        wd["status"] = "stormed"
+        wd["detected"] += 1
+        wd["tx_drop"] += dropped
+        wd["rx_drop"] += dropped // 2
+        wd["tx_last_drop"], wd["rx_last_drop"] = dropped, dropped // 2
+
+    def storm_over(self, port_index: int, queue: int) -> None:
+        wd = self.interfaces[port_index].pfcwd[queue]
+        wd["status"] = "operational"
+        wd["restored"] += 1
 
     # -- rendering -------------------------------------------------------------------------------
 
@@ -162,9 +192,14 @@ class SimulatedSwitch:
                 for p in range(8):
                     r[CPFC_PRIO_ENTRY + (2, i, p)] = (COUNTER64, intf.pfc[p][0])
                     r[CPFC_PRIO_ENTRY + (3, i, p)] = (COUNTER64, intf.pfc[p][1])
+                # SONiC: egress (2) only; queues numbered from 1 over the port's queue list, unicast
+                # queues first (types 1,2,5,6), then multicast ones (types 3,4,7,8) -- the CLI's
+                # UC0..UC<n-1>, MC<n>..MC<2n-1>.
+                n = len(intf.queues)
                 for q, stats in intf.queues.items():
-                    for stat_type, stat in CSQ_TYPES.items():  # SONiC: egress (2) only, queue 1-based
-                        r[CSQ_STATS_VALUE + (i, 2, q + 1, stat_type)] = (COUNTER64, stats[stat])
+                    for stat_type, stat in CSQ_TYPES.items():
+                        qindex = q + 1 if stat.startswith("uc_") else n + q + 1
+                        r[CSQ_STATS_VALUE + (i, 2, qindex, stat_type)] = (COUNTER64, stats[stat])
             else:  # arista
                 for p in range(8):
                     r[ARISTA_PFC_PRIO_ENTRY + (3, i, p)] = (COUNTER64, intf.pfc[p][0])

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 from ..errors import ParseError
 
-_COUNT = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)$")
+_COUNT = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
 _DASHES = re.compile(r"^[ -]*-[ -]*$")
 _PORT = re.compile(r"^[A-Za-z][A-Za-z0-9_./:-]*$")
-_QUEUE = re.compile(r"^(UC|MC|ALL)(\d+)$")
+_QUEUE = re.compile(r"^(UC|MC|ALL)([0-9]+)$")
 _NAMESPACE = re.compile(r"^For namespace\s*[^\s:]*\s*:\s*$")
 NA = "N/A"
 MAX_COUNTER = (1 << 64) - 1
@@ -271,7 +271,7 @@ def parse_pfcwd_stats(text: str) -> list[PfcwdStats]:
     seen = set()
     for row in t.rows:
         port, sep, queue = row[0].rpartition(":")
-        if not sep or not queue.isdigit() or len(queue) > 3:
+        if not sep or not re.fullmatch(r"[0-9]{1,3}", queue):
             raise ParseError(f"{what}: {row[0][:40]!r} is not <port>:<queue>")
         _port(port, what)
         if (port, int(queue)) in seen:
@@ -297,9 +297,9 @@ def parse_pfcwd_stats(text: str) -> list[PfcwdStats]:
 
 # -- Cumulus: ethtool -S swpN -----------------------------------------------------------------------
 
-_ETHTOOL_LINE = re.compile(r"^\s+([A-Za-z0-9_.\-\[\]]+):\s+(\d+)\s*$")
+_ETHTOOL_LINE = re.compile(r"^[ \t]+([A-Za-z0-9_.\-\[\]]+):[ \t]+([0-9]+)[ \t]*$")
 _CUMULUS_PFC = re.compile(r"^HwIf(In|Out)Pfc([0-7])Pkt$")
-_CUMULUS_WRED = re.compile(r"^HwIfOutQ(\d+)WredDrops$")
+_CUMULUS_WRED = re.compile(r"^HwIfOutQ([0-9]+)WredDrops$")
 
 
 @dataclass(frozen=True)
