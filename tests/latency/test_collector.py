@@ -155,3 +155,38 @@ def test_port_pool_hands_out_each_port_once_and_holds_back_abandoned_ones():
     pool.release(b, free_at=10.0)  # a server we stopped waiting for: its timeout kills it by t=10
     assert pool.acquire(5.0) == a and pool.acquire(5.0) is None
     assert pool.acquire(10.0) == b
+
+
+def test_round_deadline_leaves_probes_out_and_carries_them_over(fake_perftest_on_path, tmp_path, monkeypatch):
+    import json
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json.dumps({"default": {"seconds": 0.8}}))  # each probe takes ~1 s
+    monkeypatch.setenv("FABRIC_LAB_PERFTEST_FIXTURE", str(fixture))
+    cfg = parse_config({"targets": [target({"probe_timeout": "5s"}, timeout="3s")]})
+    group = cfg.targets[0]
+
+    async def main():
+        transports = Transports()
+        col = LatencyProbeCollector(PollContext(group, None, transports))
+        try:
+            first = await col.poll()
+            carried = list(col._carry)
+            second = await col.poll()
+        finally:
+            await col.close()
+            await transports.close()
+        return first, carried, second
+
+    first, carried, second = asyncio.run(main())
+    rounds = lambda res: {s.labels["outcome"]: s.value for s in res.samples if s.name == "fabric_rdma_latency_round_probes"}
+    r1, r2 = rounds(first), rounds(second)
+    # 3 hosts, full mesh: 6 probes, one at a time (every probe involves 2 of the 3 hosts), ~1 s each, 2.5 s round
+    assert r1["ok"] >= 1 and r1["not_run"] >= 3 and r1["ok"] + r1["not_run"] == 6 and r1["failed"] == 0
+    assert any("not run before the round deadline" in p for p in first.problems)
+    assert len(carried) == r1["not_run"]
+    done_first = {(s.labels["source"], s.labels["destination"]) for s in first.samples
+                  if s.name == "fabric_rdma_latency_median_seconds"}
+    done_second = {(s.labels["source"], s.labels["destination"]) for s in second.samples
+                   if s.name == "fabric_rdma_latency_median_seconds"} - done_first
+    # the second round starts with what the first left out
+    assert done_second and done_second <= {(p.source, p.destination) for p in carried}
