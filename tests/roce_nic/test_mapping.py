@@ -218,3 +218,17 @@ def test_option_errors_name_the_key(raw, problem):
     errors = []
     RoceNicCollector.parse_options(raw, "targets[0].options", lambda path, msg: errors.append(f"{path}: {msg}"))
     assert any(problem in e for e in errors), errors
+
+
+def test_rdma_tool_mode_reports_configured_devices_it_does_not_list(fixture_text):
+    text = ("@@fabric-roce 1 rdma\n@@rdma_link 0\n" + fixture_text("rdma_link.json") + "@@rdma_statistic 0\n"
+            + fixture_text("rdma_statistic_mlx5.txt") + "@@end\n")
+    r = poll(text, devices=("mlx5_1", "mlx5_5"))
+    assert r.problems == ["RDMA devices not found on host: mlx5_5"]
+    assert {s.labels["device"] for s in r.samples} == {"mlx5_1"}
+
+
+def test_rdma_tool_missing_is_a_clear_failure():
+    text = "@@fabric-roce 1 rdma\n@@rdma_link 127\nsh: 1: rdma: not found\n@@rdma_statistic 127\nsh: 1: rdma: not found\n@@end\n"
+    with pytest.raises(CommandFailed, match="rdma: command not found"):
+        poll(text)

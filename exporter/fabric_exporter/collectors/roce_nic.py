@@ -344,13 +344,15 @@ def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> Poll
     return _samples(ports, host, options, problems)
 
 
-
 def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortData]:
     if dump.missing_devices:
         problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
     ports: list[PortData] = []
     if dump.mode == "rdma":
         ports = _ports_from_rdma_tool(dump)
+        absent = sorted(set(o.devices) - {p.device for p in ports})
+        if absent:  # the sysfs script reports these itself (@@missing)
+            problems.append("RDMA devices not found on host: " + ", ".join(absent))
     else:
         for dp in dump.ports:
             raw = dump.hw_counters.get((dp.device, dp.port))
@@ -382,6 +384,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
     if missing_tool:
         problems.append("ethtool: command not found on host (install ethtool or set option ethtool: false)")
     return ports
+
 
 def _parse_in(parse, text: str, where: str):
     """Run a parser; a ParseError names the device or netdev it came from."""
@@ -441,7 +444,6 @@ def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list
         # Nothing at all was read: a failed host, not a partial one.
         raise CommandFailed("; ".join(problems))
     return PollResult(samples, problems)
-
 
 
 if __name__ == "__main__":  # print the remote script, e.g. to install it as a forced command
