@@ -190,3 +190,33 @@ def test_round_deadline_leaves_probes_out_and_carries_them_over(fake_perftest_on
                    if s.name == "fabric_rdma_latency_median_seconds"} - done_first
     # the second round starts with what the first left out
     assert done_second and done_second <= {(p.source, p.destination) for p in carried}
+
+
+def test_real_perftest_without_an_rdma_device_fails_every_probe_clearly():
+    """The real ib_write_lat (Debian perftest) on this machine, which has no RDMA device: the server
+    exits at once with perftest's own message; every probe fails as server_failed and the poll fails."""
+    import shutil
+
+    from fabric_exporter.errors import PollError
+    if shutil.which("ib_write_lat") is None:
+        pytest.skip("perftest not installed")
+    if Path("/sys/class/infiniband").exists():
+        pytest.skip("this machine has RDMA devices; the test needs one without")
+    cfg = parse_config({"targets": [target({"probe_timeout": "5s", "server_start_wait": "300ms"},
+                                           hosts=("a", "b"))]})
+
+    async def main():
+        transports = Transports()
+        col = LatencyProbeCollector(PollContext(cfg.targets[0], None, transports))
+        try:
+            with pytest.raises(PollError) as e:
+                await col.poll()
+            return col, e.value
+        finally:
+            await col.close()
+            await transports.close()
+
+    col, error = asyncio.run(main())
+    assert error.reason == "command_failed"
+    assert "Unable to find the Infiniband/RoCE device" in str(error)
+    assert col._failures == {("b", "server", "server_failed"): 1, ("a", "server", "server_failed"): 1}
