@@ -1,0 +1,223 @@
+"""deploy/ssh/fabric-exporter-ssh-guard, the forced command for SSH targets: rule decisions, the pin
+on the roce_nic script, and end to end as the `command=` of a real sshd's authorized key, with the
+real collectors polling through it (roce_nic on a lab GPU host, infiniband on an ibsim fabric)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
+from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
+from tests.harness.sshd import SSHD
+
+from .conftest import DEPLOY
+
+GUARD = DEPLOY / "ssh" / "fabric-exporter-ssh-guard"
+
+
+def load_guard():
+    loader = importlib.machinery.SourceFileLoader("fabric_exporter_ssh_guard", str(GUARD))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+guard = load_guard()
+ROCE = ["sh", "-c", REMOTE_SCRIPT, "fabric-roce"]
+
+
+def quote(argv):
+    import shlex
+
+    return shlex.join(argv)
+
+
+def test_pinned_roce_script_is_the_collectors():
+    digest = hashlib.sha256(REMOTE_SCRIPT.encode()).hexdigest()
+    assert digest in guard.ROCE_SCRIPT_SHA256, \
+        f"roce_nic's script changed: put {digest} in ROCE_SCRIPT_SHA256 of {GUARD.name} (targets need the new guard)"
+
+
+ALLOWED = [
+    ["timeout", "-k", "2", "18", *ROCE, "sysfs", "1"],
+    [*ROCE, "rdma", "0", "mlx5_0", "mlx5_1"],
+    ["ibqueryerrors", "--counters", "--report-port"],
+    ["ibqueryerrors", "--threshold-file", "/dev/null"],
+    ["ibqueryerrors", "-C", "mlx5_0", "-P", "1", "-t", "200", "--counters", "--report-port"],
+    ["ibnetdiscover"], ["ibnetdiscover", "-C", "mlx5_0", "-P", "1"],
+    ["perfquery", "-l", "12", "255"], ["perfquery", "12", "1"], ["perfquery", "-c", "12", "1"], ["perfquery", "-x", "-a"],
+    ["ethtool", "-S", "ens1f0np0"], ["rdma", "-j", "statistic", "show"], ["rdma", "statistic", "show", "link", "mlx5_0/1"],
+    ["rdma", "link", "show"],
+    ["cat", "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent"],
+    ["cat", "/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_wait"],
+    ["ib_write_lat", "-p", "18515", "-n", "1000", "-s", "8", "-d", "mlx5_0", "--out_json",
+     "--out_json_file=/dev/stdout", "10.0.0.2"],
+    ["show", "pfc", "counters"], ["show", "queue", "counters", "--json"], ["show", "queue", "wredcounters"],
+    ["show", "pfcwd", "stats"],
+]
+
+REFUSED = [
+    "", "bash", "id", "sh -c 'id' fabric-roce sysfs 1", "sh -c id",
+    quote([*ROCE, "sysfs", "1", "mlx5_0;id"]), quote([*ROCE, "everything", "1"]),
+    "perfquery -R 12 1", "perfquery -xr 12 1", "perfquery --reset_after_read 12 1",
+    "ibqueryerrors -k", "ibqueryerrors -K", "ibqueryerrors --clear-errors", "ibqueryerrors --threshold-file /etc/shadow",
+    "ibnetdiscover --cache /tmp/x", "ibnetdiscover --load-cache /etc/shadow",
+    "cat /etc/shadow", "cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/../../../../../../etc/shadow",
+    "cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/x/y", "find / -name x",
+    "ethtool -s eth0 speed 10", "ethtool -S eth0 extra", "rdma statistic set link mlx5_0/1 optional-counters x",
+    "rdma dev set mlx5_0 name x", "ib_write_lat --out_json_file=/tmp/owned", "ib_write_lat $(id)",
+    "show run", "config save -y", "sudo show pfc counters", "timeout 5", "timeout x perfquery",
+    "/usr/sbin/perfquery 1 1", "perfquery 'unterminated",
+]
+
+
+@pytest.mark.parametrize("argv", ALLOWED, ids=lambda a: " ".join(a)[:60])
+def test_allowed(argv):
+    assert guard.decide(quote(argv), guard.Policy()) == argv
+
+
+@pytest.mark.parametrize("command", REFUSED, ids=lambda c: c[:60] or "<empty>")
+def test_refused(command):
+    with pytest.raises(guard.Refused):
+        guard.decide(command, guard.Policy())
+
+
+def test_policy_options():
+    reset = "perfquery -R 12 1 0x1000"
+    assert guard.decide(reset, guard.Policy(allow_counter_reset=True)) == reset.split()
+    find = ["find", "/var/tmp/ibdiagnet2", "-maxdepth", "2", "(", "-name", "ibdiagnet2.db_csv", "-o", "-name",
+            "ibdiagnet2.pm", ")", "-type", "f", "-printf", "%T@ %p\\n"]
+    with pytest.raises(guard.Refused):
+        guard.decide(quote(find), guard.Policy())
+    policy = guard.Policy(ibdiagnet_dir="/var/tmp/ibdiagnet2/")
+    assert guard.decide(quote(find), policy) == find
+    assert guard.decide("cat -- /var/tmp/ibdiagnet2/run1/ibdiagnet2.pm", policy)
+    with pytest.raises(guard.Refused):
+        guard.decide("cat -- /var/tmp/ibdiagnet2/run1/notes.txt", policy)
+    other = "#!/bin/sh\necho other\n"
+    argv = ["sh", "-c", other, "fabric-roce", "sysfs", "1"]
+    with pytest.raises(guard.Refused):
+        guard.decide(quote(argv), guard.Policy())
+    assert guard.decide(quote(argv), guard.Policy(script_hashes=[hashlib.sha256(other.encode()).hexdigest()])) == argv
+
+
+def test_cli_refusal_status_and_dry_run():
+    env = {**os.environ, "SSH_ORIGINAL_COMMAND": "id"}
+    r = subprocess.run([sys.executable, str(GUARD)], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 126 and "refused" in r.stderr and r.stdout == ""
+    env["SSH_ORIGINAL_COMMAND"] = "perfquery 12 1"
+    r = subprocess.run([sys.executable, str(GUARD), "--dry-run"], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout == "allowed: perfquery 12 1\n"
+    r = subprocess.run([sys.executable, str(GUARD), "--bogus"], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert os.access(GUARD, os.X_OK)
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: the guard as the forced command of a real sshd.
+
+
+def _guard_python() -> str:
+    # The target's own interpreter, as on a real host; the test interpreter where there is none.
+    return "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+
+
+def force_guard(sshd: SSHD, *options: str) -> None:
+    """Pin the client key to the guard, as docs/ssh-targets.md tells operators to."""
+    command = " ".join([_guard_python(), str(GUARD), *options])
+    key = sshd.authorized_keys.read_text().strip()
+    sshd.authorized_keys.write_text(f'restrict,command="{command}" {key}\n')
+
+
+@pytest.fixture
+def guarded_roce_host(tmp_path):
+    model = RoceHost.build("gpu-001", "mlx5", nics=2, pfc_priorities=(3,))
+    sysfs, data, bin_dir = tmp_path / "sys", tmp_path / "data", tmp_path / "bin"
+    model.write_sysfs(sysfs)
+    model.write_tool_outputs(data)
+    write_fake_tools(bin_dir, data)
+    sshd = SSHD(tmp_path, path_dirs=[bin_dir], sysfs_tree=sysfs)
+    force_guard(sshd)
+    sshd.start()
+    try:
+        yield model, sshd
+    finally:
+        sshd.stop()
+
+
+def test_roce_nic_collector_polls_through_the_guard(guarded_roce_host):
+    from tests.roce_nic.conftest import Poller, group, one, run
+
+    model, sshd = guarded_roce_host
+    raw = {"credentials": {"lab": sshd.credential()},
+           "targets": [group("gpu", [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}])]}
+    poller = Poller(raw)
+
+    async def scenario():
+        try:
+            return await poller.poll()
+        finally:
+            await poller.close()
+
+    states, samples = run(scenario())
+    assert states["gpu-001"].state == "ok", states["gpu-001"].last_error
+    port = model.ports[0]
+    labels = {"fabric": "f1", "host": "gpu-001", "device": port.device, "port": "1", "netdev": port.netdev}
+    assert one(samples, "fabric_roce_nic_cnp_sent_total", **labels) == port.hw_counters["np_cnp_sent"]
+    assert one(samples, "fabric_roce_pfc_rx_pause_frames_total", **labels, priority="3") == port.ethtool["rx_prio3_pause"]
+
+    # The same key cannot do anything else.
+    for command, status in (("id", 126), ("cat /etc/passwd", 126), ("", 126),
+                            (f"cat /sys/class/infiniband/{port.device}/ports/1/hw_counters/np_cnp_sent", 0)):
+        r = subprocess.run(sshd.ssh_argv(command), capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert r.returncode == status, (command, r.returncode, r.stderr)
+        if status == 0:
+            assert int(r.stdout) == port.hw_counters["np_cnp_sent"]
+        else:
+            assert "fabric-exporter-ssh-guard: refused" in r.stderr
+
+
+def _exe(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
+    """A management node whose perfquery/ibqueryerrors/ibnetdiscover are the real tools on an ibsim
+    fabric; the collector's whole sweep must pass the guard, and a counter reset must not."""
+    if shutil.which("ibsim") is None:
+        pytest.skip("ibsim not installed")  # tests/infiniband fails loudly for that in CI
+    from tests.infiniband.conftest import CollectorHarness, group_for, make_fabric, values
+
+    fabric = make_fabric(tmp_path_factory, "guard")
+    fabric.start()
+    try:
+        bin_dir = tmp_path_factory.mktemp("guard-ib-bin")
+        env = fabric.env()
+        for tool in ("ibqueryerrors", "ibnetdiscover", "perfquery"):
+            _exe(bin_dir / tool, f'exec env LD_PRELOAD={env["LD_PRELOAD"]} IBSIM_SOCKNAME={env["IBSIM_SOCKNAME"]} '
+                                 f'{shutil.which(tool)} "$@"')
+        fabric.set_counter("leaf-02", 4, "SymbolErrorCounter", 7)
+        sshd = SSHD(tmp_path_factory.mktemp("guard-ib-sshd"), path_dirs=[bin_dir])
+        force_guard(sshd)
+        with sshd.start():
+            group = group_for({}, transport="ssh", host=f"127.0.0.1:{sshd.port}", credentials=sshd.credential())
+            result = CollectorHarness(group).poll()
+            assert result.problems == []
+            assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
+            r = subprocess.run(sshd.ssh_argv("perfquery -R 1 1"), capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+            assert r.returncode == 126 and "--allow-counter-reset" in r.stderr
+    finally:
+        fabric.stop()
