@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from prometheus_client.utils import floatToGoString
 
@@ -368,6 +368,9 @@ class LatencyProbeCollector(Collector):
         # Left out by the deadline or the budget: first in line next round (bounded by the budget).
         self._carry = (list(outcome.not_run) + overflow)[:o.max_probes_per_round]
 
+        log.debug("latency round done", extra={"fields": {
+            "group": self.group.name, "round": self.round_number - 1, "ok": ok, "failed": failed,
+            "not_run": len(outcome.not_run), "carried": len(self._carry)}})
         problems = list(self.plan_problems)
         for key, n in sorted(failures_by_reason.items()):
             problems.append(f"{n} probe(s) failed: {key}: {examples[key]}")
