@@ -8,7 +8,7 @@ import pytest
 
 from fabric_exporter.catalog import CATALOG
 from fabric_exporter.collectors.roce_nic import (
-    ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, result_from_dump,
+    ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, mapping_table_markdown, result_from_dump,
 )
 from fabric_exporter.errors import CommandFailed
 from fabric_exporter.parsers.rdma import parse_host_dump
@@ -232,3 +232,8 @@ def test_rdma_tool_missing_is_a_clear_failure():
     text = "@@fabric-roce 1 rdma\n@@rdma_link 127\nsh: 1: rdma: not found\n@@rdma_statistic 127\nsh: 1: rdma: not found\n@@end\n"
     with pytest.raises(CommandFailed, match="rdma: command not found"):
         poll(text)
+
+
+def test_docs_mapping_tables_are_generated_from_the_rules():
+    assert mapping_table_markdown() in DOC, "regenerate the tables in docs/collectors/roce_nic.md " \
+        "from fabric_exporter.collectors.roce_nic.mapping_table_markdown()"

@@ -82,8 +82,9 @@ METRICS = [
        "early warning of drops or pause.",
        NIC_PORT, ("rx_buffer_passed_thres_phy",)),
     _c("fabric_roce_nic_rdma_out_of_buffer_total", "packets",
-       "RDMA packets dropped because the receive queue had no WQE posted (RDMA hw counter out_of_buffer).",
-       NIC_PORT, ("out_of_buffer",)),
+       "RDMA packets dropped because the receive queue had no WQE posted (hw counter out_of_buffer; bnxt_re "
+       "rx_out_of_buffer or res_oob_drop_count).",
+       NIC_PORT, ("out_of_buffer", "rx_out_of_buffer", "res_oob_drop_count")),
     # --- link-level (802.3x) pause --------------------------------------------------------------
     _c("fabric_roce_nic_link_pause_rx_frames_total", "frames",
        "Link-level 802.3x pause frames received (mlx5 rx_global_pause, bnxt rx_pause_frames, ice link_xoff_rx.nic): "
@@ -102,8 +103,9 @@ METRICS = [
     _c("fabric_roce_nic_link_down_events_total", "events",
        "Times the physical link went down (mlx5 link_down_events_phy, bnxt link_down_events).",
        NIC_PORT, ("link_down_events_phy", "link_down_events")),
-    _c("fabric_roce_nic_rx_symbol_errors_total", "errors",
-       "Receive symbol errors (mlx5 rx_symbol_err_phy).", NIC_PORT, ("rx_symbol_err_phy",)),
+    _c("fabric_roce_nic_rx_symbol_errors_total", "packets",
+       "Received packets dropped for physical coding (symbol) errors (mlx5 rx_symbol_err_phy).",
+       NIC_PORT, ("rx_symbol_err_phy",)),
     _c("fabric_roce_nic_rx_pcs_symbol_errors_total", "errors",
        "PCS symbol errors after FEC (mlx5 rx_pcs_symbol_err_phy): bit errors FEC could not fix.",
        NIC_PORT, ("rx_pcs_symbol_err_phy",)),
@@ -115,15 +117,15 @@ METRICS = [
        NIC_PORT, ("rx_crc_errors_phy", "rx_fcs_err_frames", "rx_crc_errors.nic")),
     # --- congestion control (DCQCN) -------------------------------------------------------------
     _c("fabric_roce_nic_cnp_sent_total", "packets",
-       "Congestion notification packets sent back by this receiver (mlx5 np_cnp_sent, bnxt_re tx_cnp_pkts, "
-       "irdma cnpSent).",
-       NIC_PORT, ("np_cnp_sent", "tx_cnp_pkts", "cnpSent")),
+       "Congestion notification packets sent back by this receiver (mlx5 np_cnp_sent, bnxt_re np_cnp_pkts or "
+       "tx_cnp_pkts, irdma cnpSent).",
+       NIC_PORT, ("np_cnp_sent", "np_cnp_pkts", "tx_cnp_pkts", "cnpSent")),
     _c("fabric_roce_nic_cnp_received_total", "packets",
-       "Congestion notification packets received (bnxt_re rx_cnp_pkts; mlx5 and irdma count them as "
+       "Congestion notification packets received (older bnxt_re rx_cnp_pkts; mlx5 and irdma count them as "
        "handled + ignored instead).",
        NIC_PORT, ("rx_cnp_pkts",)),
     _c("fabric_roce_nic_cnp_handled_total", "packets",
-       "CNPs on which this sender reduced its rate (mlx5 rp_cnp_handled, irdma cnpHandled).",
+       "CNPs on which this sender reduced its rate (mlx5 and newer bnxt_re rp_cnp_handled, irdma cnpHandled).",
        NIC_PORT, ("rp_cnp_handled", "cnpHandled")),
     _c("fabric_roce_nic_cnp_ignored_total", "packets",
        "CNPs this sender received and did not act on (mlx5 rp_cnp_ignored, irdma cnpIgnored): usually congestion "
@@ -157,8 +159,8 @@ METRICS = [
     _c("fabric_roce_nic_slow_restart_transitions_total", "transitions",
        "Transitions into slow restart (mlx5 roce_slow_restart_trans).", NIC_PORT, ("roce_slow_restart_trans",)),
     _c("fabric_roce_nic_duplicate_requests_total", "packets",
-       "Duplicate requests received: the peer retransmitted (mlx5 duplicate_request, bnxt_re dup_req).",
-       NIC_PORT, ("duplicate_request", "dup_req")),
+       "Duplicate requests received: the peer retransmitted (mlx5 duplicate_request, bnxt_re dup_req/dup_reqs).",
+       NIC_PORT, ("duplicate_request", "dup_req", "dup_reqs")),
     _c("fabric_roce_nic_rnr_nak_retry_errors_total", "events",
        "Receiver-not-ready NAK retries exhausted (mlx5 rnr_nak_retry_err).", NIC_PORT, ("rnr_nak_retry_err",)),
     _c("fabric_roce_nic_transport_retries_exceeded_total", "events",

@@ -156,7 +156,9 @@ ETHTOOL_RULES: list[Rule] = [
 
 HW_RULES: list[Rule] = [
     *_r("fabric_roce_ecn_marked_packets_total", "np_ecn_marked_roce_packets", "rx_ecn_marked_pkts", "RxECNMrkd"),
-    *_r("fabric_roce_nic_cnp_sent_total", "np_cnp_sent", "tx_cnp_pkts", "cnpSent"),
+    # bnxt_re renamed tx_cnp_pkts/rx_cnp_pkts/rx_ecn_marked_pkts to np_cnp_pkts/rp_cnp_handled/
+    # np_ecn_marked_roce_packets in later kernels: both generations are listed.
+    *_r("fabric_roce_nic_cnp_sent_total", "np_cnp_sent", "np_cnp_pkts", "tx_cnp_pkts", "cnpSent"),
     *_r("fabric_roce_nic_cnp_received_total", "rx_cnp_pkts"),
     *_r("fabric_roce_nic_cnp_handled_total", "rp_cnp_handled", "cnpHandled"),
     *_r("fabric_roce_nic_cnp_ignored_total", "rp_cnp_ignored", "cnpIgnored"),
@@ -169,9 +171,9 @@ HW_RULES: list[Rule] = [
     *_r("fabric_roce_nic_slow_restarts_total", "roce_slow_restart"),
     *_r("fabric_roce_nic_slow_restart_cnps_total", "roce_slow_restart_cnps"),
     *_r("fabric_roce_nic_slow_restart_transitions_total", "roce_slow_restart_trans"),
-    *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", "dup_req"),
+    *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", "dup_req", "dup_reqs"),
     *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_nak_retry_err"),
-    *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer"),
+    *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer", "rx_out_of_buffer", "res_oob_drop_count"),
     *_r("fabric_roce_nic_transport_retries_exceeded_total", "req_transport_retries_exceeded", "max_retry_exceeded"),
 ]
 
@@ -248,6 +250,25 @@ class CounterMapper:
             value = counters[name]
             samples.append(Sample(metric, labels, value * scale if scale != 1.0 else value))
         return samples
+
+
+def mapping_table_markdown() -> str:
+    """The raw-name -> metric tables of docs/collectors/roce_nic.md (a test keeps the doc equal)."""
+    out = []
+    for title, rules in (("From `ethtool -S <netdev>`", ETHTOOL_RULES),
+                         ("From the RDMA hardware counters (sysfs `hw_counters/*` or `rdma statistic show`)", HW_RULES)):
+        out += [f"### {title}", "", "| metric | extra label | raw counters, in order of preference |", "|---|---|---|"]
+        by_metric: dict[str, list[Rule]] = {}
+        for rule in rules:
+            by_metric.setdefault(rule.metric, []).append(rule)
+        for metric, group in by_metric.items():
+            extra = "priority" if any("{p}" in r.pattern for r in group) else (
+                "queue" if any("{q}" in r.pattern for r in group) else "")
+            raws = ", ".join(f"`{r.pattern}`" + (f" ({'/'.join(sorted(r.families))} only)" if r.families else "")
+                             + (" (µs → s)" if r.scale != 1.0 else "") for r in group)
+            out.append(f"| `{metric}` | {extra} | {raws} |")
+        out.append("")
+    return "\n".join(out)
 
 
 ETHTOOL_MAPPER = CounterMapper(ETHTOOL_RULES)
