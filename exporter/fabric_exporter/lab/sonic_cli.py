@@ -115,7 +115,7 @@ OUTPUTS = {
 _SHOW_SCRIPT = """#!/bin/sh
 # Fake SONiC 'show' (fabric-exporter lab): prints outputs rendered from simulated counters.
 dir=${{FABRIC_FAKE_SONIC_DIR:-{default_dir}}}
-if [ -n "$FABRIC_FAKE_SONIC_NO_JSON" ]; then
+if [ -e "$dir/.no-json" ]; then  # an older release: no --json option
   case "$*" in *--json*) echo "Error: No such option: --json" >&2; exit 2;; esac
 fi
 case "$*" in

@@ -1,0 +1,290 @@
+"""switch_cli: RoCE switch counters from the switch's own CLI over SSH (SONiC; Cumulus ethtool).
+
+What SNMP does not give: ECN-marked packets per queue (SONiC's SNMP has none), WRED drops and the
+PFC watchdog's storms. One poll is ONE command on the pooled SSH connection: a small POSIX sh
+script runs every selected ``show`` command, each between marker lines carrying a per-poll nonce
+and the command's exit status, so one session (one channel) carries the whole poll.
+
+* SONiC: ``show pfc counters``, ``show queue counters [--json]``, ``show queue wredcounters
+  [--json]``, ``show pfcwd stats``. With ``json: auto`` (default) ``--json`` is tried first; a
+  release without it (usage error) is remembered and the text table used from then on.
+* Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
+
+A command that fails or prints what its parser cannot read makes the poll partial (its samples are
+left out, the problem is reported); when every command fails the poll fails.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import CommandFailed, ParseError, PollError
+from ..parsers import sonic_cli as p
+from ..samples import PollResult, Sample
+from .base import Collector, ErrorSink
+from .options import OptionReader
+
+SONIC_COMMANDS = ("pfc", "queue", "wred", "pfcwd")
+DIALECTS = ("sonic", "cumulus")
+
+_SONIC_ARGV = {
+    "pfc": ("show", "pfc", "counters"),
+    "queue": ("show", "queue", "counters"),
+    "wred": ("show", "queue", "wredcounters"),
+    "pfcwd": ("show", "pfcwd", "stats"),
+}
+
+QUEUE_METRICS = {"tx_packets": "fabric_roce_switch_queue_tx_packets_total",
+                 "tx_bytes": "fabric_roce_switch_queue_tx_bytes_total",
+                 "dropped_packets": "fabric_roce_switch_queue_dropped_packets_total",
+                 "dropped_bytes": "fabric_roce_switch_queue_dropped_bytes_total"}
+WRED_METRICS = {"wred_dropped_packets": "fabric_roce_switch_queue_wred_dropped_packets_total",
+                "wred_dropped_bytes": "fabric_roce_switch_queue_wred_dropped_bytes_total",
+                "ecn_marked_packets": "fabric_roce_ecn_marked_packets_total",
+                "ecn_marked_bytes": "fabric_roce_switch_queue_ecn_marked_bytes_total"}
+PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_total",
+                 "storms_restored": "fabric_roce_switch_pfcwd_storms_restored_total",
+                 "tx_dropped": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
+                 "rx_dropped": "fabric_roce_switch_pfcwd_rx_dropped_packets_total"}
+
+
+@dataclass(frozen=True)
+class SwitchCliOptions:
+    dialect: str = "sonic"
+    commands: tuple[str, ...] = SONIC_COMMANDS
+    json: str = "auto"  # auto | always | never
+    interface_include: re.Pattern | None = None
+    interface_exclude: re.Pattern | None = None
+    cumulus_interfaces: re.Pattern = re.compile(r"swp[0-9]+(s[0-9]+)?")
+
+
+def _quote(argv: tuple[str, ...]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+@dataclass
+class Section:
+    name: str
+    exit_status: int
+    text: str
+
+
+def build_script(commands: list[tuple[str, tuple[str, ...]]], nonce: str) -> str:
+    """A POSIX sh script running each command between markers; stdout only is captured in sections.
+
+    The end marker starts on a fresh line (a command's output need not end with a newline), and
+    holds the command's exit status.
+    """
+    lines = []
+    for name, argv in commands:
+        lines.append(f"printf '@@%s begin %s\\n' {nonce} {name}")
+        lines.append(f"{_quote(argv)} </dev/null")
+        lines.append(f"printf '\\n@@%s end %s %d\\n' {nonce} {name} $?")
+    return "\n".join(lines) + "\n"
+
+
+def build_cumulus_script(nonce: str) -> str:
+    """ethtool -S of every swp* interface, each between markers named after the interface."""
+    return (
+        "for d in /sys/class/net/swp*; do\n"
+        "  [ -e \"$d\" ] || continue\n"
+        "  n=${d##*/}\n"
+        f"  printf '@@%s begin %s\\n' {nonce} \"$n\"\n"
+        "  ethtool -S \"$n\" </dev/null\n"
+        f"  printf '\\n@@%s end %s %d\\n' {nonce} \"$n\" $?\n"
+        "done\n"
+    )
+
+
+def split_sections(stdout: str, nonce: str) -> list[Section]:
+    """Cut a batched run's stdout into sections. Raises ParseError if the markers do not pair up."""
+    begin = f"@@{nonce} begin "
+    end = f"@@{nonce} end "
+    sections: list[Section] = []
+    current: str | None = None
+    body: list[str] = []
+    for line in stdout.split("\n"):
+        if line.startswith(begin):
+            if current is not None:
+                raise ParseError(f"batched output: section {current} has no end marker")
+            current, body = line[len(begin):], []
+        elif line.startswith(end):
+            name, _, status = line[len(end):].rpartition(" ")
+            if current is None or name != current or not re.fullmatch(r"-?[0-9]{1,3}", status):
+                raise ParseError(f"batched output: unexpected end marker {line[:80]!r}")
+            # The lines between the markers, joined, are exactly the command's output: the "\n"
+            # printed before the end marker is the one the join does not restore.
+            sections.append(Section(current, int(status), "\n".join(body)))
+            current = None
+        elif current is not None:
+            body.append(line)
+    if current is not None:
+        raise ParseError(f"batched output: section {current} was cut off (no end marker)")
+    return sections
+
+
+def _looks_like_no_json(section: Section) -> bool:
+    return section.exit_status == 2  # click's usage error: "No such option: --json"
+
+
+class SwitchCliCollector(Collector):
+    name: ClassVar[str] = "switch_cli"
+    transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
+
+    @classmethod
+    def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
+        r = OptionReader(raw, path, err, base_dir)
+        dialect = r.string("dialect", "sonic", choices=DIALECTS) or "sonic"
+        commands = r.string_list("commands", SONIC_COMMANDS, choices=SONIC_COMMANDS)
+        json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
+        include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
+        cumulus = r.regex("cumulus_interfaces")
+        r.done()
+        if not commands:
+            err(f"{path}.commands", "needs at least one command")
+        if dialect == "cumulus" and "commands" in (raw or {}):
+            err(f"{path}.commands", "only for the sonic dialect (cumulus reads ethtool -S)")
+        return SwitchCliOptions(dialect, commands, json_mode, include, exclude,
+                                cumulus or SwitchCliOptions.cumulus_interfaces)
+
+    def __init__(self, ctx: Any):
+        super().__init__(ctx)
+        self.options: SwitchCliOptions = self.options or SwitchCliOptions()
+        self._json = {"queue": self.options.json != "never", "wred": self.options.json != "never"}
+        self.switch = self.host.name if self.host else ""
+
+    def _wanted(self, port: str) -> bool:
+        inc, exc = self.options.interface_include, self.options.interface_exclude
+        return (inc is None or bool(inc.fullmatch(port))) and (exc is None or not exc.fullmatch(port))
+
+    def _timeout(self) -> float:
+        return max(1.0, self.group.timeout * 0.9)  # inside the poll deadline, so the remote side is killed first
+
+    async def _run(self, script: str) -> tuple[str, str]:
+        runner = self.ctx.runner()
+        result = await runner.run(["sh", "-c", script], timeout=self._timeout())
+        if result.exit_status != 0:
+            raise CommandFailed(f"{runner.description}: batched command: {result.describe_failure()}")
+        return result.stdout, result.stderr
+
+    async def poll(self) -> PollResult:
+        if self.options.dialect == "cumulus":
+            return await self._poll_cumulus()
+        return await self._poll_sonic()
+
+    # -- SONiC -------------------------------------------------------------------------------------
+
+    def _argv(self, name: str) -> tuple[str, ...]:
+        argv = _SONIC_ARGV[name]
+        return argv + ("--json",) if self._json.get(name) else argv
+
+    async def _poll_sonic(self) -> PollResult:
+        names = list(self.options.commands)
+        nonce = secrets.token_hex(8)
+        stdout, stderr = await self._run(build_script([(n, self._argv(n)) for n in names], nonce))
+        sections = {s.name: s for s in split_sections(stdout, nonce)}
+        retry = [n for n in names if n in sections and self._json.get(n) and self.options.json == "auto"
+                 and _looks_like_no_json(sections[n])]
+        if retry:  # an older release without --json: use the table from now on
+            for n in retry:
+                self._json[n] = False
+            nonce = secrets.token_hex(8)
+            stdout2, stderr = await self._run(build_script([(n, self._argv(n)) for n in retry], nonce))
+            sections.update({s.name: s for s in split_sections(stdout2, nonce)})
+
+        samples: list[Sample] = []
+        problems: list[str] = []
+        failures: list[PollError] = []
+        for n in names:
+            section = sections.get(n)
+            command = " ".join(self._argv(n))
+            if section is None:
+                failures.append(CommandFailed(f"{command}: no output section (shell failed?)"))
+            elif section.exit_status != 0:
+                tail = " | ".join(stderr.strip().splitlines()[-2:]) or section.text.strip()[-200:] or "no output"
+                failures.append(CommandFailed(f"{command}: exit status {section.exit_status}: {tail}"))
+            else:
+                try:
+                    samples.extend(self._samples(n, section.text))
+                except ParseError as e:
+                    failures.append(ParseError(f"{command}: {e}"))
+        problems.extend(str(f) for f in failures)
+        if failures and len(failures) == len(names):
+            raise failures[0]
+        return PollResult(samples, problems)
+
+    def _samples(self, name: str, text: str) -> list[Sample]:
+        sw = self.switch
+        out: list[Sample] = []
+        if name == "pfc":
+            counters = p.parse_pfc_counters(text)
+            for direction, table in (("rx", counters.rx), ("tx", counters.tx)):
+                metric = f"fabric_roce_pfc_{direction}_pause_frames_total"
+                for port, prios in table.items():
+                    if self._wanted(port):
+                        out.extend(Sample(metric, {"switch": sw, "interface": port, "priority": str(prio)}, float(v))
+                                   for prio, v in sorted(prios.items()))
+        elif name in ("queue", "wred"):
+            if name == "queue":
+                rows = (p.parse_queue_counters_json if self._json["queue"] else p.parse_queue_counters)(text)
+                metrics = QUEUE_METRICS
+            else:
+                rows = (p.parse_wred_counters_json if self._json["wred"] else p.parse_wred_counters)(text)
+                metrics = WRED_METRICS
+            for row in rows:
+                if not self._wanted(row.port):
+                    continue
+                labels = {"switch": sw, "interface": row.port, "queue": row.queue}
+                out.extend(Sample(metric, labels, float(row.values[stat]))
+                           for stat, metric in metrics.items() if stat in row.values)
+        elif name == "pfcwd":
+            for row in p.parse_pfcwd_stats(text):
+                if not self._wanted(row.port):
+                    continue
+                # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
+                labels = {"switch": sw, "interface": row.port, "queue": f"UC{row.queue}"}
+                out.extend(Sample(metric, labels, float(row.values[stat]))
+                           for stat, metric in PFCWD_METRICS.items() if stat in row.values)
+                if row.status is not None:
+                    out.append(Sample("fabric_roce_switch_pfcwd_storm_active", labels,
+                                      1.0 if row.status == "stormed" else 0.0))
+        return out
+
+    # -- Cumulus -----------------------------------------------------------------------------------
+
+    async def _poll_cumulus(self) -> PollResult:
+        nonce = secrets.token_hex(8)
+        stdout, stderr = await self._run(build_cumulus_script(nonce))
+        sections = [s for s in split_sections(stdout, nonce)
+                    if self.options.cumulus_interfaces.fullmatch(s.name) and self._wanted(s.name)]
+        if not sections:
+            raise CommandFailed(f"no interfaces matching {self.options.cumulus_interfaces.pattern} "
+                                f"under /sys/class/net")
+        samples: list[Sample] = []
+        problems: list[str] = []
+        for s in sections:
+            if s.exit_status != 0:
+                problems.append(f"ethtool -S {s.name}: exit status {s.exit_status}: "
+                                + (" | ".join(stderr.strip().splitlines()[-2:]) or "no output"))
+                continue
+            try:
+                c = p.parse_cumulus_ethtool(s.text)
+            except ParseError as e:
+                problems.append(f"ethtool -S {s.name}: {e}")
+                continue
+            base = {"switch": self.switch, "interface": s.name}
+            samples.extend(Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
+                           for k, v in sorted(c.pfc_rx.items()))
+            samples.extend(Sample("fabric_roce_pfc_tx_pause_frames_total", {**base, "priority": str(k)}, float(v))
+                           for k, v in sorted(c.pfc_tx.items()))
+            samples.extend(Sample("fabric_roce_switch_queue_wred_dropped_packets_total",
+                                  {**base, "queue": f"UC{k}"}, float(v)) for k, v in sorted(c.wred_dropped.items()))
+        if len(problems) == len(sections):
+            raise CommandFailed(problems[0])
+        return PollResult(samples, problems)
