@@ -208,3 +208,25 @@ def test_exposition_passes_promtool(tmp_path):
         assert state.state == "ok", state.last_error
     out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_hanging_host_costs_one_connect_timeout_and_fails_only_its_probes(tmp_path):
+    from tests.harness.sshd import SilentServer
+    with LatencyLab(tmp_path, HOSTS[:4], {}) as lab, SilentServer() as silent:
+        hosts = [h if h["name"] != "gpu-b1" else {"name": "gpu-b1", "address": "127.0.0.1", "port": silent.port}
+                 for h in lab.hosts()]
+        cfg = parse_config({
+            "credentials": {"lab": lab.credential(connect_timeout="2s")},
+            "targets": [{"name": "lat", "fabric": "ib0", "collector": "latency_probe", "transport": "ssh",
+                         "credentials": "lab", "hosts": hosts, "interval": "60s", "timeout": "30s",
+                         "options": {"plan": {"full_mesh": True}, "probe_timeout": "4s",
+                                     "budget": {"max_concurrent_probes": 6}}}]})
+        state, text, took = asyncio.run(poll_once(cfg))
+        assert state.state == "partial", state.last_error
+        # 4 hosts, full mesh: 12 probes, 6 involve gpu-b1 (3 as server, 3 as client)
+        assert value(text, "fabric_rdma_latency_round_probes", outcome="ok") == 6
+        assert value(text, "fabric_rdma_latency_probe_failures_total", host="gpu-b1", role="server",
+                     reason="timeout") == 3
+        assert value(text, "fabric_rdma_latency_probe_failures_total", host="gpu-b1", role="client",
+                     reason="timeout") == 3
+        assert took < 12, f"round took {took:.1f}s: the silent host was waited for more than once per probe slot"
