@@ -193,3 +193,37 @@ def test_sd_notify_abstract_socket_and_no_watchdog_without_watchdog_usec(tmp_pat
     finally:
         daemon.stop()
         sock.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The umad group and its udev rule.
+
+
+def test_sysusers_creates_the_umad_group(tmp_path: Path):
+    tool = deploy_tool("systemd-sysusers")
+    conf_dir = tmp_path / "usr" / "lib" / "sysusers.d"
+    conf_dir.mkdir(parents=True)
+    (tmp_path / "etc").mkdir()
+    (conf_dir / "fabric-exporter.conf").write_text((DEPLOY / "systemd" / "fabric-exporter.sysusers").read_text())
+    result = subprocess.run([tool, f"--root={tmp_path}"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    groups = {line.split(":")[0] for line in (tmp_path / "etc" / "group").read_text().splitlines()}
+    assert unit_settings(UNIT.read_text())["SupplementaryGroups"][0] in groups
+
+
+def test_udev_rule_gives_only_umad_devices_to_the_group():
+    """udevadm in systemd 252 has no offline rule checker (`udevadm verify` came in 254): check the
+    rule's shape: umad devices only (never issm*), the unit's group, group read/write, no world access."""
+    rules = [line for line in (DEPLOY / "systemd" / "99-fabric-exporter-umad.rules").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert len(rules) == 1
+    assert re.sub(r'[A-Z]+==?"[^"]*"(, )?', "", rules[0]) == ""  # nothing but KEY op "value" pairs
+    found = re.findall(r'([A-Z]+)(==|=)"([^"]*)"', rules[0])
+    # KERNEL/SUBSYSTEM are matches (==), GROUP/MODE assignments (=).
+    assert {k: op for k, op, _ in found} == {"KERNEL": "==", "SUBSYSTEM": "==", "GROUP": "=", "MODE": "="}
+    pairs = {k: v for k, _, v in found}
+    assert pairs == {"KERNEL": "umad[0-9]*", "SUBSYSTEM": "infiniband_mad", "GROUP": "umad", "MODE": "0660"}
+    assert pairs["GROUP"] == unit_settings(UNIT.read_text())["SupplementaryGroups"][0]
+    import fnmatch
+
+    assert fnmatch.fnmatchcase("umad0", pairs["KERNEL"]) and not fnmatch.fnmatchcase("issm0", pairs["KERNEL"])
