@@ -385,8 +385,9 @@ def answer(host: RoceHost, command: str) -> tuple[int, str, str]:
 
 
 async def serve(hosts: list[RoceHost], host_key_file: str, authorized_keys_file: str,
-                address: str = "127.0.0.1", advance_seconds: float = 0.0) -> dict[str, int]:
-    """Listen on one port per host (asyncssh, public-key auth); returns {host name: port}.
+                address: str = "127.0.0.1", advance_seconds: float = 0.0) -> tuple[dict[str, int], list]:
+    """Listen on one port per host (asyncssh, public-key auth); returns ({host name: port}, the
+    listeners: ``close()`` each to stop).
 
     ``advance_seconds`` > 0 moves a host's counters by that much before each answer, so repeated
     polls see traffic.
@@ -394,6 +395,7 @@ async def serve(hosts: list[RoceHost], host_key_file: str, authorized_keys_file:
     import asyncssh
 
     ports: dict[str, int] = {}
+    listeners = []
     for host in hosts:
         def process_factory(process, host=host):
             if advance_seconds:
@@ -407,8 +409,9 @@ async def serve(hosts: list[RoceHost], host_key_file: str, authorized_keys_file:
                                        authorized_client_keys=authorized_keys_file,
                                        process_factory=process_factory, encoding="utf-8",
                                        allow_scp=False, sftp_factory=None, keepalive_interval=0)
+        listeners.append(server)
         ports[host.name] = server.sockets[0].getsockname()[1]
-    return ports
+    return ports, listeners
 
 
 def _main(argv: list[str] | None = None) -> None:
@@ -433,7 +436,7 @@ def _main(argv: list[str] | None = None) -> None:
                  for i in range(args.hosts)]
         for h in hosts:
             h.advance(60)
-        ports = await serve(hosts, args.host_key, args.authorized_keys, advance_seconds=args.advance_seconds)
+        ports, _ = await serve(hosts, args.host_key, args.authorized_keys, advance_seconds=args.advance_seconds)
         tmp = Path(args.ports_file + ".tmp")
         tmp.write_text(json.dumps(ports))
         os.replace(tmp, args.ports_file)
