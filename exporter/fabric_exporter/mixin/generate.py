@@ -70,8 +70,12 @@ def render(settings_file: str | None = None) -> dict[str, str]:
             "spec": prom,
         }),
     }
-    for step, doc in rule_tests.build_tests(rs, RULE_FILE).items():
-        files[f"alerts/{test_file(step)}"] = dump_yaml(doc)
+    if rs.testable:
+        for step, doc in rule_tests.build_tests(rs, RULE_FILE).items():
+            files[f"alerts/{test_file(step)}"] = dump_yaml(doc)
+    else:
+        print("fabric-exporter generate: rate_window is not whole minutes; promtool tests not written",
+              file=sys.stderr)
     for name, board in dashboards.build_all(settings).items():
         files[f"dashboards/{name}.json"] = dump_json(board)
     return files

@@ -61,6 +61,8 @@ def _labels_text(labels: dict, name: str) -> str:
 
 def build_tests(rs: RuleSet, rule_file: str) -> dict[int, dict]:
     """Evaluation step in minutes -> promtool test file document."""
+    if not rs.testable:
+        raise ValueError("rate_window must be whole minutes (>= 2m) to generate promtool tests")
     by_step: dict[int, list] = {}
     for r in rs.recordings():
         by_step.setdefault(r.test_step, []).append({
