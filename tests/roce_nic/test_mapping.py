@@ -67,7 +67,7 @@ def test_mlx5_pfc_priority_3_exact(fixture_text):
         key("fabric_roce_nic_link_down_events_total"): 3,
         key("fabric_roce_nic_rx_symbol_errors_total"): 4,
         key("fabric_roce_nic_rx_pcs_symbol_errors_total"): 0,
-        key("fabric_roce_nic_rx_corrected_bits_total"): 18271,
+        key("fabric_roce_nic_rx_fec_corrected_errors_total"): 18271,
         key("fabric_roce_nic_rx_crc_errors_total"): 2,
         key("fabric_roce_ecn_marked_packets_total"): 1290455,
         key("fabric_roce_nic_cnp_sent_total"): 884312,
@@ -152,9 +152,9 @@ def test_ice_and_irdma(fixture_text):
 
 def test_unmapped_counters_only_behind_the_option(fixture_text):
     text = dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", "hw_counters_mlx5.txt", "ethtool_mlx5_pfc3.txt")
-    assert not [s for s in poll(text).samples if s.name == "fabric_roce_nic_unmapped_counter"]
+    assert not [s for s in poll(text).samples if s.name == "fabric_roce_nic_unmapped_value"]
     raw = {(s.labels["source"], s.labels["counter"]): s.value
-           for s in poll(text, expose_unmapped=True).samples if s.name == "fabric_roce_nic_unmapped_counter"}
+           for s in poll(text, expose_unmapped=True).samples if s.name == "fabric_roce_nic_unmapped_value"}
     assert raw[("ethtool", "ch0_events")] == 1320977
     assert raw[("hw_counters", "rx_write_requests")] == 90122381
     assert ("ethtool", "rx_prio3_pause") not in raw  # mapped counters are not repeated raw

@@ -280,3 +280,26 @@ def test_harness_sessions_use_plain_sh_the_fake_path_and_the_fake_sysfs(lab_fact
                        timeout=20)
     assert r.stdout == "1\n"
     assert not Path("/sys/class/fabric-exporter-test-marker").exists()
+
+
+def test_exposition_passes_promtool_lint_for_every_vendor(lab_factory):
+    import subprocess
+
+    labs = [lab_factory(v, nics=2, name=f"gpu-{v}") for v in ("mlx5", "bnxt", "irdma")]
+    creds = {lab.model.name: lab.sshd.credential() for lab in labs}
+    poller = Poller({"credentials": creds, "targets": [
+        group(lab.model.name, [host_entry(lab)], credentials=lab.model.name, options={"expose_unmapped": True})
+        for lab in labs]})
+
+    async def scenario():
+        try:
+            states, _ = await poller.poll()
+            assert all(s.state == "ok" for s in states.values()), {h: s.last_error for h, s in states.items()}
+            return poller.scheduler.store.render().decode()
+        finally:
+            await poller.close()
+
+    text = run(scenario())
+    assert 'fabric_roce_nic_unmapped_value{' in text and 'counter="[0]: rx_ucast_packets"' in text
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr

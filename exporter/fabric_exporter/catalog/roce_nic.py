@@ -109,8 +109,8 @@ METRICS = [
     _c("fabric_roce_nic_rx_pcs_symbol_errors_total", "errors",
        "PCS symbol errors after FEC (mlx5 rx_pcs_symbol_err_phy): bit errors FEC could not fix.",
        NIC_PORT, ("rx_pcs_symbol_err_phy",)),
-    _c("fabric_roce_nic_rx_corrected_bits_total", "bits",
-       "Bits corrected by FEC (mlx5 rx_corrected_bits_phy): a rising rate is a degrading link.",
+    _c("fabric_roce_nic_rx_fec_corrected_errors_total", "errors",
+       "Bit errors corrected by FEC, one per bit (mlx5 rx_corrected_bits_phy): a rising rate is a degrading link.",
        NIC_PORT, ("rx_corrected_bits_phy",)),
     _c("fabric_roce_nic_rx_crc_errors_total", "packets",
        "Received packets with a bad FCS (mlx5 rx_crc_errors_phy, bnxt rx_fcs_err_frames, ice rx_crc_errors.nic).",
@@ -168,7 +168,7 @@ METRICS = [
        "bnxt_re max_retry_exceeded).",
        NIC_PORT, ("req_transport_retries_exceeded", "max_retry_exceeded")),
     # --- counters the catalog does not know (option expose_unmapped, off by default) ------------
-    MetricSpec("fabric_roce_nic_unmapped_counter", "gauge", "",
+    MetricSpec("fabric_roce_nic_unmapped_value", "gauge", "",
                "A driver counter with no catalog name, as read (label counter = its original name, source = "
                "ethtool or hw_counters); only with option expose_unmapped. Typed gauge: its semantics are unknown.",
                (NIC_PORT_RAW,), (NIC,), ()),

@@ -149,7 +149,7 @@ ETHTOOL_RULES: list[Rule] = [
     *_r("fabric_roce_nic_link_down_events_total", "link_down_events", families=BNXT),
     *_r("fabric_roce_nic_rx_symbol_errors_total", "rx_symbol_err_phy"),
     *_r("fabric_roce_nic_rx_pcs_symbol_errors_total", "rx_pcs_symbol_err_phy"),
-    *_r("fabric_roce_nic_rx_corrected_bits_total", "rx_corrected_bits_phy"),
+    *_r("fabric_roce_nic_rx_fec_corrected_errors_total", "rx_corrected_bits_phy"),
     *_r("fabric_roce_nic_rx_crc_errors_total", "rx_crc_errors_phy", "rx_crc_errors.nic"),
     *_r("fabric_roce_nic_rx_crc_errors_total", "rx_fcs_err_frames", families=BNXT),
 ]
@@ -456,7 +456,7 @@ def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list
             unmapped: list[str] | None = [] if expose else None
             samples.extend(mapper.map(table, family, base, unmapped))
             for name in unmapped or ():
-                samples.append(Sample("fabric_roce_nic_unmapped_counter",
+                samples.append(Sample("fabric_roce_nic_unmapped_value",
                                       {**base, "source": source, "counter": name}, table[name]))
         if p.ethtool and p.ethtool.ambiguous:
             problems.append(f"ethtool -S {p.netdev}: counters printed twice with different values, "
