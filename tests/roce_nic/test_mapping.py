@@ -195,6 +195,7 @@ def test_rdma_tool_mode(fixture_text):
     assert got[key("fabric_roce_nic_port_active")] == 1
     assert got[key("fabric_roce_nic_port_active", device="mlx5_1", netdev="ens2f0np0")] == 0
     assert got[key("fabric_roce_nic_rdma_out_of_buffer_total", device="mlx5_1", netdev="ens2f0np0")] == 2
+    assert not [k for k in got if ("device", "mlx5_2") in k[1]]  # the InfiniBand port (it has a LID) is skipped
 
 
 def test_every_rule_names_a_catalog_metric_of_this_collector():

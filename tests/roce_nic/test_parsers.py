@@ -121,8 +121,9 @@ def test_rdma_statistic_garbage(text):
 def test_rdma_link_text_and_json(fixture_text):
     for name in ("rdma_link.txt", "rdma_link.json"):
         links = parse_rdma_link(fixture_text(name))
-        assert [(l.device, l.port, l.state, l.netdev) for l in links] == [
-            ("mlx5_0", 1, "ACTIVE", "ens1f0np0"), ("mlx5_1", 1, "DOWN", "ens2f0np0"), ("mlx5_2", 1, "ACTIVE", None)]
+        assert [(l.device, l.port, l.state, l.netdev, l.lid) for l in links] == [
+            ("mlx5_0", 1, "ACTIVE", "ens1f0np0", None), ("mlx5_1", 1, "DOWN", "ens2f0np0", None),
+            ("mlx5_2", 1, "ACTIVE", None, 7)]
 
 
 # -- the framed host dump ---------------------------------------------------------------------------

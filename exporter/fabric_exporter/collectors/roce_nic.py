@@ -431,7 +431,8 @@ def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
         raise CommandFailed("rdma link show lists no RDMA ports")
     ports = []
     for link in links:
-        ports.append(PortData(link.device, link.port, link.netdev, None, None,
+        # iproute2 prints a LID only for InfiniBand ports
+        ports.append(PortData(link.device, link.port, link.netdev, None, "InfiniBand" if link.lid is not None else None,
                               None if link.state is None else link.state == "ACTIVE",
                               stats.get((link.device, link.port))))
     return ports

@@ -152,6 +152,16 @@ class RdmaLink:
     state: str | None = None  # ACTIVE, DOWN, INIT, ...
     physical_state: str | None = None  # LINK_UP, DISABLED, ...
     netdev: str | None = None
+    lid: int | None = None  # only InfiniBand ports have a LID (iproute2 prints none for RoCE)
+
+
+def _lid(value, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit() \
+            or not str(value).isascii() or int(value) > 0xFFFF:
+        raise ParseError(f"{where}: bad lid {str(value)[:10]!r}")
+    return int(value)
 
 
 def parse_rdma_link(text: str) -> list[RdmaLink]:
@@ -168,14 +178,15 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
                 if value is not None and (not isinstance(value, str) or not _NETDEV.fullmatch(value)):
                     raise ParseError(f"rdma link: {dev}/{port}: bad {name}")
                 fields[name] = value
-            links.append(RdmaLink(dev, port, **fields))
+            links.append(RdmaLink(dev, port, **fields, lid=_lid(row.get("lid"), f"rdma link: {dev}/{port}")))
     else:
         for n, (dev, port), pairs in _text_lines(text, "rdma link"):
             values = dict(pairs)
             netdev = values.get("netdev")
             if netdev is not None and not _NETDEV.fullmatch(netdev):
                 raise ParseError(f"rdma link line {n}: bad netdev")
-            links.append(RdmaLink(dev, port, values.get("state"), values.get("physical_state"), netdev))
+            links.append(RdmaLink(dev, port, values.get("state"), values.get("physical_state"), netdev,
+                                  _lid(values.get("lid"), f"rdma link line {n}")))
     seen = set()
     for link in links:
         if (link.device, link.port) in seen:
