@@ -79,15 +79,18 @@ class Poller:
         self.sched.apply(config, start_tasks=False)
         self.collectors = {}
 
-    async def poll(self):
+    async def poll_states(self):
         from fabric_exporter.collectors import PollContext
 
-        states = []
         for key, (group, host, cls) in self.sched.targets(self.sched.config).items():
             if key not in self.collectors:
                 self.collectors[key] = cls(PollContext(group, host, self.transports))
         states = await asyncio.gather(*(self.sched.poll(k, c) for k, c in self.collectors.items()))
-        return {s.key: s for s in states}, parse_exposition(self.store.render())
+        return {s.key: s for s in states}
+
+    async def poll(self):
+        states = await self.poll_states()
+        return states, parse_exposition(self.store.render())
 
     async def close(self):
         for c in self.collectors.values():

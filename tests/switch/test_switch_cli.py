@@ -195,3 +195,41 @@ def test_batched_script_sections_roundtrip():
     with pytest.raises(ParseError, match="cut off"):
         split_sections(out.rsplit("@@n0nce end", 1)[0], "n0nce")
     assert re.search(r"^printf '@@%s begin %s\\n' n0nce a$", script, re.M)
+
+
+def test_snmp_and_cli_name_the_same_queues_the_same_way(sonic_env, tmp_path):
+    """One simulated SONiC switch, polled over SNMP (CISCO-SWITCH-QOS-MIB, CISCO-PFC-EXT-MIB) and over
+    the CLI: the queue and PFC series must carry identical label sets and values. (Which is also why
+    one switch must not have both sources for them in one exporter: the series would be duplicates;
+    see docs/collectors/switch_cli.md.)"""
+    from fabric_exporter.lab.snmp import SnmpSim
+
+    sw, data, sshd = sonic_env
+    with SnmpSim([sw], workdir=tmp_path / "sim") as sim:
+        cfg = make_config(tmp_path, [
+            cli_group(sshd, commands=["pfc", "queue"]),
+            {"name": "snmp", "fabric": "lab", "collector": "snmp_switch", "transport": "snmp", "credentials": "snmp",
+             "hosts": [{"name": "leaf9", "address": "127.0.0.1", "port": sim.port}],
+             "options": {"modules": ["cisco_pfc", "cisco_qos"], "snmp_timeout": "2s"}},
+        ], {"ssh": sshd.credential(), "snmp": {"type": "snmp", "version": "2c", "community": "leaf9"}})
+
+        async def both():
+            p = Poller(cfg)
+            try:
+                states = await p.poll_states()
+                snaps = {key[0]: p.store.get(key) for key in states}
+                return states, snaps
+            finally:
+                await p.close()
+
+        states, snaps = run(both())
+    assert all(s.state == "ok" for s in states.values()), [s.last_error for s in states.values()]
+    from .conftest import parse_exposition
+
+    def family(group, name):
+        return parse_exposition(snaps[group].chunks[name])
+
+    for name in ("fabric_roce_switch_queue_tx_packets_total", "fabric_roce_switch_queue_dropped_bytes_total",
+                 "fabric_roce_pfc_rx_pause_frames_total", "fabric_roce_pfc_tx_pause_frames_total"):
+        via_snmp, via_cli = family("snmp", name), family("sonic", name)
+        assert via_snmp == via_cli and len(via_snmp) >= 8 * 8
