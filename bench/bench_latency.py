@@ -60,7 +60,7 @@ def peak_concurrency(events: list[dict]) -> int:
     return peak
 
 
-async def run(args, lab: LatencyLab) -> dict:
+async def run(args, lab) -> dict:
     racks = {f"rack-{i:02d}": lab.host_names[i * args.rack_size:(i + 1) * args.rack_size]
              for i in range(-(-len(lab.host_names) // args.rack_size))}
     cfg = parse_config({
@@ -91,7 +91,7 @@ async def run(args, lab: LatencyLab) -> dict:
                    "probes_per_s": round(ok / wall, 1), "collector_cpu_ms_per_probe": round(1000 * cpu / max(ok, 1), 2),
                    "machine_cpu_ms_per_probe": round(1000 * busy / max(ok, 1), 1),
                    "machine_busy_cores": round(busy / wall, 2),
-                   "peak_concurrent_servers": peak_concurrency(lab.events()), "samples": len(result.samples),
+                   "peak_concurrent_servers": peak_concurrency(lab.events()) if lab.events() else None, "samples": len(result.samples),
                    "problems": result.problems[:3]}
             print(json.dumps(row), flush=True)
             rounds.append(row)
@@ -117,12 +117,53 @@ def main() -> None:
     ap.add_argument("--sampled-peers", type=int, default=1)
     ap.add_argument("--probe-seconds", type=float, default=0.04, help="emulated measurement time per probe")
     ap.add_argument("--round-timeout", type=float, default=120.0)
+    ap.add_argument("--mode", choices=("processes", "in-process"), default="processes",
+                    help="processes: fake perftest programs behind real sshd (default); in-process: "
+                         "lab.ssh_hosts.SimulatedHosts + lab.perftest.SimulatedPerftest in this process "
+                         "(no process per probe: the orchestrator's and SSH's own cost)")
     args = ap.parse_args()
     names = [f"gpu-{i:03d}" for i in range(args.hosts)]
+    fixture = {"default": {"typical": 2.0, "seconds": args.probe_seconds}}
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
-        with LatencyLab(tmp, names, {"default": {"typical": 2.0, "seconds": args.probe_seconds}}) as lab:
-            summary = asyncio.run(run(args, lab))
-    print(json.dumps({"summary": summary}))
+        if args.mode == "processes":
+            with LatencyLab(tmp, names, fixture) as lab:
+                summary = asyncio.run(run(args, lab))
+        else:
+            summary = asyncio.run(run_in_process(args, tmp, names, fixture))
+    print(json.dumps({"summary": {"mode": args.mode, **summary}}))
+
+
+class _InProcessLab:
+    """The SimulatedHosts lab in the same shape as LatencyLab, for run()."""
+
+    def __init__(self, hosts, names):
+        self.sim_hosts, self.host_names = hosts, names
+
+    def hosts(self):
+        return [{"name": n, "address": "127.0.0.1", "port": self.sim_hosts.ports[n]} for n in self.host_names]
+
+    def credential(self, **overrides):
+        return {"type": "ssh", "username": "lab", "private_key_file": str(self.sim_hosts.client_key),
+                "known_hosts_file": str(self.sim_hosts.known_hosts), **overrides}
+
+    def clear_events(self):
+        pass
+
+    def events(self):
+        return []
+
+
+async def run_in_process(args, tmp, names, fixture) -> dict:
+    from fabric_exporter.lab.perftest import SimulatedPerftest
+    from fabric_exporter.lab.ssh_hosts import SimulatedHosts
+
+    sim = SimulatedPerftest(fixture, server_wait=15)
+    hosts = SimulatedHosts(tmp, sim.answer)
+    await hosts.start(names)
+    try:
+        return await run(args, _InProcessLab(hosts, names))
+    finally:
+        await hosts.stop()
 
 
 if __name__ == "__main__":

@@ -302,6 +302,72 @@ def main(argv: list[str] | None = None, tool: str | None = None) -> int:
     return run_client(lab, opts) if opts["server"] else run_server(lab, opts)
 
 
+class SimulatedPerftest:
+    """perftest without processes, for ``lab.ssh_hosts.SimulatedHosts``: ``answer(host, argv)``.
+
+    A server registers its port and waits for the client of that port (the collector gives every
+    running probe its own port, so the port identifies the probe); a client finds the server by
+    port, "measures" for ``seconds`` and both return perftest's report. A server nobody connects
+    to gives up after ``server_wait`` (standing in for the ``timeout`` wrapper the SSH lab strips).
+    ``fixture`` is the same shape as the fake programs' fixture (pairs keyed by host names).
+    """
+
+    def __init__(self, fixture: dict | None = None, server_wait: float = 30.0):
+        self.fixture = fixture or {}
+        self.server_wait = server_wait
+        self._servers: dict[int, tuple[str, object]] = {}  # port -> (server host, future of stats)
+        self.probes = 0
+
+    def _spec(self, source: str, destination: str) -> dict:
+        pairs = self.fixture.get("pairs", {})
+        spec = dict(self.fixture.get("default", {}))
+        spec.update(pairs.get(f"{source}>{destination}", {}))
+        return spec
+
+    async def answer(self, host: str, argv: list[str]) -> tuple[int, str, str]:
+        import asyncio
+
+        if argv == ["true"]:  # the collector's host check
+            return 0, "", ""
+        tool_at = next((i for i, a in enumerate(argv) if Path(a).name in PROGRAMS), None)
+        if tool_at is None:
+            return 127, "", f"sh: 1: {argv[0] if argv else ''}: not found\n"
+        tool = Path(argv[tool_at]).name
+        opts = _parse_args(argv[tool_at + 1:])
+        link, gid = ("Ethernet", opts["gid_index"]) if opts["gid_index"] is not None else ("IB", None)
+        port = opts["port"]
+        if opts["server"] is None:
+            if port in self._servers:
+                return 1, "", f"Couldn't listen to port {port}\nUnable to open file descriptor for socket connection\n"
+            done = asyncio.get_running_loop().create_future()
+            self._servers[port] = (host, done)
+            try:
+                stats = await asyncio.wait_for(done, self.server_wait)
+            except asyncio.TimeoutError:
+                return 124, "", ""
+            finally:
+                self._servers.pop(port, None)
+            if not stats:
+                return 1, "", " Failed to exchange data between server and clients\n"
+            return 0, render_report(tool, stats, size=opts["size"], iters=opts["iters"], role="server",
+                                    device=opts["device"], link_type=link, gid_index=gid), ""
+        entry = self._servers.get(port)
+        if entry is None or entry[1].done():
+            return 1, "", f"Couldn't connect to {opts['server']}:{port}\nUnable to open file descriptor for socket connection\n"
+        destination, done = entry
+        spec = self._spec(host, destination)
+        if spec.get("behaviour") == "fail":
+            done.set_result({})
+            return 1, "", " Failed to exchange data between server and clients\n"
+        await asyncio.sleep(float(spec.get("seconds", 0.0)))
+        stats = complete_stats({k: v for k, v in spec.items() if k in STAT_KEYS})
+        if not done.done():
+            done.set_result(stats)
+        self.probes += 1
+        return 0, render_report(tool, stats, size=opts["size"], iters=opts["iters"], role="client",
+                                device=opts["device"], link_type=link, gid_index=gid), ""
+
+
 def install_programs(bin_dir: str | os.PathLike, python: str | None = None) -> list[Path]:
     """Write ``ib_write_lat``/``ib_send_lat``/``ib_read_lat`` into ``bin_dir``, running this module."""
     bin_dir = Path(bin_dir)
