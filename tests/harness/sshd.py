@@ -50,10 +50,17 @@ def make_key(path: Path, comment: str = "fabric-exporter-test") -> Path:
 
 def _children(pid: int) -> list[int]:
     try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
-        return []
-    return [int(x) for x in text.split()]
+        pass
+    found = []  # kernels without CONFIG_PROC_CHILDREN: scan every process's parent
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 class SSHD:
@@ -103,8 +110,9 @@ class SSHD:
             self._write_config()
             self.known_hosts.write_text(
                 f"[127.0.0.1]:{self.port} {' '.join(Path(f'{self.host_key}.pub').read_text().split()[:2])}\n")
-            self.proc = subprocess.Popen(self._command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=open(self.log_file, "ab"), start_new_session=True)
+            with open(self.log_file, "ab") as log:
+                self.proc = subprocess.Popen(self._command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                             stderr=log, start_new_session=True)
             ok, last_error = self._wait_ready()
             if ok:
                 return self
