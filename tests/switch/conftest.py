@@ -14,6 +14,10 @@ from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 
 V3 = V3User("fabric", "auth-secret-1", "priv-secret-1", auth_proto="SHA256", priv_proto="AES256")
+# More users, so every auth/priv protocol the config offers for authPriv is tried for real.
+V3_MORE = [V3User("fab-sha", "auth-secret-2", "priv-secret-2", auth_proto="SHA", priv_proto="AES128"),
+           V3User("fab-sha512", "auth-secret-3", "priv-secret-3", auth_proto="SHA512", priv_proto="AES128"),
+           V3User("fab-md5", "auth-secret-4", "priv-secret-4", auth_proto="MD5", priv_proto="DES")]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +31,7 @@ def switches():
 
 @pytest.fixture(scope="module")
 def snmpsim(switches, tmp_path_factory):
-    sim = SnmpSim(list(switches.values()), workdir=tmp_path_factory.mktemp("snmpsim"), v3_user=V3)
+    sim = SnmpSim(list(switches.values()), workdir=tmp_path_factory.mktemp("snmpsim"), v3_user=V3, v3_users=V3_MORE)
     sim.start()
     try:
         yield sim

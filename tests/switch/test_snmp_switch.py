@@ -19,7 +19,7 @@ from fabric_exporter.lab.snmp import (
     SnmpSim,
 )
 
-from .conftest import V3, Poller, make_config, series
+from .conftest import V3, V3_MORE, Poller, make_config, series
 
 
 
@@ -199,6 +199,27 @@ def test_v3_authpriv_and_wrong_password(snmpsim, switches, tmp_path):
     assert bp.state == "failed" and bp.errors["auth"] == 1
     assert "DecryptionError" in bp.last_error
     assert not any(("switch", "ieee1-badauth") in k[1] for k in s)
+
+
+@pytest.mark.parametrize("user,auth,priv", [(V3_MORE[0], "sha", "aes128"), (V3_MORE[1], "sha512", "aes128"),
+                                            (V3_MORE[2], "md5", "des")])
+def test_v3_other_protocols(snmpsim, switches, tmp_path, user, auth, priv):
+    cred = {"type": "snmp", "version": "3", "username": user.user, "auth_protocol": auth,
+            "auth_password": user.auth_key, "priv_protocol": priv, "priv_password": user.priv_key,
+            "context": "ieee1"}
+    cfg = make_config(tmp_path, [group("v3", "ieee1", snmpsim.port, "c")], {"c": cred})
+
+    async def scenario():
+        p = Poller(cfg)
+        try:
+            return await p.poll()
+        finally:
+            await p.close()
+
+    states, s = run(scenario())
+    assert states[("v3", "ieee1")].state == "ok", states[("v3", "ieee1")].last_error
+    assert series(s, "fabric_roce_switch_pfc_tx_frames_total", fabric="lab", switch="ieee1",
+                  interface="Ethernet2") == switches["ieee1"].interfaces[1].ieee_pfc[0]
 
 
 def test_interface_filters(snmpsim, switches, tmp_path):

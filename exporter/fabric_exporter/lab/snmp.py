@@ -277,14 +277,14 @@ class SnmpSim:
     """
 
     def __init__(self, switches: list[SimulatedSwitch], workdir: str | os.PathLike | None = None,
-                 port: int | None = None, v3_user: V3User | None = None):
+                 port: int | None = None, v3_user: V3User | None = None, v3_users: list[V3User] = ()):
         self.switches = {sw.name: sw for sw in switches}
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="fabric-snmpsim-"))
         self.data_dir = self.workdir / "data"
         self.cache_dir = self.workdir / "cache"
         self.port = port or free_udp_port()
-        self.v3_user = v3_user
+        self.v3_users = ([v3_user] if v3_user else []) + list(v3_users)
         self.proc: subprocess.Popen | None = None
         self._mtime = 0
         self.log_path = self.workdir / "snmpsim.log"
@@ -308,8 +308,7 @@ class SnmpSim:
         argv += [f"--data-dir={self.data_dir}", f"--cache-dir={self.cache_dir}",
                  f"--agent-udpv4-endpoint=127.0.0.1:{self.port}",
                  "--logging-method=null"]
-        if self.v3_user:
-            u = self.v3_user
+        for u in self.v3_users:  # each --v3-user takes the key/protocol options that follow it
             argv += [f"--v3-user={u.user}", f"--v3-auth-key={u.auth_key}", f"--v3-auth-proto={u.auth_proto}",
                      f"--v3-priv-key={u.priv_key}", f"--v3-priv-proto={u.priv_proto}"]
         env = {**os.environ, "SNMPSIM_ALLOW_ROOT": "true"}
