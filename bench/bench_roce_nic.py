@@ -174,10 +174,11 @@ def main() -> None:
     print(json.dumps(out, indent=2))
     f, b = out["full_poll"], out["bare_ssh_round_trip"]
     print(f"\n{args.hosts} hosts x {args.nics} NICs, {args.rounds} rounds, concurrency {args.concurrency}:")
-    print(f"  full poll : {f['per_second']:8.1f} hosts/s   client CPU {f['client_cpu_ms_each']:.2f} ms/host-poll "
-          f"(server {f['server_cpu_ms_each']:.2f} ms)")
-    print(f"  bare SSH  : {b['per_second']:8.1f} trips/s   client CPU {b['client_cpu_ms_each']:.2f} ms/round trip "
-          f"(server {b['server_cpu_ms_each']:.2f} ms)")
+    print(f"  full poll : {f['per_second']:8.1f} hosts/s   client CPU {f['client_cpu_ms_each'] / 1e3:.5f} s/host-poll "
+          f"(server {f['server_cpu_ms_each'] / 1e3:.5f} s)")
+    print(f"  bare SSH  : {b['per_second']:8.1f} trips/s   client CPU {b['client_cpu_ms_each'] / 1e3:.5f} s/round trip "
+          f"(server {b['server_cpu_ms_each'] / 1e3:.5f} s)")
+    print(f"  a poll costs {f['client_cpu_ms_each'] / b['client_cpu_ms_each']:.1f}x a bare round trip's client CPU")
     print(f"  parse+map+render alone: {out['parse_map_render_only']['client_cpu_ms_each']:.2f} ms/host "
           f"({out['parse_map_render_only']['dump_bytes']} bytes, {out['samples_per_host']} samples)")
 
