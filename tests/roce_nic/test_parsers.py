@@ -223,3 +223,21 @@ def test_fuzz_json_shapes(value):
             parse(text)
         except ParseError:
             pass
+
+
+@_fuzz
+@given(_mutations(), st.booleans())
+def test_fuzz_whole_pipeline_raises_only_poll_errors(text, expose):
+    """Dump -> samples never crashes: a bad dump is a PollError (parse / command_failed), and every
+    sample it does produce is a catalog metric with an allowed label set."""
+    from fabric_exporter.catalog import family_of
+    from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
+    from fabric_exporter.errors import PollError
+
+    try:
+        result = result_from_dump(parse_host_dump(text), "h", RoceNicOptions(expose_unmapped=expose))
+    except PollError:
+        return
+    for s in result.samples:
+        spec = family_of(s.name)
+        assert spec is not None and spec.allows_labels(s.name, ("fabric", *s.labels)), s
