@@ -136,12 +136,29 @@ def test_nodes_and_topology_series(first_poll, fabric):
     assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors", "ibnetdiscover"}
 
 
-def test_second_poll_reuses_the_topology(first_poll):
-    harness, _result = first_poll
+def test_second_poll_reuses_the_topology_and_its_discovery_cache(first_poll):
+    harness, first = first_poll
     result = harness.poll()
     assert result.problems == []
     tools = {s.labels["tool"] for s in result.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors"}  # no ibnetdiscover: not due yet
+    # no ibnetdiscover (not due), and the error sweep loads the cache written with the topology
+    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors_cached"}
+    for metric in ERROR_METRICS:
+        assert values(result, metric) == values(first, metric)
+
+
+def test_a_vanished_discovery_cache_falls_back_to_a_live_sweep(injected):
+    harness = CollectorHarness(group_for({"env": injected.env()}))
+    harness.poll()
+    os.unlink(harness.collector._cache_path())  # e.g. a /tmp cleaner
+    result = harness.poll()
+    assert result.problems == []
+    tools = {s.labels["tool"] for s in result.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+    assert "ibqueryerrors_errors" in tools
+    assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
+    again = harness.poll()  # rediscovers, writes the cache again
+    tools = {s.labels["tool"] for s in again.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+    assert "ibnetdiscover" in tools and again.problems == []
 
 
 def test_node_name_map_names_nodes_and_peers(injected, tmp_path):

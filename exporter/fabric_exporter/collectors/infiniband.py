@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,8 @@ class InfinibandOptions:
     max_concurrency: int = 4
     qp1_dropped: bool = False
     read_tick_multiplier: bool = False
+    use_discovery_cache: bool = True
+    discovery_cache_path: str | None = None
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -174,6 +177,8 @@ class InfinibandCollector(Collector):
             max_concurrency=r.integer("max_concurrency", 4, minimum=1, maximum=7),
             qp1_dropped=r.boolean("qp1_dropped", False),
             read_tick_multiplier=r.boolean("read_tick_multiplier", False),
+            use_discovery_cache=r.boolean("use_discovery_cache", True),
+            discovery_cache_path=r.string("discovery_cache_path"),
         )
         if node_name_map and Path(node_name_map).is_file():
             try:
@@ -191,6 +196,7 @@ class InfinibandCollector(Collector):
         self._topology_at: float | None = None  # monotonic
         self._topology_wall: float | None = None
         self._topology_stale = False
+        self._cache_ok = False  # the discovery cache on the tool host matches self._topology
         self._topology_changes = 0
         self._expected_ports: dict[tuple[int, int], _ExpectedPort] = {}
         self._nodes: dict[int, _NodeFacts] = {}
@@ -253,21 +259,54 @@ class InfinibandCollector(Collector):
         now = time.monotonic()
         refresh = (self._topology is None or self._topology_stale
                    or now - (self._topology_at or 0) >= self.options.topology_interval)
-        counters_argv = self._argv("ibqueryerrors", "--counters", "--report-port")
-        errors_argv = self._argv("ibqueryerrors", "--threshold-file", "/dev/null")
-        jobs = [self._run(counters_argv, deadline, (0,), durations, "ibqueryerrors_counters"),
-                self._run(errors_argv, deadline, (0, 1), durations, "ibqueryerrors_errors")]
-        if refresh:
-            jobs.append(self._refresh_topology(deadline, durations, problems))
-        results = await asyncio.gather(*jobs, return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException) and not isinstance(r, Exception):
-                raise r
-        for r in results[:2]:
-            if isinstance(r, Exception):
-                raise r
-        counters_run, errors_run = results[0], results[1]
-        counters = ib_queryerrors.parse(counters_run.stdout)
+        cache = self._cache_path()
+        # The error sweep can skip discovery by loading the topology's cache: half the MADs of a
+        # poll. Only while the cache is known good; the live counter sweep then checks it still is.
+        use_cache = cache is not None and not refresh and self._cache_ok
+        live_errors_argv = self._argv("ibqueryerrors", "--threshold-file", "/dev/null")
+        cached_errors_argv = self._argv("ibqueryerrors", "--load-cache", cache or "", "--threshold-file", "/dev/null")
+        tasks: list[asyncio.Task] = []
+
+        def start(coro) -> asyncio.Task:
+            task = asyncio.ensure_future(coro)
+            tasks.append(task)
+            return task
+
+        try:
+            counters_task = start(self._run(self._argv("ibqueryerrors", "--counters", "--report-port"), deadline, (0,),
+                                            durations, "ibqueryerrors_counters"))
+            errors_task = start(self._run(cached_errors_argv if use_cache else live_errors_argv, deadline, (0, 1),
+                                          durations, "ibqueryerrors_errors_cached" if use_cache else "ibqueryerrors_errors"))
+            topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
+            counters_run = await counters_task
+            counters = ib_queryerrors.parse(counters_run.stdout)
+            if use_cache and not self._cache_matches(counters):
+                # The fabric changed since the cache was written (nodes or LIDs): its answers could
+                # belong to other ports. Drop that sweep, run a live one, refresh the topology next poll.
+                errors_task.cancel()
+                self._cache_ok = False
+                self._topology_stale = True
+                log.info("infiniband: fabric differs from the discovery cache; live error sweep")
+                errors_task = start(self._run(live_errors_argv, deadline, (0, 1), durations, "ibqueryerrors_errors"))
+            try:
+                errors_run = await errors_task
+            except CommandFailed as e:
+                if not use_cache or "ibqueryerrors_errors_cached" not in str(e):
+                    raise
+                # e.g. the cache file was cleaned from /tmp: rediscover next poll, sweep live now
+                log.info("infiniband: cached error sweep failed (%s); live error sweep", e)
+                self._cache_ok = False
+                self._topology_stale = True
+                errors_task = start(self._run(live_errors_argv, deadline, (0, 1), durations, "ibqueryerrors_errors"))
+                errors_run = await errors_task
+            if topo_task is not None:
+                await topo_task
+        finally:
+            pending = [t for t in tasks if not t.done()]
+            for t in pending:
+                t.cancel()  # the runner kills the tool (local: its process group; SSH: the channel)
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
         errors = ib_queryerrors.parse(errors_run.stdout)
 
         ports = self._assemble(counters, errors, errors_run.stderr, problems)
@@ -289,13 +328,17 @@ class InfinibandCollector(Collector):
 
     async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
         try:
-            run = await self._run(self._argv("ibnetdiscover"), deadline, (0,), durations, "ibnetdiscover")
+            cache = self._cache_path()
+            self._cache_ok = False  # being rewritten
+            args = ("--cache", cache) if cache else ()
+            run = await self._run(self._argv("ibnetdiscover", *args), deadline, (0,), durations, "ibnetdiscover")
             topology = ib_netdiscover.parse(run.stdout)
         except PollError as e:
             if self._topology is None:
                 raise
             problems.append(f"topology refresh failed, using the previous one: {e}")
             return
+        self._cache_ok = cache is not None
         now = time.monotonic()
         if self._topology is not None and topology.links() != self._topology.links():
             self._topology_changes += 1
@@ -308,6 +351,34 @@ class InfinibandCollector(Collector):
                                                 node.system_guid, now)
             for p in node.ports.values():
                 self._expected_ports[(node.guid, p.port)] = _ExpectedPort(p.peer_guid, p.peer_port, True, now)
+
+    def _cache_path(self) -> str | None:
+        o = self.options
+        if not o.use_discovery_cache:
+            return None
+        if o.discovery_cache_path:
+            return o.discovery_cache_path
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.group.name}-{self.host.name if self.host else 'all'}")
+        return f"/tmp/fabric-exporter-ib-{safe}.ibnetdiscover-cache"
+
+    def _cache_matches(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
+        """The live sweep's nodes and LIDs are the topology's (so the discovery cache still holds)."""
+        topo = self._topology
+        if topo is None or {n.guid for n in counters.nodes} != set(topo.nodes):
+            return False
+        for node in counters.nodes:
+            tnode = topo.nodes[node.guid]
+            for pc in node.ports:
+                if pc.port is None or pc.link is None:
+                    continue
+                if tnode.type == "switch":
+                    expected = tnode.lid
+                else:
+                    tport = tnode.ports.get(pc.port)
+                    expected = tport.lid if tport is not None else None
+                if expected is not None and pc.link.lid != expected:
+                    return False
+        return True
 
     def _sweep_shows_change(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
         """True when the sweep sees a node, or an up link, that the topology does not know."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..errors import ParseError
 
 # Active/supported width as mad_dump_linkwidth prints it -> lanes.
@@ -41,13 +43,14 @@ def speed_key(text: str) -> str:
     return key
 
 
+_GUID_RE = re.compile(r"\s*(?:0[xX])?([0-9a-fA-F]{1,16})\s*")
+
+
 def parse_guid(text: str) -> int:
-    t = text.strip()
-    if t[:2].lower() == "0x":
-        t = t[2:]
-    if not t or len(t) > 16 or any(c not in "0123456789abcdefABCDEF" for c in t):
+    m = _GUID_RE.fullmatch(text)
+    if not m:
         raise ParseError(f"invalid GUID {text!r}")
-    return int(t, 16)
+    return int(m.group(1), 16)
 
 
 def guid_str(guid: int) -> str:

@@ -1,0 +1,134 @@
+"""InfiniBand collector cost: one full poll against one bare ``ibqueryerrors`` sweep, same fabric, same run.
+
+    PYTHONPATH=exporter python bench/bench_infiniband.py [--spines 8 --leaves 32 --hcas-per-leaf 10] [--rounds 7]
+
+Starts a simulated fat tree (ibsim + opensm; default 40 switches, 320 HCAs), then alternates a bare
+sweep (``ibqueryerrors``, what a site's cron job runs) with one full collector poll (both sweeps,
+parsing, samples; topology already known, as in the steady state). Reports medians and the ratios
+poll/bare for wall time and CPU time (the tools' CPU + the exporter's own; ibsim's CPU, the "fabric"
+side, is shown apart), the parse throughput in MB/s, and the series published per port.
+Prints figures only: absolute times on a shared machine are noise, the ratios are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fabric_exporter.lab.ibsim import FatTree, IbsimFabric  # noqa: E402
+from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors  # noqa: E402
+from tests.infiniband.conftest import CollectorHarness, group_for  # noqa: E402
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+async def bare_sweep(env: dict[str, str]) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec("ibqueryerrors", env={**os.environ, **env},
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, _err = await proc.communicate()
+    return proc.returncode, out.decode()
+
+
+def measure(fn, ibsim_pid: int) -> tuple[float, float, float, object]:
+    c0, p0, s0, t0 = children_cpu(), time.process_time(), proc_cpu(ibsim_pid), time.perf_counter()
+    result = fn()
+    wall = time.perf_counter() - t0
+    cpu = (children_cpu() - c0) + (time.process_time() - p0)
+    return wall, cpu, proc_cpu(ibsim_pid) - s0, result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spines", type=int, default=8)
+    ap.add_argument("--leaves", type=int, default=32)
+    ap.add_argument("--hcas-per-leaf", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    topo = FatTree(spines=args.spines, leaves=args.leaves, hcas_per_leaf=args.hcas_per_leaf)
+    with tempfile.TemporaryDirectory() as tmp, IbsimFabric(topo, tmp, sockname=f"bench{os.getpid()}") as fabric:
+        env = fabric.env()
+        pid = fabric.ibsim.pid
+        # Wait (bounded) until a bare sweep sees the whole fabric: opensm may still be configuring.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            rc, out = asyncio.run(bare_sweep(env))
+            if f"## Summary: {len(topo.nodes)} nodes checked" in out:
+                break
+            time.sleep(1)
+        harness = CollectorHarness(group_for({"env": env}, timeout="25s"))
+        wall_first, cpu_first, _s, first = measure(harness.poll, pid)  # includes the topology (ibnetdiscover)
+        ports = sum(1 for s in first.samples if s.name == "fabric_ib_port_state_id")
+        port_series = sum(1 for s in first.samples if "port" in s.labels and "counter" not in s.labels)
+        bare, poll, crashes = [], [], 0
+        for _ in range(args.rounds):
+            wall, cpu, sim, (rc, out) = measure(lambda: asyncio.run(bare_sweep(env)), pid)
+            if rc not in (0, 1) or "## Summary" not in out:
+                crashes += 1
+                continue
+            bare.append((wall, cpu, sim))
+            wall, cpu, sim, result = measure(harness.poll, pid)
+            if result.problems:
+                print("partial poll:", result.problems[:2])
+            poll.append((wall, cpu, sim))
+
+        def med(rows, i):
+            return statistics.median(r[i] for r in rows)
+
+        # Parse throughput on this fabric's real outputs.
+        counters_text = asyncio.run(_tool(env, "ibqueryerrors", "--counters", "--report-port"))
+        disc_text = asyncio.run(_tool(env, "ibnetdiscover"))
+        qe_mbps = _throughput(ib_queryerrors.parse, counters_text)
+        nd_mbps = _throughput(ib_netdiscover.parse, disc_text)
+
+    print(f"fabric: {len(topo.switches)} switches, {len(topo.cas)} HCAs, {ports} ports published "
+          f"({len(topo.links) * 2} linked port-ends); rounds={len(bare)} (bare sweeps that crashed: {crashes})")
+    print(f"bare ibqueryerrors sweep : wall {med(bare, 0) * 1e3:7.1f} ms  cpu {med(bare, 1) * 1e3:7.1f} ms  "
+          f"(ibsim cpu {med(bare, 2) * 1e3:6.1f} ms)")
+    print(f"full poll (steady state) : wall {med(poll, 0) * 1e3:7.1f} ms  cpu {med(poll, 1) * 1e3:7.1f} ms  "
+          f"(ibsim cpu {med(poll, 2) * 1e3:6.1f} ms)")
+    print(f"ratio poll/bare          : wall {med(poll, 0) / med(bare, 0):5.2f}x    cpu {med(poll, 1) / med(bare, 1):5.2f}x"
+          f"    (target <= 1.5x)")
+    print(f"first poll (+ topology)  : wall {wall_first * 1e3:7.1f} ms  cpu {cpu_first * 1e3:7.1f} ms")
+    print(f"parse throughput         : ibqueryerrors --counters -r {qe_mbps:6.1f} MB/s "
+          f"({len(counters_text) / 1e6:.2f} MB), ibnetdiscover {nd_mbps:6.1f} MB/s")
+    print(f"series per port          : {port_series / ports:.1f} ({port_series} port series, "
+          f"{len(first.samples)} samples in all)")
+
+
+async def _tool(env, *argv) -> str:
+    proc = await asyncio.create_subprocess_exec(*argv, env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await proc.communicate()
+    return out.decode()
+
+
+def _throughput(parse, text: str, repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()
+        parse(text)
+        best = min(best, time.process_time() - t)
+    return len(text.encode()) / best / 1e6
+
+
+if __name__ == "__main__":
+    main()
