@@ -17,7 +17,7 @@ def test_committed_output_equals_fresh_generation(repo):
     # and nothing generated-looking lingers that the generator no longer writes
     for folder, ext in (("dashboards", ".json"), ("alerts", ".yaml")):
         on_disk = {f"{folder}/{n}" for n in os.listdir(os.path.join(repo, folder)) if n.endswith(ext)}
-        assert on_disk == {rel for rel in fresh if rel.startswith(folder + "/")}
+        assert on_disk == {rel for rel in fresh if rel.startswith(folder + "/") and rel.endswith(ext)}
 
 
 def test_generation_is_deterministic():
