@@ -56,6 +56,8 @@ ALLOWED = [
     ["ibqueryerrors", "--threshold-file", "/dev/null"],
     ["ibqueryerrors", "-C", "mlx5_0", "-P", "1", "-t", "200", "--counters", "--report-port"],
     ["ibnetdiscover"], ["ibnetdiscover", "-C", "mlx5_0", "-P", "1"],
+    ["ibnetdiscover", "--cache", "/tmp/fabric-exporter-ib-ib-mgmt-01.ibnetdiscover-cache"],
+    ["ibqueryerrors", "--load-cache", "/tmp/fabric-exporter-ib-ib-all.ibnetdiscover-cache", "--threshold-file", "/dev/null"],
     ["perfquery", "-l", "12", "255"], ["perfquery", "12", "1"], ["perfquery", "-c", "12", "1"], ["perfquery", "-x", "-a"],
     ["ethtool", "-S", "ens1f0np0"], ["rdma", "-j", "statistic", "show"], ["rdma", "statistic", "show", "link", "mlx5_0/1"],
     ["rdma", "link", "show"],
@@ -72,7 +74,9 @@ REFUSED = [
     quote([*ROCE, "sysfs", "1", "mlx5_0;id"]), quote([*ROCE, "everything", "1"]),
     "perfquery -R 12 1", "perfquery -xr 12 1", "perfquery --reset_after_read 12 1",
     "ibqueryerrors -k", "ibqueryerrors -K", "ibqueryerrors --clear-errors", "ibqueryerrors --threshold-file /etc/shadow",
-    "ibnetdiscover --cache /tmp/x", "ibnetdiscover --load-cache /etc/shadow",
+    "ibnetdiscover --cache /tmp/x", "ibnetdiscover --load-cache /etc/shadow", "ibnetdiscover --cache",
+    "ibnetdiscover --cache /tmp/fabric-exporter-ib-x/../../etc/cron.d/x.ibnetdiscover-cache",
+    "ibqueryerrors --load-cache /etc/shadow", "ibqueryerrors --load-cache",
     "cat /etc/shadow", "cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/../../../../../../etc/shadow",
     "cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/x/y", "find / -name x",
     "ethtool -s eth0 speed 10", "ethtool -S eth0 extra", "rdma statistic set link mlx5_0/1 optional-counters x",
@@ -105,6 +109,10 @@ def test_policy_options():
     assert guard.decide("cat -- /var/tmp/ibdiagnet2/run1/ibdiagnet2.pm", policy)
     with pytest.raises(guard.Refused):
         guard.decide("cat -- /var/tmp/ibdiagnet2/run1/notes.txt", policy)
+    custom_cache = "ibnetdiscover --cache /var/cache/fabric/ib.cache"
+    with pytest.raises(guard.Refused):
+        guard.decide(custom_cache, guard.Policy())
+    assert guard.decide(custom_cache, guard.Policy(ib_cache_files=["/var/cache/fabric/ib.cache"]))
     other = "#!/bin/sh\necho other\n"
     argv = ["sh", "-c", other, "fabric-roce", "sysfs", "1"]
     with pytest.raises(guard.Refused):
@@ -213,9 +221,13 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
         force_guard(sshd)
         with sshd.start():
             group = group_for({}, transport="ssh", host=f"127.0.0.1:{sshd.port}", credentials=sshd.credential())
-            result = CollectorHarness(group).poll()
-            assert result.problems == []
-            assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
+            harness = CollectorHarness(group)
+            # Two polls: the first discovers (ibnetdiscover --cache), the second may sweep errors
+            # from that cache (ibqueryerrors --load-cache); both must pass the guard.
+            for _ in range(2):
+                result = harness.poll()
+                assert result.problems == []
+                assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
             r = subprocess.run(sshd.ssh_argv("perfquery -R 1 1"), capture_output=True, text=True, timeout=30,
                                stdin=subprocess.DEVNULL)
             assert r.returncode == 126 and "--allow-counter-reset" in r.stderr
