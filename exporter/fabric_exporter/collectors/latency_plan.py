@@ -73,7 +73,11 @@ class PairPlan:
         if spec.full_mesh:
             for g in sorted(spec.groups):
                 hosts = sorted(set(spec.groups[g]))
-                self.mesh_pairs += [Probe(a, b) for a in hosts for b in hosts if a != b]
+                n = len(hosts)
+                # By offset: in pass k every host sends to the host k places after it, so each host is
+                # the destination of one probe per pass and a pass can run in parallel (a plain
+                # a-major order sends a whole rack's first probes to the same host, one at a time).
+                self.mesh_pairs += [Probe(hosts[i], hosts[(i + k) % n]) for k in range(1, n) for i in range(n)]
         self.explicit_pairs = sorted({Probe(s, d) for s, d in spec.explicit})
         self.cross_steps: list[list[Probe]] = self._cross_steps()
         self.schedule: list[tuple[Probe, ...]] = self._schedule()
