@@ -10,7 +10,6 @@ import time
 import pytest
 
 from fabric_exporter.lab.snmp import (
-    COUNTER32,
     CSQ_STATS_VALUE,
     IF_ENTRY,
     IF_NUMBER,
@@ -38,13 +37,6 @@ def run(coro):
     return asyncio.run(coro)
 
 
-async def poll_twice(poller, between):
-    first = await poller.poll()
-    between()
-    second = await poller.poll()
-    return first, second
-
-
 def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_path):
     leaf = switches["leaf1"]
     cfg = make_config(tmp_path, [group("sonic", "leaf1", snmpsim.port, "c", modules=["if_mib", "cisco_pfc", "cisco_qos"])],
@@ -66,8 +58,6 @@ def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_
     states1, s1, before, states2, s2 = run(scenario())
     st = states1[("sonic", "leaf1")]
     assert st.state == "ok", st.last_error
-    # 64 ports: 14 interface series each, 16 PFC, 8 queues x 2 casts x 4 stats; + uptime
-    per_port = 5 + 5 + 2 + 2 + 1  # ifTable 5, bytes/packets 4, speed 1, ... counted below exactly
     names = {k[0] for k in s1}
     assert names == {
         "fabric_roce_switch_agent_uptime_seconds", "fabric_roce_switch_if_info", "fabric_roce_switch_if_oper_status",
@@ -78,7 +68,6 @@ def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_
         "fabric_roce_switch_queue_tx_packets_total", "fabric_roce_switch_queue_tx_bytes_total",
         "fabric_roce_switch_queue_dropped_packets_total", "fabric_roce_switch_queue_dropped_bytes_total",
     }
-    del per_port
     assert sum(1 for k in s1 if k[0] == "fabric_roce_rx_bytes_total") == 64
     assert sum(1 for k in s1 if k[0] == "fabric_roce_pfc_tx_pause_frames_total") == 64 * 8
     assert sum(1 for k in s1 if k[0] == "fabric_roce_switch_queue_dropped_packets_total") == 64 * 16
@@ -370,9 +359,10 @@ def test_silent_agent_times_out_without_delaying_others(snmpsim, tmp_path):
     dead = states[("silent", "dead1")]
     assert dead.state == "failed" and dead.errors["timeout"] == 1, dead.last_error
     assert "no response after 2 requests of 1.5s" in dead.last_error
-    assert 2.5 < done[("silent", "dead1")] - start < 6
+    assert 2.9 < done[("silent", "dead1")] - start < 10  # 2 requests x 1.5 s, then given up
     assert states[("alive", "ieee1")].state == "ok"
-    assert done[("alive", "ieee1")] - start < 1.5  # not held up by the silent one
+    # not held up by the silent one: done well before the silent one's requests ran out
+    assert done[("alive", "ieee1")] < done[("silent", "dead1")] - 1.0
 
 
 def test_truncated_table_is_reported_not_published_as_complete(tmp_path):

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from ..errors import AuthError, PollError
 from ..samples import PollResult, Sample
-from ..transport.snmp import COUNTER32, STRING, Varbind, format_oid
+from ..transport.snmp import COUNTER32, STRING, Varbind
 from .base import Collector, ErrorSink
 from .options import OptionReader
 from .snmp_modules import (
@@ -350,4 +350,4 @@ class SnmpSwitchCollector(Collector):
         return samples
 
 
-__all__ = ["SnmpSwitchCollector", "SnmpSwitchOptions", "format_oid"]
+__all__ = ["SnmpSwitchCollector", "SnmpSwitchOptions"]
