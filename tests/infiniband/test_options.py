@@ -1,0 +1,102 @@
+"""Options of the infiniband collector: the example configs load, defaults are safe, bad values are
+reported with their key paths, and the tools' argument lists come out as documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabric_exporter.collectors.base import PollContext
+from fabric_exporter.collectors.infiniband import InfinibandCollector, InfinibandOptions
+from fabric_exporter.config import ConfigError, parse_config
+from fabric_exporter.transport.factory import Transports
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load(name: str, tmp_path: Path):
+    raw = yaml.safe_load((EXAMPLES / name).read_text())
+    for cred in (raw.get("credentials") or {}).values():
+        for key in ("private_key_file", "known_hosts_file"):
+            if key in cred:
+                (tmp_path / key).write_text("x\n")
+                cred[key] = str(tmp_path / key)
+    return parse_config(raw, base_dir=EXAMPLES)
+
+
+def test_local_example(tmp_path):
+    (group,) = load("infiniband-local.yaml", tmp_path).targets
+    o = group.options
+    assert group.transport == "local" and group.collector == "infiniband"
+    assert o.node_name_map == str(EXAMPLES / "infiniband" / "node-name-map.txt")
+    assert not o.reset_latched_counters and o.use_discovery_cache and o.topology_interval == 600
+    assert o.forget_missing_after == 3600
+
+
+def test_ssh_example(tmp_path):
+    (group,) = load("infiniband-ssh.yaml", tmp_path).targets
+    o = group.options
+    assert group.transport == "ssh" and group.hosts[0].address == "10.10.0.5"
+    assert o.command_prefix == ("sudo", "-n") and o.tool("perfquery") == "/usr/sbin/perfquery"
+    assert o.ibdiagnet_dir == "/var/tmp/ibdiagnet2"
+    assert o.discovery_cache_path == "/var/tmp/fabric-exporter-ib0.cache"
+
+
+def _group(options: dict):
+    return parse_config({"targets": [{"name": "ib", "fabric": "f", "collector": "infiniband", "transport": "local",
+                                      "options": options}]}).targets[0]
+
+
+def test_defaults_never_reset_and_stay_cheap():
+    o = _group({}).options
+    assert o == InfinibandOptions()
+    assert not o.reset_latched_counters and not o.qp1_dropped and not o.read_tick_multiplier
+    assert o.max_concurrency <= 7  # ibsim refuses 8 clients; SMs dislike MAD floods
+
+
+@pytest.mark.parametrize("options, where", [
+    ({"reset_latched_counters": "yes"}, "options.reset_latched_counters"),
+    ({"max_concurrency": 8}, "options.max_concurrency"),
+    ({"tool_paths": {"ibstat": "/x"}}, "options.tool_paths.ibstat"),
+    ({"env": {"1BAD": "x"}}, "options.env.1BAD"),
+    ({"node_name_map": "/nonexistent/map"}, "options.node_name_map"),
+    ({"topology_interval": 600}, "options.topology_interval"),
+    ({"command_prefix": "sudo -n"}, "options.command_prefix"),
+    ({"typo_option": 1}, "options.typo_option"),
+])
+def test_bad_options_are_reported_with_their_path(options, where):
+    with pytest.raises(ConfigError) as e:
+        _group(options)
+    assert any(where in p for p in e.value.problems), e.value.problems
+
+
+def test_unreadable_node_name_map_is_a_config_error(tmp_path):
+    bad = tmp_path / "map"
+    bad.write_text("not-a-guid name\n")
+    with pytest.raises(ConfigError, match="node_name_map"):
+        _group({"node_name_map": str(bad)})
+
+
+def test_argv_prefix_env_and_tool_options():
+    group = _group({"command_prefix": ["sudo", "-n"], "env": {"IBSIM_SOCKNAME": "lab"}, "ca": "mlx5_1", "ca_port": 2,
+                    "mad_timeout_ms": 250, "tool_paths": {"ibqueryerrors": "/opt/ib/ibqueryerrors"}})
+    c = InfinibandCollector(PollContext(group, group.hosts[0], Transports()))
+    assert c._argv("ibqueryerrors", "--counters") == [
+        "sudo", "-n", "env", "IBSIM_SOCKNAME=lab", "/opt/ib/ibqueryerrors", "-C", "mlx5_1", "-P", "2", "-t", "250",
+        "--counters"]
+    assert c._argv("ibnetdiscover")[-7:] == ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-t", "250"]
+    assert c._cache_path() == "/tmp/fabric-exporter-ib-ib-localhost.ibnetdiscover-cache"
+
+
+@pytest.mark.parametrize("name", ["infiniband-local.yaml", "infiniband-ssh.yaml"])
+def test_examples_pass_check_config_as_shipped(name):
+    import subprocess
+    import sys
+
+    env_path = str(Path(__file__).resolve().parents[2] / "exporter")
+    out = subprocess.run([sys.executable, "-m", "fabric_exporter", "check-config", "--config", str(EXAMPLES / name)],
+                         capture_output=True, text=True, timeout=60, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "collector=infiniband" in out.stdout
