@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from ..conftest import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,8 +18,3 @@ def deploy_tool(name: str) -> str:
     if beside.exists():
         return str(beside)
     return require_tool(name)
-
-
-@pytest.fixture(scope="session")
-def root() -> Path:
-    return ROOT

@@ -90,7 +90,7 @@ def test_execstart_arguments_are_accepted_by_the_cli():
     assert argv[0] == INSTALLED_BINARY
     args = build_parser().parse_args(argv[1:])
     assert (args.command, args.config) == ("run", "/etc/fabric-exporter/config.yaml")
-    assert args.listen_address == ":9315" and args.log_format == "json"
+    assert args.listen_address is None and args.log_format == "json"  # the config's web.listen_address rules
 
 
 # ---------------------------------------------------------------------------------------------
