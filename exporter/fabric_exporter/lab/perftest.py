@@ -279,8 +279,13 @@ def run_client(lab: _Lab, opts: dict) -> int:
     if opts["out_json"]:
         text = render_json(lab.tool, stats, size=opts["size"], iters=opts["iters"], device=opts["device"],
                            link_type=link, gid_index=gid)
-        with open(opts["out_json_file"], "w") as f:  # /dev/stdout works too, as with perftest
-            f.write(text)
+        # perftest's open_file_write() flags: over OpenSSH stdout is a pipe, so /dev/stdout opens
+        # with O_RDWR too (it would not if it were a socket); the e2e JSON test runs exactly this.
+        fd = os.open(opts["out_json_file"], os.O_CREAT | os.O_RDWR | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
     if behaviour == "garbage":
         _print("#bytes #iterations t_min[usec]\n 2 1000 \x00\x01 nonsense\n")
     else:
