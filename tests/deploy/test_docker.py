@@ -152,3 +152,25 @@ def test_dockerignore_matcher_excludes(ignored: str):
                 for line in (ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     assert not dockerignore_allows(patterns, ignored)
     assert dockerignore_allows(patterns, "exporter/fabric_exporter/cli.py")
+
+
+def test_apt_packages_exist_in_the_images_debian_release():
+    """The runtime stage's apt packages exist in the Debian release the base image is built on,
+    checked with this machine's apt when it runs that same release."""
+    text = DOCKERFILE.read_text()
+    base = dict(a.split("=", 1) for w, a in instructions(text) if w == "ARG" and "=" in a)["PYTHON_IMAGE"]
+    release = base.rsplit("-", 1)[1]
+    os_release = Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
+    if f"VERSION_CODENAME={release}" not in os_release:
+        pytest.skip(f"this machine does not run Debian {release}, so its apt cannot answer for the image")
+    apt_cache = shutil.which("apt-cache")
+    if apt_cache is None:
+        pytest.skip("no apt-cache here")
+    apt = " ".join(a for w, a in final_stage(text) if w == "RUN" and "apt-get install" in a)
+    packages = [w for w in apt.split("apt-get install", 1)[1].split("&&")[0].split() if not w.startswith("-")]
+    assert packages
+    if not list(Path("/var/lib/apt/lists").glob("*_Packages*")):
+        pytest.skip("apt has no package lists here (apt-get update has not run)")
+    for package in packages:
+        r = subprocess.run([apt_cache, "show", "--no-all-versions", package], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and f"Package: {package}" in r.stdout, f"{package}: not in Debian {release}: {r.stderr}"
