@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check-config", help="validate a configuration file")
     _add_config(check)
+    check.add_argument("--syntax-only", action="store_true",
+                       help="do not require the files the config refers to (keys, hosts files) to exist here")
 
     cat = sub.add_parser("catalog", help="print the metric catalog")
     cat.add_argument("--format", choices=["markdown", "json"], default="markdown")
@@ -72,7 +74,7 @@ def cmd_check_config(args) -> int:
     from .config import ConfigError, load_config
 
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, check_files=not args.syntax_only)
     except ConfigError as e:
         print(f"{args.config}: {len(e.problems)} problem(s):", file=sys.stderr)
         for p in e.problems:

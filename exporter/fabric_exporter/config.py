@@ -7,6 +7,7 @@ Secrets are never stored inline in these objects' reprs and never logged.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import re
@@ -18,6 +19,10 @@ from typing import Any
 import yaml
 
 DEFAULT_LISTEN = "0.0.0.0:9315"
+
+# False while validating syntax only (``check-config --syntax-only``, like promtool's): files the
+# config refers to (keys, hosts files, maps) are not required to exist on this machine.
+CHECK_FILES: contextvars.ContextVar[bool] = contextvars.ContextVar("check_files", default=True)
 TRANSPORTS = ("ssh", "local", "snmp")
 
 
@@ -268,7 +273,7 @@ class _Checker:
         if v is None:
             return None
         p = Path(v) if os.path.isabs(v) else self.base_dir / v
-        if must_exist and not p.exists():
+        if must_exist and CHECK_FILES.get() and not p.exists():
             self.err(f"{path}.{key}", f"file not found: {p}")
         return str(p)
 
@@ -408,8 +413,19 @@ def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credenti
     return None
 
 
-def load_config(path: str | os.PathLike, *, options_parsers: dict[str, Any] | None = None) -> Config:
-    """Read and validate a config file. Raises ConfigError listing every problem."""
+def load_config(path: str | os.PathLike, *, options_parsers: dict[str, Any] | None = None,
+                check_files: bool = True) -> Config:
+    """Read and validate a config file. Raises ConfigError listing every problem.
+
+    ``check_files=False`` validates the syntax only: referenced files need not exist."""
+    token = CHECK_FILES.set(check_files)
+    try:
+        return _load_config(path, options_parsers)
+    finally:
+        CHECK_FILES.reset(token)
+
+
+def _load_config(path: str | os.PathLike, options_parsers: dict[str, Any] | None) -> Config:
     p = Path(path)
     try:
         text = p.read_text()

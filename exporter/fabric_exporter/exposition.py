@@ -17,8 +17,14 @@ from .catalog import MetricSpec, family_of
 def format_value(value: float) -> str:
     # Fast path: small integers print like repr(float(v)); Go (and prometheus_client) switch
     # positive values of 7+ integer digits to exponent form, so those take the general path.
-    if type(value) is int and -10**15 < value < 1_000_000:
-        return f"{value}.0"
+    if type(value) is int:
+        if -10**15 < value < 1_000_000:
+            return f"{value}.0"
+        if 0 < value < 1 << 53:  # exact in a float, so its shortest form is these digits: d.ddde+NN
+            digits = str(value).rstrip("0")
+            exponent = len(str(value)) - 1
+            mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+            return f"{mantissa}e+{exponent:02d}"
     return floatToGoString(value)
 
 
@@ -48,14 +54,36 @@ class UnknownMetric(ValueError):
     pass
 
 
+# (sample name, label names in the order given) -> (family name, label names sorted). Checking a
+# sample against the catalog and sorting its labels is then one dict lookup per sample.
+_SHAPES: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
+
+
+def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    spec = family_of(name)
+    if spec is None:
+        raise UnknownMetric(f"{name} is not in the metric catalog")
+    if not spec.allows_labels(name, label_names):
+        raise UnknownMetric(f"{name}: labels {label_names} not in the catalog's label sets {spec.label_sets}")
+    shape = _SHAPES[(name, label_names)] = (spec.name, tuple(sorted(label_names)))
+    return shape
+
+
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]]) -> dict[str, bytes]:
     """Group sample lines by catalog family; raises UnknownMetric for a name or label set not in the catalog."""
     lines: dict[str, list[str]] = {}
+    shapes = _SHAPES
     for name, labels, value in samples:
-        spec = family_of(name)
-        if spec is None:
-            raise UnknownMetric(f"{name} is not in the metric catalog")
-        if not spec.allows_labels(name, tuple(labels)):
-            raise UnknownMetric(f"{name}: labels {tuple(labels)} not in the catalog's label sets {spec.label_sets}")
-        lines.setdefault(spec.name, []).append(sample_line(name, labels, value))
+        key = (name, tuple(labels))
+        shape = shapes.get(key) or _shape(*key)
+        family, order = shape
+        if order:
+            inner = ",".join([f'{k}="{_escape_label_value(labels[k])}"' for k in order])
+            line = f"{name}{{{inner}}} {format_value(value)}\n"
+        else:
+            line = f"{name} {format_value(value)}\n"
+        bucket = lines.get(family)
+        if bucket is None:
+            bucket = lines[family] = []
+        bucket.append(line)
     return {family: "".join(ls).encode() for family, ls in lines.items()}

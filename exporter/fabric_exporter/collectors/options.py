@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..config import parse_duration
+from ..config import CHECK_FILES, parse_duration
 from .base import ErrorSink
 
 _MISSING = object()
@@ -110,7 +110,7 @@ class OptionReader:
         if v is None:
             return None
         p = Path(v) if os.path.isabs(v) else self.base_dir / v
-        if must_exist and not (p.is_dir() if directory else p.exists()):
+        if must_exist and CHECK_FILES.get() and not (p.is_dir() if directory else p.exists()):
             self._bad(key, f"{'directory' if directory else 'file'} not found: {p}")
         return str(p)
 
