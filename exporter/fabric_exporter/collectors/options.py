@@ -19,7 +19,7 @@ class OptionReader:
 
     def __init__(self, raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".")):
         self.raw = raw or {}
-        self.path = path
+        self.key_path = path
         self.err = err
         self.base_dir = base_dir
         self._seen: set[str] = set()
@@ -29,7 +29,7 @@ class OptionReader:
         return self.raw.get(key, _MISSING)
 
     def _bad(self, key: str, message: str) -> None:
-        self.err(f"{self.path}.{key}", message)
+        self.err(f"{self.key_path}.{key}", message)
 
     def string(self, key: str, default: str | None = None, choices: Iterable[str] | None = None) -> str | None:
         v = self._get(key)
@@ -92,7 +92,7 @@ class OptionReader:
             allowed = set(choices)
             for i, x in enumerate(v):
                 if x not in allowed:
-                    self.err(f"{self.path}.{key}[{i}]", f"unknown value {x!r} (known: {', '.join(sorted(allowed))})")
+                    self.err(f"{self.key_path}.{key}[{i}]", f"unknown value {x!r} (known: {', '.join(sorted(allowed))})")
         return tuple(v)
 
     def regex(self, key: str) -> re.Pattern | None:
