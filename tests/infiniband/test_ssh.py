@@ -44,7 +44,7 @@ def _ssh_group(sshd, **options):
 
 STABLE = ("fabric_ib_symbol_error_total", "fabric_ib_port_transmit_wait_total", "fabric_ib_port_state_id",
           "fabric_ib_port_physical_state_id", "fabric_ib_port_active_width_lanes", "fabric_ib_port_degraded",
-          "fabric_ib_port_rate_bytes_per_second", "fabric_ib_port_counter_latched", "fabric_ib_port_info",
+          "fabric_ib_port_rate_bytes_per_second", "fabric_ib_port_latched", "fabric_ib_port_info",
           "fabric_ib_node_info", "fabric_ib_link_downed_total", "fabric_ib_port_receive_errors_total")
 
 

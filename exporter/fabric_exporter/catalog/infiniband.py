@@ -31,7 +31,7 @@ def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = 
 
 
 # Data and packet counters: 64-bit PortCountersExtended where the device has them, else the
-# 32-bit PortCounters (see fabric_ib_port_counter_latched).
+# 32-bit PortCounters (see fabric_ib_port_latched).
 _DATA = [
     _port_counter("fabric_ib_port_data_transmitted_bytes_total", "bytes",
                   "Bytes sent by the port (PortXmitData x 4: the counter counts 4-byte words).",
@@ -128,7 +128,7 @@ _LINK = [
                 "1 if the link is up but runs below the width or speed both ends support, else 0.", ()),
     _port_gauge("fabric_ib_port_link_down_unexpected", "",
                 "1 if the port is down now but the topology (last discovery) had its link up, else 0.", ()),
-    _port_gauge("fabric_ib_port_counter_latched", "",
+    _port_gauge("fabric_ib_port_latched", "",
                 "1 if a counter of the port read from 32-bit (or narrower) PortCounters sits at its maximum, "
                 "so its rate is meaningless until the counter is reset; else 0.", ()),
     _port_gauge("fabric_ib_port_extended_counters", "",

@@ -673,7 +673,7 @@ class InfinibandCollector(Collector):
             expected = self._expected_ports.get(key)
             down_unexpected = (not up) and expected is not None and expected.linked
             add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if down_unexpected else 0.0))
-            add(Sample("fabric_ib_port_counter_latched", labels, 1.0 if latched.get(key) else 0.0))
+            add(Sample("fabric_ib_port_latched", labels, 1.0 if latched.get(key) else 0.0))
             add(Sample("fabric_ib_port_extended_counters", labels,
                        1.0 if "PortXmitData" in p.entry.extended else 0.0))
             add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))

@@ -143,7 +143,7 @@ def infiniband(s: Settings) -> dict:
             Q(f"fabric:ib_port_transmit_discards:rate{fp}", "{{node_name}}:{{port}}")],
             "pps", description="PortXmitDiscards per second: link down or congestion timeouts."),
         table("Ports with latched 32-bit counters or missing from the sweep", [
-            Q(f"fabric_ib_port_counter_latched{f} + fabric_ib_port_sweep_missing{f}")],
+            Q(f"fabric_ib_port_latched{f} + fabric_ib_port_sweep_missing{f}")],
             "short", hide=["node_guid"],
             description="Value 1+: a counter is pinned at its maximum (rates meaningless) or the port did not answer."),
         row("Link state, width and speed"),
