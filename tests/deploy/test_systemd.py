@@ -227,3 +227,64 @@ def test_udev_rule_gives_only_umad_devices_to_the_group():
     import fnmatch
 
     assert fnmatch.fnmatchcase("umad0", pairs["KERNEL"]) and not fnmatch.fnmatchcase("issm0", pairs["KERNEL"])
+
+
+# ---------------------------------------------------------------------------------------------
+# MemoryDenyWriteExecute=yes must not break the daemon (some Python extensions JIT or use libffi
+# closures). Linux >= 6.3 has the same policy as a process flag (PR_SET_MDWE, which systemd itself
+# uses where available): run a real SSH poll under it.
+
+PR_SET_MDWE, PR_GET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 66, 1
+
+
+def _deny_write_execute() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_MDWE)")
+
+
+def _mdwe_supported() -> bool:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl(PR_GET_MDWE, 0, 0, 0, 0) >= 0
+
+
+def test_ssh_poll_works_under_memory_deny_write_execute(tmp_path: Path):
+    import sys
+
+    import yaml
+
+    from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
+
+    from ..harness.daemon import package_env
+    from ..harness.sshd import SSHD
+
+    if not _mdwe_supported():
+        pytest.skip("this kernel has no PR_SET_MDWE (Linux < 6.3)")
+    # The policy is in force in the child: a writable+executable mapping is refused.
+    wx_map = ("import mmap\ntry:\n    mmap.mmap(-1, 4096, prot=mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+              "    print('allowed')\nexcept PermissionError:\n    print('denied')")
+    probe = subprocess.run([sys.executable, "-c", wx_map], preexec_fn=_deny_write_execute,
+                           capture_output=True, text=True, timeout=30)
+    assert probe.stdout.strip() == "denied", probe
+
+    model = RoceHost.build("gpu-001", "mlx5", nics=1, pfc_priorities=(3,))
+    model.write_sysfs(tmp_path / "sys")
+    model.write_tool_outputs(tmp_path / "data")
+    write_fake_tools(tmp_path / "bin", tmp_path / "data")
+    with SSHD(tmp_path, path_dirs=[tmp_path / "bin"], sysfs_tree=tmp_path / "sys") as sshd:
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump({
+            "credentials": {"lab": sshd.credential()},
+            "targets": [{"name": "gpu", "fabric": "f1", "collector": "roce_nic", "transport": "ssh",
+                         "credentials": "lab", "interval": "30s", "timeout": "10s",
+                         "hosts": [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}]}]}))
+        result = subprocess.run([sys.executable, "-m", "fabric_exporter", "once", "--config", str(config)],
+                                env=package_env(), preexec_fn=_deny_write_execute,
+                                capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cnp = [line for line in result.stdout.splitlines() if line.startswith("fabric_roce_nic_cnp_sent_total{")]
+    assert len(cnp) == 1 and 'host="gpu-001"' in cnp[0]
+    assert float(cnp[0].rsplit(" ", 1)[1]) == model.ports[0].hw_counters["np_cnp_sent"]
