@@ -101,7 +101,7 @@ def test_injected_counters_come_out_exactly(first_poll):
 
 def test_latched_flag_and_extended_counters(first_poll):
     _h, result = first_poll
-    latched = values(result, "fabric_ib_port_counter_latched")
+    latched = values(result, "fabric_ib_port_latched")
     assert latched[("leaf-03", "1")] == 1.0
     assert {k for k, v in latched.items() if v} == {("leaf-03", "1")}
     ext = values(result, "fabric_ib_port_extended_counters")
@@ -217,11 +217,11 @@ def test_reset_latched_counters_resets_only_the_latched_ones(injected):
     try:
         harness = CollectorHarness(group_for({"env": injected.env(), "reset_latched_counters": True}))
         result = harness.poll()
-        assert values(result, "fabric_ib_port_counter_latched")[("leaf-03", "2")] == 1.0
+        assert values(result, "fabric_ib_port_latched")[("leaf-03", "2")] == 1.0
         after = harness.poll()
         assert values(after, "fabric_ib_link_downed_total")[("leaf-03", "2")] == 0  # was latched: reset
         assert values(after, "fabric_ib_symbol_error_total")[("leaf-03", "2")] == 5  # not latched: kept
-        assert values(after, "fabric_ib_port_counter_latched")[("leaf-03", "2")] == 0.0
+        assert values(after, "fabric_ib_port_latched")[("leaf-03", "2")] == 0.0
     finally:
         injected.set_counter("leaf-03", 2, "SymbolErrorCounter", 0)
         injected.set_counter("leaf-03", 2, "LinkDownedCounter", 0)
@@ -242,3 +242,56 @@ def test_perfquery_agrees_with_the_sweep(injected):
     block = ib_perfquery.parse(subprocess.run(["perfquery", topo_lid, "4"], env=env, capture_output=True,
                                               text=True, timeout=30).stdout)[0]
     assert block.values["SymbolErrorCounter"] == 7 and block.values["PortXmitWait"] == 123456
+
+
+def test_through_the_scheduler_store_and_promtool(injected):
+    import asyncio
+    import shutil
+    import subprocess
+
+    from fabric_exporter.config import parse_config
+    from fabric_exporter.scheduler import Scheduler
+    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.transport.factory import Transports
+
+    cfg = parse_config({"targets": [{"name": "ib", "fabric": "lab", "collector": "infiniband", "transport": "local",
+                                     "interval": "30s", "options": {"env": injected.env()}}]})
+
+    async def run():
+        sched = Scheduler(Transports(), SnapshotStore())
+        sched.apply(cfg, start_tasks=False)
+        states = await sched.poll_all_once()
+        return states, sched.store.render().decode()
+
+    loop = asyncio.new_event_loop()
+    try:
+        states, text = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    assert [s.state for s in states] == ["ok"], states[0].last_error
+    line = ('fabric_ib_symbol_error_total{fabric="lab",node_guid="%s",node_name="leaf-02",peer_node_name="spine-02",'
+            'peer_port="2",port="4"} 7' % injected.topology.nodes["leaf-02"].guid_hex)
+    assert any(l.startswith(line) for l in text.splitlines()), line
+    if shutil.which("promtool"):
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_tick_multiplier_where_the_switch_answers(injected, tmp_path):
+    import shutil as _shutil
+
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "infiniband", "perfquery_samples_control.txt")
+    real = _shutil.which("perfquery")
+    # Only leaf-02 answers PortSamplesControl (ibsim answers none): the others must publish nothing.
+    lid = None
+    harness = CollectorHarness(group_for({"env": injected.env()}))
+    harness.poll()
+    lid = harness.collector._topology.nodes[injected.topology.nodes["leaf-02"].guid].lid
+    fake = _script(tmp_path / "perfquery",
+                   f'case " $* " in *" -c {lid} "*) cat "{fixture}"; exit 0;; esac\nexec {real} "$@"')
+    harness = CollectorHarness(group_for({"env": injected.env(), "read_tick_multiplier": True,
+                                          "tool_paths": {"perfquery": fake}, "mad_timeout_ms": 100}))
+    result = harness.poll()
+    ticks = {s.labels["node_name"]: s.value for s in result.samples
+             if s.name == "fabric_ib_node_xmit_wait_tick_multiplier"}
+    assert ticks == {"leaf-02": 7.0}
