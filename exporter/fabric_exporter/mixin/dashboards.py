@@ -8,7 +8,7 @@ exactly what an alert evaluates); throughput panels compute their own rates with
 from __future__ import annotations
 
 from .panels import Query as Q
-from .panels import custom_variable, dashboard, heatmap, query_variable, row, stat, table, timeseries
+from .panels import dashboard, heatmap, query_variable, row, stat, table, timeseries
 from .settings import Settings
 
 RI = "$__rate_interval"

@@ -86,13 +86,12 @@ def table(title: str, queries: list[Query], unit: str, *, description: str = "",
     transforms = [{"id": "organize", "options": {"excludeByName": excluded}}]
     transforms += transformations or []
     overrides = [{"matcher": {"id": "byName", "options": "Value"},
-                  "properties": [{"id": "unit", "value": unit},
-                                 {"id": "custom.displayMode", "value": "color-background"}]}]
+                  "properties": [{"id": "unit", "value": unit}]}]
     if link_field and links:
         overrides.append({"matcher": {"id": "byName", "options": link_field},
                           "properties": [{"id": "links", "value": _links(links)}]})
     obj = g.Table(title=title, description=description, dataSource=DS, targets=_targets(queries), unit=unit,
-                  transformations=transforms, overrides=overrides,
+                  transformations=transforms, overrides=overrides, thresholds=[{"color": "green", "value": None}],
                   sortBy=[g.TableSortByField(displayName="Value", desc=True)], filterable=True)
     return Panel(obj, width, height, list(queries), unit)
 
@@ -119,7 +118,9 @@ def heatmap(title: str, query: Query, unit: str, *, description: str = "", width
     obj = g.Heatmap(title=title, description=description, dataSource=DS, targets=_targets([q]),
                     dataFormat="tsbuckets" if buckets else "timeseries", hideZeroBuckets=True,
                     yAxis=g.YAxis(format=unit, decimals=None), yBucketBound="upper" if buckets else "auto",
-                    color=g.HeatmapColor(mode="spectrum", colorScheme="interpolateOranges"))
+                    color=g.HeatmapColor(mode="spectrum", colorScheme="interpolateOranges"),
+                    # empty options: Grafana >= 9 migrates this legacy heatmap to its new panel on load
+                    options={})
     return Panel(obj, width, height, [q], unit)
 
 
@@ -132,11 +133,6 @@ def query_variable(name: str, label: str, query: str, *, multi: bool = True, inc
     return g.Template(name=name, label=label, query=query, dataSource=DS, multi=multi, includeAll=include_all,
                       allValue=".*" if include_all else None, default=default or ("$__all" if include_all else None),
                       refresh=2, sort=1)
-
-
-def custom_variable(name: str, label: str, values: list[str], default: str) -> g.Template:
-    return g.Template(name=name, label=label, query=",".join(values), type="custom", default=default,
-                      multi=False, includeAll=False)
 
 
 def _datasource_variable() -> g.Template:

@@ -127,10 +127,6 @@ def labels_text(labels: dict) -> str:
     return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
 
-def _names(label_names: tuple[str, ...]) -> str:
-    return ", ".join(label_names)
-
-
 class Ctx:
     """Settings plus the bits every rule builder needs."""
 
@@ -847,7 +843,7 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
 
 def _le(value: float) -> str:
-    return "+Inf" if math.isinf(value) else repr(value).replace("e-0", "e-0")
+    return "+Inf" if math.isinf(value) else repr(value)
 
 
 # --- assembly --------------------------------------------------------------------------------------
