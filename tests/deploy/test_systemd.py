@@ -230,28 +230,42 @@ def test_udev_rule_gives_only_umad_devices_to_the_group():
 
 
 # ---------------------------------------------------------------------------------------------
-# MemoryDenyWriteExecute=yes must not break the daemon (some Python extensions JIT or use libffi
-# closures). Linux >= 6.3 has the same policy as a process flag (PR_SET_MDWE, which systemd itself
-# uses where available): run a real SSH poll under it.
-
-PR_SET_MDWE, PR_GET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 66, 1
-
-
-def _deny_write_execute() -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_MDWE)")
+# The unit's system-call policy, applied without systemd (tests/harness/deploy_sandbox.py): its
+# SystemCallFilter= allow-list as a seccomp filter (denied calls fail with EPERM) plus the
+# MemoryDenyWriteExecute=yes policy (PR_SET_MDWE). A Python extension that JITs, or a code path
+# that needs a filtered call, would break the service in production; these runs would show it.
 
 
-def _mdwe_supported() -> bool:
-    import ctypes
+@pytest.fixture(scope="module")
+def unit_sandbox():
+    from ..harness import deploy_sandbox
 
-    return ctypes.CDLL(None, use_errno=True).prctl(PR_GET_MDWE, 0, 0, 0, 0) >= 0
+    why_not = deploy_sandbox.supported()
+    if why_not:
+        pytest.skip(why_not)
+    allow = deploy_sandbox.unit_allow_list(UNIT.read_text(), deploy_tool("systemd-analyze"))
+    return lambda argv, workdir: deploy_sandbox.sandboxed(argv, allow, workdir)
 
 
-def test_ssh_poll_works_under_memory_deny_write_execute(tmp_path: Path):
+def test_sandbox_is_in_force(unit_sandbox, tmp_path: Path):
+    import sys
+
+    code = ("import mmap, os\n"
+            "try:\n    os.setpriority(os.PRIO_PROCESS, 0, 5); print('setpriority allowed')\n"
+            "except PermissionError:\n    print('setpriority denied')\n"
+            "try:\n    mmap.mmap(-1, 4096, prot=mmap.PROT_WRITE | mmap.PROT_EXEC); print('wx allowed')\n"
+            "except PermissionError:\n    print('wx denied')\n"
+            "print('pid', os.getpid() > 0)\n")
+    r = subprocess.run(unit_sandbox([sys.executable, "-c", code], tmp_path), capture_output=True, text=True, timeout=30)
+    # setpriority is in @resources (denied by the unit); getpid is in @default (allowed).
+    assert r.stdout.split("\n")[:3] == ["setpriority denied", "wx denied", "pid True"], r
+
+
+def test_polls_work_under_the_units_sandbox(unit_sandbox, tmp_path: Path, tmp_path_factory):
+    """`fabric-exporter once` under the sandbox: an IB sweep with local subprocesses (the management
+    node's case: the real perfquery/ibqueryerrors/ibnetdiscover on an ibsim fabric) and a RoCE NIC
+    poll over SSH (asyncssh and its crypto) to a real sshd."""
+    import shutil
     import sys
 
     import yaml
@@ -261,30 +275,74 @@ def test_ssh_poll_works_under_memory_deny_write_execute(tmp_path: Path):
     from ..harness.daemon import package_env
     from ..harness.sshd import SSHD
 
-    if not _mdwe_supported():
-        pytest.skip("this kernel has no PR_SET_MDWE (Linux < 6.3)")
-    # The policy is in force in the child: a writable+executable mapping is refused.
-    wx_map = ("import mmap\ntry:\n    mmap.mmap(-1, 4096, prot=mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
-              "    print('allowed')\nexcept PermissionError:\n    print('denied')")
-    probe = subprocess.run([sys.executable, "-c", wx_map], preexec_fn=_deny_write_execute,
-                           capture_output=True, text=True, timeout=30)
-    assert probe.stdout.strip() == "denied", probe
+    targets = []
+    fabric = None
+    if shutil.which("ibsim"):
+        from tests.infiniband.conftest import make_fabric
 
+        fabric = make_fabric(tmp_path_factory, "sandbox")
+        fabric.start()
+        fabric.set_counter("leaf-02", 4, "SymbolErrorCounter", 7)
+        targets.append({"name": "ib", "fabric": "lab", "collector": "infiniband", "transport": "local",
+                        "interval": "60s", "timeout": "30s", "options": {"env": fabric.env()}})
     model = RoceHost.build("gpu-001", "mlx5", nics=1, pfc_priorities=(3,))
     model.write_sysfs(tmp_path / "sys")
     model.write_tool_outputs(tmp_path / "data")
     write_fake_tools(tmp_path / "bin", tmp_path / "data")
-    with SSHD(tmp_path, path_dirs=[tmp_path / "bin"], sysfs_tree=tmp_path / "sys") as sshd:
-        config = tmp_path / "config.yaml"
-        config.write_text(yaml.safe_dump({
-            "credentials": {"lab": sshd.credential()},
-            "targets": [{"name": "gpu", "fabric": "f1", "collector": "roce_nic", "transport": "ssh",
-                         "credentials": "lab", "interval": "30s", "timeout": "10s",
-                         "hosts": [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}]}]}))
-        result = subprocess.run([sys.executable, "-m", "fabric_exporter", "once", "--config", str(config)],
-                                env=package_env(), preexec_fn=_deny_write_execute,
-                                capture_output=True, text=True, timeout=120)
+    try:
+        with SSHD(tmp_path, path_dirs=[tmp_path / "bin"], sysfs_tree=tmp_path / "sys") as sshd:
+            targets.append({"name": "gpu", "fabric": "f1", "collector": "roce_nic", "transport": "ssh",
+                            "credentials": "lab", "interval": "30s", "timeout": "10s",
+                            "hosts": [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}]})
+            config = tmp_path / "config.yaml"
+            config.write_text(yaml.safe_dump({"credentials": {"lab": sshd.credential()}, "targets": targets}))
+            argv = [sys.executable, "-m", "fabric_exporter", "once", "--config", str(config)]
+            result = subprocess.run(unit_sandbox(argv, tmp_path), env=package_env(), capture_output=True,
+                                    text=True, timeout=180)
+    finally:
+        if fabric is not None:
+            fabric.stop()
     assert result.returncode == 0, result.stderr[-3000:]
-    cnp = [line for line in result.stdout.splitlines() if line.startswith("fabric_roce_nic_cnp_sent_total{")]
-    assert len(cnp) == 1 and 'host="gpu-001"' in cnp[0]
-    assert float(cnp[0].rsplit(" ", 1)[1]) == model.ports[0].hw_counters["np_cnp_sent"]
+    lines = result.stdout.splitlines()
+    cnp = [line for line in lines if line.startswith("fabric_roce_nic_cnp_sent_total{")]
+    assert len(cnp) == 1 and float(cnp[0].rsplit(" ", 1)[1]) == model.ports[0].hw_counters["np_cnp_sent"]
+    if fabric is not None:
+        symbol = [line for line in lines if line.startswith("fabric_ib_symbol_error_total{")
+                  and re.search(r'[{,]node_name="leaf-02"', line) and re.search(r'[{,]port="4"', line)]
+        assert len(symbol) == 1 and float(symbol[0].rsplit(" ", 1)[1]) == 7, symbol
+
+
+def test_daemon_lifecycle_under_the_units_sandbox(unit_sandbox, tmp_path: Path):
+    """Serve, pet the watchdog, reload on SIGHUP and stop cleanly on SIGTERM, all under the filter."""
+    import sys
+
+    from ..harness.daemon import free_port, package_env
+
+    config = tmp_path / "config.yaml"
+    config.write_text("targets: []\n")
+    notify = NotifySocket(tmp_path / "notify.sock")
+    port = free_port()
+    argv = [sys.executable, "-m", "fabric_exporter", "run", "--config", str(config),
+            "--web.listen-address", f"127.0.0.1:{port}"]
+    log = open(tmp_path / "daemon.log", "wb")
+    proc = subprocess.Popen(unit_sandbox(argv, tmp_path), stdout=log, stderr=subprocess.STDOUT,
+                            env=package_env(NOTIFY_SOCKET=str(notify.path), WATCHDOG_USEC=str(WATCHDOG_USEC)))
+    try:
+        notify.wait_for("READY")
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            assert r.status == 200 and b"fabric_config_last_reload_successful 1.0" in r.read()
+        notify.wait_for("WATCHDOG")
+        proc.send_signal(signal.SIGHUP)
+        notify.wait_for("RELOADING")
+        notify.wait_for("READY")
+        proc.send_signal(signal.SIGTERM)
+        notify.wait_for("STOPPING")
+        assert proc.wait(15) == 0, (tmp_path / "daemon.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+        notify.close()
