@@ -80,7 +80,7 @@ def main() -> None:
         wall_first, cpu_first, _s, _own, first = measure(harness.poll, pid)  # includes the topology (ibnetdiscover)
         ports = sum(1 for s in first.samples if s.name == "fabric_ib_port_state_id")
         port_series = sum(1 for s in first.samples if "port" in s.labels and "counter" not in s.labels)
-        bare, poll, crashes = [], [], 0
+        bare, poll, floor, crashes = [], [], [], 0
         for _ in range(args.rounds):
             wall, cpu, sim, own, (rc, out) = measure(lambda: _loop_run(bare_sweep(env)), pid)
             if rc not in (0, 1) or "## Summary" not in out:
@@ -91,6 +91,9 @@ def main() -> None:
             if result.problems:
                 print("partial poll:", result.problems[:2])
             poll.append((wall, cpu, sim, own))
+            # The floor for "every port, every poll": the per-port counter sweep alone.
+            wall, cpu, sim, own, _r = measure(lambda: _loop_run(_tool(env, "ibqueryerrors", "--counters", "--report-port")), pid)
+            floor.append((wall, cpu, sim, own))
 
         def med(rows, i):
             return statistics.median(r[i] for r in rows)
@@ -110,6 +113,8 @@ def main() -> None:
           f"tools {(med(poll, 1) - med(poll, 3)) * 1e3:.1f} ms)")
     print(f"ratio poll/bare          : wall {med(poll, 0) / med(bare, 0):5.2f}x    cpu {med(poll, 1) / med(bare, 1):5.2f}x"
           f"    (target <= 1.5x)")
+    print(f"floor: --counters -r only: wall {med(floor, 0) * 1e3:7.1f} ms  cpu {med(floor, 1) * 1e3:7.1f} ms  "
+          f"= {med(floor, 0) / med(bare, 0):.2f}x / {med(floor, 1) / med(bare, 1):.2f}x the bare sweep")
     print(f"first poll (+ topology)  : wall {wall_first * 1e3:7.1f} ms  cpu {cpu_first * 1e3:7.1f} ms")
     print(f"parse throughput         : ibqueryerrors --counters -r {qe_mbps:6.1f} MB/s "
           f"({len(counters_text) / 1e6:.2f} MB), ibnetdiscover {nd_mbps:6.1f} MB/s")

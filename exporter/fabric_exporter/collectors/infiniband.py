@@ -23,6 +23,8 @@ then fails the poll; it is never read as "no errors". Counters are never reset u
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import re
 import time
@@ -80,6 +82,20 @@ RESET_BITS = {
     "PortXmitPkts": 14, "PortRcvPkts": 15, "PortXmitWait": 16,
 }
 SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic GC around a synchronous burst of allocations (parsing ~1 MB, building ~60k
+    samples; nothing here makes reference cycles). Measured: half of the exporter's CPU per poll was
+    collector passes over the daemon's heap. No await inside, so no other task runs meanwhile."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -279,7 +295,8 @@ class InfinibandCollector(Collector):
                                           durations, "ibqueryerrors_errors_cached" if use_cache else "ibqueryerrors_errors"))
             topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
             counters_run = await counters_task
-            counters = ib_queryerrors.parse(counters_run.stdout)
+            with _gc_paused():
+                counters = ib_queryerrors.parse(counters_run.stdout)
             if use_cache and not self._cache_matches(counters):
                 # The fabric changed since the cache was written (nodes or LIDs): its answers could
                 # belong to other ports. Drop that sweep, run a live one, refresh the topology next poll.
@@ -307,11 +324,11 @@ class InfinibandCollector(Collector):
                 t.cancel()  # the runner kills the tool (local: its process group; SSH: the channel)
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
-        errors = ib_queryerrors.parse(errors_run.stdout)
-
-        ports = self._assemble(counters, errors, errors_run.stderr, problems)
-        if self._sweep_shows_change(counters):
-            self._topology_stale = True
+        with _gc_paused():
+            errors = ib_queryerrors.parse(errors_run.stdout)
+            ports = self._assemble(counters, errors, errors_run.stderr, problems)
+            if self._sweep_shows_change(counters):
+                self._topology_stale = True
         if self.options.qp1_dropped:
             await self._read_qp1_dropped(ports, deadline, durations, problems)
         if self.options.read_tick_multiplier and refresh:
@@ -319,7 +336,8 @@ class InfinibandCollector(Collector):
         latched = {key: self._latched(p) for key, p in ports.items()}
         if self.options.reset_latched_counters and any(latched.values()):
             await self._reset_latched(ports, latched, deadline, durations, problems)
-        samples = self._samples(ports, latched, problems, durations)
+        with _gc_paused():
+            samples = self._samples(ports, latched, problems, durations)
         if self.options.ibdiagnet_dir:
             samples += await self._ibdiagnet(deadline, durations, problems)
         return PollResult(samples, problems)
