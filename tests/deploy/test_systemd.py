@@ -244,7 +244,8 @@ def unit_sandbox():
     if why_not:
         pytest.skip(why_not)
     allow = deploy_sandbox.unit_allow_list(UNIT.read_text(), deploy_tool("systemd-analyze"))
-    return lambda argv, workdir: deploy_sandbox.sandboxed(argv, allow, workdir)
+    families = deploy_sandbox.unit_address_families(UNIT.read_text())
+    return lambda argv, workdir: deploy_sandbox.sandboxed(argv, allow, workdir, families)
 
 
 def test_sandbox_is_in_force(unit_sandbox, tmp_path: Path):
@@ -255,10 +256,15 @@ def test_sandbox_is_in_force(unit_sandbox, tmp_path: Path):
             "except PermissionError:\n    print('setpriority denied')\n"
             "try:\n    mmap.mmap(-1, 4096, prot=mmap.PROT_WRITE | mmap.PROT_EXEC); print('wx allowed')\n"
             "except PermissionError:\n    print('wx denied')\n"
+            "import socket\n"
+            "try:\n    socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print('packet allowed')\n"
+            "except OSError as e:\n    print('packet denied', e.errno == 97)\n"
+            "socket.socket(socket.AF_INET6, socket.SOCK_STREAM).close()\n"
             "print('pid', os.getpid() > 0)\n")
     r = subprocess.run(unit_sandbox([sys.executable, "-c", code], tmp_path), capture_output=True, text=True, timeout=30)
     # setpriority is in @resources (denied by the unit); getpid is in @default (allowed).
-    assert r.stdout.split("\n")[:3] == ["setpriority denied", "wx denied", "pid True"], r
+    # AF_PACKET is outside RestrictAddressFamilies= (EAFNOSUPPORT = 97); AF_INET6 inside.
+    assert r.stdout.split("\n")[:4] == ["setpriority denied", "wx denied", "packet denied True", "pid True"], r
 
 
 def test_polls_work_under_the_units_sandbox(unit_sandbox, tmp_path: Path, tmp_path_factory):

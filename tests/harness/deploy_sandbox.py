@@ -1,6 +1,7 @@
 """Run a command under the system-call policy of deploy/systemd/fabric-exporter.service, without
 systemd: the same seccomp allow-list (SystemCallFilter=@system-service minus ~@privileged @resources,
-denied calls failing with EPERM as SystemCallErrorNumber=EPERM says) and the same
+denied calls failing with EPERM as SystemCallErrorNumber=EPERM says), socket() limited to the
+RestrictAddressFamilies= families (others fail with EAFNOSUPPORT, as systemd does) and the same
 MemoryDenyWriteExecute policy (PR_SET_MDWE, which systemd itself uses on Linux >= 6.3).
 
 The syscall groups are read from the machine's own `systemd-analyze syscall-filter`, so the filter
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -57,10 +59,17 @@ def unit_allow_list(unit_text: str, systemd_analyze: str) -> set[str]:
     return allowed - denied
 
 
-def sandboxed(argv: list[str], allow: set[str], workdir: Path) -> list[str]:
+def unit_address_families(unit_text: str) -> list[int]:
+    """RestrictAddressFamilies= (an allow list) as numbers."""
+    (value,) = re.findall(r"^RestrictAddressFamilies=(.*)$", unit_text, flags=re.M)
+    assert not value.startswith("~")
+    return sorted(int(getattr(socket, name)) for name in value.split())
+
+
+def sandboxed(argv: list[str], allow: set[str], workdir: Path, families: list[int]) -> list[str]:
     """argv wrapped so it runs under the filter (the launcher applies it, then execs argv)."""
     allow_file = workdir / "syscall-allow.json"
-    allow_file.write_text(json.dumps(sorted(allow)))
+    allow_file.write_text(json.dumps({"syscalls": sorted(allow), "socket_families": families}))
     return [sys.executable, str(LAUNCHER), str(allow_file), "--", *argv]
 
 
