@@ -134,7 +134,7 @@ def test_build_context_is_small_and_sufficient(tmp_path: Path):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, src / rel)
     out = tmp_path / "wheels"
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-q", "-w", str(out), str(src)],
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     (wheel,) = out.glob("fabric_exporter-*.whl")
