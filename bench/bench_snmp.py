@@ -74,7 +74,7 @@ async def run_fabric_exporter(port: int, names: list[str], rounds: int, workdir:
         creds[name] = {"type": "snmp", "version": "2c", "community_file": str(secrets / name)}
         targets.append({"name": name, "fabric": "bench", "collector": "snmp_switch", "transport": "snmp",
                         "credentials": name, "hosts": [{"name": name, "address": "127.0.0.1", "port": port}],
-                        "interval": "60s", "timeout": "50s",
+                        "interval": "10m", "timeout": "9m",  # deadline includes queueing for a slot
                         "options": {"modules": ["if_mib"], "max_repetitions": MAX_REPETITIONS,
                                     "snmp_timeout": "5s", "snmp_retries": 2, "max_concurrent_walks": 2}})
     # 32 switches at a time x 2 walks each = 64 requests in flight, as snmp_exporter's 64 scrapes
