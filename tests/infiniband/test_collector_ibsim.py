@@ -136,29 +136,32 @@ def test_nodes_and_topology_series(first_poll, fabric):
     assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors", "ibnetdiscover"}
 
 
-def test_second_poll_reuses_the_topology_and_its_discovery_cache(first_poll):
+def test_by_default_two_live_sweeps_and_the_topology_on_its_interval(first_poll):
     harness, first = first_poll
-    result = harness.poll()
-    assert result.problems == []
-    tools = {s.labels["tool"] for s in result.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    # no ibnetdiscover (not due), and the error sweep loads the cache written with the topology
-    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors_cached"}
+    second = harness.poll()
+    assert second.problems == []
+    tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors"}  # no ibnetdiscover: not due yet
     for metric in ERROR_METRICS:
-        assert values(result, metric) == values(first, metric)
+        assert values(second, metric) == values(first, metric)
 
 
-def test_a_vanished_discovery_cache_falls_back_to_a_live_sweep(injected):
-    harness = CollectorHarness(group_for({"env": injected.env()}))
+def test_with_the_discovery_cache_each_poll_discovers_once_and_both_sweeps_load_it(injected, first_poll):
+    _h, live = first_poll
+    harness = CollectorHarness(group_for({"env": injected.env(), "use_discovery_cache": True}))
     harness.poll()
-    os.unlink(harness.collector._cache_path())  # e.g. a /tmp cleaner
+    cache = harness.collector._cache_path()
+    before = os.stat(cache).st_mtime_ns
     result = harness.poll()
     assert result.problems == []
+    assert os.stat(cache).st_mtime_ns > before  # rewritten right before the sweeps used it
     tools = {s.labels["tool"] for s in result.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert "ibqueryerrors_errors" in tools
-    assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
-    again = harness.poll()  # rediscovers, writes the cache again
-    tools = {s.labels["tool"] for s in again.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert "ibnetdiscover" in tools and again.problems == []
+    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
+    for metric in ERROR_METRICS + ["fabric_ib_port_state_id", "fabric_ib_port_degraded"]:
+        assert values(result, metric) == values(live, metric)
+    labels = {tuple(sorted(s.labels.items())) for s in result.samples if s.name == "fabric_ib_port_info"}
+    assert labels == {tuple(sorted(s.labels.items())) for s in live.samples if s.name == "fabric_ib_port_info"}
+    os.unlink(cache)
 
 
 def test_node_name_map_names_nodes_and_peers(injected, tmp_path):

@@ -31,7 +31,7 @@ def test_local_example(tmp_path):
     o = group.options
     assert group.transport == "local" and group.collector == "infiniband"
     assert o.node_name_map == str(EXAMPLES / "infiniband" / "node-name-map.txt")
-    assert not o.reset_latched_counters and o.use_discovery_cache and o.topology_interval == 600
+    assert not o.reset_latched_counters and not o.use_discovery_cache and o.topology_interval == 600
     assert o.forget_missing_after == 3600
 
 
@@ -41,7 +41,7 @@ def test_ssh_example(tmp_path):
     assert group.transport == "ssh" and group.hosts[0].address == "10.10.0.5"
     assert o.command_prefix == ("sudo", "-n") and o.tool("perfquery") == "/usr/sbin/perfquery"
     assert o.ibdiagnet_dir == "/var/tmp/ibdiagnet2"
-    assert o.discovery_cache_path == "/var/tmp/fabric-exporter-ib0.cache"
+    assert o.use_discovery_cache and o.discovery_cache_path == "/var/tmp/fabric-exporter-ib0.cache"
 
 
 def _group(options: dict):
@@ -81,6 +81,7 @@ def test_unreadable_node_name_map_is_a_config_error(tmp_path):
 
 def test_argv_prefix_env_and_tool_options():
     group = _group({"command_prefix": ["sudo", "-n"], "env": {"IBSIM_SOCKNAME": "lab"}, "ca": "mlx5_1", "ca_port": 2,
+                    "use_discovery_cache": True,
                     "mad_timeout_ms": 250, "tool_paths": {"ibqueryerrors": "/opt/ib/ibqueryerrors"}})
     c = InfinibandCollector(PollContext(group, group.hosts[0], Transports()))
     assert c._argv("ibqueryerrors", "--counters") == [
