@@ -243,12 +243,17 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     s_polls, target = c.series("fabric_polls_total", TARGET)
     s_err_t, _ = c.series("fabric_poll_errors_total", TARGET, reason="timeout")
     s_err_p, _ = c.series("fabric_poll_errors_total", TARGET, reason="partial")
+    s_polls2, target2 = c.series("fabric_polls_total", TARGET, host="sm-2")
+    # A target that never failed has no error series at all: "or 0 * polls" makes its ratio 0, not absent.
     rec.append(Recording(
         "fabric:poll_failures:ratio",
-        f"sum without (reason) (rate(fabric_poll_errors_total{not_partial}[{w}]))"
+        f"(sum without (reason) (rate(fabric_poll_errors_total{not_partial}[{w}]))"
+        f" or 0 * rate(fabric_polls_total{sel()}[{w}]))"
         f" / rate(fabric_polls_total{sel()}[{w}])",
-        # 60 polls/min, 15 timeouts/min, 30 partial/min (partial data is not a failure): 0.25
-        ((s_polls, "0+60x20"), (s_err_t, "0+15x20"), (s_err_p, "0+30x20")), 10, ((target, 0.25),)))
+        # 60 polls/min, 15 timeouts/min, 30 partial/min (partial data is not a failure): 0.25;
+        # a second target that never failed: 0
+        ((s_polls, "0+60x20"), (s_err_t, "0+15x20"), (s_err_p, "0+30x20"), (s_polls2, "0+60x20")), 10,
+        ((target, 0.25), (target2, 0.0))))
     s_dur, _ = c.series("fabric_poll_duration_seconds", TARGET)
     s_int, _ = c.series("fabric_poll_interval_seconds", TARGET)
     rec.append(Recording(
@@ -787,11 +792,14 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
                                host_group="rack-1", role="client", reason="timeout")
     s_pt, _ = c.series("fabric_rdma_latency_probes_total", ("fabric", "host"), host_group="rack-1", role="client")
     host_role = _strip(host_role, "reason")
+    s_pt2, host_role2 = c.series("fabric_rdma_latency_probes_total", ("fabric",), host="gpu-02",
+                                 host_group="rack-1", role="server")
     rec.append(Recording(
         "fabric:rdma_latency_probe_failures:ratio",
-        f"sum without (reason) (rate(fabric_rdma_latency_probe_failures_total{sel()}[{w}]))"
+        f"(sum without (reason) (rate(fabric_rdma_latency_probe_failures_total{sel()}[{w}]))"
+        f" or 0 * rate(fabric_rdma_latency_probes_total{sel()}[{w}]))"
         f" / rate(fabric_rdma_latency_probes_total{sel()}[{w}])",
-        ((s_pf, "0+3x20"), (s_pt, "0+60x20")), 10, ((host_role, 0.05),)))
+        ((s_pf, "0+3x20"), (s_pt, "0+60x20"), (s_pt2, "0+60x20")), 10, ((host_role, 0.05), (host_role2, 0.0))))
 
     alerts = []
     n = "FabricLatencyP99High"
