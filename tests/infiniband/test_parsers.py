@@ -30,7 +30,7 @@ def test_counters_sweep_from_ibsim_lists_every_port_with_link_info():
     p4 = next(p for p in leaf2.ports if p.port == 4)
     assert set(p4.counters) == {"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortUnicastXmitPkts",
                                 "PortUnicastRcvPkts", "PortMulticastXmitPkts", "PortMulticastRcvPkts"}
-    assert p4.extended == set(p4.counters)  # printed with (x.xxxKB): 64-bit PortCountersExtended
+    assert p4.suffixed == set(p4.counters)  # --counters renders every data counter "(x.xxxKB)"
     link = p4.link
     assert (link.state, link.phys_state, link.width, link.speed) == ("Active", "LinkUp", "12X", "10.0")
     assert (link.peer_port_guid, link.peer_port, link.peer_name) == (0x0002C90300A00100, 2, "spine-02")
@@ -51,7 +51,7 @@ def test_error_sweep_zero_threshold_from_ibsim():
     leaf2 = by_name["leaf-02"]
     assert [p.port for p in leaf2.ports] == [None, 4]  # "port ALL" aggregate, then the port
     assert leaf2.ports[1].counters == {"SymbolErrorCounter": 7, "PortXmitWait": 123456}
-    assert leaf2.ports[1].extended == set()  # ibsim has no 64-bit error counters
+    assert leaf2.ports[1].suffixed == set()  # error mode, 32-bit path: ibsim has no 64-bit error counters
     assert by_name["leaf-01"].ports[1].counters == {"LinkDownedCounter": 255}
     assert (report.summary.nodes_checked, report.summary.bad_ports, report.summary.pma_failures) == (8, 3, 0)
 
@@ -61,7 +61,7 @@ def test_error_sweep_with_data_and_link_info_from_ibsim():
     leaf2 = next(n for n in report.nodes if n.name == "leaf-02")
     p4 = leaf2.ports[1]
     assert p4.counters["SymbolErrorCounter"] == 7 and p4.counters["PortXmitData"] == 576
-    assert "PortXmitData" in p4.extended and "SymbolErrorCounter" not in p4.extended
+    assert "PortXmitData" in p4.suffixed and "SymbolErrorCounter" not in p4.suffixed
     assert p4.link.peer_name == "spine-02"
 
 
@@ -71,7 +71,7 @@ def test_hdr_error_sweep_extended_error_counters_and_link_hints():
     assert spine.name == "MF0;spine-a1:MQM8790-HS2F/U1" and spine.guid == 0x9C0591030090E1A0
     p2 = spine.ports[1]
     assert p2.counters == {"SymbolErrorCounter": 12, "PortXmitWait": 4831250982}
-    assert p2.extended == {"SymbolErrorCounter", "PortXmitWait"}  # 64-bit (IS_ADDL_PORT_CTRS_EXT_SUP)
+    assert p2.suffixed == {"SymbolErrorCounter", "PortXmitWait"}  # 64-bit (IS_ADDL_PORT_CTRS_EXT_SUP)
     assert (p2.link.width, p2.link.speed) == ("4X", "53.125")
     p9 = spine.ports[2]
     assert (p9.link.width, p9.link.could_be_width) == ("2X", "4X")
@@ -79,7 +79,7 @@ def test_hdr_error_sweep_extended_error_counters_and_link_hints():
     assert (ca.link.speed, ca.link.could_be_speed) == ("25.78125", "53.125")
     edge = report.nodes[2]
     p23, p31 = edge.ports
-    assert p23.counters == {"LinkDownedCounter": 255, "PortXmitWait": 4294967295} and p23.extended == set()
+    assert p23.counters == {"LinkDownedCounter": 255, "PortXmitWait": 4294967295} and p23.suffixed == set()
     assert (p23.link.state_id, p23.link.phys_state_id) == (1, 2)
     assert (p31.link.speed, p31.link.could_be_speed) == ("10.0", "FDR10")
     assert report.summary.pma_failures == 2 and report.summary.nodes_checked == 1432

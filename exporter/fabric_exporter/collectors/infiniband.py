@@ -84,6 +84,16 @@ RESET_BITS = {
 SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
 
 
+def _data_counters_64bit(entry: ib_queryerrors.PortCounters) -> bool:
+    """--counters prints 8 fields from PortCountersExtended (IETF counters), else 4 fields: 32-bit
+    PortCounters, or the 64-bit "NOIETF" extended set, told apart only by a value above 32 bits.
+    (A 64-bit counter sitting exactly at 2^32-1 is then taken as latched: unlikely and harmless.)"""
+    counters = entry.counters
+    if "PortUnicastXmitPkts" in counters:
+        return True
+    return any(v > 0xFFFFFFFF for v in counters.values())
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """Pause the cyclic GC around a synchronous burst of allocations (parsing ~1 MB, building ~60k
@@ -469,7 +479,8 @@ class InfinibandCollector(Collector):
                     unattributed += 1
                     continue
                 p.errors = {k: v for k, v in pc.counters.items() if k in ERROR_COUNTERS}
-                p.errors_extended = pc.extended & set(ERROR_COUNTERS)
+                # error mode: only the 64-bit path prints the "(12.000)" rendering
+                p.errors_extended = pc.suffixed & set(ERROR_COUNTERS)
         if unattributed:
             problems.append(f"error sweep listed {unattributed} port(s) the counter sweep did not return")
         return ports
@@ -477,10 +488,10 @@ class InfinibandCollector(Collector):
     def _latched(self, p: _Port) -> list[str]:
         """Counters of the port read from fixed-width PortCounters fields sitting at all-ones."""
         out = []
-        for name, value in p.entry.counters.items():
-            spec = DATA_COUNTERS.get(name)
-            if spec and spec[1] == 32 and name not in p.entry.extended and value == (1 << 32) - 1:
-                out.append(name)
+        if not _data_counters_64bit(p.entry):
+            for name, value in p.entry.counters.items():
+                if name in DATA_COUNTERS and value == (1 << 32) - 1:
+                    out.append(name)
         for name, value in (p.errors or {}).items():
             width = ERROR_COUNTERS[name][1]
             if name not in p.errors_extended and value == (1 << width) - 1:
@@ -670,8 +681,7 @@ class InfinibandCollector(Collector):
             down_unexpected = (not up) and self._was_linked(key, now)
             add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if down_unexpected else 0.0))
             add(Sample("fabric_ib_port_latched", labels, 1.0 if latched.get(key) else 0.0))
-            add(Sample("fabric_ib_port_extended_counters", labels,
-                       1.0 if "PortXmitData" in p.entry.extended else 0.0))
+            add(Sample("fabric_ib_port_extended_counters", labels, 1.0 if _data_counters_64bit(p.entry) else 0.0))
             add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
             add(Sample("fabric_ib_port_info", {
                 **labels, "lid": str(link.lid) if link is not None else "",

@@ -15,8 +15,10 @@
 
   then a ``## Summary: N nodes checked, ...`` trailer (``## N PMA query failures`` when some failed).
 
-A value printed with a human-readable suffix ``(7.312KB)`` came from a 64-bit (extended) counter;
-a value without it from 32-bit PortCounters. Values are the raw counter values (words for
+The parser records which values carry a human-readable suffix ``(7.312KB)`` (``suffixed``). In the
+error mode that marks a 64-bit PortCountersExtended value (the 32-bit path prints none); in the
+``--counters`` mode every data counter carries one, 32-bit or not, and only the set of fields tells
+(8 fields: PortCountersExtended with IETF counters) — the caller decides. Values are the raw counter values (words for
 PortXmitData/PortRcvData: the caller multiplies by 4).
 """
 
@@ -75,7 +77,7 @@ class PortCounters:
     port: int | None  # None = "port ALL" (the switch's aggregate)
     port_guid: int
     counters: dict[str, int] = field(default_factory=dict)
-    extended: set[str] = field(default_factory=set)  # counters printed from 64-bit fields
+    suffixed: set[str] = field(default_factory=set)  # values printed with a "(1.2KB)" rendering
     link: LinkInfo | None = None
 
 
@@ -142,13 +144,13 @@ def _parse_link(line: str) -> LinkInfo:
 
 
 def _parse_counters(rest: str, pc: PortCounters) -> None:
-    """' [Name == 123 (1.2KB)] [Name2 == 4]' -> pc.counters/pc.extended (str methods: ~2x a regex)."""
+    """' [Name == 123 (1.2KB)] [Name2 == 4]' -> pc.counters/pc.suffixed (str methods: ~2x a regex)."""
     rest = rest.strip()
     if not rest:
         return
     if rest[0] != "[" or rest[-1] != "]":
         raise ParseError(f"unreadable counter text {rest[:60]!r}")
-    counters, extended = pc.counters, pc.extended
+    counters, suffixed = pc.counters, pc.suffixed
     for item in rest[1:-1].split("] ["):
         name, sep, value = item.partition(" == ")
         if not sep or not name.isascii() or not name.isalnum():
@@ -159,7 +161,7 @@ def _parse_counters(rest: str, pc: PortCounters) -> None:
         if paren:
             if not human.endswith(")"):  # the "(7.312KB)" rendering is not read, only recognised
                 raise ParseError(f"unreadable human-readable value {value[:40]!r}")
-            extended.add(name)
+            suffixed.add(name)
         if name in counters:
             raise ParseError(f"counter {name} twice on one port")
         counters[name] = int(number)
