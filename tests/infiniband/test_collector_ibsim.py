@@ -298,3 +298,13 @@ def test_tick_multiplier_where_the_switch_answers(injected, tmp_path):
     ticks = {s.labels["node_name"]: s.value for s in result.samples
              if s.name == "fabric_ib_node_xmit_wait_tick_multiplier"}
     assert ticks == {"leaf-02": 7.0}
+
+
+def test_the_lab_config_polls_the_lab_fabric(injected):
+    from fabric_exporter.config import parse_config
+    from fabric_exporter.lab.ibsim import lab_config
+
+    group = parse_config({"targets": [lab_config(injected)]}).targets[0]
+    result = CollectorHarness(group).poll()
+    assert result.problems == []
+    assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7

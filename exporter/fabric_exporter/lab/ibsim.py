@@ -282,4 +282,49 @@ class IbsimFabric:
         self.command(f'Error "{nodeid}"[{port}] {rate}')
 
 
-__all__ = ["FatTree", "IbsimFabric", "IbsimError", "SimNode", "SimLink", "tool_env", "UMAD2SIM"]
+__all__ = ["FatTree", "IbsimFabric", "IbsimError", "SimNode", "SimLink", "tool_env", "lab_config", "main", "UMAD2SIM"]
+
+
+def lab_config(fabric: IbsimFabric, name: str = "ib-lab") -> dict:
+    """A config ``targets`` entry that polls ``fabric`` with the local transport."""
+    return {"name": name, "fabric": "lab", "collector": "infiniband", "transport": "local", "interval": "15s",
+            "timeout": "10s", "options": {"env": fabric.env(), "topology_interval": "5m"}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Bring up a simulated fat tree until interrupted; print the tools' environment and a config."""
+    import argparse
+    import json
+    import tempfile
+
+    ap = argparse.ArgumentParser(prog="python -m fabric_exporter.lab.ibsim", description=main.__doc__)
+    ap.add_argument("--spines", type=int, default=2)
+    ap.add_argument("--leaves", type=int, default=4)
+    ap.add_argument("--hcas-per-leaf", type=int, default=4)
+    ap.add_argument("--workdir", help="where ibsim/opensm logs and the topology go (default: a temp dir)")
+    args = ap.parse_args(argv)
+    topo = FatTree(spines=args.spines, leaves=args.leaves, hcas_per_leaf=args.hcas_per_leaf)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="fabric-ibsim-")
+    with IbsimFabric(topo, workdir) as fabric:
+        env = " ".join(f"{k}={v}" for k, v in fabric.env().items())
+        print(f"fabric up: {len(topo.switches)} switches, {len(topo.cas)} HCAs; logs in {workdir}")
+        print(f"try:   {env} ibqueryerrors --counters --report-port")
+        print(f"       {env} ibnetdiscover")
+        print("config (YAML accepts JSON):")
+        print(json.dumps({"targets": [lab_config(fabric)]}, indent=2))
+        print("ibsim console (PerformanceSet / Unlink / ReLink / Error ...; empty line or Ctrl-D to stop):")
+        try:
+            while True:
+                line = input("ibsim> ").strip()
+                if not line:
+                    break
+                print(fabric.command(line).strip() or "ok")
+        except (EOFError, KeyboardInterrupt):
+            pass
+        except IbsimError as e:
+            print(f"error: {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
