@@ -181,9 +181,11 @@ def roce(s: Settings) -> dict:
     f = s.sel('fabric=~"$fabric"')
     nic = s.sel('fabric=~"$fabric",host=~"$host"')
     nicp = s.sel('fabric=~"$fabric",host=~"$host",priority=~"$priority"')
-    sw = s.sel('fabric=~"$fabric",switch=~"$switch"')
-    swp = s.sel('fabric=~"$fabric",switch=~"$switch",priority=~"$priority"')
-    lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",queue="{s["lossless_queue"]}"')
+    sw = s.sel('fabric=~"$fabric",switch=~"$switch",interface=~"$interface"')
+    swp = s.sel('fabric=~"$fabric",switch=~"$switch",interface=~"$interface",priority=~"$priority"')
+    lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",interface=~"$interface",queue="{s["lossless_queue"]}"')
+    nic_link = _link(s, "roce", "var-fabric=${__data.fields.fabric}&var-host=${__data.fields.host}")
+    lossless = s.sel(f'fabric=~"$fabric",priority="{s["lossless_priority"]}"')
     panels = [
         row("PFC on NIC ports"),
         timeseries("NIC PFC pause frames per priority", [
@@ -217,6 +219,10 @@ def roce(s: Settings) -> dict:
             Q(f"fabric:roce_cnp:rate{nic}", "{{host}} {{device}} {{kind}}")],
             "pps", thresholds=[s["thresholds.cnp_ignored_per_second"]],
             description="DCQCN: receivers send CNPs, senders handle them; ignored CNPs mean misconfiguration."),
+        table(f"Most paused NIC ports now (priority {s['lossless_priority']})", [
+            Q(f"topk({s['top_n']}, fabric:roce_pfc_pause_time:fraction{lossless})")],
+            "percentunit", link_field="host", links=[("Select this host", nic_link)],
+            description="Click a host to select it on this dashboard."),
         row("Retransmits and drops"),
         timeseries("Retransmits and sequence errors", [
             Q(f"fabric:roce_retransmits:rate{nic}", "{{host}} {{device}} {{kind}}")],
@@ -245,10 +251,13 @@ def roce(s: Settings) -> dict:
             Q(f"increase(fabric_roce_nic_pause_storm_warning_events_total{nic}[{RI}])", "{{host}} {{netdev}} warning")],
             "short", description="The NIC's own stall watchdog: warning = paused too long, error = stopped pausing."),
     ]
+    fsw = s.sel('fabric=~"$fabric",switch=~"$switch"')
     variables = [
         _fabric_var(s),
         query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{f}, host)"),
         query_variable("switch", "Switch", f"label_values(fabric_roce_switch_if_oper_status{f}, switch)"),
+        query_variable("interface", "Interface",
+                       f"label_values(fabric_roce_switch_if_oper_status{fsw}, interface)"),
         query_variable("priority", "Priority", f"label_values(fabric_roce_pfc_rx_pause_frames_total{f}, priority)",
                        default=s["lossless_priority"]),
     ]

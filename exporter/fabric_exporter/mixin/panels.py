@@ -174,6 +174,9 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel], varia
         panels=_layout(panels),
     )
     data = json.loads(json.dumps(board.to_json_data(), cls=DashboardEncoder, sort_keys=True))
+    for var in data["templating"]["list"]:
+        if var.get("current", {}).get("value") == "$__all":  # what Grafana itself saves for "All"
+            var["current"] = {"selected": True, "text": ["All"], "value": ["$__all"]}
     data["__requires"] = [
         {"type": "grafana", "id": "grafana", "name": "Grafana", "version": "9.0.0"},
         {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
