@@ -175,6 +175,14 @@ def test_node_name_map_names_nodes_and_peers(injected, tmp_path):
     assert idx[("fabric_ib_symbol_error_total", "leaf-b2", "4")]["value"] == 7
 
 
+def test_skip_sl_gives_the_same_data(first_poll, injected):
+    _h, first = first_poll
+    result = CollectorHarness(group_for({"env": injected.env(), "skip_sl": True})).poll()
+    assert result.problems == []
+    for metric in ERROR_METRICS + ["fabric_ib_port_state_id"]:
+        assert values(result, metric) == values(first, metric)
+
+
 def test_qp1_dropped_from_batched_perfquery(injected):
     harness = CollectorHarness(group_for({"env": injected.env(), "qp1_dropped": True, "max_concurrency": 3}))
     result = harness.poll()

@@ -126,6 +126,7 @@ class InfinibandOptions:
     read_tick_multiplier: bool = False
     use_discovery_cache: bool = False
     discovery_cache_path: str | None = None
+    skip_sl: bool = False
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -205,6 +206,7 @@ class InfinibandCollector(Collector):
             read_tick_multiplier=r.boolean("read_tick_multiplier", False),
             use_discovery_cache=r.boolean("use_discovery_cache", False),
             discovery_cache_path=r.string("discovery_cache_path"),
+            skip_sl=r.boolean("skip_sl", False),
         )
         if node_name_map and Path(node_name_map).is_file():
             try:
@@ -235,6 +237,9 @@ class InfinibandCollector(Collector):
 
     def _argv(self, tool: str, *args: str) -> list[str]:
         o = self.options
+        if tool == "ibqueryerrors" and o.skip_sl:
+            # No SA PathRecord query for SLs: the sweep keeps working while the SM is down (SL 0).
+            args = ("--skip-sl", *args)
         argv = list(o.command_prefix)
         if o.env:
             # An argv prefix rather than the runner's environment: the same on local and SSH.
