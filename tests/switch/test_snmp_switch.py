@@ -414,3 +414,30 @@ def test_walk_cut_off_by_timeout_drops_the_table(tmp_path):
     assert "table incomplete" in st.last_error
     assert not any(k[0].startswith("fabric_roce_switch_queue_") for k in s)
     assert sum(1 for k in s if k[0] == "fabric_roce_rx_bytes_total") == 4
+
+
+def test_exposition_passes_promtool_lint(snmpsim, tmp_path):
+    import subprocess
+
+    from ..conftest import require_tool
+
+    promtool = require_tool("promtool")
+    cfg = make_config(tmp_path, [
+        group("sonic", "leaf1", snmpsim.port, "c1", modules=["if_mib", "cisco_pfc", "cisco_qos"],
+              interface_include="Ethernet(0|4)"),
+        group("arista", "arista1", snmpsim.port, "c2", modules=["if_mib", "arista_pfc", "arista_queue"]),
+        group("ieee", "ieee1", snmpsim.port, "c3"),
+    ], {"c1": v2c("leaf1"), "c2": v2c("arista1"), "c3": v2c("ieee1")})
+
+    async def scenario():
+        p = Poller(cfg)
+        try:
+            states = await p.poll_states()
+            return states, p.store.render()
+        finally:
+            await p.close()
+
+    states, text = run(scenario())
+    assert all(s.state == "ok" for s in states.values()), [s.last_error for s in states.values()]
+    lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    assert lint.returncode == 0, lint.stdout.decode() + lint.stderr.decode()
