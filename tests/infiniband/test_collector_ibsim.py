@@ -136,32 +136,31 @@ def test_nodes_and_topology_series(first_poll, fabric):
     assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors", "ibnetdiscover"}
 
 
-def test_by_default_two_live_sweeps_and_the_topology_on_its_interval(first_poll):
+def test_each_poll_discovers_once_and_both_sweeps_load_that_cache(first_poll):
     harness, first = first_poll
+    cache = harness.collector._cache_path()
+    before = os.stat(cache).st_mtime_ns
     second = harness.poll()
     assert second.problems == []
+    assert os.stat(cache).st_mtime_ns > before  # rewritten right before the sweeps used it
     tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors"}  # no ibnetdiscover: not due yet
+    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
     for metric in ERROR_METRICS:
         assert values(second, metric) == values(first, metric)
 
 
-def test_with_the_discovery_cache_each_poll_discovers_once_and_both_sweeps_load_it(injected, first_poll):
-    _h, live = first_poll
-    harness = CollectorHarness(group_for({"env": injected.env(), "use_discovery_cache": True}))
-    harness.poll()
-    cache = harness.collector._cache_path()
-    before = os.stat(cache).st_mtime_ns
-    result = harness.poll()
-    assert result.problems == []
-    assert os.stat(cache).st_mtime_ns > before  # rewritten right before the sweeps used it
-    tools = {s.labels["tool"] for s in result.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
+def test_without_the_cache_two_live_sweeps_and_the_topology_on_its_interval(injected, first_poll):
+    _h, cached = first_poll
+    harness = CollectorHarness(group_for({"env": injected.env(), "use_discovery_cache": False}))
+    first = harness.poll()
+    second = harness.poll()
+    assert first.problems == [] and second.problems == []
+    tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors"}  # no ibnetdiscover: not due yet
     for metric in ERROR_METRICS + ["fabric_ib_port_state_id", "fabric_ib_port_degraded"]:
-        assert values(result, metric) == values(live, metric)
-    labels = {tuple(sorted(s.labels.items())) for s in result.samples if s.name == "fabric_ib_port_info"}
-    assert labels == {tuple(sorted(s.labels.items())) for s in live.samples if s.name == "fabric_ib_port_info"}
-    os.unlink(cache)
+        assert values(second, metric) == values(cached, metric)
+    labels = {tuple(sorted(s.labels.items())) for s in second.samples if s.name == "fabric_ib_port_info"}
+    assert labels == {tuple(sorted(s.labels.items())) for s in cached.samples if s.name == "fabric_ib_port_info"}
 
 
 def test_node_name_map_names_nodes_and_peers(injected, tmp_path):

@@ -31,7 +31,7 @@ def test_local_example(tmp_path):
     o = group.options
     assert group.transport == "local" and group.collector == "infiniband"
     assert o.node_name_map == str(EXAMPLES / "infiniband" / "node-name-map.txt")
-    assert not o.reset_latched_counters and not o.use_discovery_cache and o.topology_interval == 600
+    assert not o.reset_latched_counters and o.use_discovery_cache and o.topology_interval == 600
     assert o.forget_missing_after == 3600
 
 
@@ -81,7 +81,6 @@ def test_unreadable_node_name_map_is_a_config_error(tmp_path):
 
 def test_argv_prefix_env_and_tool_options():
     group = _group({"command_prefix": ["sudo", "-n"], "env": {"IBSIM_SOCKNAME": "lab"}, "ca": "mlx5_1", "ca_port": 2,
-                    "use_discovery_cache": True,
                     "mad_timeout_ms": 250, "tool_paths": {"ibqueryerrors": "/opt/ib/ibqueryerrors"}})
     c = InfinibandCollector(PollContext(group, group.hosts[0], Transports()))
     assert c._argv("ibqueryerrors", "--counters") == [

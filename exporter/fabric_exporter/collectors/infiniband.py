@@ -1,23 +1,25 @@
 """InfiniBand fabric collector: the whole fabric from one management/SM node, with the stock tools.
 
-One poll is two fabric-wide sweeps run side by side (never a process per port):
+A poll never starts a process per port. It runs one live ``ibnetdiscover --cache <file>`` and then,
+side by side, two fabric-wide sweeps that load that cache (so neither discovers again):
 
 * ``ibqueryerrors --counters --report-port``: data/packet counters (64-bit where the device has
   them) and link info (state, physical state, width, speed, peer, "Could be" = what both ends
-  support) for every port it reaches, down ports included;
+  support) for every port, down ports included;
 * ``ibqueryerrors --threshold-file /dev/null``: every non-zero error counter and PortXmitWait. An
   empty threshold file makes the threshold 0, so a port the sweep checked and did not list has all
   its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
 
-The topology (``ibnetdiscover``) is refreshed on its own slower interval, and at once when a sweep
-shows a node or link the topology does not know. It supplies node types, port GUIDs and the links
-that are expected to be up: a topology port the sweep did not return is reported missing (its
-counters are withheld and the poll is partial) instead of vanishing as if healthy, and an expected
-link that is down is flagged.
+Without the cache (``use_discovery_cache: false``) both sweeps discover live and ``ibnetdiscover``
+runs on its own slower interval, and at once when a sweep shows a node or link it does not know.
+
+Every port seen (in a discovery or a sweep) is remembered: one the sweep no longer returns is
+reported missing (its counters withheld, the poll partial) instead of vanishing as if healthy, and a
+port seen linked that is now down is flagged.
 
 A crashed tool (killed by a signal, ibsim's occasional segfault) or empty output is retried once,
 then fails the poll; it is never read as "no errors". Counters are never reset unless
-``reset_latched_counters`` is set, and then only the latched 32-bit ones, with ``perfquery -R``.
+``reset_latched_counters`` is set, and then only the latched ones, with ``perfquery -R``.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ class InfinibandOptions:
     max_concurrency: int = 4
     qp1_dropped: bool = False
     read_tick_multiplier: bool = False
-    use_discovery_cache: bool = False
+    use_discovery_cache: bool = True
     discovery_cache_path: str | None = None
     skip_sl: bool = False
 
@@ -204,7 +206,7 @@ class InfinibandCollector(Collector):
             max_concurrency=r.integer("max_concurrency", 4, minimum=1, maximum=7),
             qp1_dropped=r.boolean("qp1_dropped", False),
             read_tick_multiplier=r.boolean("read_tick_multiplier", False),
-            use_discovery_cache=r.boolean("use_discovery_cache", False),
+            use_discovery_cache=r.boolean("use_discovery_cache", True),
             discovery_cache_path=r.string("discovery_cache_path"),
             skip_sl=r.boolean("skip_sl", False),
         )
