@@ -60,6 +60,7 @@ def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_
     assert st.state == "ok", st.last_error
     names = {k[0] for k in s1}
     assert names == {
+        "fabric_roce_switch_snmp_poll_varbinds", "fabric_roce_switch_snmp_poll_requests",
         "fabric_roce_switch_agent_uptime_seconds", "fabric_roce_switch_if_info", "fabric_roce_switch_if_oper_status",
         "fabric_roce_rx_discards_total", "fabric_roce_tx_discards_total", "fabric_roce_switch_if_rx_errors_total",
         "fabric_roce_switch_if_tx_errors_total", "fabric_roce_rx_bytes_total", "fabric_roce_tx_bytes_total",
@@ -99,6 +100,14 @@ def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_
     assert series(s1, "fabric_roce_switch_queue_dropped_packets_total", **lab, queue="UC3") == q["uc_drop_pkts"]
     assert series(s1, "fabric_roce_switch_queue_dropped_bytes_total", **lab, queue="MC11") == q["mc_drop_bytes"]
     assert not any(dict(k[1]).get("queue") in ("MC3", "UC11") for k in s1)
+
+    # 1 GET (2 varbinds), ifName + ifAlias (64 each) and 17 columns (64 rows each, 16 x 64 queue rows)
+    assert series(s1, "fabric_roce_switch_snmp_poll_varbinds", fabric="lab", switch="leaf1") == (
+        2 + 2 * 64 + 14 * 64 + 2 * 512 + 4096)
+    assert series(s2, "fabric_roce_switch_snmp_poll_varbinds", fabric="lab", switch="leaf1") == (
+        2 + 14 * 64 + 2 * 512 + 4096)  # names cached
+    assert series(s2, "fabric_roce_switch_snmp_poll_requests", fabric="lab", switch="leaf1") < series(
+        s1, "fabric_roce_switch_snmp_poll_requests", fabric="lab", switch="leaf1")
 
     # second poll: the new values, exactly
     assert states2[("sonic", "leaf1")].state == "ok"

@@ -25,6 +25,12 @@ METRICS = [
                "Time since the SNMP agent (re)started (SNMPv2-MIB sysUpTime.0 / 100); a drop means a restart "
                "and counters may have reset.",
                (SWITCH,), (SNMP,), ("1.3.6.1.2.1.1.3.0",)),
+    MetricSpec("fabric_roce_switch_snmp_poll_varbinds", "gauge", "",
+               "Varbinds the last SNMP poll read from this switch's tables and scalars (CPU cost grows with it, ~0.1 ms each).",
+               (SWITCH,), (SNMP,)),
+    MetricSpec("fabric_roce_switch_snmp_poll_requests", "gauge", "",
+               "SNMP requests (GET/GETBULK PDUs) the last poll of this switch sent, retries not counted.",
+               (SWITCH,), (SNMP,)),
     # --- interfaces (IF-MIB) -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_if_info", "info", "",
                "Interface identity: ifIndex and operator description (IF-MIB ifName, ifAlias); value 1.",

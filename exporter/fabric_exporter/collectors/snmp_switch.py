@@ -122,7 +122,7 @@ class SnmpSwitchCollector(Collector):
 
     async def poll(self) -> PollResult:
         session = self._get_session()
-        before = session.varbinds
+        before, requests_before = session.varbinds, session.requests
         problems: list[str] = []
         now = time.monotonic()
         scalars = await session.get([SYS_UPTIME, IF_NUMBER])
@@ -213,6 +213,10 @@ class SnmpSwitchCollector(Collector):
         if failed_tables == len(self.tables) and errors:
             raise errors[0]
         self.last_varbinds = session.varbinds - before
+        samples.append(Sample("fabric_roce_switch_snmp_poll_varbinds", {"switch": switch},
+                              float(self.last_varbinds)))
+        samples.append(Sample("fabric_roce_switch_snmp_poll_requests", {"switch": switch},
+                              float(session.requests - requests_before)))
         return PollResult(samples, problems)
 
     def _restarted(self, uptime: int, now: float) -> bool:
