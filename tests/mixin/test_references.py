@@ -141,3 +141,29 @@ def test_committed_rules_file_is_what_prometheus_loads(repo):
     with open(os.path.join(repo, "alerts", generate.RULE_FILE)) as f:
         loaded = yaml.safe_load(f)
     assert loaded == rules.to_prometheus(RULESET)
+
+
+def test_prometheusrule_wraps_the_same_groups(repo):
+    with open(os.path.join(repo, "alerts", generate.K8S_FILE)) as f:
+        k8s = yaml.safe_load(f)
+    assert k8s["apiVersion"] == "monitoring.coreos.com/v1" and k8s["kind"] == "PrometheusRule"
+    assert k8s["spec"] == rules.to_prometheus(RULESET)
+
+
+def test_only_the_panel_factory_imports_grafanalib(repo):
+    """House rule 7: a move off grafanalib touches panels.py only."""
+    package = os.path.join(repo, "exporter", "fabric_exporter")
+    importers = []
+    for folder, _, files in os.walk(package):
+        for name in files:
+            if name.endswith(".py") and re.search(r"^\s*(from|import)\s+grafanalib", open(os.path.join(folder, name)).read(), re.M):
+                importers.append(os.path.relpath(os.path.join(folder, name), package))
+    assert importers == [os.path.join("mixin", "panels.py")]
+
+
+def test_panels_refuse_a_missing_unit():
+    from fabric_exporter.mixin import panels
+    with pytest.raises(ValueError, match="needs a unit"):
+        panels.timeseries("x", [panels.Query("fabric_up")], "")
+    with pytest.raises(ValueError, match="needs a unit"):
+        panels.table("x", [panels.Query("fabric_up")], "")
