@@ -167,14 +167,28 @@ class Scheduler:
         problems: list[str] = []
         error: PollError | None = None
         snapshot = None
+        slots = _Slots(self._global, self._per_transport[group.transport])
         try:
-            async with asyncio.timeout(group.timeout):
-                async with self._global, self._per_transport[group.transport]:
+            # Waiting for a slot is bounded by the interval (the next poll is due then); the poll's
+            # own deadline starts once it holds its slots, so a queue never eats a poll's time.
+            try:
+                async with asyncio.timeout(group.interval):
+                    await slots.acquire()
+            except TimeoutError:
+                raise PollError(f"no poll slot free within the {group.interval:g}s interval "
+                                f"(limits.max_concurrent_polls / limits.per_transport.{group.transport})",
+                                reason="timeout") from None
+            started_mono = loop.time()
+            try:
+                async with asyncio.timeout(group.timeout):
                     result = await collector.poll()
+            except TimeoutError:
+                raise PollError(f"poll did not finish within its {group.timeout:g}s deadline",
+                                reason="timeout") from None
+            finally:
+                slots.release()
             problems = list(result.problems)
             snapshot = build_snapshot(group.fabric, result.samples, group.stale_after)
-        except TimeoutError:
-            error = PollError(f"poll did not finish within its {group.timeout:g}s deadline", reason="timeout")
         except PollError as e:
             error = e
         except UnknownMetric as e:
@@ -237,6 +251,27 @@ class Scheduler:
             t.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=grace)
+
+
+class _Slots:
+    """The global and per-transport semaphores taken together (released in reverse order)."""
+
+    def __init__(self, *semaphores: asyncio.Semaphore):
+        self._semaphores = semaphores
+        self._held: list[asyncio.Semaphore] = []
+
+    async def acquire(self) -> None:
+        try:
+            for sem in self._semaphores:
+                await sem.acquire()
+                self._held.append(sem)
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        while self._held:
+            self._held.pop().release()
 
 
 def _ctx(state: TargetState, **fields) -> dict:

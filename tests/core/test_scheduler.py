@@ -134,3 +134,20 @@ def test_once_reports_each_failure_reason(tmp_path):
     assert "expected '<netdev> <value>'" in states["garbled"].last_error
     assert dict(states["missing"].errors) == {"command_failed": 1}
     assert "command not found" in states["missing"].last_error
+
+
+def test_waiting_for_a_slot_does_not_eat_the_poll_deadline(tmp_path):
+    # Two hosts, one local slot, each poll takes 0.5s of its 0.6s deadline: the second waits for
+    # the first and must still get its full deadline.
+    async def scenario():
+        cfg = parse_config({
+            "limits": {"per_transport": {"local": 1}},
+            "targets": [{"name": "g", "fabric": "lab", "collector": "test_command", "transport": "local",
+                         "interval": "2s", "timeout": "600ms", "hosts": ["a", "b"],
+                         "options": {"command": ["sh", "-c", "sleep 0.5; echo eth0 1"]}}]})
+        sched = Scheduler(Transports(), SnapshotStore())
+        sched.apply(cfg, start_tasks=False)
+        return await sched.poll_all_once()
+
+    states = asyncio.run(scenario())
+    assert [s.state for s in states] == ["ok", "ok"], [s.last_error for s in states]
