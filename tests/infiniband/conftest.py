@@ -56,10 +56,21 @@ def group_for(options: dict, *, transport: str = "local", timeout: str = "20s", 
 class CollectorHarness:
     """One collector instance (state kept between polls, as in the daemon) and its transports."""
 
+    open_harnesses: list[CollectorHarness] = []
+
     def __init__(self, group):
         self.group = group
         self.transports = Transports()
         self.collector = InfinibandCollector(PollContext(group, group.hosts[0], self.transports))
+        CollectorHarness.open_harnesses.append(self)
+
+    def close(self) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self.collector.close())
+            loop.run_until_complete(self.transports.close())
+        finally:
+            loop.close()
 
     def poll(self) -> PollResult:
         # A plain event loop, not asyncio.run(): on the main thread asyncio.run() swaps the SIGINT
@@ -77,6 +88,14 @@ class CollectorHarness:
             # asyncio.run() gives each poll a fresh loop: the SSH pool must not outlive it.
             await self.transports.close()
             self.transports.ssh = type(self.transports.ssh)()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_harnesses():
+    """Each collector removes its discovery cache file on close, as in the daemon."""
+    yield
+    while CollectorHarness.open_harnesses:
+        CollectorHarness.open_harnesses.pop().close()
 
 
 def index(result: PollResult) -> dict[tuple[str, str, str], dict]:

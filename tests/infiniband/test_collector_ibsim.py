@@ -149,6 +149,15 @@ def test_each_poll_discovers_once_and_both_sweeps_load_that_cache(first_poll):
         assert values(second, metric) == values(first, metric)
 
 
+def test_close_removes_the_discovery_cache(injected):
+    harness = CollectorHarness(group_for({"env": injected.env()}))
+    harness.poll()
+    cache = harness.collector._cache_path()
+    assert os.path.exists(cache)
+    harness.close()
+    assert not os.path.exists(cache)
+
+
 def test_without_the_cache_two_live_sweeps_and_the_topology_on_its_interval(injected, first_poll):
     _h, cached = first_poll
     harness = CollectorHarness(group_for({"env": injected.env(), "use_discovery_cache": False}))

@@ -87,7 +87,11 @@ def test_argv_prefix_env_and_tool_options():
         "sudo", "-n", "env", "IBSIM_SOCKNAME=lab", "/opt/ib/ibqueryerrors", "-C", "mlx5_1", "-P", "2", "-t", "250",
         "--counters"]
     assert c._argv("ibnetdiscover")[-7:] == ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-t", "250"]
-    assert c._cache_path() == "/tmp/fabric-exporter-ib-ib-localhost.ibnetdiscover-cache"
+    import os
+    import socket
+
+    assert c._cache_path() == (f"/tmp/fabric-exporter-ib-{socket.gethostname()}-{os.getpid()}-ib-localhost"
+                               ".ibnetdiscover-cache")
     skip = InfinibandCollector(PollContext(_group({"skip_sl": True}), _group({}).hosts[0], Transports()))
     assert skip._argv("ibqueryerrors", "--counters") == ["ibqueryerrors", "--skip-sl", "--counters"]
     assert skip._argv("perfquery", "-c") == ["perfquery", "-c"]

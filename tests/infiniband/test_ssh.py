@@ -42,6 +42,14 @@ def _ssh_group(sshd, **options):
     return group_for(options, transport="ssh", host=f"127.0.0.1:{sshd.port}", credentials=sshd.credential())
 
 
+@pytest.fixture(autouse=True)
+def _close_while_sshd_is_up():
+    """Close this test's collectors (removing their discovery cache over SSH) before sshd stops."""
+    yield
+    while CollectorHarness.open_harnesses:
+        CollectorHarness.open_harnesses.pop().close()
+
+
 STABLE = ("fabric_ib_symbol_error_total", "fabric_ib_port_transmit_wait_total", "fabric_ib_port_state_id",
           "fabric_ib_port_physical_state_id", "fabric_ib_port_active_width_lanes", "fabric_ib_port_degraded",
           "fabric_ib_port_rate_bytes_per_second", "fabric_ib_port_latched", "fabric_ib_port_info",

@@ -28,7 +28,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -389,8 +391,10 @@ class InfinibandCollector(Collector):
             return None
         if o.discovery_cache_path:
             return o.discovery_cache_path
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.group.name}-{self.host.name if self.host else 'all'}")
-        return f"/tmp/fabric-exporter-ib-{safe}.ibnetdiscover-cache"
+        # Unique per exporter process: two exporters (an HA pair) polling one SM node must not
+        # load each other's discovery. close() removes it.
+        who = f"{socket.gethostname()}-{os.getpid()}-{self.group.name}-{self.host.name if self.host else 'all'}"
+        return f"/tmp/fabric-exporter-ib-{re.sub(r'[^A-Za-z0-9_.-]', '_', who)}.ibnetdiscover-cache"
 
     def _sweep_shows_change(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
         """True when the sweep sees a node, or an up link, that the topology does not know."""
@@ -782,6 +786,16 @@ class InfinibandCollector(Collector):
         if topo is not None and node_guid in topo.nodes and port in topo.nodes[node_guid].ports:
             return guid_str(topo.nodes[node_guid].ports[port].port_guid)
         return ""
+
+    async def close(self) -> None:
+        """Remove the discovery cache this collector wrote (best effort)."""
+        cache = self._cache_path()
+        if cache is None or self._topology is None:
+            return
+        try:
+            await self.ctx.runner().run(list(self.options.command_prefix) + ["rm", "-f", "--", cache], timeout=2.0)
+        except PollError as e:
+            log.info("could not remove the discovery cache %s: %s", cache, e)
 
     # -- ibdiagnet files --------------------------------------------------------------------------
 
