@@ -138,7 +138,7 @@ def _flatten(raw: Mapping, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not isinstance(_BY_PATH.get(path, Setting("", None, "")).default, Mapping):
+        if isinstance(value, Mapping):  # no setting's value is a mapping: a mapping is a section
             out.update(_flatten(value, path + "."))
         else:
             out[path] = value
