@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     cat = sub.add_parser("catalog", help="print the metric catalog")
     cat.add_argument("--format", choices=["markdown", "json"], default="markdown")
 
+    lab = sub.add_parser("lab", help="run a simulated IB + RoCE fabric on 127.0.0.1 with the daemon polling it")
+    from .lab.run import add_arguments as add_lab_arguments
+
+    add_lab_arguments(lab)
+
     gen = sub.add_parser("generate", help="generate Grafana dashboards and Prometheus rules")
     gen.add_argument("--out", required=True, metavar="DIR")
     gen.add_argument("--settings", metavar="FILE", help="YAML overrides of the mixin settings")
@@ -164,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_catalog(args)
     if args.command == "generate":
         return cmd_generate(args)
+    if args.command == "lab":
+        from .lab.run import main as lab_main
+
+        return lab_main(args)
 
     from .logsetup import setup_logging
 

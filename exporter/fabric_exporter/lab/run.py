@@ -1,0 +1,448 @@
+"""``fabric-exporter lab``: a living, simulated mixed fabric on 127.0.0.1 and the daemon polling it.
+
+What starts (each part only where its tools are installed, and said so when not):
+
+- InfiniBand: ibsim + opensm on a generated fat tree, read by the real infiniband-diags tools;
+- RoCE GPU hosts: one in-process SSH server port per host, answering the roce_nic collector and
+  perftest from a counter model (``roce_host.RoceHost``) in the real output formats;
+- switches: one snmpsim agent per SONiC-like leaf (IF-MIB, CISCO-PFC-EXT, CISCO-SWITCH-QOS) and
+  the SONiC CLI over SSH (WRED/ECN and PFC watchdog), from one counter state per switch;
+- latency probes between the GPU hosts (full mesh in a rack, sampled across racks);
+- the daemon itself (in this process), and Prometheus with the generated rules when installed.
+
+A traffic model (``traffic.py``) moves every counter each second; scenarios are switched on with
+``--scenario NAME`` or the control endpoint (``POST /scenarios/NAME``, ``DELETE /scenarios/NAME``).
+Ctrl-C (or SIGTERM) stops everything this process started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from aiohttp import web
+
+from .. import __version__
+from ..daemon import Daemon
+from . import roce_host
+from .perftest import SimulatedPerftest
+from .ssh_hosts import SimulatedHosts
+from .traffic import LOSSLESS, SCENARIOS, TrafficModel
+
+log = logging.getLogger("fabric_exporter.lab")
+
+IB_TOOLS = ("ibsim", "opensm", "ibqueryerrors", "ibnetdiscover", "perfquery")
+SNMP_REWRITE_SECONDS = 15.0
+
+
+@dataclass
+class LabOptions:
+    listen: str = "127.0.0.1:9315"
+    control: str = "127.0.0.1:9316"
+    workdir: Path | None = None
+    racks: int = 2
+    hosts_per_rack: int = 4
+    nics: int = 2
+    ib: bool = True
+    ib_spines: int = 2
+    snmp: bool = True
+    prometheus: bool = True
+    prometheus_listen: str = "127.0.0.1:9090"
+    interval: float = 5.0
+    scenarios: list[str] = field(default_factory=list)
+    duration: float | None = None  # stop by itself after this many seconds (demos, tests)
+
+
+class Lab:
+    def __init__(self, opts: LabOptions):
+        self.opts = opts
+        self.model = TrafficModel()
+        self.workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="fabric-lab-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.hosts: dict[str, roce_host.RoceHost] = {}
+        self.rack_of: dict[str, int] = {}
+        self.switches: dict[str, object] = {}  # name -> lab.snmp.SimulatedSwitch
+        self.snmp_agents: dict[str, object] = {}  # name -> lab.snmp.SnmpSim
+        self.ib = None  # lab.ibsim.IbsimFabric
+        self.ib_counters: dict[tuple[str, int], dict[str, float]] = {}
+        self.ssh: SimulatedHosts | None = None
+        self.perftest = SimulatedPerftest(server_wait=30.0)
+        self.prometheus = None
+        self.daemon: Daemon | None = None
+        self.notes: list[str] = []
+        self._stop = asyncio.Event()
+        self._flap_state = False
+        self._snmp_written = 0.0
+
+    # -- the parts ------------------------------------------------------------------------------
+
+    def _build_roce(self) -> None:
+        for rack in range(1, self.opts.racks + 1):
+            for n in range(1, self.opts.hosts_per_rack + 1):
+                name = f"gpu-r{rack}-{n:02d}"
+                host = roce_host.RoceHost.build(name, "mlx5", nics=self.opts.nics, pfc_priorities=(LOSSLESS,),
+                                                seed=rack * 100 + n)
+                self.hosts[name] = host
+                self.rack_of[name] = rack
+
+    def _start_ib(self) -> None:
+        missing = [t for t in IB_TOOLS if not shutil.which(t)]
+        if not self.opts.ib or missing:
+            self.notes.append("InfiniBand: off" + (f" ({', '.join(missing)} not installed: run scripts/setup-deps)"
+                                                   if missing else ""))
+            return
+        from .ibsim import FatTree, IbsimFabric
+
+        tree = FatTree(spines=self.opts.ib_spines, leaves=self.opts.racks, hcas_per_leaf=self.opts.hosts_per_rack)
+        self.ib = IbsimFabric(tree, self.workdir / "ib").start(timeout=90)
+        for link in tree.links:
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                self.ib_counters[(node, port)] = {}
+        self.notes.append(f"InfiniBand: ibsim fat tree, {len(tree.switches)} switches, {len(tree.cas)} HCAs "
+                          f"(IBSIM_SOCKNAME={self.ib.sockname})")
+
+    def _start_snmp(self) -> None:
+        from .snmp import SimulatedSwitch, SnmpSim
+
+        for rack in range(1, self.opts.racks + 1):
+            name = f"leaf-r{rack}"
+            self.switches[name] = SimulatedSwitch(name, "sonic", ports=max(8, self.opts.hosts_per_rack * self.opts.nics),
+                                                  queues=8, seed=rack)
+        if not self.opts.snmp:
+            self.notes.append("switches over SNMP: off")
+            return
+        for name, sw in self.switches.items():
+            self.snmp_agents[name] = SnmpSim([sw], self.workdir / f"snmp-{name}").start(timeout=60)
+        self.notes.append(f"switches: {len(self.switches)} SONiC-like leaves over SNMP (snmpsim) and CLI (SSH)")
+
+    async def _answer(self, host: str, argv: list[str]) -> tuple[int, str, str]:
+        if host in self.hosts:
+            if "fabric-roce" in argv or argv == ["true"]:
+                return roce_host.answer(self.hosts[host], shlex.join(argv))
+            return await self.perftest.answer(host, argv)
+        if host in self.switches:
+            return await self._switch_cli(host, argv)
+        return 127, "", f"sh: 1: {argv[0] if argv else ''}: not found\n"
+
+    async def _switch_cli(self, name: str, argv: list[str]) -> tuple[int, str, str]:
+        """Run the collector's command with a real sh, the fake SONiC ``show`` first on PATH."""
+        from .sonic_cli import install_fake_show, write_outputs
+
+        data = self.workdir / "sonic" / name
+        bin_dir = self.workdir / "sonic" / "bin"
+        if not (bin_dir / "show").exists():
+            install_fake_show(bin_dir, data)
+        write_outputs(self.switches[name], data)
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                 "FABRIC_FAKE_SONIC_DIR": str(data)})
+        out, err = await proc.communicate()
+        return proc.returncode, out.decode(), err.decode()
+
+    # -- the daemon's config --------------------------------------------------------------------
+
+    def _config(self) -> dict:
+        interval = f"{self.opts.interval:g}s"
+        timeout = f"{self.opts.interval * 0.8:g}s"
+        ports = self.ssh.ports
+        creds = {"lab-ssh": {"type": "ssh", "username": "fabricmon", "private_key_file": str(self.ssh.client_key),
+                             "known_hosts_file": str(self.ssh.known_hosts), "connect_timeout": "3s"}}
+        targets = []
+        if self.ib is not None:
+            targets.append({"name": "ib-fabric", "fabric": "ib-lab", "collector": "infiniband", "transport": "local",
+                            "interval": interval, "timeout": timeout,
+                            "options": {"env": self.ib.env(), "topology_interval": "1m",
+                                        "use_discovery_cache": False}})
+        gpu_hosts = [{"name": h, "address": "127.0.0.1", "port": ports[h]} for h in self.hosts]
+        targets.append({"name": "gpu-nics", "fabric": "roce-lab", "collector": "roce_nic", "transport": "ssh",
+                        "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts})
+        for name, agent in self.snmp_agents.items():
+            creds[f"snmp-{name}"] = {"type": "snmp", "version": "2c", "community": name}
+            targets.append({"name": f"snmp-{name}", "fabric": "roce-lab", "collector": "snmp_switch",
+                            "transport": "snmp", "credentials": f"snmp-{name}", "interval": interval,
+                            "timeout": timeout,
+                            "hosts": [{"name": name, "address": "127.0.0.1", "port": agent.port}],
+                            "options": {"modules": ["if_mib", "cisco_pfc", "cisco_qos"]}})
+        cli_commands = ["wred", "pfcwd"] if self.snmp_agents else ["pfc", "queue", "wred", "pfcwd"]
+        targets.append({"name": "switch-cli", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
+                        "credentials": "lab-ssh", "interval": interval, "timeout": timeout,
+                        "hosts": [{"name": s, "address": "127.0.0.1", "port": ports[s]} for s in self.switches],
+                        "options": {"commands": cli_commands}})
+        racks = {f"rack{r}": [h for h in self.hosts if self.rack_of[h] == r] for r in range(1, self.opts.racks + 1)}
+        targets.append({"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
+                        "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts,
+                        "options": {"host_groups": racks, "probe_timeout": "2s"}})
+        return {"web": {"listen_address": self.opts.listen},
+                "defaults": {"interval": interval, "timeout": timeout}, "credentials": creds, "targets": targets}
+
+    # -- time passing ---------------------------------------------------------------------------
+
+    def tick(self, dt: float) -> None:
+        now = time.monotonic()
+        congested_rack = 1
+        hosts = list(self.hosts)
+        storm_host = hosts[0] if hosts else None
+        flap_host = hosts[-1] if hosts else None
+        self._flap_state = int(now / 4) % 2 == 1 if self.model.on("link_flap") else False
+        for name, host in self.hosts.items():
+            for i, port in enumerate(host.ports):
+                self.model.advance_nic(
+                    port, dt, in_congested_rack=self.rack_of[name] == congested_rack,
+                    storming=self.model.on("pause_storm") and name == storm_host and i == 0,
+                    flapping=self.model.on("link_flap") and name == flap_host and i == 0 and self._flap_state,
+                    bit_errors=self.model.on("bit_errors") and name == flap_host and i == 0)
+            port0 = host.ports[0]
+            port0.state = "DOWN" if (self._flap_state and name == flap_host) else "ACTIVE"
+        self._advance_switches(dt, congested_rack)
+        self._latency_fixture()
+
+    def _advance_switches(self, dt: float, congested_rack: int) -> None:
+        for rack, (name, sw) in enumerate(self.switches.items(), start=1):
+            congested = self.model.on("congestion") and rack == congested_rack
+            for i, intf in enumerate(sw.interfaces):
+                load = (0.9 if congested else 0.5) * intf.high_speed * 1e6 / 8 * dt
+                for counter, share in (("ifHCInOctets", 1.0), ("ifHCOutOctets", 0.97)):
+                    intf.counters[counter] += int(load * share * self.model.jitter())
+                for counter, share in (("ifHCInUcastPkts", 1.0), ("ifHCOutUcastPkts", 0.97)):
+                    intf.counters[counter] += int(load * share / 4096)
+                pauses = (4000 if congested else 2) * dt
+                intf.pfc[LOSSLESS][0] += int(pauses)  # sent (requests)
+                intf.pfc[LOSSLESS][1] += int(pauses * 0.5)  # received (indications)
+                q = intf.queues.get(LOSSLESS)
+                if q is not None:
+                    q["uc_pkts"] += int(load / 4096)
+                    q["uc_bytes"] += int(load)
+                    q["ecn_pkts"] += int((200_000 if congested else 50) * dt)
+                    q["ecn_bytes"] += int((200_000 if congested else 50) * dt * 4096)
+            storming = self.model.on("pause_storm")
+            if rack == 1 and sw.interfaces:
+                wd = sw.interfaces[0].pfcwd.get(LOSSLESS)
+                if wd is not None:
+                    if storming and wd["status"] != "stormed":
+                        sw.storm(0, LOSSLESS)
+                    elif not storming and wd["status"] == "stormed":
+                        sw.storm_over(0, LOSSLESS)
+                    if storming:
+                        wd["tx_drop"] += int(5000 * dt)
+            sw.uptime_ticks = (sw.uptime_ticks + int(dt * 100)) & 0xFFFFFFFF
+        # snmpsim re-indexes a data file when it changes, and a walk that spans the re-index sees
+        # OIDs repeat (the collector rightly reports that table as incomplete): rewrite rarely.
+        now = time.monotonic()
+        if now - self._snmp_written >= SNMP_REWRITE_SECONDS:
+            self._snmp_written = now
+            for name, agent in self.snmp_agents.items():
+                agent.write(self.switches[name])
+
+    def _latency_fixture(self) -> None:
+        pairs = {}
+        for a in self.hosts:
+            for b in self.hosts:
+                if a != b:
+                    pairs[f"{a}>{b}"] = self.model.latency_us(self.rack_of[a], self.rack_of[b])
+        self.perftest.fixture = {"default": self.model.latency_us(1, 2), "pairs": pairs}
+
+    async def _ib_tick(self, dt: float) -> None:
+        if self.ib is None:
+            return
+        lines = []
+        congested_leaf = "leaf-01"
+        tree = self.ib.topology
+        for (node, port), totals in self.ib_counters.items():
+            peer = tree.peer(node, port)
+            host_port = node == congested_leaf and peer is not None and peer[0].startswith("gpu")
+            for field_name, rate in self.model.ib_port_rates(host_port_of_congested_leaf=host_port).items():
+                totals[field_name] = totals.get(field_name, 0) + rate * dt
+                if field_name == "PortXmitWait":
+                    value = min(int(totals[field_name]), 0xFFFFFFFF)
+                    lines.append(f'PerformanceSet "{node}"[{port}] PortCounters.{field_name}={value}')
+                else:
+                    lines.append(f'PerformanceSet "{node}"[{port}] PortCountersExtended.{field_name}='
+                                 f'{int(totals[field_name])}')
+            if self.model.on("bit_errors") and node == "leaf-02" and peer and peer[0].startswith("spine"):
+                totals["SymbolErrorCounter"] = min(totals.get("SymbolErrorCounter", 0) + 3 * dt, 0xFFFF)
+                lines.append(f'PerformanceSet "{node}"[{port}] PortCounters.SymbolErrorCounter='
+                             f'{int(totals["SymbolErrorCounter"])}')
+        # One console write for the whole batch: ibsim applies the lines in order.
+        await asyncio.to_thread(self.ib.command, "\n".join(lines), 30.0)
+        uplink = next(((n, p) for (n, p) in self.ib_counters if n == "leaf-01" and (tree.peer(n, p) or ("",))[0]
+                       .startswith("spine")), None)
+        if uplink is not None:
+            want_down = self.model.on("link_flap") and self._flap_state
+            if want_down != getattr(self, "_ib_link_down", False):
+                await asyncio.to_thread(self.ib.unlink if want_down else self.ib.relink, *uplink)
+                self._ib_link_down = want_down
+
+    # -- control endpoint -----------------------------------------------------------------------
+
+    def control_app(self) -> web.Application:
+        async def index(request):
+            return web.json_response({
+                "scenarios": {n: {"summary": s.summary, "active": self.model.on(n)} for n, s in SCENARIOS.items()},
+                "usage": "POST /scenarios/NAME to start (optional ?seconds=N), DELETE /scenarios/NAME to stop"})
+
+        async def start(request):
+            name = request.match_info["name"]
+            if name not in SCENARIOS:
+                return web.json_response({"error": f"unknown scenario {name!r}",
+                                          "known": sorted(SCENARIOS)}, status=404)
+            self.model.start(name, time.monotonic())
+            seconds = request.query.get("seconds")
+            if seconds:
+                asyncio.get_running_loop().call_later(float(seconds), self.model.stop, name)
+            log.info("scenario started", extra={"fields": {"scenario": name, "seconds": seconds or "until stopped"}})
+            return web.json_response({"started": name})
+
+        async def stop(request):
+            name = request.match_info["name"]
+            self.model.stop(name)
+            log.info("scenario stopped", extra={"fields": {"scenario": name}})
+            return web.json_response({"stopped": name})
+
+        app = web.Application()
+        app.router.add_get("/", index)
+        app.router.add_get("/scenarios", index)
+        app.router.add_post("/scenarios/{name}", start)
+        app.router.add_delete("/scenarios/{name}", stop)
+        return app
+
+    # -- run ------------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop)
+        # libumad2sim writes a ./sys-<pid> tree for every tool run: keep it in the lab's directory.
+        os.chdir(self.workdir)
+        control_runner = None
+        daemon_task = None
+        try:
+            self._build_roce()
+            await asyncio.to_thread(self._start_ib)
+            await asyncio.to_thread(self._start_snmp)
+            self.ssh = SimulatedHosts(self.workdir / "ssh", self._answer)
+            await self.ssh.start(list(self.hosts) + list(self.switches))
+            for scenario in self.opts.scenarios:
+                self.model.start(scenario, time.monotonic())
+            self.tick(1.0)
+            await self._ib_tick(1.0)
+            config_path = self.workdir / "fabric-lab.yaml"
+            config_path.write_text(yaml.safe_dump(self._config(), sort_keys=False))
+            self.daemon = Daemon(str(config_path), listen_address=self.opts.listen)
+            daemon_task = asyncio.create_task(self.daemon.run(), name="daemon")
+            chost, _, cport = self.opts.control.rpartition(":")
+            control_runner = web.AppRunner(self.control_app(), access_log=None)
+            await control_runner.setup()
+            await web.TCPSite(control_runner, chost, int(cport)).start()
+            if self.opts.prometheus:
+                await asyncio.to_thread(self._start_prometheus)
+            self._banner(config_path)
+            started = time.monotonic()
+            last = started
+            while not self._stop.is_set():
+                try:
+                    await asyncio.wait_for(self._stop.wait(), 1.0)
+                except asyncio.TimeoutError:
+                    pass
+                if daemon_task.done():
+                    log.error("the daemon stopped; stopping the lab")
+                    break
+                now = time.monotonic()
+                self.tick(now - last)
+                await self._ib_tick(now - last)
+                last = now
+                if self.opts.duration and now - started >= self.opts.duration:
+                    break
+            return 0 if not daemon_task.done() or daemon_task.result() == 0 else 1
+        finally:
+            await self._shutdown(daemon_task, control_runner)
+
+    async def _shutdown(self, daemon_task, control_runner) -> None:
+        if self.daemon is not None:
+            self.daemon.request_stop()
+        if daemon_task is not None:
+            try:
+                await asyncio.wait_for(daemon_task, 6)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - best effort, then stop the rest
+                daemon_task.cancel()
+        if control_runner is not None:
+            await control_runner.cleanup()
+        if self.ssh is not None:
+            await self.ssh.stop()
+        if self.prometheus is not None:
+            self.prometheus.stop()
+        for agent in self.snmp_agents.values():
+            agent.stop()
+        if self.ib is not None:
+            self.ib.stop()
+        print("lab stopped: every process it started is gone", file=sys.stderr)
+
+    def _start_prometheus(self) -> None:
+        from .prometheus import LabPrometheus, find_prometheus
+
+        if find_prometheus() is None:
+            self.notes.append("Prometheus: not installed (apt-get install prometheus) - skipped")
+            return
+        self.prometheus = LabPrometheus(self.workdir / "prometheus", scrape=self.opts.listen,
+                                        listen=self.opts.prometheus_listen).start()
+        self.notes.append(f"Prometheus: http://{self.opts.prometheus_listen}/ (rules: {self.prometheus.rules_dir}, "
+                          f"alerts at /alerts)")
+
+    def _banner(self, config_path: Path) -> None:
+        lines = [
+            f"fabric-exporter {__version__} lab is running (Ctrl-C stops it and everything it started)",
+            f"  metrics:     http://{self.opts.listen}/metrics",
+            f"  status page: http://{self.opts.listen}/",
+            f"  scenarios:   curl -X POST http://{self.opts.control}/scenarios/congestion   "
+            f"(list: curl http://{self.opts.control}/)",
+            f"               known: {', '.join(SCENARIOS)}",
+            f"  config:      {config_path}",
+            f"  workdir:     {self.workdir}",
+            *[f"  {n}" for n in self.notes],
+        ]
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--web.listen-address", dest="listen", default="127.0.0.1:9315", metavar="HOST:PORT")
+    p.add_argument("--control-address", dest="control", default="127.0.0.1:9316", metavar="HOST:PORT",
+                   help="the scenario control endpoint")
+    p.add_argument("--scenario", action="append", default=[], choices=sorted(SCENARIOS),
+                   help="start with this scenario on (repeatable)")
+    p.add_argument("--racks", type=int, default=2, help="racks (= leaves) in both fabrics")
+    p.add_argument("--hosts-per-rack", type=int, default=4)
+    p.add_argument("--nics", type=int, default=2, help="RoCE NICs per GPU host")
+    p.add_argument("--ib-spines", type=int, default=2)
+    p.add_argument("--no-ib", action="store_true", help="skip the InfiniBand fabric")
+    p.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus even if installed")
+    p.add_argument("--prometheus-address", default="127.0.0.1:9090", metavar="HOST:PORT")
+    p.add_argument("--interval", type=float, default=5.0, help="poll interval in seconds")
+    p.add_argument("--workdir", type=Path, help="where the lab keeps its files (default: a new temp dir)")
+    p.add_argument("--duration", type=float, help="stop by itself after this many seconds")
+    p.add_argument("--log.level", dest="log_level", default="info", choices=["debug", "info", "warning", "error"])
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..logsetup import setup_logging
+
+    setup_logging(args.log_level, "text")
+    opts = LabOptions(listen=args.listen, control=args.control, workdir=args.workdir, racks=args.racks,
+                      hosts_per_rack=args.hosts_per_rack, nics=args.nics, ib=not args.no_ib,
+                      ib_spines=args.ib_spines, prometheus=not args.no_prometheus,
+                      prometheus_listen=args.prometheus_address, interval=args.interval,
+                      scenarios=args.scenario, duration=args.duration)
+    return asyncio.run(Lab(opts).run())

@@ -1,0 +1,146 @@
+"""The lab's traffic model: believable counter rates, and scenarios an operator can switch on.
+
+Each tick moves every simulated counter by rate × seconds. Healthy load is data near a fraction of
+line rate with a trickle of PFC/ECN/CNP activity and no errors; each scenario raises the signals
+an operator would see in that situation, correlated the way a real fabric correlates them (an
+incast raises transmit-wait, PFC, ECN, CNPs and latency together). Pure state: no I/O here; the
+lab applies the model to ibsim, the simulated hosts, the SNMP data and the perftest answers.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from .roce_host import NicPort
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+
+
+SCENARIOS = {s.name: s for s in (
+    Scenario("congestion", "incast into rack 1: IB transmit-wait on leaf-01's host ports, PFC pauses, "
+                           "ECN marks and CNPs on rack 1's NICs and switch, latency p99 into rack 1 rises"),
+    Scenario("pause_storm", "one NIC stuck sending PFC on priority 3: pause time ~100%, storm events, "
+                            "the switch's PFC watchdog fires"),
+    Scenario("link_flap", "an IB leaf uplink and a RoCE NIC port go down and up every few seconds"),
+    Scenario("bit_errors", "symbol errors on an IB link, PCS symbol errors and corrected bits on a NIC"),
+    Scenario("latency_regression", "every probed pair's p99 latency triples (tail only; the median holds)"),
+)}
+
+LINE_RATE_BYTES = 400e9 / 8  # 400G RoCE NIC ports
+LOSSLESS = 3  # the RoCE priority with PFC
+
+
+@dataclass
+class TrafficModel:
+    """Which scenarios are on, and how that turns into counter increments."""
+
+    seed: int = 7
+    active: dict[str, float] = field(default_factory=dict)  # scenario -> started (monotonic)
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def on(self, name: str) -> bool:
+        return name in self.active
+
+    def start(self, name: str, now: float) -> None:
+        if name not in SCENARIOS:
+            raise KeyError(name)
+        self.active.setdefault(name, now)
+
+    def stop(self, name: str) -> None:
+        self.active.pop(name, None)
+
+    def jitter(self) -> float:
+        return self._rng.uniform(0.85, 1.15)
+
+    # -- RoCE NIC ports ---------------------------------------------------------------------------
+
+    def advance_nic(self, port: NicPort, dt: float, *, in_congested_rack: bool, storming: bool,
+                    flapping: bool, bit_errors: bool) -> None:
+        eth, hw = port.ethtool, port.hw_counters
+        congested = in_congested_rack and self.on("congestion")
+        load = 0.55 if not congested else 0.9  # fraction of line rate
+        rx_bytes = LINE_RATE_BYTES * load * dt * self.jitter()
+        tx_bytes = LINE_RATE_BYTES * load * 0.95 * dt * self.jitter()
+        _add(eth, "rx_bytes_phy", rx_bytes)
+        _add(eth, "tx_bytes_phy", tx_bytes)
+        _add(eth, "rx_packets_phy", rx_bytes / 4096)
+        _add(eth, "tx_packets_phy", tx_bytes / 4096)
+        _add(eth, f"rx_prio{LOSSLESS}_bytes", rx_bytes * 0.98)
+        _add(eth, f"tx_prio{LOSSLESS}_bytes", tx_bytes * 0.98)
+        _add(eth, f"rx_prio{LOSSLESS}_packets", rx_bytes * 0.98 / 4096)
+        _add(eth, f"tx_prio{LOSSLESS}_packets", tx_bytes * 0.98 / 4096)
+        # PFC: a trickle when healthy; under incast the fabric pauses this NIC ~30% of the time.
+        paused = 0.3 if congested else 0.002
+        _add(eth, f"rx_prio{LOSSLESS}_pause", 3000 * paused * dt * self.jitter())
+        _add(eth, f"rx_prio{LOSSLESS}_pause_duration", 1e6 * paused * dt)
+        _add(eth, f"rx_prio{LOSSLESS}_pause_transition", 1500 * paused * dt)
+        if storming:  # the NIC itself cannot drain: it sends pause all the time
+            _add(eth, f"tx_prio{LOSSLESS}_pause", 30000 * dt)
+            _add(eth, f"tx_prio{LOSSLESS}_pause_duration", 1e6 * dt * 0.99)
+            _add(eth, "tx_pause_storm_warning_events", 1)
+            _add(eth, "tx_pause_storm_error_events", dt / 5)
+            _add(eth, "rx_discards_phy", 2000 * dt)
+        else:
+            _add(eth, f"tx_prio{LOSSLESS}_pause", 10 * dt * self.jitter())
+            _add(eth, f"tx_prio{LOSSLESS}_pause_duration", 1000 * dt)
+        # DCQCN: ECN-marked arrivals and the CNPs they trigger
+        ecn = (250_000 if congested else 200) * dt * self.jitter()
+        _add(hw, "np_ecn_marked_roce_packets", ecn)
+        _add(hw, "np_cnp_sent", ecn * 0.8)
+        _add(hw, "rp_cnp_handled", ecn * 0.8)
+        if congested:
+            _add(hw, "out_of_sequence", 50 * dt)
+            _add(hw, "packet_seq_err", 20 * dt)
+            _add(hw, "local_ack_timeout_err", 2 * dt)
+            _add(hw, "roce_adp_retrans", 40 * dt)
+        if flapping:
+            _add(eth, "link_down_events_phy", 1)
+        if bit_errors:
+            _add(eth, "rx_pcs_symbol_err_phy", 500 * dt)
+            _add(eth, "rx_corrected_bits_phy", 1e5 * dt)
+
+    # -- latency ----------------------------------------------------------------------------------
+
+    def latency_us(self, source_rack: int, destination_rack: int) -> dict:
+        """Statistics (µs) of one ib_write_lat probe between racks."""
+        base = 1.9 if source_rack == destination_rack else 2.6  # one more switch hop across racks
+        typical = base * self._rng.uniform(0.97, 1.05)
+        p99_factor = 1.35
+        if self.on("congestion") and destination_rack == 1:
+            typical *= 1.8
+            p99_factor = 5.0
+        if self.on("latency_regression"):
+            p99_factor *= 3.0
+        p99 = typical * p99_factor * self._rng.uniform(0.95, 1.1)
+        p999 = p99 * self._rng.uniform(1.3, 2.0)
+        return {"min": round(typical * 0.9, 2), "typical": round(typical, 2), "avg": round(typical * 1.05, 2),
+                "stdev": round(typical * 0.08, 2), "p99": round(p99, 2), "p999": round(p999, 2),
+                "max": round(p999 * 1.5, 2)}
+
+    # -- InfiniBand ---------------------------------------------------------------------------------
+
+    def ib_port_rates(self, *, host_port_of_congested_leaf: bool) -> dict[str, float]:
+        """Per-second increments of one IB port's counters (data in 4-byte words, as IB counts)."""
+        congested = host_port_of_congested_leaf and self.on("congestion")
+        link_bytes = 4 * 10e9 / 8  # ibsim links run 4x QDR (10 Gb/s per lane, 8 Gb/s of data)
+        load = 0.9 if congested else 0.45
+        words = link_bytes * load / 4
+        return {
+            "PortXmitData": words * self.jitter(), "PortRcvData": words * self.jitter(),
+            "PortXmitPkts": words / 1024, "PortRcvPkts": words / 1024,
+            # transmit-wait ticks: ~40% of the time stalled under incast, a trace when healthy
+            "PortXmitWait": (0.4 if congested else 0.0005) * 125e6,
+        }
+
+
+def _add(table: dict[str, int], name: str, amount: float) -> None:
+    if name in table:  # a counter this driver/PFC config does not have stays absent
+        table[name] += int(amount)
