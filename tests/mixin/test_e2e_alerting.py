@@ -48,6 +48,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ibsim") is None or not os.path.exists(PROMETHEUS)
                        or not os.path.exists(ALERTMANAGER),
                        reason="needs ibsim-utils, prometheus and prometheus-alertmanager"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the sshd harness (latency hosts, switch CLI) needs root"),
 ]
 
 JOB = "fabric-exporter"
