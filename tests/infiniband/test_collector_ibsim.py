@@ -328,3 +328,29 @@ def test_the_lab_config_polls_the_lab_fabric(injected):
     result = CollectorHarness(group).poll()
     assert result.problems == []
     assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
+
+
+def test_ibdiagnet_files_locally_and_a_missing_directory(injected, tmp_path):
+    import shutil as _shutil
+    import time as _time
+
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "fixtures", "infiniband")
+    old_run, new_run = tmp_path / "diag" / "run1", tmp_path / "diag" / "run2"
+    old_run.mkdir(parents=True)
+    new_run.mkdir(parents=True)
+    _shutil.copy(os.path.join(fixtures, "ibdiagnet2.pm"), old_run / "ibdiagnet2.pm")
+    _shutil.copy(os.path.join(fixtures, "ibdiagnet2.pm"), new_run / "ibdiagnet2.pm")
+    (new_run / "ibdiagnet2.pm").write_text((new_run / "ibdiagnet2.pm").read_text().replace(
+        "port_xmit_wait=0x000000011ff6b726", "port_xmit_wait=0x0000000000000100"))
+    two_hours_ago = _time.time() - 7200
+    os.utime(old_run / "ibdiagnet2.pm", (two_hours_ago, two_hours_ago))
+    result = CollectorHarness(group_for({"env": injected.env(), "ibdiagnet_dir": str(tmp_path / "diag")})).poll()
+    assert result.problems == []
+    pm = {(s.labels["port"], s.labels["counter"]): s.value for s in result.samples
+          if s.name == "fabric_ib_ibdiagnet_pm_counter"}
+    assert pm[("2", "port_xmit_wait")] == 0x100  # the newest run's file, .pm used as no db_csv exists
+    ages = {s.labels["file"]: s.value for s in result.samples if s.name == "fabric_ib_ibdiagnet_file_age_seconds"}
+    assert 0 <= ages["ibdiagnet2.pm"] < 60
+    missing = CollectorHarness(group_for({"env": injected.env(), "ibdiagnet_dir": str(tmp_path / "nope")})).poll()
+    assert any("ibdiagnet files" in p for p in missing.problems)
+    assert values(missing, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7  # the sweep is unaffected
