@@ -185,12 +185,7 @@ class InfinibandCollector(Collector):
                 err(f"{path}.env.{k}", "not an environment variable name")
             elif not isinstance(v, str):
                 err(f"{path}.env.{k}", "expected a string value")
-        # (OptionReader.path is shadowed by its .path attribute, so resolve the file here.)
-        node_name_map = r.string("node_name_map")
-        if node_name_map:
-            node_name_map = str(Path(node_name_map) if Path(node_name_map).is_absolute() else base_dir / node_name_map)
-            if not Path(node_name_map).is_file():
-                err(f"{path}.node_name_map", f"file not found: {node_name_map}")
+        node_name_map = r.path("node_name_map")  # checked to exist unless check-config --syntax-only
         ca_port = r.integer("ca_port", 0, minimum=0, maximum=254)
         options = InfinibandOptions(
             tool_paths=tuple(sorted((k, v) for k, v in tool_paths.items() if k in TOOLS and isinstance(v, str))),
