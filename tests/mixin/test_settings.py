@@ -17,6 +17,10 @@ def test_defaults_yaml_loads_back_to_the_defaults(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(defaults_yaml())
     assert load_settings(str(path)).as_dict() == Settings().as_dict()
+    # Each section appears once: YAML keeps only the last of duplicate keys, so a copied file
+    # with a repeated 'thresholds:' would silently drop the overrides in the earlier block.
+    sections = [line for line in defaults_yaml().splitlines() if line and not line[0] in " #"]
+    assert len(sections) == len(set(sections)), sections
 
 
 def test_override_changes_thresholds_and_for(tmp_path):

@@ -78,7 +78,7 @@ class Lab:
         self.ib_counters: dict[tuple[str, int], dict[str, float]] = {}
         self.ssh: SimulatedHosts | None = None
         self.perftest = SimulatedPerftest(server_wait=30.0)
-        self.prometheus = None
+        self.services: list = []  # Prometheus, Alertmanager
         self.daemon: Daemon | None = None
         self.notes: list[str] = []
         self._stop = asyncio.Event()
@@ -383,8 +383,8 @@ class Lab:
             await control_runner.cleanup()
         if self.ssh is not None:
             await self.ssh.stop()
-        if self.prometheus is not None:
-            self.prometheus.stop()
+        for service in self.services:
+            service.stop()
         for agent in self.snmp_agents.values():
             agent.stop()
         if self.ib is not None:
@@ -392,15 +392,29 @@ class Lab:
         print("lab stopped: every process it started is gone", file=sys.stderr)
 
     def _start_prometheus(self) -> None:
-        from .prometheus import LabPrometheus, find_prometheus
+        """Prometheus scraping the daemon with the generated rules, and Alertmanager, if installed."""
+        from ..mixin.generate import generate
+        from .prometheus import ALERTMANAGER, PROMETHEUS, Alertmanager, Prometheus
 
-        if find_prometheus() is None:
-            self.notes.append("Prometheus: not installed (apt-get install prometheus) - skipped")
+        if not Path(PROMETHEUS).exists():
+            self.notes.append("Prometheus: not installed (scripts/setup-deps installs it) - skipped")
             return
-        self.prometheus = LabPrometheus(self.workdir / "prometheus", scrape=self.opts.listen,
-                                        listen=self.opts.prometheus_listen).start()
-        self.notes.append(f"Prometheus: http://{self.opts.prometheus_listen}/ (rules: {self.prometheus.rules_dir}, "
-                          f"alerts at /alerts)")
+        mixin = self.workdir / "mixin"
+        generate(str(mixin))
+        rules = sorted(str(p) for p in (mixin / "alerts").glob("*.rules.yaml"))
+        alertmanager = None
+        if Path(ALERTMANAGER).exists():
+            alertmanager = Alertmanager(self.workdir / "alertmanager", None, group_wait="10s",
+                                        group_interval="30s").start()
+            self.services.append(alertmanager)
+        host, _, port = self.opts.prometheus_listen.rpartition(":")
+        interval = f"{max(self.opts.interval, 1):g}s"
+        prometheus = Prometheus(self.workdir / "prometheus", job="fabric-exporter", targets=[self.opts.listen],
+                                rule_files=rules, interval=interval, port=int(port),
+                                alertmanager=f"127.0.0.1:{alertmanager.port}" if alertmanager else None).start()
+        self.services.append(prometheus)
+        self.notes.append(f"Prometheus: {prometheus.base}/alerts (our rules, scraping every {interval})"
+                          + (f"; Alertmanager: {alertmanager.base}/" if alertmanager else ""))
 
     def _banner(self, config_path: Path) -> None:
         lines = [

@@ -210,17 +210,18 @@ def load_settings(path: str | None) -> Settings:
 
 
 def defaults_yaml() -> str:
-    """The defaults as a commented YAML file a site can copy and edit."""
+    """The defaults as a commented YAML file a site can copy and edit (each section once)."""
     lines = ["# fabric-exporter mixin settings (defaults). Override any subset; unknown keys are errors.", ""]
-    section = None
+    sections: dict[str, list[Setting]] = {}
     for s in SETTINGS:
-        head, _, leaf = s.path.rpartition(".")
-        if head != section:
-            if head:
-                lines += ["", f"{head}:"]
-            section = head
+        sections.setdefault(s.path.rpartition(".")[0], []).append(s)
+    for head in sorted(sections, key=lambda h: (h != "", list(sections).index(h))):
+        if head:
+            lines += ["", f"{head}:"]
         indent = "  " if head else ""
-        lines.append(f"{indent}# {s.comment}")
-        dumped = yaml.safe_dump({leaf: s.default}, default_flow_style=True, width=10_000).strip()[1:-1]
-        lines.append(f"{indent}{dumped}")
+        for s in sections[head]:
+            leaf = s.path.rpartition(".")[2]
+            lines.append(f"{indent}# {s.comment}")
+            dumped = yaml.safe_dump({leaf: s.default}, default_flow_style=True, width=10_000).strip()[1:-1]
+            lines.append(f"{indent}{dumped}")
     return "\n".join(lines) + "\n"
