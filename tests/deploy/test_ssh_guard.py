@@ -219,7 +219,7 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
         fabric.set_counter("leaf-02", 4, "SymbolErrorCounter", 7)
         sshd = SSHD(tmp_path_factory.mktemp("guard-ib-sshd"), path_dirs=[bin_dir])
         force_guard(sshd)
-        with sshd.start():
+        with sshd:
             group = group_for({}, transport="ssh", host=f"127.0.0.1:{sshd.port}", credentials=sshd.credential())
             harness = CollectorHarness(group)
             # Two polls: the first discovers (ibnetdiscover --cache), the second may sweep errors

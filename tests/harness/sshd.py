@@ -96,7 +96,8 @@ class SSHD:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def __enter__(self) -> SSHD:
-        self.start()
+        if self.proc is None:  # `with sshd.start():` must not start a second, unstopped sshd
+            self.start()
         return self
 
     def __exit__(self, *exc) -> None:
