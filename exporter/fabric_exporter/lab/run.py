@@ -38,12 +38,22 @@ from ..daemon import Daemon
 from . import roce_host
 from .perftest import SimulatedPerftest
 from .ssh_hosts import SimulatedHosts
-from .traffic import LOSSLESS, SCENARIOS, TrafficModel
+from ..mixin.settings import FOR_DEFAULTS
+from .traffic import IB_XMIT_WAIT_SCALE, LOSSLESS, SCENARIOS, TrafficModel
 
 log = logging.getLogger("fabric_exporter.lab")
 
 IB_TOOLS = ("ibsim", "opensm", "ibqueryerrors", "ibnetdiscover", "perfquery")
 SNMP_REWRITE_SECONDS = 15.0
+# The lab's rules: the shipped defaults, except that alerts fire within about a minute of a
+# scenario (short rate windows and for: durations) and the IB stall threshold is scaled like the
+# lab's transmit-wait counter (see traffic.IB_XMIT_WAIT_SCALE).
+LAB_MIXIN_SETTINGS = {
+    "rate_window": "1m",
+    "thresholds": {"ib_xmit_wait_ratio": 0.1 * IB_XMIT_WAIT_SCALE},
+    "for": {name: "30s" for name in FOR_DEFAULTS} | {"FabricLinkFlapping": "0m", "FabricTargetDown": "1m",
+                                                    "FabricExporterAbsent": "1m"},
+}
 
 
 @dataclass
@@ -224,8 +234,8 @@ class Lab:
                 if q is not None:
                     q["uc_pkts"] += int(load / 4096)
                     q["uc_bytes"] += int(load)
-                    q["ecn_pkts"] += int((200_000 if congested else 50) * dt)
-                    q["ecn_bytes"] += int((200_000 if congested else 50) * dt * 4096)
+                    q["ecn_pkts"] += int((1_000_000 if congested else 50) * dt)
+                    q["ecn_bytes"] += int((1_000_000 if congested else 50) * dt * 4096)
             storming = self.model.on("pause_storm")
             if rack == 1 and sw.interfaces:
                 wd = sw.interfaces[0].pfcwd.get(LOSSLESS)
@@ -400,7 +410,9 @@ class Lab:
             self.notes.append("Prometheus: not installed (scripts/setup-deps installs it) - skipped")
             return
         mixin = self.workdir / "mixin"
-        generate(str(mixin))
+        settings = self.workdir / "lab-mixin-settings.yaml"
+        settings.write_text(yaml.safe_dump(LAB_MIXIN_SETTINGS, sort_keys=False))
+        generate(str(mixin), str(settings))
         rules = sorted(str(p) for p in (mixin / "alerts").glob("*.rules.yaml"))
         alertmanager = None
         if Path(ALERTMANAGER).exists():

@@ -32,6 +32,11 @@ SCENARIOS = {s.name: s for s in (
 )}
 
 LINE_RATE_BYTES = 400e9 / 8  # 400G RoCE NIC ports
+IB_PORT_BYTES_PER_SECOND = 12e9  # ibsim's links train at 12x QDR: 12 lanes x 8 Gb/s of data
+# ibsim has only the 32-bit PortXmitWait, which latches at 2^32-1: at a true 40% stall on a 12 GB/s
+# port that is one second. The lab counts transmit-wait 10,000x slower (a 40% stall latches after
+# ~2.5 hours) and its generated rules lower the IB stall threshold by the same factor.
+IB_XMIT_WAIT_SCALE = 1e-4
 LOSSLESS = 3  # the RoCE priority with PFC
 
 
@@ -92,7 +97,7 @@ class TrafficModel:
             _add(eth, f"tx_prio{LOSSLESS}_pause", 10 * dt * self.jitter())
             _add(eth, f"tx_prio{LOSSLESS}_pause_duration", 1000 * dt)
         # DCQCN: ECN-marked arrivals and the CNPs they trigger
-        ecn = (250_000 if congested else 200) * dt * self.jitter()
+        ecn = (1_000_000 if congested else 200) * dt * self.jitter()  # ~9% of packets under incast
         _add(hw, "np_ecn_marked_roce_packets", ecn)
         _add(hw, "np_cnp_sent", ecn * 0.8)
         _add(hw, "rp_cnp_handled", ecn * 0.8)
@@ -130,14 +135,13 @@ class TrafficModel:
     def ib_port_rates(self, *, host_port_of_congested_leaf: bool) -> dict[str, float]:
         """Per-second increments of one IB port's counters (data in 4-byte words, as IB counts)."""
         congested = host_port_of_congested_leaf and self.on("congestion")
-        link_bytes = 4 * 10e9 / 8  # ibsim links run 4x QDR (10 Gb/s per lane, 8 Gb/s of data)
         load = 0.9 if congested else 0.45
-        words = link_bytes * load / 4
+        words = IB_PORT_BYTES_PER_SECOND * load / 4
+        stalled = 0.4 if congested else 0.0001  # fraction of time with data but no credits
         return {
             "PortXmitData": words * self.jitter(), "PortRcvData": words * self.jitter(),
             "PortXmitPkts": words / 1024, "PortRcvPkts": words / 1024,
-            # transmit-wait ticks: ~40% of the time stalled under incast, a trace when healthy
-            "PortXmitWait": (0.4 if congested else 0.0005) * 125e6,
+            "PortXmitWait": stalled * IB_PORT_BYTES_PER_SECOND * IB_XMIT_WAIT_SCALE,
         }
 
 
