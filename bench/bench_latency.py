@@ -1,6 +1,6 @@
 """How many latency probes per second the orchestrator sustains, against the fake perftest over real sshd.
 
-    cd /work/main && PYTHONPATH=exporter:. python bench/bench_latency.py --hosts 200 --rounds 3
+    PYTHONPATH=exporter:. python bench/bench_latency.py --hosts 200 --rounds 3
 
 200 emulated hosts (racks of --rack-size) on loopback addresses behind a few real sshd processes
 (tests/harness/latency_sshd.py), each probe = the fake perftest server + client over SSH (two SSH

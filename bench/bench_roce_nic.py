@@ -1,6 +1,6 @@
 """Benchmark: the roce_nic collector polling many simulated 8-NIC GPU hosts over SSH.
 
-    cd /work/main && PYTHONPATH=exporter python bench/bench_roce_nic.py [--hosts 200] [--rounds 3]
+    PYTHONPATH=exporter python bench/bench_roce_nic.py [--hosts 200] [--rounds 3]
 
 A separate process (``python -m fabric_exporter.lab.roce_host``) serves every simulated host over
 SSH (asyncssh, one port per host, 127.0.0.1, host key verified by the client as in production) and

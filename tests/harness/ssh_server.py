@@ -15,19 +15,7 @@ from pathlib import Path
 
 import asyncssh
 
-
-class _Server(asyncssh.SSHServer):
-    def __init__(self, authorized: asyncssh.SSHAuthorizedKeys):
-        self._authorized = authorized
-
-    def begin_auth(self, username: str) -> bool:
-        return True
-
-    def public_key_auth_supported(self) -> bool:
-        return True
-
-    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
-        return self._authorized.validate(key, "127.0.0.1", "127.0.0.1") is not None
+from fabric_exporter.lab.ssh_hosts import AuthorizedKeyServer
 
 
 class ThreadedSSHServer:
@@ -74,7 +62,7 @@ class ThreadedSSHServer:
 
     async def _start(self) -> None:
         self._server = await asyncssh.create_server(
-            lambda: _Server(self._authorized), "127.0.0.1", 0,
+            lambda: AuthorizedKeyServer(self._authorized), "127.0.0.1", 0,
             server_host_keys=[str(self.host_key_path)], process_factory=self._handle, encoding=None)
         self.port = self._server.sockets[0].getsockname()[1]
 

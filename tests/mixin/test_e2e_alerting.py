@@ -88,7 +88,7 @@ class NicLab:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="nic-lab", daemon=True)
         self._thread.start()
-        self.ports, self._listeners = asyncio.run_coroutine_threadsafe(
+        self.ports, self._server = asyncio.run_coroutine_threadsafe(
             serve([self.host], str(host_key), str(tmp / "nic_authorized_keys")), self.loop).result(30)
         pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
         self.known_hosts = tmp / "nic_known_hosts"
@@ -114,9 +114,7 @@ class NicLab:
     def stop(self):
         async def close():
             self._ticker.cancel()
-            for listener in self._listeners:
-                listener.close()
-                await listener.wait_closed()
+            await self._server.stop()
         asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)

@@ -34,7 +34,7 @@ def test_polls_against_the_lab_server(tmp_path):
     key.write_public_key(str(tmp_path / "authorized_keys"))
 
     async def scenario():
-        ports, listeners = await serve(hosts, str(host_key), str(tmp_path / "authorized_keys"))
+        ports, server = await serve(hosts, str(host_key), str(tmp_path / "authorized_keys"))
         pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
         (tmp_path / "known_hosts").write_text("".join(f"[127.0.0.1]:{p} {pub}\n" for p in ports.values()))
         cred = {"type": "ssh", "username": "lab", "private_key_file": str(client_key),
@@ -45,9 +45,7 @@ def test_polls_against_the_lab_server(tmp_path):
             return await poller.poll()
         finally:
             await poller.close()
-            for listener in listeners:
-                listener.close()
-                await listener.wait_closed()
+            await server.stop()
 
     states, samples = run(scenario())
     assert {h: s.state for h, s in states.items()} == {"gpu-001": "ok", "gpu-002": "ok"}

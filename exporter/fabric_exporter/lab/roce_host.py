@@ -385,33 +385,28 @@ def answer(host: RoceHost, command: str) -> tuple[int, str, str]:
 
 
 async def serve(hosts: list[RoceHost], host_key_file: str, authorized_keys_file: str,
-                address: str = "127.0.0.1", advance_seconds: float = 0.0) -> tuple[dict[str, int], list]:
-    """Listen on one port per host (asyncssh, public-key auth); returns ({host name: port}, the
-    listeners: ``close()`` each to stop).
+                advance_seconds: float = 0.0):
+    """Listen on one port per host on 127.0.0.1 (public-key auth).
+
+    Returns ({host name: port}, the ``SimulatedHosts`` server, whose ``stop()`` closes them all).
 
     ``advance_seconds`` > 0 moves a host's counters by that much before each answer, so repeated
     polls see traffic.
     """
-    import asyncssh
+    import shlex
 
-    ports: dict[str, int] = {}
-    listeners = []
-    for host in hosts:
-        def process_factory(process, host=host):
-            if advance_seconds:
-                host.advance(advance_seconds)
-            status, out, err = answer(host, process.command or "")
-            process.stdout.write(out)
-            process.stderr.write(err)
-            process.exit(status)
+    from .ssh_hosts import SimulatedHosts
 
-        server = await asyncssh.listen(address, 0, server_host_keys=[host_key_file],
-                                       authorized_client_keys=authorized_keys_file,
-                                       process_factory=process_factory, encoding="utf-8",
-                                       allow_scp=False, sftp_factory=None, keepalive_interval=0)
-        listeners.append(server)
-        ports[host.name] = server.sockets[0].getsockname()[1]
-    return ports, listeners
+    by_name = {h.name: h for h in hosts}
+
+    async def reply(name: str, argv: list[str]) -> tuple[int, str, str]:
+        if advance_seconds:
+            by_name[name].advance(advance_seconds)
+        return answer(by_name[name], shlex.join(argv))
+
+    server = SimulatedHosts(Path(host_key_file).parent, reply, host_key_file=host_key_file,
+                            authorized_keys_file=authorized_keys_file)
+    return await server.start(list(by_name)), server
 
 
 def _main(argv: list[str] | None = None) -> None:

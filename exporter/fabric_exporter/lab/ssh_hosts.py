@@ -28,7 +28,9 @@ def strip_timeout_wrapper(argv: list[str]) -> list[str]:
     return argv
 
 
-class _AcceptKey(asyncssh.SSHServer):
+class AuthorizedKeyServer(asyncssh.SSHServer):
+    """Public-key authentication against one set of authorized keys, for any user name."""
+
     def __init__(self, authorized: asyncssh.SSHAuthorizedKeys):
         self._authorized = authorized
 
@@ -46,18 +48,28 @@ class SimulatedHosts:
     """``await SimulatedHosts(workdir, answer).start(names)`` -> {name: port}; ``known_hosts`` and
     ``client_key`` are files a config can point its SSH credential at."""
 
-    def __init__(self, workdir: str | Path, answer: Answer):
+    def __init__(self, workdir: str | Path, answer: Answer, *, host_key_file: str | None = None,
+                 authorized_keys_file: str | None = None):
+        """Keys are generated in ``workdir`` unless a host key and an authorized_keys file are given."""
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.answer = answer
-        host_key = asyncssh.generate_private_key("ssh-ed25519")
-        client_key = asyncssh.generate_private_key("ssh-ed25519")
-        self.host_key_file = self.workdir / "lab_host_key"
-        host_key.write_private_key(self.host_key_file)
-        self.client_key = self.workdir / "lab_client_key"
-        client_key.write_private_key(self.client_key)
+        if host_key_file:
+            self.host_key_file = Path(host_key_file)
+            host_key = asyncssh.read_private_key(str(host_key_file))
+        else:
+            host_key = asyncssh.generate_private_key("ssh-ed25519")
+            self.host_key_file = self.workdir / "lab_host_key"
+            host_key.write_private_key(self.host_key_file)
         self._host_pub = host_key.export_public_key().decode().strip()
-        self._authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
+        self.client_key: Path | None = None
+        if authorized_keys_file:
+            self._authorized = asyncssh.read_authorized_keys(str(authorized_keys_file))
+        else:
+            client_key = asyncssh.generate_private_key("ssh-ed25519")
+            self.client_key = self.workdir / "lab_client_key"
+            client_key.write_private_key(self.client_key)
+            self._authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
         self.known_hosts = self.workdir / "lab_known_hosts"
         self.ports: dict[str, int] = {}
         self._servers: list[asyncssh.SSHAcceptor] = []
@@ -66,7 +78,7 @@ class SimulatedHosts:
     async def start(self, names: list[str]) -> dict[str, int]:
         for name in names:
             server = await asyncssh.create_server(
-                lambda: _AcceptKey(self._authorized), "127.0.0.1", 0,
+                lambda: AuthorizedKeyServer(self._authorized), "127.0.0.1", 0,
                 server_host_keys=[str(self.host_key_file)],
                 process_factory=lambda process, name=name: self._handle(name, process))
             self._servers.append(server)
