@@ -132,6 +132,12 @@ class Lab:
         if not self.opts.snmp:
             self.notes.append("switches over SNMP: off")
             return
+        import importlib.util
+
+        if importlib.util.find_spec("snmpsim") is None:
+            self.notes.append("switches over SNMP: off (snmpsim is not installed: pip install 'fabric-exporter[lab]'); "
+                              "the switches' CLI is still served over SSH")
+            return
         for name, sw in self.switches.items():
             self.snmp_agents[name] = SnmpSim([sw], self.workdir / f"snmp-{name}").start(timeout=60)
         self.notes.append(f"switches: {len(self.switches)} SONiC-like leaves over SNMP (snmpsim) and CLI (SSH)")
