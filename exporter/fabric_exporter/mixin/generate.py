@@ -74,7 +74,7 @@ def render(settings_file: str | None = None) -> dict[str, str]:
         for step, doc in rule_tests.build_tests(rs, RULE_FILE).items():
             files[f"alerts/{test_file(step)}"] = dump_yaml(doc)
     else:
-        print("fabric-exporter generate: rate_window is not whole minutes; promtool tests not written",
+        print("fabric-exporter generate: promtool tests need a rate_window of whole minutes, at least 2m; not written",
               file=sys.stderr)
     files["alerts/alerts.md"] = alerts_markdown(rs)
     for name, board in dashboards.build_all(settings).items():
