@@ -25,7 +25,7 @@ from .web import WebSecurity, build_app, load_web_config
 
 log = logging.getLogger("fabric_exporter.daemon")
 
-HOSTS_FILE_CHECK_SECONDS = 10.0
+HOSTS_FILE_CHECK_SECONDS = 5.0
 
 
 class SystemdNotifier:

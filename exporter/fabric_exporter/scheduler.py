@@ -13,7 +13,7 @@ import collections
 import logging
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .collectors import Collector, PollContext, registry
 from .config import Config, Host, TargetGroup
@@ -67,6 +67,14 @@ def backoff_delay(interval: float, failures: int, max_backoff: float) -> float:
     return gap - interval
 
 
+def _identity(group: TargetGroup, host: Host | None, cls: type[Collector]) -> tuple:
+    """What a running target depends on. A host-scoped target ignores its group's other hosts, so
+    adding a host to a hosts file does not restart (and empty the snapshots of) the others."""
+    if cls.scope == "host":
+        group = replace(group, hosts=())
+    return (cls, group, host)
+
+
 def _target_keys(group: TargetGroup, collector_cls: type[Collector]) -> list[tuple[TargetKey, Host | None]]:
     if collector_cls.scope == "group":
         return [((group.name, GROUP_HOST), None)]
@@ -81,7 +89,7 @@ class Scheduler:
         self.store = store
         self.states: dict[TargetKey, TargetState] = {}
         self._tasks: dict[TargetKey, asyncio.Task] = {}
-        self._groups: dict[TargetKey, TargetGroup] = {}
+        self._running: dict[TargetKey, tuple] = {}  # key -> what the target's task was started with
         self._config: Config | None = None
         self._global: asyncio.Semaphore | None = None
         self._per_transport: dict[str, asyncio.Semaphore] = {}
@@ -107,13 +115,13 @@ class Scheduler:
             self._per_transport = {t: asyncio.Semaphore(n) for t, n in config.limits.per_transport.items()}
         self._config = config
         wanted = self.targets(config)
-        for key in list(self._groups):
-            if key not in wanted or wanted[key][0] != self._groups[key]:
+        for key in list(self._running):
+            if key not in wanted or _identity(*wanted[key]) != self._running[key]:
                 self._retire(key)
         for key, (group, host, cls) in wanted.items():
-            if key in self._groups:
+            if key in self._running:
                 continue
-            self._groups[key] = group
+            self._running[key] = _identity(group, host, cls)
             self.states[key] = TargetState(group.name, key[1], group.collector, group.fabric, group.transport,
                                            group.interval, group.stale_after)
             if start_tasks:
@@ -124,7 +132,7 @@ class Scheduler:
         task = self._tasks.pop(key, None)
         if task is not None:
             task.cancel()
-        self._groups.pop(key, None)
+        self._running.pop(key, None)
         self.states.pop(key, None)
         self.store.drop(key)
 

@@ -48,10 +48,10 @@ def test_endpoints_and_a_hanging_poll(tmp_path):
         with DaemonProcess(config, plugins=PLUGINS) as d:
             d.wait_http()
             assert d.get("/healthz") == (200, "ok\n")
+            text = d.wait_for(lambda s, b: 'netdev="eth1"' in b)
             # /ready waits until every target was tried once: the hung one is still in its 30s poll.
             status, body = d.get("/ready")
             assert status == 503 and "1 target(s) not polled yet" in body
-            text = d.wait_for(lambda s, b: 'netdev="eth1"' in b)
             # /metrics answers while a poll hangs; the hung host's series are simply absent.
             started = time.monotonic()
             status, text = d.get("/metrics", timeout=5)
@@ -178,3 +178,30 @@ def _self_signed(tmp_path):
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return cert_path, key_path
+
+
+def test_hosts_file_changes_are_picked_up_and_logs_are_json(tmp_path):
+    import json
+
+    values = tmp_path / "values"
+    values.write_text("eth0 1\n")
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(yaml.safe_dump(["gpu-a"]))
+    config = tmp_path / "fabric.yaml"
+    group = {"name": "gpus", "fabric": "lab", "collector": "test_command", "transport": "local",
+             "interval": "1s", "timeout": "800ms", "hosts_file": str(hosts),
+             "options": {"command": ["cat", str(values)]}}
+    write_config(config, [group])
+    with DaemonProcess(config, plugins=PLUGINS, args=("--log.format", "json")) as d:
+        d.wait_http()
+        d.wait_for(lambda s, b: 'host="gpu-a"' in b and "fabric_roce_rx_bytes_total{" in b)
+        polls_a = 'fabric_polls_total{collector="test_command",fabric="lab",group="gpus",host="gpu-a"}'
+        before = metric_value(d.get("/metrics")[1], polls_a)
+        hosts.write_text(yaml.safe_dump(["gpu-a", "gpu-b"]))
+        text = d.wait_for(lambda s, b: 'fabric_up{collector="test_command",fabric="lab",group="gpus",host="gpu-b"} 1.0'
+                          in b, deadline=20)
+        # gpu-a kept running through the reload: its poll count went on, not back to zero
+        assert metric_value(text, polls_a) > before
+        records = [json.loads(line) for line in d.logs().splitlines() if line.startswith("{")]
+    assert records and all({"ts", "level", "logger", "msg"} <= set(r) for r in records)
+    assert any(r["msg"] == "config reloaded" and "hosts file changed" in r["trigger"] for r in records)
