@@ -23,3 +23,21 @@ def require_tool(name: str) -> str:
             pytest.fail(f"{name} is not installed: .ci/run should have installed it")
         pytest.skip(f"{name} is not installed (run .ci/run to install the test dependencies)")
     return path
+
+
+EXAMPLES = ROOT / "examples"
+
+
+def load_example(name: str, tmp_path: Path, *, base_dir: Path | None = None):
+    """Parse examples/<name> as a deployed host would, with stand-in files for its key paths."""
+    import yaml
+
+    from fabric_exporter.config import parse_config
+
+    raw = yaml.safe_load((EXAMPLES / name).read_text())
+    for cred in (raw.get("credentials") or {}).values():
+        for key in ("private_key_file", "known_hosts_file"):
+            if key in cred:
+                (tmp_path / key).write_text("x\n")
+                cred[key] = str(tmp_path / key)
+    return parse_config(raw, base_dir=base_dir or tmp_path)

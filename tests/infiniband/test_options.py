@@ -13,17 +13,10 @@ from fabric_exporter.collectors.infiniband import InfinibandCollector, Infiniban
 from fabric_exporter.config import ConfigError, parse_config
 from fabric_exporter.transport.factory import Transports
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
+from ..conftest import EXAMPLES, load_example
 
 def load(name: str, tmp_path: Path):
-    raw = yaml.safe_load((EXAMPLES / name).read_text())
-    for cred in (raw.get("credentials") or {}).values():
-        for key in ("private_key_file", "known_hosts_file"):
-            if key in cred:
-                (tmp_path / key).write_text("x\n")
-                cred[key] = str(tmp_path / key)
-    return parse_config(raw, base_dir=EXAMPLES)
+    return load_example(name, tmp_path, base_dir=EXAMPLES)
 
 
 def test_local_example(tmp_path):

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from fabric_exporter.collectors.roce_nic import RoceNicOptions
-from fabric_exporter.config import parse_config
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from ..conftest import load_example
 
 
 def load(name: str, tmp_path: Path):
-    raw = yaml.safe_load((EXAMPLES / name).read_text())
-    for cred in (raw.get("credentials") or {}).values():
-        for key in ("private_key_file", "known_hosts_file"):
-            if key in cred:
-                (tmp_path / key).write_text("x\n")
-                cred[key] = str(tmp_path / key)
     (tmp_path / "gpu-hosts.yaml").write_text("- gpu-001\n- {name: gpu-002, address: 10.0.0.2}\n")
-    return parse_config(raw, base_dir=tmp_path)
+    return load_example(name, tmp_path)
 
 
 def test_ssh_example(tmp_path):

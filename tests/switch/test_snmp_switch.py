@@ -33,6 +33,15 @@ def group(name, host, port, creds, **options):
             "options": {"snmp_timeout": "1s", "snmp_retries": 0, **options}}
 
 
+async def poll_once(cfg):
+    """One poll of every target in ``cfg`` (states, samples), closing the transports after."""
+    p = Poller(cfg)
+    try:
+        return await p.poll()
+    finally:
+        await p.close()
+
+
 def run(coro):
     return asyncio.run(coro)
 
@@ -123,14 +132,7 @@ def test_arista_modules(snmpsim, switches, tmp_path):
     cfg = make_config(tmp_path, [group("arista", "arista1", snmpsim.port, "c",
                                        modules=["if_mib", "arista_pfc", "arista_queue"])], {"c": v2c("arista1")})
 
-    async def scenario():
-        p = Poller(cfg)
-        try:
-            return await p.poll()
-        finally:
-            await p.close()
-
-    states, s = run(scenario())
+    states, s = run(poll_once(cfg))
     assert states[("arista", "arista1")].state == "ok", states[("arista", "arista1")].last_error
     intf = sw.interfaces[2]
     lab = {"fabric": "lab", "switch": "arista1", "interface": "Ethernet3"}
@@ -150,14 +152,7 @@ def test_ieee_only_switch_default_modules(snmpsim, switches, tmp_path):
     sw = switches["ieee1"]
     cfg = make_config(tmp_path, [group("ieee", "ieee1", snmpsim.port, "c")], {"c": v2c("ieee1")})
 
-    async def scenario():
-        p = Poller(cfg)
-        try:
-            return await p.poll()
-        finally:
-            await p.close()
-
-    states, s = run(scenario())
+    states, s = run(poll_once(cfg))
     assert states[("ieee", "ieee1")].state == "ok", states[("ieee", "ieee1")].last_error
     intf = sw.interfaces[7]
     lab = {"fabric": "lab", "switch": "ieee1", "interface": "Ethernet8"}
@@ -178,14 +173,7 @@ def test_v3_authpriv_and_wrong_password(snmpsim, switches, tmp_path):
         group("badpriv", "ieee1-badpriv", snmpsim.port, "bad_priv"),
     ], {"good": good, "bad_auth": bad_auth, "bad_priv": bad_priv})
 
-    async def scenario():
-        p = Poller(cfg)
-        try:
-            return await p.poll()
-        finally:
-            await p.close()
-
-    states, s = run(scenario())
+    states, s = run(poll_once(cfg))
     ok = states[("good", "ieee1")]
     assert ok.state == "ok", ok.last_error
     assert series(s, "fabric_roce_switch_pfc_rx_frames_total", fabric="lab", switch="ieee1",
@@ -207,14 +195,7 @@ def test_v3_other_protocols(snmpsim, switches, tmp_path, user, auth, priv):
             "context": "ieee1"}
     cfg = make_config(tmp_path, [group("v3", "ieee1", snmpsim.port, "c")], {"c": cred})
 
-    async def scenario():
-        p = Poller(cfg)
-        try:
-            return await p.poll()
-        finally:
-            await p.close()
-
-    states, s = run(scenario())
+    states, s = run(poll_once(cfg))
     assert states[("v3", "ieee1")].state == "ok", states[("v3", "ieee1")].last_error
     assert series(s, "fabric_roce_switch_pfc_tx_frames_total", fabric="lab", switch="ieee1",
                   interface="Ethernet2") == switches["ieee1"].interfaces[1].ieee_pfc[0]
@@ -231,14 +212,7 @@ def test_interface_filters(snmpsim, switches, tmp_path):
                                            interface_exclude=r"Ethernet8", oper_up_only=True)],
                           {"c": v2c("leaf1")})
 
-        async def scenario():
-            p = Poller(cfg)
-            try:
-                return await p.poll()
-            finally:
-                await p.close()
-
-        states, s = run(scenario())
+        states, s = run(poll_once(cfg))
     finally:
         down.oper_status = 1
         snmpsim.write(leaf)
@@ -383,14 +357,7 @@ def test_truncated_table_is_reported_not_published_as_complete(tmp_path):
         cfg = make_config(tmp_path, [group("t", "trunc1", sim.port, "c", modules=["if_mib", "cisco_qos"])],
                           {"c": v2c("trunc1")})
 
-        async def scenario():
-            p = Poller(cfg)
-            try:
-                return await p.poll()
-            finally:
-                await p.close()
-
-        states, s = run(scenario())
+        states, s = run(poll_once(cfg))
     st = states[("t", "trunc1")]
     assert st.state == "partial" and st.errors["partial"] == 1
     assert "table ifTable incomplete: 4 rows, but ifInErrors has 2" in st.last_error
@@ -409,14 +376,7 @@ def test_walk_cut_off_by_timeout_drops_the_table(tmp_path):
                                            snmp_timeout="1s", snmp_retries=0, max_repetitions=10)],
                           {"c": v2c("slow1")})
 
-        async def scenario():
-            p = Poller(cfg)
-            try:
-                return await p.poll()
-            finally:
-                await p.close()
-
-        states, s = run(scenario())
+        states, s = run(poll_once(cfg))
     st = states[("s", "slow1")]
     assert st.state == "partial", st.last_error
     assert "table csqIfQosGroupStatsTable not published" in st.last_error
