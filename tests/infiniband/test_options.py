@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector, InfinibandOptions
