@@ -486,6 +486,7 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         chk.err("targets", "expected a list of target groups")
         targets_raw = []
     seen: set[str] = set()
+    group_index: dict[str, int] = {}
     for i, t in enumerate(targets_raw or []):
         path = f"targets[{i}]"
         d = chk.mapping(t, path, {"name", "fabric", "collector", "hosts", "hosts_file", "transport", "credentials",
@@ -495,6 +496,7 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         if name in seen:
             chk.err(f"{path}.name", f"duplicate group name {name!r}")
         seen.add(name or "")
+        group_index.setdefault(name or "", i)
         fabric = chk.string(d, "fabric", path) or ""
         transport = chk.string(d, "transport", path, choices=TRANSPORTS)
         collector_name = chk.string(d, "collector", path)
@@ -572,6 +574,11 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
                                       hosts=tuple(hosts), interval=interval, timeout=timeout,
                                       stale_after=stale_after, credentials=cred, options=options,
                                       hosts_file=hosts_file, raw_options=options_raw))
+    # Checks across groups that only a collector knows (e.g. one fabric swept twice).
+    for name, collector in collectors.items():
+        mine = [(group_index[g.name], g) for g in groups if g.collector == name]
+        if mine:
+            collector.check_targets(mine, chk.err)
     if chk.problems:
         raise ConfigError(chk.problems)
     return Config(web=web, defaults=defaults, limits=limits, credentials=creds, targets=tuple(groups), source=source)

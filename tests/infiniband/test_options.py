@@ -99,3 +99,13 @@ def test_examples_pass_check_config_as_shipped(name):
                          capture_output=True, text=True, timeout=60, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stdout + out.stderr
     assert "collector=infiniband" in out.stdout
+
+
+def test_one_fabric_swept_twice_is_refused():
+    sweep = {"fabric": "ib0", "collector": "infiniband", "transport": "local"}
+    with pytest.raises(ConfigError) as e:
+        parse_config({"targets": [{"name": "sm-a", **sweep}, {"name": "sm-b", **sweep}]})
+    assert e.value.problems == [
+        "targets[1]: fabric 'ib0' is already swept by targets[0] (sm-a, host localhost): every port would be "
+        "published twice; sweep each fabric from one node, or give each its own fabric label"]
+    parse_config({"targets": [{"name": "sm-a", **sweep}, {"name": "sm-b", **sweep, "fabric": "ib1"}]})

@@ -57,6 +57,10 @@ class Collector(abc.ABC):
             err(f"{path}.{key}", f"unknown option for collector {cls.name}")
         return None
 
+    @classmethod
+    def check_targets(cls, groups: list[tuple[int, TargetGroup]], err: ErrorSink) -> None:
+        """Checks across all groups of this collector, as (index in targets, group). Default: none."""
+
     @abc.abstractmethod
     async def poll(self) -> PollResult:
         """One poll. Raise PollError (or a subclass) on failure; never return made-up values."""

@@ -34,7 +34,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..errors import CommandFailed, ParseError, PollError, PollTimeout
 from ..parsers import ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors
@@ -214,6 +214,20 @@ class InfinibandCollector(Collector):
                 err(f"{path}.node_name_map", f"unreadable node name map: {e}")
         r.done()
         return options
+
+    @classmethod
+    def check_targets(cls, groups: list[tuple[int, Any]], err: ErrorSink) -> None:
+        # Port series carry no poller label: two sweeps of one fabric would publish every port twice.
+        swept_by: dict[str, str] = {}
+        for index, group in groups:
+            for host in group.hosts:
+                where = f"targets[{index}] ({group.name}, host {host.name})"
+                if group.fabric in swept_by:
+                    err(f"targets[{index}]", f"fabric {group.fabric!r} is already swept by {swept_by[group.fabric]}: "
+                                             "every port would be published twice; sweep each fabric from one "
+                                             "node, or give each its own fabric label")
+                else:
+                    swept_by[group.fabric] = where
 
     def __init__(self, ctx):
         super().__init__(ctx)
