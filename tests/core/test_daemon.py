@@ -64,6 +64,16 @@ def test_endpoints_and_a_hanging_poll(tmp_path):
             assert 'fabric_up{collector="test_command",fabric="lab",group="hung",host="stuck"} 0.0' in text
             status, page = d.get("/")
             assert status == 200 and "<td>stuck</td>" in page and "<td>gpus</td>" in page
+            # gzip when asked (Prometheus always asks): the same exposition, compressed
+            import gzip
+            import urllib.request
+
+            req = urllib.request.Request(d.base + "/metrics", headers={"Accept-Encoding": "gzip"})
+            with urllib.request.urlopen(req, timeout=5) as r:
+                assert r.headers["Content-Encoding"] == "gzip"
+                assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+                unzipped = gzip.decompress(r.read()).decode()
+            assert 'netdev="eth0",port="1"} 11.0' in unzipped
             # the exposition is valid by promtool's linter: it prints nothing
             lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
                                   timeout=30)
