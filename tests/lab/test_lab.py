@@ -128,6 +128,22 @@ def test_congestion_scenario_moves_the_correlated_signals(lab):
     assert other_rack < after / 20, (other_rack, after)
 
 
+def test_scenarios_can_be_scheduled_and_end_by_themselves(lab):
+    _, _, ctl, _ = lab
+    status, body = control(ctl, "POST", "/scenarios/bit_errors?after=1&seconds=2")
+    assert status == 200 and body == {"scheduled": "bit_errors", "after": 1.0, "seconds": 2.0}
+
+    def active():
+        return control(ctl, "GET", "/")[1]["scenarios"]["bit_errors"]["active"]
+
+    assert active() is False
+    time.sleep(1.8)
+    assert active() is True
+    time.sleep(2.0)
+    assert active() is False
+    assert control(ctl, "POST", "/scenarios/bit_errors?after=soon")[0] == 400
+
+
 def test_ctrl_c_stops_everything_the_lab_started(lab):
     proc, port, _, workdir = lab
     assert processes_mentioning(str(workdir)), "the lab's ibsim/opensm/snmpsim should be running now"

@@ -306,19 +306,26 @@ class Lab:
         async def index(request):
             return web.json_response({
                 "scenarios": {n: {"summary": s.summary, "active": self.model.on(n)} for n, s in SCENARIOS.items()},
-                "usage": "POST /scenarios/NAME to start (optional ?seconds=N), DELETE /scenarios/NAME to stop"})
+                "usage": "POST /scenarios/NAME to start it (optional ?after=SECONDS to schedule it, "
+                         "?seconds=N to end it by itself), DELETE /scenarios/NAME to stop it"})
 
         async def start(request):
             name = request.match_info["name"]
             if name not in SCENARIOS:
                 return web.json_response({"error": f"unknown scenario {name!r}",
                                           "known": sorted(SCENARIOS)}, status=404)
-            self.model.start(name, time.monotonic())
-            seconds = request.query.get("seconds")
-            if seconds:
-                asyncio.get_running_loop().call_later(float(seconds), self.model.stop, name)
-            log.info("scenario started", extra={"fields": {"scenario": name, "seconds": seconds or "until stopped"}})
-            return web.json_response({"started": name})
+            try:
+                after = float(request.query.get("after", 0))
+                seconds = float(request.query["seconds"]) if "seconds" in request.query else None
+            except ValueError:
+                return web.json_response({"error": "after and seconds are numbers of seconds"}, status=400)
+            loop = asyncio.get_running_loop()
+            loop.call_later(after, self.model.start, name, loop.time() + after)
+            if seconds is not None:
+                loop.call_later(after + seconds, self.model.stop, name)
+            log.info("scenario scheduled", extra={"fields": {
+                "scenario": name, "after": after, "seconds": seconds if seconds is not None else "until stopped"}})
+            return web.json_response({"scheduled": name, "after": after, "seconds": seconds})
 
         async def stop(request):
             name = request.match_info["name"]
