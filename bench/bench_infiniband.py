@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -28,17 +27,7 @@ from fabric_exporter.lab.ibsim import FatTree, IbsimFabric  # noqa: E402
 from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors  # noqa: E402
 from tests.infiniband.conftest import CollectorHarness, group_for  # noqa: E402
 
-CLK = os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
+from cputime import children_cpu, process_cpu as proc_cpu  # noqa: E402
 
 
 async def bare_sweep(env: dict[str, str]) -> tuple[int, str]:

@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -39,17 +38,7 @@ from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore, build_snapshot
 from fabric_exporter.transport.factory import Transports
 
-CLK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_self() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def cpu_of(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK  # utime, stime
+from cputime import process_cpu as cpu_of, self_cpu as cpu_self  # noqa: E402
 
 
 def start_server(tmp: Path, hosts: int, nics: int) -> tuple[subprocess.Popen, dict[str, int], Path, Path]:

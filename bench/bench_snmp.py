@@ -52,11 +52,12 @@ from fabric_exporter.store import SnapshotStore  # noqa: E402
 from fabric_exporter.transport.factory import Transports  # noqa: E402
 from fabric_exporter.transport.snmp import format_oid  # noqa: E402
 
+from cputime import process_cpu as proc_cpu  # noqa: E402
+
 MAX_REPETITIONS = 25
 COLUMNS = [c.oid for t in IF_MIB.tables for c in t.columns] + [IF_NAME, IF_ALIAS]
 IFTABLE_COLS = [c for c in COLUMNS if c[:9] == (1, 3, 6, 1, 2, 1, 2, 2, 1)]
 IFXTABLE_COLS = [c for c in COLUMNS if c not in IFTABLE_COLS]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def switch_names(n: int) -> list[str]:
@@ -123,11 +124,6 @@ def snmp_exporter_config(names: list[str]) -> str:
     modules = {name: {"walk": walk, "metrics": metrics, "version": 2, "max_repetitions": MAX_REPETITIONS,
                       "retries": 2, "timeout": "5s", "auth": {"community": name}} for name in names}
     return json.dumps(modules)  # JSON is YAML
-
-
-def proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
 def free_tcp_port() -> int:
