@@ -187,6 +187,7 @@ class Scheduler:
                                 f"(limits.max_concurrent_polls / limits.per_transport.{group.transport})",
                                 reason="timeout") from None
             started_mono = loop.time()
+            collector.ctx.begin_poll(started_mono)  # the collector's own I/O deadline, inside ours
             try:
                 async with asyncio.timeout(group.timeout):
                     result = await collector.poll()
@@ -194,6 +195,7 @@ class Scheduler:
                 raise PollError(f"poll did not finish within its {group.timeout:g}s deadline",
                                 reason="timeout") from None
             finally:
+                collector.ctx.end_poll()
                 slots.release()
             problems = list(result.problems)
             snapshot = build_snapshot(group.fabric, result.samples, group.stale_after)

@@ -7,6 +7,7 @@ catalog samples. It does no HTTP and no scheduling.
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +20,45 @@ from ..transport.base import CommandRunner
 ErrorSink = Callable[[str, str], None]
 
 
+def work_budget(timeout: float) -> float:
+    """Seconds a poll may spend on its own I/O within its ``timeout``. The rest is kept so the
+    collector's own timeout (naming the command that hung) fires before the scheduler cancels the
+    poll, and there is time left to build the samples. The only such formula: the scheduler owns it."""
+    return max(1.0, timeout * 0.9)
+
+
 @dataclass
 class PollContext:
-    """What a collector instance may use: its group, its host (None for group-scoped collectors)
-    and the daemon's transports, reached through ``runner()`` and ``snmp()``."""
+    """What a collector instance may use: its group, its host (None for group-scoped collectors),
+    the daemon's transports, reached through ``runner()`` and ``snmp()``, and the current poll's
+    deadline, reached through ``deadline()`` and ``remaining()``."""
 
     group: TargetGroup
     host: Host | None
     transports: Any  # transport.factory.Transports (typed loosely to keep imports light)
+    #: event-loop time by which this poll's I/O must be done; set by the scheduler for each poll
+    #: (``begin_poll``), None between polls
+    poll_deadline: float | None = None
+
+    def begin_poll(self, started: float) -> float:
+        """Called by the scheduler when a poll starts (loop time ``started``): sets and returns its deadline."""
+        self.poll_deadline = started + work_budget(self.group.timeout)
+        return self.poll_deadline
+
+    def end_poll(self) -> None:
+        self.poll_deadline = None
+
+    def deadline(self) -> float:
+        """Event-loop time by which the collector's commands/walks must be done. A collector polled
+        without the scheduler (tests, tools) gets the same budget counted from now."""
+        if self.poll_deadline is not None:
+            return self.poll_deadline
+        return asyncio.get_running_loop().time() + work_budget(self.group.timeout)
+
+    def remaining(self) -> float:
+        """Seconds left until ``deadline()``, for a command's ``timeout=``. Never below 0.1 s: a
+        command started at the deadline still gets a real (short) timeout, and fails by it."""
+        return max(0.1, self.deadline() - asyncio.get_running_loop().time())
 
     def runner(self, host: Host | None = None) -> CommandRunner:
         """Where commands for ``host`` (default: this target's host) run: SSH or local, per the group."""

@@ -293,9 +293,7 @@ class InfinibandCollector(Collector):
     # -- poll -------------------------------------------------------------------------------------
 
     async def poll(self) -> PollResult:
-        loop = asyncio.get_running_loop()
-        # Keep a little of the scheduler's deadline so our clearer timeout message wins.
-        deadline = loop.time() + max(1.0, self.group.timeout * 0.9)
+        deadline = self.ctx.deadline()
         problems: list[str] = []
         durations: dict[str, float] = {}
         self._load_name_map(problems)

@@ -328,8 +328,7 @@ class LatencyProbeCollector(Collector):
     async def poll(self) -> PollResult:
         o = self.options
         loop = asyncio.get_running_loop()
-        # Leave room to build the samples before the scheduler's own deadline cancels the poll.
-        deadline = loop.time() + max(0.5, self.group.timeout - max(0.5, 0.05 * self.group.timeout))
+        deadline = self.ctx.deadline()
         planned = list(self.plan.round(self.round_number))
         self.round_number += 1
         wanted = list(dict.fromkeys(self._carry + planned))

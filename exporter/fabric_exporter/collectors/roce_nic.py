@@ -344,8 +344,7 @@ class RoceNicCollector(Collector):
 
     async def poll(self) -> PollResult:
         runner = self.ctx.runner()
-        # Leave the scheduler's deadline a little room so the transport's clearer message wins.
-        result = await runner.run(self.command(), timeout=max(1.0, self.group.timeout * 0.9))
+        result = await runner.run(self.command(), timeout=self.ctx.remaining())
         if not result.stdout.startswith("@@fabric-roce"):
             if result.exit_status != 0:
                 raise CommandFailed(f"roce_nic script failed: {result.describe_failure()}")

@@ -163,12 +163,9 @@ class SwitchCliCollector(Collector):
         inc, exc = self.options.interface_include, self.options.interface_exclude
         return (inc is None or bool(inc.fullmatch(port))) and (exc is None or not exc.fullmatch(port))
 
-    def _timeout(self) -> float:
-        return max(1.0, self.group.timeout * 0.9)  # inside the poll deadline, so the remote side is killed first
-
     async def _run(self, script: str) -> tuple[str, str]:
         runner = self.ctx.runner()
-        result = await runner.run(["sh", "-c", script], timeout=self._timeout())
+        result = await runner.run(["sh", "-c", script], timeout=self.ctx.remaining())
         if result.exit_status != 0:
             raise CommandFailed(f"{runner.description}: batched command: {result.describe_failure()}")
         return result.stdout, result.stderr
