@@ -33,13 +33,41 @@ def _add_shard(p: argparse.ArgumentParser) -> None:
                    help="poll only this replica's share of the targets (stable hash), e.g. 0/3")
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser that may add its arguments only when that command is parsed (or its help
+    shown), so a tooling command's module (lab) is not imported by the daemon's ``run``."""
+
+    def __init__(self, *args, add_arguments=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._add_arguments = add_arguments
+
+    def _complete(self) -> None:
+        if self._add_arguments is not None:
+            add, self._add_arguments = self._add_arguments, None
+            add(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._complete()
+        return super().format_help()
+
+
+def _lab_arguments(p: argparse.ArgumentParser) -> None:
+    from .lab.run import add_arguments
+
+    add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fabric-exporter",
         description="Prometheus telemetry for InfiniBand and RoCE fabrics: throughput, congestion, "
                     "link health and tail latency.")
     parser.add_argument("--version", action="version", version=f"fabric-exporter {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
 
     run = sub.add_parser("run", help="run the daemon")
     _add_config(run)
@@ -64,10 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     cat = sub.add_parser("catalog", help="print the metric catalog")
     cat.add_argument("--format", choices=["markdown", "json"], default="markdown")
 
-    lab = sub.add_parser("lab", help="run a simulated IB + RoCE fabric on 127.0.0.1 with the daemon polling it")
-    from .lab.run import add_arguments as add_lab_arguments
-
-    add_lab_arguments(lab)
+    sub.add_parser("lab", help="run a simulated IB + RoCE fabric on 127.0.0.1 with the daemon polling it",
+                   add_arguments=_lab_arguments)
 
     gen = sub.add_parser("generate", help="generate Grafana dashboards and Prometheus rules")
     gen.add_argument("--out", required=True, metavar="DIR")

@@ -1,0 +1,60 @@
+"""The daemon apart from its tooling: ``run`` and ``once`` never import lab/, mixin/, deploy_k8s or
+grafanalib; those load only when their own command runs. Each check is a fresh interpreter, so
+nothing another test imported can hide an import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+TOOLING = ("fabric_exporter.lab", "fabric_exporter.mixin", "fabric_exporter.deploy_k8s", "fabric_exporter.report",
+           "grafanalib")
+
+PROBE = r"""
+import json, sys
+from fabric_exporter.cli import build_parser
+args = build_parser().parse_args(sys.argv[1:])
+import fabric_exporter.daemon, fabric_exporter.scheduler, fabric_exporter.selfmetrics
+from fabric_exporter.collectors import registry
+registry()
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_after(*argv: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env.pop("FABRIC_EXPORTER_PLUGINS", None)
+    out = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def _tooling(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == t or m.startswith(t + ".") for t in TOOLING)]
+
+
+@pytest.mark.parametrize("argv", [["run", "--config", "x.yaml"], ["once", "--config", "x.yaml"],
+                                  ["check-config", "--config", "x.yaml"]])
+def test_daemon_commands_import_no_tooling(argv):
+    modules = _modules_after(*argv)
+    assert "fabric_exporter.daemon" in modules and "fabric_exporter.collectors.infiniband" in modules  # probe works
+    assert _tooling(modules) == []
+
+
+def test_the_lab_command_still_has_all_its_arguments():
+    """Its arguments are added when ``lab`` is parsed; ``lab --help`` shows them."""
+    from fabric_exporter.cli import build_parser
+
+    args = build_parser().parse_args(["lab", "--racks", "3", "--no-prometheus", "--duration", "5"])
+    assert (args.command, args.racks, args.no_prometheus, args.duration) == ("lab", 3, True, 5.0)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-m", "fabric_exporter", "lab", "--help"], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "--scenario" in out.stdout and "--hosts-per-rack" in out.stdout
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["lab", "--no-such-option"])
