@@ -1,8 +1,8 @@
 """Start-up cost of ``fabric-exporter run``'s import graph: wall time, peak RSS, module count.
 
 Each sample is a fresh interpreter that does what ``fabric-exporter run --config X`` does before its
-event loop starts: build the CLI parser, parse the arguments, import the daemon and load the
-collector registry. Baseline (same run, same machine): a bare ``python -c pass`` — the physical floor
+event loop starts: build the CLI parser, parse the arguments, import the daemon and validate a
+config whose groups use ``--collectors`` (which imports those collectors). Baseline (same run, same machine): a bare ``python -c pass`` — the physical floor
 of any Python daemon. Results are ratios against it, medians of ``--repeat`` runs.
 
     PYTHONPATH=exporter python bench/bench_startup.py [--repeat 15] [--importtime 15]
@@ -26,8 +26,15 @@ import json, sys
 from fabric_exporter.cli import build_parser
 args = build_parser().parse_args(["run", "--config", "/nonexistent.yaml"])
 from fabric_exporter.daemon import Daemon
-from fabric_exporter.collectors import registry
-registry()
+from fabric_exporter.config import parse_config
+collectors = sys.argv[1].split(",")
+transport = {"snmp_switch": "snmp", "latency_probe": "ssh"}
+creds = {"ssh": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"},
+         "snmp": {"type": "snmp", "version": "2c", "community": "public"}}
+parse_config({"credentials": creds, "targets": [
+    {"name": c, "fabric": "f", "collector": c, "transport": transport.get(c, "local"), "interval": "30s",
+     **({"credentials": transport[c]} if c in transport else {}),
+     "hosts": [{"name": "h1", "address": "127.0.0.1"}]} for c in collectors]})
 rss = hwm = 0
 for line in open("/proc/self/status"):
     if line.startswith("VmRSS:"):
@@ -49,17 +56,17 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _run(code: str) -> tuple[float, float, dict]:
+def _run(code: str, *argv: str) -> tuple[float, float, dict]:
     """(wall seconds, CPU seconds, what the child printed). CPU time is what to compare on a shared
     machine: other processes stretch the wall time, not the CPU the start-up itself needs."""
     started, cpu = time.perf_counter(), _children_cpu()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     return time.perf_counter() - started, _children_cpu() - cpu, json.loads(out.stdout)
 
 
-def _importtime(n: int) -> list[tuple[int, str]]:
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", DAEMON_PATH], capture_output=True, text=True,
+def _importtime(n: int, collectors: str) -> list[tuple[int, str]]:
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", DAEMON_PATH, collectors], capture_output=True, text=True,
                          check=True)
     rows = []
     for line in out.stderr.splitlines():
@@ -75,12 +82,14 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=15)
     p.add_argument("--importtime", type=int, default=15, metavar="N")
+    p.add_argument("--collectors", default="infiniband,roce_nic",
+                   help="the collectors the loaded config uses (comma-separated; default: a GPU-host daemon)")
     args = p.parse_args()
-    _run(DAEMON_PATH)  # warm the page cache and bytecode
+    _run(DAEMON_PATH, args.collectors)  # warm the page cache and bytecode
     floor, daemon = [], []
     for _ in range(args.repeat):  # interleaved, so both see the same load from other processes
         floor.append(_run(FLOOR))
-        daemon.append(_run(DAEMON_PATH))
+        daemon.append(_run(DAEMON_PATH, args.collectors))
     f_wall, f_cpu = (statistics.median(r[i] for r in floor) for i in (0, 1))
     d_wall, d_cpu = (statistics.median(r[i] for r in daemon) for i in (0, 1))
     f_hwm = statistics.median(r[2]["hwm_kib"] for r in floor)
@@ -88,6 +97,7 @@ def main() -> int:
     d = daemon[-1][2]
     print(f"baseline: bare interpreter       CPU {f_cpu * 1000:7.1f} ms  wall {f_wall * 1000:7.1f} ms  "
           f"peak RSS {f_hwm / 1024:6.1f} MiB")
+    print(f"config with: {args.collectors}")
     print(f"fabric-exporter run import path  CPU {d_cpu * 1000:7.1f} ms  wall {d_wall * 1000:7.1f} ms  "
           f"peak RSS {d_hwm / 1024:6.1f} MiB  modules {d['modules']} (fabric_exporter {d['fabric_modules']})")
     print(f"ratio vs baseline: CPU x{d_cpu / f_cpu:.1f} (+{1000 * (d_cpu - f_cpu):.0f} ms), "
@@ -95,7 +105,7 @@ def main() -> int:
     print(f"tooling modules imported by the daemon path: {len(d['tooling'])} {d['tooling'][:8]}")
     if args.importtime:
         print("slowest top-level imports (cumulative us, one -X importtime run):")
-        for us, name in _importtime(args.importtime):
+        for us, name in _importtime(args.importtime, args.collectors):
             print(f"  {us:9d}  {name}")
     return 0
 

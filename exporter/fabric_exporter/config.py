@@ -575,10 +575,9 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
                                       stale_after=stale_after, credentials=cred, options=options,
                                       hosts_file=hosts_file, raw_options=options_raw))
     # Checks across groups that only a collector knows (e.g. one fabric swept twice).
-    for name, collector in collectors.items():
+    for name in dict.fromkeys(g.collector for g in groups):  # only the collectors in use are imported
         mine = [(group_index[g.name], g) for g in groups if g.collector == name]
-        if mine:
-            collector.check_targets(mine, chk.err)
+        collectors[name].check_targets(mine, chk.err)
     if chk.problems:
         raise ConfigError(chk.problems)
     return Config(web=web, defaults=defaults, limits=limits, credentials=creds, targets=tuple(groups), source=source)

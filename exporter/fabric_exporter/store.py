@@ -64,6 +64,8 @@ class SnapshotStore:
         now_mono = time.monotonic() if now_mono is None else now_mono
         fresh = [self._snapshots[k] for k in sorted(self._snapshots) if now_mono <= self._snapshots[k].fresh_until]
         parts: list[bytes] = []
+        if len(self._family_order) != len(CATALOG):  # a plugin registered metrics since
+            self._family_order = list(CATALOG)
         for family in self._family_order:
             lines = [s.chunks[family] for s in fresh if family in s.chunks]
             if lines:

@@ -20,7 +20,7 @@ from fabric_exporter.cli import build_parser
 args = build_parser().parse_args(sys.argv[1:])
 import fabric_exporter.daemon, fabric_exporter.scheduler, fabric_exporter.selfmetrics
 from fabric_exporter.collectors import registry
-registry()
+dict(registry())  # every collector imported
 print(json.dumps(sorted(sys.modules)))
 """
 

@@ -6,29 +6,55 @@ when anything emits or references a name that is not here.
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 from collections.abc import Iterable
+from importlib.metadata import entry_points
 
-from . import exporter, infiniband, latency, roce, roce_nic, roce_switch
 from .spec import PREFIX, MetricSpec
 
-_MODULES = (exporter, infiniband, roce, roce_nic, roce_switch, latency)
+#: installed plugins add metrics with an entry point in this group whose value is a list of MetricSpec
+ENTRY_POINT_GROUP = "fabric_exporter.metrics"
 
+# Every module of this package with a METRICS list is part of the catalog (a new collector's
+# catalog/<name>.py needs no edit here). These come first, in this order, which is the order of
+# the families on /metrics; any other module follows, by name.
+_FIRST = ("exporter", "infiniband", "roce", "roce_nic", "roce_switch", "latency")
 
-def _build() -> dict[str, MetricSpec]:
-    specs: dict[str, MetricSpec] = {}
-    for module in _MODULES:
-        for spec in module.METRICS:
-            if spec.name in specs:
-                raise ValueError(f"catalog: {spec.name} declared twice")
-            specs[spec.name] = spec
-    return specs
-
-
-CATALOG: dict[str, MetricSpec] = _build()
-
+CATALOG: dict[str, MetricSpec] = {}
 # sample name (e.g. x_bucket) -> family spec
-_SERIES: dict[str, MetricSpec] = {s: spec for spec in CATALOG.values() for s in spec.series_names()}
+_SERIES: dict[str, MetricSpec] = {}
+
+
+def register(specs: Iterable[MetricSpec]) -> None:
+    """Add metrics to the catalog (plugins); a name already declared is an error."""
+    specs = list(specs)
+    for spec in specs:
+        if not isinstance(spec, MetricSpec):
+            raise TypeError(f"catalog: expected MetricSpec, got {type(spec).__name__}")
+        if spec.name in CATALOG:
+            raise ValueError(f"catalog: {spec.name} declared twice")
+    for spec in specs:
+        CATALOG[spec.name] = spec
+        _SERIES.update((s, spec) for s in spec.series_names())
+
+
+def _catalog_modules() -> list[str]:
+    found = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return [m for m in _FIRST if m in found] + [m for m in found if m not in _FIRST]
+
+
+def _build() -> None:
+    for name in _catalog_modules():
+        module = importlib.import_module(f"{__name__}.{name}")
+        if isinstance(getattr(module, "METRICS", None), list):
+            register(module.METRICS)
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        register(ep.load())
+
+
+_build()
 
 
 def family_of(sample_name: str) -> MetricSpec | None:
@@ -76,4 +102,5 @@ def to_markdown() -> str:
     return "\n".join(out)
 
 
-__all__ = ["CATALOG", "MetricSpec", "family_of", "families_for", "to_json", "to_markdown"]
+__all__ = ["CATALOG", "ENTRY_POINT_GROUP", "MetricSpec", "family_of", "families_for", "register", "to_json",
+           "to_markdown"]
