@@ -11,7 +11,6 @@ import contextvars
 import json
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,9 +345,6 @@ def read_hosts_file(path: str) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------
 # The loader
-
-
-OptionsParser = Callable[[dict, str, Callable[[str, str], None]], Any]
 
 
 def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credential | None:

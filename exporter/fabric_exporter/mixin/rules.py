@@ -3,7 +3,7 @@
 Every derived signal that both a dashboard and an alert read is a recording rule here, so its
 expression lives once; rule names follow ``level:metric:operation`` (``fabric:`` level = per series
 of the exporter, no aggregation). Each alert rule carries a ``Scenario``: input series that make its
-expression true from a known minute, from which ``tests.py`` writes a ``promtool test rules`` case
+expression true from a known minute, from which ``rule_tests.py`` writes a ``promtool test rules`` case
 showing it silent one evaluation before ``for:`` elapses and firing at ``for:``, with exact labels
 and annotations.
 
