@@ -65,10 +65,17 @@ class _Server:
         self.proc: subprocess.Popen | None = None
         self.log_path = workdir / f"{self.name}.log"
 
-    def _spawn(self, argv: list[str]) -> None:
+    def argv(self) -> list[str]:
+        """The server's command line (each server defines it)."""
+        raise NotImplementedError
+
+    def start(self):
+        """Spawn the server and wait for its /-/ready; returns self."""
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.workdir,
+        self.proc = subprocess.Popen(self.argv(), stdout=self._log, stderr=subprocess.STDOUT, cwd=self.workdir,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
+        self.wait_ready()
+        return self
 
     def wait_ready(self, deadline: float = 30.0) -> None:
         def ready():
@@ -119,12 +126,10 @@ class Alertmanager(_Server):
         }
         (workdir / "alertmanager.yml").write_text(yaml.safe_dump(config))
 
-    def start(self) -> Alertmanager:
-        self._spawn([ALERTMANAGER, f"--config.file={self.workdir / 'alertmanager.yml'}",
-                     f"--storage.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
-                     "--cluster.listen-address=", "--log.level=info"])
-        self.wait_ready()
-        return self
+    def argv(self) -> list[str]:
+        return [ALERTMANAGER, f"--config.file={self.workdir / 'alertmanager.yml'}",
+                f"--storage.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
+                "--cluster.listen-address=", "--log.level=info"]
 
 
 class Prometheus(_Server):
@@ -142,13 +147,11 @@ class Prometheus(_Server):
             config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
         (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
 
-    def start(self) -> Prometheus:
-        self._spawn([PROMETHEUS, f"--config.file={self.workdir / 'prometheus.yml'}",
-                     f"--storage.tsdb.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
-                     # resend firing alerts every second, so a test never waits for the 1m default
-                     "--rules.alert.resend-delay=1s", "--log.level=info"])
-        self.wait_ready()
-        return self
+    def argv(self) -> list[str]:
+        return [PROMETHEUS, f"--config.file={self.workdir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
+                # resend firing alerts every second, so a test never waits for the 1m default
+                "--rules.alert.resend-delay=1s", "--log.level=info"]
 
     def api(self, path: str, **params) -> dict:
         url = f"{self.base}/api/v1/{path}"
