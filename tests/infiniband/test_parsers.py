@@ -217,7 +217,11 @@ def test_ibdiagnet_db_csv_sections():
     spine = pm[0]
     assert (spine.node_guid, spine.port) == (0x9C0591030090E1A0, 2)
     assert spine.counters["port_xmit_wait"] == 0x11FF6B726  # hex cell
-    assert spine.counters["port_xmit_data"] == 4294967295  # 32-bit column pinned
+    # the 64-bit twin replaces the pinned 32-bit cell, in bytes; port_rcv_data has no twin: latched
+    assert spine.counters["port_xmit_data_bytes"] == 13723100472336 * 4
+    assert "port_xmit_data" not in spine.counters and "port_xmit_data_extended" not in spine.counters
+    assert spine.counters["port_rcv_data_bytes"] == 4294967295 * 4
+    assert spine.latched == {"port_rcv_data"}
     assert "qp1_dropped" not in spine.counters  # -1: unsupported, never published
     assert "qp1_dropped" not in pm[1].counters  # NA
     cables = ib_diagnet.cable_info(sections)
@@ -231,14 +235,27 @@ def test_ibdiagnet_pm_file():
     assert [(p.node_guid, p.port) for p in ports] == [(0x9C0591030090E1A0, 2), (0x9C0591030090E1A0, 9)]
     assert ports[0].counters["port_xmit_wait"] == 0x11FF6B726
     assert "qp1_dropped" not in ports[0].counters
-    assert ports[1].counters == {"port_xmit_data": 0, "symbol_error_counter": 0, "port_rcv_remote_physical_errors": 3}
+    assert ports[1].counters == {"port_xmit_data_bytes": 0, "symbol_error_counter": 0,
+                                 "port_rcv_remote_physical_errors": 3}
 
 
 @pytest.mark.parametrize("bad", ["START_PM_INFO\nNodeGUID,PortNumber\n0x1,1\n",  # no END
-                                 "START_PM_INFO\nNodeGUID,PortNumber,x\n0x1,1\nEND_PM_INFO\n",  # short row
-                                 "loose text\n"])
+                                 "START_PM_INFO\nNodeGUID,PortNumber,x\n0x1,1,zz\nEND_PM_INFO\n",  # bad value
+                                 "START_PM_INFO\nNodeGUID,NodeGUID\nEND_PM_INFO\n"])  # repeated header
 def test_ibdiagnet_refuses_garbage(bad):
     with pytest.raises(ParseError):
         ib_diagnet.pm_info(ib_diagnet.parse_db_csv(bad))
     with pytest.raises(ParseError):
-        ib_diagnet.parse_pm("port_xmit_data=0x1\n")
+        ib_diagnet.parse_pm("Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\nport_xmit_data=0xZZ\n")
+
+
+def test_ibdiagnet_skips_and_counts_lines_it_cannot_align():
+    skipped = []
+    sections = ib_diagnet.parse_db_csv("loose text\nSTART_PM_INFO\nNodeGUID,PortNumber,x\n0x1,1\n0x2,1,5\n"
+                                       "END_PM_INFO\n", skipped=skipped)
+    assert [(pm.node_guid, pm.counters) for pm in ib_diagnet.pm_info(sections)] == [(2, {"x": 5})]
+    pms = ib_diagnet.parse_pm("port_xmit_data=0x1\n" + "-" * 40 + "\nPort=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\n"
+                              "port_xmit_wait=0x5\nsomething odd\n" + "-" * 40 + "\n", skipped=skipped)
+    assert [(pm.port, pm.counters) for pm in pms] == [(1, {"port_xmit_wait": 5})]
+    assert [(s.source, s.line_no) for s in skipped] == [
+        ("ibdiagnet2.db_csv", 1), ("ibdiagnet2.db_csv", 4), ("ibdiagnet2.pm", 1), ("ibdiagnet2.pm", 5)]
