@@ -361,16 +361,19 @@ class RoceNicCollector(Collector):
 def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
     """The catalog samples of one host's parsed dump; raises CommandFailed when nothing was read."""
     problems: list[str] = []
-    ports = _ports(dump, options, problems)
-    return _samples(ports, host, options, problems)
+    skipped: list = []  # lines the parsers skipped (skip-and-count rule)
+    ports = _ports(dump, options, problems, skipped)
+    result = _samples(ports, host, options, problems)
+    result.skipped = skipped
+    return result
 
 
-def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortData]:
+def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list | None = None) -> list[PortData]:
     if dump.missing_devices:
         problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
     ports: list[PortData] = []
     if dump.mode == "rdma":
-        ports = _ports_from_rdma_tool(dump)
+        ports = _ports_from_rdma_tool(dump, skipped)
         absent = sorted(set(o.devices) - {p.device for p in ports})
         if absent:  # the sysfs script reports these itself (@@missing)
             problems.append("RDMA devices not found on host: " + ", ".join(absent))
@@ -380,7 +383,8 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
             ports.append(PortData(
                 dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
                 None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
-                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters") if raw is not None else None))
+                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped)
+                if raw is not None else None))
         if not ports and not dump.missing_devices:
             raise CommandFailed("no RDMA devices under /sys/class/infiniband "
                                 "(driver not loaded, or /sys not visible to this user/container?)")
@@ -396,7 +400,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
         if port is None:
             continue
         if out.exit_status == 0:
-            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}")
+            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}", skipped)
         elif out.exit_status == 127:
             missing_tool.append(netdev)
         else:
@@ -407,15 +411,15 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
     return ports
 
 
-def _parse_in(parse, text: str, where: str):
+def _parse_in(parse, text: str, where: str, skipped: list | None = None):
     """Run a parser; a ParseError names the device or netdev it came from."""
     try:
-        return parse(text)
+        return parse(text, skipped=skipped)
     except ParseError as e:
         raise ParseError(f"{where}: {e}") from None
 
 
-def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
+def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[PortData]:
     for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
         if out is None:
             raise ParseError(f"roce dump: no {what} section")
@@ -425,8 +429,8 @@ def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
         if out.exit_status != 0:
             tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
             raise CommandFailed(f"{what}: exit status {out.exit_status}: {tail[:200]}")
-    links = parse_rdma_link(dump.rdma_link.text)
-    stats = parse_rdma_statistic(dump.rdma_statistic.text)
+    links = parse_rdma_link(dump.rdma_link.text, skipped=skipped)
+    stats = parse_rdma_statistic(dump.rdma_statistic.text, skipped=skipped)
     if not links:
         raise CommandFailed("rdma link show lists no RDMA ports")
     ports = []
