@@ -36,6 +36,6 @@ def test_counted_per_source_logged_once_and_published(caplog):
 
     scheduler = types.SimpleNamespace(states={state.key: state})
     text = generate_latest(self_registry(scheduler, SnapshotStore(), ReloadStatus())).decode()
-    assert ('fabric_parse_skipped_lines_total{group="gpus",host="gpu-001",collector="roce_nic",fabric="lab",'
+    assert ('fabric_parse_skipped_lines_total{collector="roce_nic",fabric="lab",group="gpus",host="gpu-001",'
             'source="ethtool"} 3.0') in text
     assert 'source="hw_counters"} 1.0' in text
