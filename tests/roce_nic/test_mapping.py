@@ -64,6 +64,7 @@ def test_mlx5_pfc_priority_3_exact(fixture_text):
         key("fabric_roce_nic_pause_storm_error_events_total"): 0,
         key("fabric_roce_nic_rx_out_of_buffer_packets_total"): 57,
         key("fabric_roce_nic_rx_buffer_passed_threshold_events_total"): 412,
+        key("fabric_roce_nic_rx_icrc_errors_total"): 0,  # RDMA hw counter rx_icrc_encapsulated
         key("fabric_roce_nic_link_down_events_total"): 3,
         key("fabric_roce_nic_rx_symbol_errors_total"): 4,
         key("fabric_roce_nic_rx_pcs_symbol_errors_total"): 0,
