@@ -109,35 +109,57 @@ class PortPM:
     latched: set[str] = field(default_factory=set)  # fixed-width counters at their maximum
 
 
-# Width in bits of each PortCounters (fixed-width) field, by ibdiagnet name.
+# Width in bits of each PortCounters (fixed-width) field, by ibdiagnet name: .pm files use
+# snake_case (IBDIAGNET 2.10 also spells link_down_counter and excessive_buffer_errors), the
+# db_csv PM_INFO section CamelCase.
 PM_COUNTER_BITS = {
-    "symbol_error_counter": 16, "link_error_recovery_counter": 8, "link_downed_counter": 8,
+    "symbol_error_counter": 16, "link_error_recovery_counter": 8, "link_downed_counter": 8, "link_down_counter": 8,
     "port_rcv_errors": 16, "port_rcv_remote_physical_errors": 16, "port_rcv_switch_relay_errors": 16,
-    "port_xmit_discard": 16, "port_xmit_constraint_errors": 8, "port_rcv_constraint_errors": 8,
-    "local_link_integrity_errors": 4, "excessive_buffer_overrun_errors": 4, "vl15_dropped": 16,
-    "port_xmit_data": 32, "port_rcv_data": 32, "port_xmit_pkts": 32, "port_rcv_pkts": 32, "port_xmit_wait": 32,
-    "qp1_dropped": 16,
+    "port_xmit_discard": 16, "port_xmit_discards": 16, "port_xmit_constraint_errors": 8,
+    "port_rcv_constraint_errors": 8, "local_link_integrity_errors": 4, "excessive_buffer_overrun_errors": 4,
+    "excessive_buffer_errors": 4, "vl15_dropped": 16, "port_xmit_data": 32, "port_rcv_data": 32,
+    "port_xmit_pkts": 32, "port_rcv_pkts": 32, "port_xmit_wait": 32, "qp1_dropped": 16,
+    "SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
+    "PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
+    "PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
+    "ExcessiveBufferOverrunErrors": 4, "VL15Dropped": 16, "PortXmitData": 32, "PortRcvData": 32,
+    "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32, "QP1Dropped": 16,
 }
-# 64-bit twin -> the fixed-width cell it replaces (ibdiagnet spells one of them differently).
-_TWIN_OF = {"port_xmit_discards_extended": "port_xmit_discard"}
-DATA_WORD_COUNTERS = ("port_xmit_data", "port_rcv_data")  # in 4-byte words
+# The fixed-width cell a 64-bit twin replaces, where ibdiagnet spells it differently from the twin.
+_TWIN_ALIASES = {"link_downed_counter": ("link_down_counter",),
+                 "excessive_buffer_overrun_errors": ("excessive_buffer_errors",),
+                 "port_xmit_discards": ("port_xmit_discard",)}
+_TWIN_SUFFIXES = ("_extended", "Extended", "Ext")
+# Data counters count 4-byte words: published in bytes under a name that says so.
+DATA_WORD_COUNTERS = {"port_xmit_data": "port_xmit_data_bytes", "port_rcv_data": "port_rcv_data_bytes",
+                      "PortXmitData": "PortXmitDataBytes", "PortRcvData": "PortRcvDataBytes"}
 
 
 def normalise(counters: dict[str, int]) -> tuple[dict[str, int], set[str]]:
-    """One value per counter: 64-bit twins replace their fixed-width cells, data counters in bytes
-    (``*_bytes``); returns the counters and the names of fixed-width ones latched at their maximum."""
-    out = {k: v for k, v in counters.items() if not k.endswith("_extended")}
-    wide = set()
+    """One value per counter: a 64-bit twin (``*_extended``, ``*Extended``, ``*Ext``) replaces its
+    fixed-width cell under the cell's name; data counters in bytes (``*_bytes``/``*Bytes``).
+    Returns the counters and the fixed-width ones that sit at their maximum with no twin (latched)."""
+    out: dict[str, int] = {}
+    twins: dict[str, int] = {}
     for name, value in counters.items():
-        if name.endswith("_extended"):
-            base = _TWIN_OF.get(name, name[:-len("_extended")])
-            out[base] = value
-            wide.add(base)
+        suffix = next((x for x in _TWIN_SUFFIXES if name.endswith(x) and len(name) > len(x)), None)
+        if suffix is None:
+            out.setdefault(name, value)
+        else:
+            twins[name[:-len(suffix)]] = value
+    wide = set()
+    for stem, value in twins.items():
+        cells = [c for c in (stem, *_TWIN_ALIASES.get(stem, ())) if c in out]
+        target = cells[0] if cells else stem
+        for c in cells:
+            del out[c]
+        out[target] = value
+        wide.add(target)
     latched = {name for name, value in out.items()
                if name in PM_COUNTER_BITS and name not in wide and value == (1 << PM_COUNTER_BITS[name]) - 1}
-    for name in DATA_WORD_COUNTERS:
+    for name, renamed in DATA_WORD_COUNTERS.items():
         if name in out:
-            out[name + "_bytes"] = out.pop(name) * 4
+            out[renamed] = out.pop(name) * 4
     return out, latched
 
 

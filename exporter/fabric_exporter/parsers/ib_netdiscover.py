@@ -31,12 +31,15 @@ _ID = r'"([SHR])-([0-9a-fA-F]{1,16})"'
 _HEADER_RE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+' + _ID + r'\s*(?:#\s*(.*))?$')
 _SW_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*?))\s+(?:(enhanced|base) port 0\s+)?lid (\d+) lmc (\d+)\s*$')
 _CA_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*))\s*$')  # some tools/versions print it unquoted
-# ibdiagnet's port label ("(1/1/1)", "(17/2)"): has a '/', so never confused with a hex GUID.
-_LABEL = r'(?:\([0-9]+(?:/[0-9]+)+\))?'
+# ibdiagnet's port labels: "(1/1/1)", "(17/2)", "(65)", "(B9D0F0/0/0/1)". On a peer they have a '/', so
+# they are never confused with a CA peer's port GUID; on the port's own side a GUID may follow.
+_LABEL = r'(?:\([^()\s/]*/[^()\s]*\))?'
+_OWN_LABEL = r'(?:\([^()\s]+\))?'
 _TAIL = r'(?:\s+s=\d+ w=\d+ v=\d+(?: e=\d+)?)?(?:\s+slot \d+|\s+\(scp\))?\s*$'  # -f; Xsigo
-_SW_PORT_RE = re.compile(r'^\[(\d+)\]' + _LABEL + r'(?:\[ext (\d+)\])?\s+' + _ID + r'\[(\d+)\]' + _LABEL
+# A switch port never prints its own GUID, so "(65)" after a switch's own port is a label too.
+_SW_PORT_RE = re.compile(r'^\[(\d+)\]' + _OWN_LABEL + r'(?:\[ext (\d+)\])?\s+' + _ID + r'\[(\d+)\]' + _LABEL
                          + r'(?:\[ext \d+\])?\s*(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*"(.*)" lid (\d+) (\S+)' + _TAIL)
-_CA_PORT_RE = re.compile(r'^\[(\d+)\]\(([0-9a-fA-F]{1,16})\)\s+' + _ID + r'\[(\d+)\]' + _LABEL
+_CA_PORT_RE = re.compile(r'^\[(\d+)\]' + _OWN_LABEL + r'\(([0-9a-fA-F]{1,16})\)\s+'  + _ID + r'\[(\d+)\]' + _LABEL
                          + r'(?:\[ext \d+\])?\s*(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*lid (\d+) lmc (\d+) "(.*)" lid (\d+) (\S+)'
                          + _TAIL)
 # -g headings: known, carry nothing we publish.
