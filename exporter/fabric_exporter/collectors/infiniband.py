@@ -574,7 +574,8 @@ class InfinibandCollector(Collector):
             guid = key if isinstance(key, int) else key[0]
             for b in blocks:
                 p = ports.get((guid, b.port))
-                if p is not None and b.kind == "counters" and "QP1Dropped" in b.values:
+                # basic PortCounters; perfquery -x prints it in the extended block too (real captures)
+                if p is not None and b.kind in ("counters", "extended") and "QP1Dropped" in b.values:
                     p.qp1_dropped = b.values["QP1Dropped"]
         if failed:
             problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
