@@ -20,3 +20,5 @@ class PollResult:
 
     samples: list[Sample] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Lines parsers skipped under the skip-and-count rule (parsers/skipped.py): counted, not problems.
+    skipped: list = field(default_factory=list)

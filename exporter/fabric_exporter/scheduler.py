@@ -48,6 +48,7 @@ class TargetState:
     consecutive_failures: int = 0
     backoff: float = 0.0
     samples: int = 0
+    skipped_lines: collections.Counter = field(default_factory=collections.Counter)  # source -> lines
 
     @property
     def key(self) -> TargetKey:
@@ -79,6 +80,20 @@ def _target_keys(group: TargetGroup, collector_cls: type[Collector]) -> list[tup
     if collector_cls.scope == "group":
         return [((group.name, GROUP_HOST), None)]
     return [((group.name, h.name), h) for h in group.hosts]
+
+
+_SKIPPED_LOGGED: set[tuple[str, str, str]] = set()
+_SKIPPED_LOG_LIMIT = 10_000  # distinct lines remembered, so the set cannot grow without bound
+
+
+def _count_skipped(state: TargetState, skipped) -> None:
+    """Count the lines the poll's parsers skipped; log each distinct line once, at debug."""
+    for line in skipped:
+        state.skipped_lines[line.source] += 1
+        key = (state.collector, line.source, line.text)
+        if key not in _SKIPPED_LOGGED and len(_SKIPPED_LOGGED) < _SKIPPED_LOG_LIMIT:
+            _SKIPPED_LOGGED.add(key)
+            log.debug("skipped an unknown line", extra=_ctx(state, source=line.source, line=line.text))
 
 
 class Scheduler:
@@ -198,6 +213,7 @@ class Scheduler:
                 collector.ctx.end_poll()
                 slots.release()
             problems = list(result.problems)
+            _count_skipped(state, result.skipped)
             snapshot = build_snapshot(group.fabric, result.samples, group.stale_after)
         except PollError as e:
             error = e

@@ -55,6 +55,7 @@ class SelfCollector:
         interval = _gauge("fabric_poll_interval_seconds", TARGET_LABELS)
         backoff = _gauge("fabric_poll_backoff_seconds", TARGET_LABELS)
         stale = _gauge("fabric_target_stale", TARGET_LABELS)
+        skipped = _counter("fabric_parse_skipped_lines_total", TARGET_LABELS + ["source"])
         by_collector: dict[str, int] = {}
         for s in states:
             lv = [s.group, s.host, s.collector, s.fabric]
@@ -73,8 +74,10 @@ class SelfCollector:
             interval.add_metric(lv, s.interval)
             backoff.add_metric(lv, s.backoff)
             stale.add_metric(lv, 0.0 if fresh or not s.tried else 1.0)
+            for source, n in sorted(s.skipped_lines.items()):
+                skipped.add_metric(lv + [source], n)
             by_collector[s.collector] = by_collector.get(s.collector, 0) + 1
-        yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale)
+        yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale, skipped)
 
         targets = _gauge("fabric_targets", ["collector"])
         for name, n in sorted(by_collector.items()):

@@ -217,7 +217,11 @@ def test_ibdiagnet_db_csv_sections():
     spine = pm[0]
     assert (spine.node_guid, spine.port) == (0x9C0591030090E1A0, 2)
     assert spine.counters["port_xmit_wait"] == 0x11FF6B726  # hex cell
-    assert spine.counters["port_xmit_data"] == 4294967295  # 32-bit column pinned
+    # the 64-bit twin replaces the pinned 32-bit cell, in bytes; port_rcv_data has no twin: latched
+    assert spine.counters["port_xmit_data_bytes"] == 13723100472336 * 4
+    assert "port_xmit_data" not in spine.counters and "port_xmit_data_extended" not in spine.counters
+    assert spine.counters["port_rcv_data_bytes"] == 4294967295 * 4
+    assert spine.latched == {"port_rcv_data"}
     assert "qp1_dropped" not in spine.counters  # -1: unsupported, never published
     assert "qp1_dropped" not in pm[1].counters  # NA
     cables = ib_diagnet.cable_info(sections)
@@ -231,14 +235,80 @@ def test_ibdiagnet_pm_file():
     assert [(p.node_guid, p.port) for p in ports] == [(0x9C0591030090E1A0, 2), (0x9C0591030090E1A0, 9)]
     assert ports[0].counters["port_xmit_wait"] == 0x11FF6B726
     assert "qp1_dropped" not in ports[0].counters
-    assert ports[1].counters == {"port_xmit_data": 0, "symbol_error_counter": 0, "port_rcv_remote_physical_errors": 3}
+    assert ports[1].counters == {"port_xmit_data_bytes": 0, "symbol_error_counter": 0,
+                                 "port_rcv_remote_physical_errors": 3}
 
 
 @pytest.mark.parametrize("bad", ["START_PM_INFO\nNodeGUID,PortNumber\n0x1,1\n",  # no END
-                                 "START_PM_INFO\nNodeGUID,PortNumber,x\n0x1,1\nEND_PM_INFO\n",  # short row
-                                 "loose text\n"])
+                                 "START_PM_INFO\nNodeGUID,PortNumber,x\n0x1,1,zz\nEND_PM_INFO\n",  # bad value
+                                 "START_PM_INFO\nNodeGUID,NodeGUID\nEND_PM_INFO\n"])  # repeated header
 def test_ibdiagnet_refuses_garbage(bad):
     with pytest.raises(ParseError):
         ib_diagnet.pm_info(ib_diagnet.parse_db_csv(bad))
     with pytest.raises(ParseError):
-        ib_diagnet.parse_pm("port_xmit_data=0x1\n")
+        ib_diagnet.parse_pm("Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\nport_xmit_data=0xZZ\n")
+
+
+def test_ibdiagnet_skips_and_counts_lines_it_cannot_align():
+    skipped = []
+    sections = ib_diagnet.parse_db_csv("loose text\nSTART_PM_INFO\nNodeGUID,PortNumber,x\n0x1,1\n0x2,1,5\n"
+                                       "END_PM_INFO\n", skipped=skipped)
+    assert [(pm.node_guid, pm.counters) for pm in ib_diagnet.pm_info(sections)] == [(2, {"x": 5})]
+    pms = ib_diagnet.parse_pm("port_xmit_data=0x1\n" + "-" * 40 + "\nPort=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\n"
+                              "port_xmit_wait=0x5\nsomething odd\n" + "-" * 40 + "\n", skipped=skipped)
+    assert [(pm.port, pm.counters) for pm in pms] == [(1, {"port_xmit_wait": 5})]
+    assert [(s.source, s.line_no) for s in skipped] == [
+        ("ibdiagnet2.db_csv", 1), ("ibdiagnet2.db_csv", 4), ("ibdiagnet2.pm", 1), ("ibdiagnet2.pm", 5)]
+
+
+# -- real-world layouts: older OFED names, ibnetdiscover -g / -f, unknown lines ----------------------
+
+def test_older_ofed_counter_names_are_read_as_the_current_ones():
+    blocks = ib_perfquery.parse("# Port counters: Lid 3 port 1\nPortSelect:......................1\n"
+                                "SymbolErrors:....................7\nLinkDowned:......................2\n"
+                                "XmtData:.........................100\nRcvData:.........................200\n"
+                                "XmtWait:.........................9\n")
+    assert blocks[0].values == {"PortSelect": 1, "SymbolErrorCounter": 7, "LinkDownedCounter": 2,
+                                "PortXmitData": 100, "PortRcvData": 200, "PortXmitWait": 9}
+    report = ib_queryerrors.parse('Errors for 0x2 "sw"\n   GUID 0x2 port 3: [SymbolErrors == 5] [XmtDiscards == 1]\n'
+                                  "## Summary: 1 nodes checked, 1 bad nodes found\n")
+    assert report.nodes[0].ports[0].counters == {"SymbolErrorCounter": 5, "PortXmitDiscards": 1}
+
+
+def test_perfquery_unknown_lines_and_headers_are_skipped_and_counted():
+    skipped = []
+    blocks = ib_perfquery.parse("# Port counters: Lid 3 port 1\nSymbolErrorCounter:..............7\n"
+                                "a note from a newer perfquery\n# PortSomethingNew: whatever\nFoo:....1\n",
+                                skipped=skipped)
+    assert [(b.port, b.values) for b in blocks] == [(1, {"SymbolErrorCounter": 7})]
+    assert [s.line_no for s in skipped] == [3, 4, 5]  # Foo is under the unknown header: not filed under port 1
+
+
+def test_ibnetdiscover_grouped_and_full_output():
+    text = ('#\n# Topology file\n#\n\nChassis 1 (guid 0x0008f104003f083a)\n\n# Spine Nodes\n'
+            'vendid=0x8f1\ndevid=0x5a30\nsysimgguid=0x8f104003f083a\t\t# Chassis 1 (ISR9288 Voltaire)\n'
+            'switchguid=0x8f104004125c5(8f104004125c5)\t# ISR9288/ISR9096 Voltaire sFB-12D Chassis 1 spine 1\n'
+            'Switch\t24 "S-0008f104004125c5"\t\t# "ISR9288 Voltaire" base port 0 lid 9 lmc 0\n'
+            '[1][ext 3]\t"S-0008f10400410015"[1]\t\t# "SW-6IB4 Voltaire" lid 3 4xSDR s=1 w=2 v=3\n\n'
+            'Non-Chassis Nodes\n\nvendid=0x8f1\ndevid=0x5a06\n'
+            'switchguid=0x8f10400410015(8f10400410015)\n'
+            'Switch\t8 "S-0008f10400410015"\t\t# "SW-6IB4 Voltaire" base port 0 lid 3 lmc 0\n'
+            '[1]\t"S-0008f104004125c5"[1][ext 3]\t\t# "ISR9288 Voltaire" lid 9 ??xSDR\n')
+    skipped = []
+    topo = ib_netdiscover.parse(text, skipped=skipped)
+    assert skipped == []  # every line is one -g/-f prints
+    spine = topo.nodes[0x8F104004125C5]
+    assert spine.system_guid == 0x8F104003F083A and spine.ports[1].speed == "SDR" and spine.ports[1].width_lanes == 4
+    leaf_port = topo.nodes[0x8F10400410015].ports[1]
+    assert (leaf_port.width_lanes, leaf_port.speed) == (None, "SDR")  # "??" width: unknown, not guessed
+
+
+def test_ibnetdiscover_unknown_line_between_nodes_is_skipped_but_a_bad_port_line_fails():
+    skipped = []
+    text = ('Switch\t8 "S-0008f10400410015"\t\t# "sw" base port 0 lid 3 lmc 0\n'
+            '[1]\t"H-0008f10403961354"[1](8f10403961355)\t\t# "hca" lid 4 4xSDR\n\n'
+            'ibwarn: [1234] some diagnostic the tool printed\n')
+    assert len(ib_netdiscover.parse(text, skipped=skipped).nodes) == 1
+    assert [s.source for s in skipped] == ["ibnetdiscover"]
+    with pytest.raises(ParseError):
+        ib_netdiscover.parse(text.replace("4xSDR", "4xSDR junk"))

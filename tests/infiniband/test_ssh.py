@@ -88,14 +88,20 @@ def test_ssh_ibdiagnet_files(remote, tmp_path):
     run_dir = tmp_path / "ibdiagnet2" / "2026-11-30"
     run_dir.mkdir(parents=True)
     shutil.copy(fixtures / "ibdiagnet2.db_csv", run_dir / "ibdiagnet2.db_csv")
-    shutil.copy(fixtures / "ibdiagnet2.pm", run_dir / "ibdiagnet2.pm")
+    # a .pm beside a db_csv with PM_INFO is not read at all (skip_pm): even a broken one costs nothing
+    (run_dir / "ibdiagnet2.pm").write_text((fixtures / "ibdiagnet2.pm").read_text() + "port_xmit_wait=0xZZ\n")
     result = CollectorHarness(_ssh_group(remote, ibdiagnet_dir=str(tmp_path / "ibdiagnet2"))).poll()
     assert result.problems == []
     ages = {s.labels["file"]: s.value for s in result.samples if s.name == "fabric_ib_ibdiagnet_file_age_seconds"}
-    assert set(ages) == {"ibdiagnet2.db_csv", "ibdiagnet2.pm"} and all(0 <= a < 60 for a in ages.values())
+    assert set(ages) == {"ibdiagnet2.db_csv"} and all(0 <= a < 60 for a in ages.values())
+    latched = {s.labels["port"]: s.value for s in result.samples if s.name == "fabric_ib_ibdiagnet_port_latched"
+               and s.labels["node_guid"] == "0x9c0591030090e1a0"}
+    assert latched == {"2": 1.0}  # port_rcv_data at 2^32-1 with no 64-bit twin
     pm = {(s.labels["port"], s.labels["counter"]): s.value for s in result.samples
           if s.name == "fabric_ib_ibdiagnet_pm_counter" and s.labels["node_guid"] == "0x9c0591030090e1a0"}
     assert pm[("2", "port_xmit_wait")] == 0x11FF6B726  # from PM_INFO (db_csv wins over .pm)
     assert ("2", "qp1_dropped") not in pm  # -1: unsupported, not published
+    assert pm[("2", "port_xmit_data_bytes")] == 13723100472336 * 4  # the 64-bit twin, in bytes
+    assert ("2", "port_xmit_data") not in pm and ("2", "port_xmit_data_extended") not in pm
     temps = [s.value for s in result.samples if s.name == "fabric_ib_ibdiagnet_cable_temperature_celsius"]
     assert temps == [38.0]

@@ -220,3 +220,21 @@ def test_real_perftest_without_an_rdma_device_fails_every_probe_clearly():
     assert error.reason == "command_failed"
     assert "Unable to find the Infiniband/RoCE device" in str(error)
     assert col._failures == {("b", "server", "server_failed"): 1, ("a", "server", "server_failed"): 1}
+
+
+def test_older_perftest_without_percentiles_publishes_what_it_printed(fake_perftest_on_path, tmp_path, monkeypatch):
+    import json
+    fixture = tmp_path / "fixture.json"
+    # local transport: every host is 127.0.0.1 to the fake, so the default spec applies to all
+    fixture.write_text(json.dumps({"default": {"behaviour": "three_columns", "min": 1.5, "typical": 2.25,
+                                               "max": 9.75}}))
+    monkeypatch.setenv("FABRIC_LAB_PERFTEST_FIXTURE", str(fixture))
+    col, (res,) = run_collector({"probe_timeout": "5s", "plan": {"full_mesh": False, "pairs": [["a", "b"]]}})
+    labels = {"source": "a", "destination": "b"}
+    got = {s.name: s.value for s in res.samples if all(s.labels.get(k) == v for k, v in labels.items())}
+    assert got["fabric_rdma_latency_median_seconds"] == 2.25e-6
+    assert got["fabric_rdma_latency_min_seconds"] == 1.5e-6 and got["fabric_rdma_latency_max_seconds"] == 9.75e-6
+    assert "fabric_rdma_latency_p99_seconds" not in got and "fabric_rdma_latency_avg_seconds" not in got
+    # not a guessed histogram either, and the status page says why p99 is missing
+    assert not [s for s in res.samples if s.name == "fabric_rdma_latency_seconds_count" and s.value]
+    assert any("prints no percentiles" in p and "a>b" in p for p in res.problems), res.problems

@@ -137,9 +137,36 @@ def test_mutated_captures_never_crash_or_invent(capture, data):  # capture() is 
     except ParseError:
         return
     # Accepted: consistent statistics (the order check is what stops made-up values)
-    assert r.min_us <= r.typical_us <= r.p99_us <= r.p999_us <= r.max_us
+    if r.has_percentiles:
+        assert r.min_us <= r.typical_us <= r.p99_us <= r.p999_us <= r.max_us
+    else:  # a header cut to an older perftest's 3 columns: only what those columns say
+        assert r.min_us <= r.typical_us <= r.max_us and r.p99_us is None and r.avg_us is None
 
 
 def test_fuzz_does_not_hide_real_errors():
     with pytest.raises(ParseError):
         parse_report("{\"results\": [1, 2]}\n")
+
+
+def test_older_perftest_three_columns_publishes_what_is_there():
+    # perftest 2.x: t_min t_max t_typical only (see tests/fixtures/real for published captures)
+    text = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+            " 2       1000          0.87           5.27         0.90   \n"
+            "---------------------------------------------------------------------------------------\n")
+    r = parse_report(text)
+    assert (r.message_bytes, r.iterations, r.min_us, r.max_us, r.typical_us) == (2, 1000, 0.87, 5.27, 0.90)
+    assert not r.has_percentiles and r.p99_us is None and r.p999_us is None and r.avg_us is None
+
+
+def test_five_column_header_and_rows_that_do_not_fit():
+    from fabric_exporter.parsers.perftest import parse_text
+    skipped = []
+    text = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]\n"
+            " 2       1000          0.87           5.27         0.90             0.95           0.10\n"
+            " an odd line inside the table\n")
+    (r,) = parse_text(text, skipped=skipped)
+    assert (r.avg_us, r.stdev_us, r.p99_us) == (0.95, 0.10, None)
+    assert [(s.source, s.line_no) for s in skipped] == [("perftest", 3)]
+    with pytest.raises(ParseError):  # 7 numbers under a 3-column header: not ours to guess
+        parse_report(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+                     " 2 1000 0.87 5.27 0.90 0.95 0.10 1.00 2.00\n")

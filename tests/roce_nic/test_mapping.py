@@ -64,6 +64,7 @@ def test_mlx5_pfc_priority_3_exact(fixture_text):
         key("fabric_roce_nic_pause_storm_error_events_total"): 0,
         key("fabric_roce_nic_rx_out_of_buffer_packets_total"): 57,
         key("fabric_roce_nic_rx_buffer_passed_threshold_events_total"): 412,
+        key("fabric_roce_nic_rx_icrc_errors_total"): 0,  # RDMA hw counter rx_icrc_encapsulated
         key("fabric_roce_nic_link_down_events_total"): 3,
         key("fabric_roce_nic_rx_symbol_errors_total"): 4,
         key("fabric_roce_nic_rx_pcs_symbol_errors_total"): 0,
@@ -238,3 +239,45 @@ def test_rdma_tool_missing_is_a_clear_failure():
 def test_docs_mapping_tables_are_generated_from_the_rules():
     assert mapping_table_markdown() in DOC, "regenerate the tables in docs/collectors/roce_nic.md " \
         "from fabric_exporter.collectors.roce_nic.mapping_table_markdown()"
+
+
+def test_vendor_counters_from_the_driver_documentation():
+    """Names from each driver's counter documentation, mapped onto existing meanings (one port each)."""
+    bnxt = {"rx_stat_discard": 5, "tx_stat_discard": 6, "rx_total_discard_pkts": 7, "pfc_pri3_rx_transitions": 8,
+            "pfc_pri3_tx_transitions": 9, "rx_pcs_symbol_err": 10, "rx_fec_corrected_blocks": 11,
+            "rx_fec_uncorrectable_blocks": 12}
+    from fabric_exporter.collectors.roce_nic import ETHTOOL_MAPPER, HW_MAPPER
+    got = {(s.name, s.labels.get("priority")): s.value for s in ETHTOOL_MAPPER.map(bnxt, "bnxt", {}, None)}
+    assert got == {("fabric_roce_rx_discards_total", None): 5, ("fabric_roce_tx_discards_total", None): 6,
+                   ("fabric_roce_nic_rx_out_of_buffer_packets_total", None): 7,
+                   ("fabric_roce_nic_pfc_rx_pause_transitions_total", "3"): 8,
+                   ("fabric_roce_nic_pfc_tx_pause_transitions_total", "3"): 9,
+                   ("fabric_roce_nic_rx_pcs_symbol_errors_total", None): 10,
+                   ("fabric_roce_nic_rx_fec_corrected_errors_total", None): 11,
+                   ("fabric_roce_nic_rx_fec_uncorrectable_errors_total", None): 12}
+    # bits where the driver has them: rx_corrected_bits shadows the block count
+    got = {s.name: s.value for s in ETHTOOL_MAPPER.map({"rx_corrected_bits": 99, "rx_fec_corrected_blocks": 11},
+                                                      "bnxt", {}, None)}
+    assert got == {"fabric_roce_nic_rx_fec_corrected_errors_total": 99}
+    # bnxt-only names mean something else elsewhere: not mapped for another driver
+    assert ETHTOOL_MAPPER.map({"rx_stat_discard": 5}, "mlx5", {}, None) == []
+    ice = {"rx_dropped.nic": 3, "rx_dropped": 999, "tx_dropped_link_down.nic": 4, "port-rx-xoff_prio-3_events": 5,
+           "port-rx_bytes": 6}
+    got = {(s.name, s.labels.get("priority")): s.value for s in ETHTOOL_MAPPER.map(ice, "intel", {}, None)}
+    assert got == {("fabric_roce_rx_discards_total", None): 3, ("fabric_roce_tx_discards_total", None): 4,
+                   ("fabric_roce_pfc_rx_pause_frames_total", "3"): 5, ("fabric_roce_rx_bytes_total", None): 6}
+    mlx5 = {"rx_global_pause_transition": 7, "rx_pause_ctrl_phy": 8, "tx_pause_ctrl_phy": 9}
+    got = {s.name: s.value for s in ETHTOOL_MAPPER.map(mlx5, "mlx5", {}, None)}
+    assert got == {"fabric_roce_nic_link_pause_rx_transitions_total": 7}  # pause_ctrl_phy counts PFC too
+    assert {s.name: s.value for s in HW_MAPPER.map({"rx_icrc_encapsulated": 2}, "mlx5", {}, None)} == {
+        "fabric_roce_nic_rx_icrc_errors_total": 2}
+
+
+def test_rdma_tool_mode_with_older_iproute2_link_output():
+    text = ("@@fabric-roce 1 rdma\n@@rdma_link 0\n0/1: mlx5_0/1: state ACTIVE physical_state LINK_UP\n"
+            "@@rdma_statistic 0\nlink mlx5_0/1 rx_write_requests 0 out_of_buffer 135 np_cnp_sent 4\n@@end\n")
+    r = poll(text)
+    got = {s.name: s.value for s in r.samples}
+    assert got["fabric_roce_nic_rdma_out_of_buffer_total"] == 135 and got["fabric_roce_nic_port_active"] == 1
+    assert {s.labels["netdev"] for s in r.samples} == {""}  # no netdev printed: none invented
+    assert r.problems == [] and r.skipped == []

@@ -60,11 +60,11 @@ def test_ethtool_duplicate_names_with_different_values_are_not_published():
     "NIC statistics:\n     rx_packets: -1\n",           # negative
     "NIC statistics:\n     rx_packets: 1.5\n",          # not an integer
     "NIC statistics:\n     rx_packets:\n",              # value cut off
-    "NIC statistics:\n     rx_packets 12\n",            # no colon
     "NIC statistics:\n     rx_packets: 18446744073709551616\n",  # > u64
     "no stats available\n",
 ])
 def test_ethtool_garbage_is_a_parse_error(text):
+    # (a line without a colon is not a counter line: skipped and counted, see test below)
     with pytest.raises(ParseError):
         parse_ethtool_stats(text)
 
@@ -84,7 +84,7 @@ def test_hw_counters_irdma_and_bnxt_re(fixture_text):
     assert parse_hw_counters(fixture_text("hw_counters_bnxt_re.txt"))["tx_cnp_pkts"] == 301224
 
 
-@pytest.mark.parametrize("text", ["np_cnp_sent 1\n", "np_cnp_sent:\n", "np_cnp_sent:x\n", "a:1\na:1\n", "a b:1\n"])
+@pytest.mark.parametrize("text", ["np_cnp_sent:\n", "np_cnp_sent:x\n", "a:1\na:1\n"])
 def test_hw_counters_garbage(text):
     with pytest.raises(ParseError):
         parse_hw_counters(text)
@@ -104,9 +104,7 @@ def test_rdma_statistic_text_and_json_agree(fixture_text):
 
 @pytest.mark.parametrize("text", [
     "link mlx5_0 np_cnp_sent 1\n",           # no /port
-    "link mlx5_0/1 np_cnp_sent\n",           # odd words
     "link mlx5_0/1 np_cnp_sent x\n",         # not a number
-    "mlx5_0/1 np_cnp_sent 1\n",              # no 'link'
     "link mlx5_0/1 a 1\nlink mlx5_0/1 a 2\n",  # port twice
     '[{"ifname":"mlx5_0"}]',                 # no port
     '[{"ifname":"mlx5_0","port":1,"a":-1}]',  # negative
@@ -241,3 +239,31 @@ def test_fuzz_whole_pipeline_raises_only_poll_errors(text, expose):
     for s in result.samples:
         spec = family_of(s.name)
         assert spec is not None and spec.allows_labels(s.name, ("fabric", *s.labels)), s
+
+
+def test_ethtool_unknown_line_inside_the_table_is_skipped_and_counted():
+    from fabric_exporter.parsers.ethtool import parse_ethtool_stats
+    skipped = []
+    stats = parse_ethtool_stats("NIC statistics:\n     rx_packets: 5\n     Per queue stats\n     tx_packets: 7\n",
+                                skipped=skipped)
+    assert stats.counters == {"rx_packets": 5, "tx_packets": 7}
+    assert [(s.source, s.line_no, s.text) for s in skipped] == [("ethtool", 3, "Per queue stats")]
+
+
+def test_lines_of_unknown_shape_are_skipped_and_counted_not_guessed():
+    skipped = []
+    assert parse_hw_counters("np_cnp_sent 1\na b:1\nrp_cnp_handled:4\n", skipped=skipped) == {"rp_cnp_handled": 4}
+    assert parse_rdma_statistic("link mlx5_0/1 np_cnp_sent\nmlx5_0/1 np_cnp_sent 1\nlink mlx5_1/1 a 2\n",
+                                skipped=skipped) == {("mlx5_1", 1): {"a": 2}}
+    assert [(s.source, s.line_no) for s in skipped] == [("hw_counters", 1), ("hw_counters", 2),
+                                                         ("rdma_statistic", 1), ("rdma_statistic", 2)]
+
+
+def test_older_iproute2_rdma_link_without_netdev():
+    # iproute2 4.x: an index prefix, no "link" word, and no netdev for a port without one
+    links = parse_rdma_link("0/1: mlx5_0/1: state ACTIVE physical_state LINK_UP\n"
+                            "1/1: mlx5_1/1: subnet_prefix fe80:0000:0000:0000 lid 7 sm_lid 1 lmc 0 state DOWN "
+                            "physical_state DISABLED\n"
+                            "    caps: <CM, IP_BASED_GIDS>\n")
+    assert [(l.device, l.port, l.state, l.physical_state, l.netdev, l.lid) for l in links] == [
+        ("mlx5_0", 1, "ACTIVE", "LINK_UP", None, None), ("mlx5_1", 1, "DOWN", "DISABLED", None, 7)]

@@ -146,7 +146,6 @@ def test_lab_renders_parse_back_to_its_state():
     "garbage\n",
     "  Port Rx    PFC0\n---------  ------\nEthernet0   1,2x0\n",
     "  Port Rx    PFC9\n---------  ------\nEthernet0   1\n",
-    "  Port Rx    PFC0\n---------  ------\nEthernet0   1   2\n",
     "  Port Rx    PFC0\n---------  ------\nEthernet0   1\nEthernet0   2\n",
     "  Port Zx    PFC0\n---------  ------\nEthernet0   1\n",
 ])
@@ -219,3 +218,33 @@ def test_fuzz_arbitrary_text_only_parse_error(text):
             parser(text)
         except ParseError:
             pass
+
+
+# -- skip-and-count; what a sonic-clear leaves behind ----------------------------------------------
+
+from fabric_exporter.parsers import sonic_cli as p  # noqa: E402
+
+def test_rows_that_do_not_fit_the_columns_are_skipped_and_counted_never_shifted():
+    skipped = []
+    out = p.parse_pfc_counters("  Port Rx    PFC0\n---------  ------\nEthernet0   1   2\nEthernet4   7\n"
+                               "a note the CLI printed\n", skipped=skipped)
+    assert out.rx == {"Ethernet4": {0: 7}}
+    assert [(s.source, s.line_no) for s in skipped] == [("sonic_pfc_counters", 3), ("sonic_pfc_counters", 5)]
+
+
+def test_last_cached_time_lines_after_sonic_clear():
+    skipped = []
+    pfc = p.parse_pfc_counters(
+        "Last cached time was 2021-01-10T20:15:04.163406\n"
+        "  Port Rx    PFC0    PFC1\n-----------  ------  ------\n  Ethernet0       5       6\n\n"
+        "Last cached time was 2021-01-10T20:15:04.163406\n"
+        "  Port Tx    PFC0    PFC1\n-----------  ------  ------\n  Ethernet0       1       2\n", skipped=skipped)
+    assert pfc.rx == {"Ethernet0": {0: 5, 1: 6}} and pfc.tx == {"Ethernet0": {0: 1, 1: 2}}
+    rows = p.parse_queue_counters(
+        "For namespace asic0:\n"
+        "Ethernet0 Last cached time for asic0 was 2021-01-10T20:15:04.163406\n"
+        "     Port    TxQ    Counter/pkts    Counter/bytes    Drop/pkts    Drop/bytes\n"
+        "---------  -----  --------------  ---------------  -----------  ------------\n"
+        "Ethernet0    UC0               3               30            1            10\n", skipped=skipped)
+    assert [(r.port, r.queue, r.values["tx_packets"]) for r in rows] == [("Ethernet0", "UC0", 3)]
+    assert skipped == []  # known lines: not counted as unknown

@@ -36,4 +36,9 @@ METRICS = [
                "Unix time of the last successful configuration load.", ((),), SRC),
     MetricSpec("fabric_targets", "gauge", "", "Targets configured, by collector.",
                (("collector",),), SRC),
+    MetricSpec("fabric_parse_skipped_lines_total", "counter", "",
+               "Lines of tool output a parser skipped because it did not know them, inside a table it "
+               "knows (skip-and-count rule), by target and source (the tool or file parsed). Values on "
+               "those lines are not published; a rising rate means a tool or driver prints something new.",
+               (TARGET + ("source",),), SRC),
 ]

@@ -178,10 +178,16 @@ _IBDIAGNET = [
                "Age of the newest ibdiagnet2 output file read (ibdiagnet2.pm, ibdiagnet2.db_csv): "
                "its values are this old.", (IB_FILE,), SRC),
     MetricSpec("fabric_ib_ibdiagnet_pm_counter", "gauge", "",
-               "Raw PM counter value from ibdiagnet2 (PM_INFO in ibdiagnet2.db_csv, or ibdiagnet2.pm), "
-               "named by its ibdiagnet field; unsupported (-1/NA) counters are omitted. A snapshot as old "
-               "as fabric_ib_ibdiagnet_file_age_seconds, not a live counter.",
+               "PM counter value from ibdiagnet2 (PM_INFO in ibdiagnet2.db_csv, or ibdiagnet2.pm), named by "
+               "its ibdiagnet field. Where a 64-bit *_extended twin exists its value is published under the "
+               "base name (the 32-bit cell is dropped); port_xmit_data/port_rcv_data become "
+               "port_xmit_data_bytes/port_rcv_data_bytes (words x 4). Unsupported (-1/NA) counters are "
+               "omitted. A snapshot as old as fabric_ib_ibdiagnet_file_age_seconds, not a live counter.",
                (IB_PORT_COUNTER,), SRC, ("PM_INFO",)),
+    MetricSpec("fabric_ib_ibdiagnet_port_latched", "gauge", "",
+               "1 if a PM counter of the port in the ibdiagnet2 file comes only from a fixed-width "
+               "(32-bit or narrower) cell sitting at its maximum, so it stopped counting; else 0.",
+               (("fabric", "node_guid", "node_name", "port"),), SRC, ("PM_INFO",)),
     MetricSpec("fabric_ib_ibdiagnet_cable_temperature_celsius", "gauge", "celsius",
                "Cable/transceiver temperature from ibdiagnet2.db_csv (CABLE_INFO Temperature).",
                (("fabric", "node_guid", "node_name", "port"),), SRC, ("CABLE_INFO.Temperature",)),

@@ -14,10 +14,12 @@ CLI = "switch_cli"
 METRICS = [
     MetricSpec("fabric_roce_pfc_rx_pause_frames_total", "counter", "frames",
                "PFC pause frames received per priority (mlx5 rx_prio{p}_pause, bnxt rx_pfc_ena_frames_pri{p}, "
+               "ice rx_priority_{p}_xoff.nic, "
                "CISCO-PFC-EXT-MIB cpfcIfIndications, SONiC 'show pfc counters' Rx).",
                (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI)),
     MetricSpec("fabric_roce_pfc_tx_pause_frames_total", "counter", "frames",
                "PFC pause frames sent per priority (mlx5 tx_prio{p}_pause, bnxt tx_pfc_ena_frames_pri{p}, "
+               "ice tx_priority_{p}_xoff.nic, "
                "CISCO-PFC-EXT-MIB cpfcIfRequests, SONiC 'show pfc counters' Tx).",
                (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI)),
     MetricSpec("fabric_roce_rx_bytes_total", "counter", "bytes",
@@ -33,10 +35,12 @@ METRICS = [
                "Packets sent on the port (mlx5 tx_packets_phy, IF-MIB ifHCOutUcastPkts+Multicast+Broadcast).",
                (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
     MetricSpec("fabric_roce_rx_discards_total", "counter", "packets",
-               "Received packets dropped by the port for lack of buffer (mlx5 rx_discards_phy, IF-MIB ifInDiscards).",
+               "Received packets dropped by the port for lack of buffer (mlx5 rx_discards_phy, bnxt rx_stat_discard, "
+               "ice rx_dropped.nic, IF-MIB ifInDiscards).",
                (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
     MetricSpec("fabric_roce_tx_discards_total", "counter", "packets",
-               "Packets the port discarded on transmit (mlx5 tx_discards_phy, IF-MIB ifOutDiscards).",
+               "Packets the port discarded on transmit (mlx5 tx_discards_phy, bnxt tx_stat_discard, "
+               "ice tx_dropped_link_down.nic, IF-MIB ifOutDiscards).",
                (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
     MetricSpec("fabric_roce_ecn_marked_packets_total", "counter", "packets",
                "ECN CE-marked packets: on a NIC, marked packets it received (mlx5 np_ecn_marked_roce_packets, "

@@ -44,9 +44,13 @@ METRICS = [
        "bnxt pfc_pri{p}_tx_duration_us; microseconds / 1e6).",
        NIC_PORT_PRIORITY, ("tx_prio{p}_pause_duration", "pfc_pri{p}_tx_duration_us")),
     _c("fabric_roce_nic_pfc_rx_pause_transitions_total", "transitions",
-       "XOFF to XON transitions of received PFC per priority (mlx5 rx_prio{p}_pause_transition); long pause "
-       "time with few transitions is a storm, not bursts.",
-       NIC_PORT_PRIORITY, ("rx_prio{p}_pause_transition",)),
+       "Pause-state transitions of received PFC per priority (mlx5 rx_prio{p}_pause_transition counts XOFF to "
+       "XON; bnxt pfc_pri{p}_rx_transitions counts both directions, so about twice as many); long pause time "
+       "with few transitions is a storm, not bursts.",
+       NIC_PORT_PRIORITY, ("rx_prio{p}_pause_transition", "pfc_pri{p}_rx_transitions")),
+    _c("fabric_roce_nic_pfc_tx_pause_transitions_total", "transitions",
+       "XON/XOFF transitions of the PFC the port sent per priority, both directions (bnxt pfc_pri{p}_tx_transitions).",
+       NIC_PORT_PRIORITY, ("pfc_pri{p}_tx_transitions",)),
     _c("fabric_roce_nic_pause_storm_warning_events_total", "events",
        "The NIC sent pause frames for longer than the storm warning threshold (mlx5 tx_pause_storm_warning_events).",
        NIC_PORT, ("tx_pause_storm_warning_events",)),
@@ -74,9 +78,10 @@ METRICS = [
        NIC_PORT_QUEUE, ("rx_discard_packets_cos{q}",)),
     # --- drops by cause -------------------------------------------------------------------------
     _c("fabric_roce_nic_rx_out_of_buffer_packets_total", "packets",
-       "Packets dropped because the host's receive queue had no buffer posted (mlx5 ethtool rx_out_of_buffer): "
-       "a host-side drop, not the fabric's.",
-       NIC_PORT, ("rx_out_of_buffer",)),
+       "Packets dropped because the host's receive queue had no buffer posted (mlx5 ethtool rx_out_of_buffer, "
+       "bnxt rx_total_discard_pkts / rx_total_ring_discards: ring drops summed over rings): a host-side drop, "
+       "not the fabric's.",
+       NIC_PORT, ("rx_out_of_buffer", "rx_total_discard_pkts", "rx_total_ring_discards")),
     _c("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "events",
        "The port's receive buffer passed its fill threshold, 85% by default (mlx5 rx_buffer_passed_thres_phy): "
        "early warning of drops or pause.",
@@ -87,18 +92,23 @@ METRICS = [
        NIC_PORT, ("out_of_buffer", "rx_out_of_buffer", "res_oob_drop_count")),
     # --- link-level (802.3x) pause --------------------------------------------------------------
     _c("fabric_roce_nic_link_pause_rx_frames_total", "frames",
-       "Link-level 802.3x pause frames received (mlx5 rx_global_pause, bnxt rx_pause_frames, ice link_xoff_rx.nic): "
-       "any rise on a RoCE port means a misconfigured peer.",
-       NIC_PORT, ("rx_global_pause", "rx_pause_frames", "link_xoff_rx.nic")),
+       "Link-level 802.3x pause frames received (mlx5 rx_global_pause; bnxt "
+       "rx_pause_frames; ice link_xoff_rx.nic / port-rx-xoff_events): any rise on a RoCE port means a "
+       "misconfigured peer.",
+       NIC_PORT, ("rx_global_pause", "rx_pause_frames", "link_xoff_rx.nic", "port-rx-xoff_events")),
     _c("fabric_roce_nic_link_pause_tx_frames_total", "frames",
-       "Link-level 802.3x pause frames sent (mlx5 tx_global_pause, bnxt tx_pause_frames, ice link_xoff_tx.nic).",
-       NIC_PORT, ("tx_global_pause", "tx_pause_frames", "link_xoff_tx.nic")),
+       "Link-level 802.3x pause frames sent (mlx5 tx_global_pause; bnxt tx_pause_frames; "
+       "ice link_xoff_tx.nic / port-tx-xoff_events).",
+       NIC_PORT, ("tx_global_pause", "tx_pause_frames", "link_xoff_tx.nic", "port-tx-xoff_events")),
     _c("fabric_roce_nic_link_pause_rx_seconds_total", "seconds",
        "Time paused by received link-level pause frames (mlx5 rx_global_pause_duration; microseconds / 1e6).",
        NIC_PORT, ("rx_global_pause_duration",)),
     _c("fabric_roce_nic_link_pause_tx_seconds_total", "seconds",
        "Time the port paused its peer with link-level pause (mlx5 tx_global_pause_duration; microseconds / 1e6).",
        NIC_PORT, ("tx_global_pause_duration",)),
+    _c("fabric_roce_nic_link_pause_rx_transitions_total", "transitions",
+       "XOFF to XON transitions of received link-level pause (mlx5 rx_global_pause_transition).",
+       NIC_PORT, ("rx_global_pause_transition",)),
     # --- link quality ---------------------------------------------------------------------------
     _c("fabric_roce_nic_link_down_events_total", "events",
        "Times the physical link went down (mlx5 link_down_events_phy, bnxt link_down_events).",
@@ -107,14 +117,24 @@ METRICS = [
        "Received packets dropped for physical coding (symbol) errors (mlx5 rx_symbol_err_phy).",
        NIC_PORT, ("rx_symbol_err_phy",)),
     _c("fabric_roce_nic_rx_pcs_symbol_errors_total", "errors",
-       "PCS symbol errors after FEC (mlx5 rx_pcs_symbol_err_phy): bit errors FEC could not fix.",
-       NIC_PORT, ("rx_pcs_symbol_err_phy",)),
+       "PCS symbol errors after FEC (mlx5 rx_pcs_symbol_err_phy, bnxt rx_pcs_symbol_err): bit errors FEC could "
+       "not fix.",
+       NIC_PORT, ("rx_pcs_symbol_err_phy", "rx_pcs_symbol_err")),
     _c("fabric_roce_nic_rx_fec_corrected_errors_total", "errors",
-       "Bit errors corrected by FEC, one per bit (mlx5 rx_corrected_bits_phy): a rising rate is a degrading link.",
-       NIC_PORT, ("rx_corrected_bits_phy",)),
+       "Errors corrected by FEC (mlx5 rx_corrected_bits_phy and bnxt rx_corrected_bits: one per bit; older bnxt "
+       "without it: rx_fec_corrected_blocks, one per FEC block): a rising rate is a degrading link.",
+       NIC_PORT, ("rx_corrected_bits_phy", "rx_corrected_bits", "rx_fec_corrected_blocks")),
+    _c("fabric_roce_nic_rx_fec_uncorrectable_errors_total", "blocks",
+       "FEC blocks the receiver could not correct (bnxt rx_fec_uncorrectable_blocks): each loses the frame in it.",
+       NIC_PORT, ("rx_fec_uncorrectable_blocks",)),
     _c("fabric_roce_nic_rx_crc_errors_total", "packets",
-       "Received packets with a bad FCS (mlx5 rx_crc_errors_phy, bnxt rx_fcs_err_frames, ice rx_crc_errors.nic).",
-       NIC_PORT, ("rx_crc_errors_phy", "rx_fcs_err_frames", "rx_crc_errors.nic")),
+       "Received packets with a bad FCS (mlx5 rx_crc_errors_phy, bnxt rx_fcs_err_frames, ice rx_crc_errors.nic "
+       "/ port-rx-crc_errors).",
+       NIC_PORT, ("rx_crc_errors_phy", "rx_fcs_err_frames", "rx_crc_errors.nic", "port-rx-crc_errors")),
+    _c("fabric_roce_nic_rx_icrc_errors_total", "packets",
+       "RoCE packets received with a bad invariant CRC (mlx5 RDMA hw counter rx_icrc_encapsulated): corruption "
+       "the Ethernet FCS did not catch, or a mangling middlebox.",
+       NIC_PORT, ("rx_icrc_encapsulated",)),
     # --- congestion control (DCQCN) -------------------------------------------------------------
     _c("fabric_roce_nic_cnp_sent_total", "packets",
        "Congestion notification packets sent back by this receiver (mlx5 np_cnp_sent, bnxt_re np_cnp_pkts or "

@@ -245,6 +245,7 @@ class InfinibandCollector(Collector):
         self._name_map: dict[int, str] = {}
         self._name_map_mtime: float | None = None
         self._sweep_names: dict[int, str] = {}
+        self._skipped: list = []
 
     # -- running tools ------------------------------------------------------------------------
 
@@ -296,6 +297,7 @@ class InfinibandCollector(Collector):
         deadline = self.ctx.deadline()
         problems: list[str] = []
         durations: dict[str, float] = {}
+        self._skipped: list = []  # lines the parsers skipped this poll (skip-and-count rule)
         self._load_name_map(problems)
 
         now = time.monotonic()
@@ -317,7 +319,7 @@ class InfinibandCollector(Collector):
                 disc = await self._run(self._argv("ibnetdiscover", "--cache", cache), deadline, (0,), durations,
                                        "ibnetdiscover")
                 with _gc_paused():
-                    self._apply_topology(ib_netdiscover.parse(disc.stdout))
+                    self._apply_topology(ib_netdiscover.parse(disc.stdout, skipped=self._skipped))
                 load = ("--load-cache", cache)
                 counters_task = start(self._run(self._argv("ibqueryerrors", *load, "--counters", "--report-port"),
                                                 deadline, (0,), durations, "ibqueryerrors_counters"))
@@ -334,7 +336,7 @@ class InfinibandCollector(Collector):
                 topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
             counters_run = await counters_task
             with _gc_paused():
-                counters = ib_queryerrors.parse(counters_run.stdout)
+                counters = ib_queryerrors.parse(counters_run.stdout, skipped=self._skipped)
             errors_run = await errors_task
             if topo_task is not None:
                 await topo_task
@@ -345,7 +347,7 @@ class InfinibandCollector(Collector):
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
         with _gc_paused():
-            errors = ib_queryerrors.parse(errors_run.stdout)
+            errors = ib_queryerrors.parse(errors_run.stdout, skipped=self._skipped)
             ports = self._assemble(counters, errors, errors_run.stderr, problems)
             if self._sweep_shows_change(counters):
                 self._topology_stale = True
@@ -361,15 +363,15 @@ class InfinibandCollector(Collector):
         with _gc_paused():
             samples = self._samples(ports, latched, problems, durations)
         if self.options.ibdiagnet_dir:
-            samples += await self._ibdiagnet(deadline, durations, problems)
-        return PollResult(samples, problems)
+            samples += await self._ibdiagnet(deadline, durations, problems, self._skipped)
+        return PollResult(samples, problems, self._skipped)
 
     # -- topology -----------------------------------------------------------------------------
 
     async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
         try:
             run = await self._run(self._argv("ibnetdiscover"), deadline, (0,), durations, "ibnetdiscover")
-            topology = ib_netdiscover.parse(run.stdout)
+            topology = ib_netdiscover.parse(run.stdout, skipped=self._skipped)
         except PollError as e:
             if self._topology is None:
                 raise
@@ -563,14 +565,15 @@ class InfinibandCollector(Collector):
             try:
                 if isinstance(res, PollError) or res.exit_status != 0:
                     raise ParseError("perfquery failed")
-                blocks = ib_perfquery.parse(res.stdout)
+                blocks = ib_perfquery.parse(res.stdout, skipped=self._skipped)
             except ParseError:
                 failed += 1
                 continue
             guid = key if isinstance(key, int) else key[0]
             for b in blocks:
                 p = ports.get((guid, b.port))
-                if p is not None and b.kind == "counters" and "QP1Dropped" in b.values:
+                # basic PortCounters; perfquery -x prints it in the extended block too (real captures)
+                if p is not None and b.kind in ("counters", "extended") and "QP1Dropped" in b.values:
                     p.qp1_dropped = b.values["QP1Dropped"]
         if failed:
             problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
@@ -590,7 +593,7 @@ class InfinibandCollector(Collector):
             try:
                 if isinstance(res, PollError) or res.exit_status != 0:
                     raise ParseError("no PortSamplesControl")
-                blocks = ib_perfquery.parse(res.stdout)
+                blocks = ib_perfquery.parse(res.stdout, skipped=self._skipped)
                 tick = next(b.values["Tick"] for b in blocks if "Tick" in b.values)
                 self._ticks[guid] = tick
             except (ParseError, StopIteration):
@@ -806,7 +809,8 @@ class InfinibandCollector(Collector):
 
     # -- ibdiagnet files --------------------------------------------------------------------------
 
-    async def _ibdiagnet(self, deadline: float, durations: dict[str, float], problems: list[str]) -> list[Sample]:
+    async def _ibdiagnet(self, deadline: float, durations: dict[str, float], problems: list[str],
+                         skipped: list | None = None) -> list[Sample]:
         """Newest ibdiagnet2.db_csv / ibdiagnet2.pm under ibdiagnet_dir (depth 2), read with find + cat."""
         loop = asyncio.get_running_loop()
         d = self.options.ibdiagnet_dir
@@ -841,11 +845,14 @@ class InfinibandCollector(Collector):
         out: list[Sample] = []
         pm_published = False
         for base, (mtime, path) in sorted(newest.items()):  # db_csv sorts before pm
+            if base == "ibdiagnet2.pm" and pm_published:
+                continue  # PM_INFO in the db_csv already holds these counters: the .pm is not read
             try:
                 res = await self.ctx.runner().run(prefix + ["cat", "--", path], timeout=max(0.1, deadline - loop.time()))
                 if res.exit_status != 0:
                     raise CommandFailed(res.describe_failure())
-                samples, had_pm = self._ibdiagnet_samples(base, res.stdout, skip_pm=pm_published)
+                samples, had_pm = self._ibdiagnet_samples(base, res.stdout, skip_pm=pm_published,
+                                                          skipped=skipped)
                 pm_published = pm_published or had_pm
                 out += samples
             except PollError as e:
@@ -855,7 +862,8 @@ class InfinibandCollector(Collector):
         durations["ibdiagnet_files"] = loop.time() - started
         return out
 
-    def _ibdiagnet_samples(self, base: str, text: str, skip_pm: bool) -> tuple[list[Sample], bool]:
+    def _ibdiagnet_samples(self, base: str, text: str, skip_pm: bool,
+                           skipped: list | None = None) -> tuple[list[Sample], bool]:
         out: list[Sample] = []
 
         def node_labels(guid: int) -> dict[str, str]:
@@ -863,9 +871,9 @@ class InfinibandCollector(Collector):
             return {"node_guid": guid_str(guid), "node_name": self._name(guid, facts.description if facts else "")}
 
         if base == "ibdiagnet2.pm":
-            pms = ib_diagnet.parse_pm(text)
+            pms = ib_diagnet.parse_pm(text, skipped=skipped)
         else:
-            sections = ib_diagnet.parse_db_csv(text)
+            sections = ib_diagnet.parse_db_csv(text, skipped=skipped)
             pms = ib_diagnet.pm_info(sections)
             for cable in ib_diagnet.cable_info(sections):
                 labels = {**node_labels(cable.node_guid), "port": str(cable.port)}
@@ -883,6 +891,7 @@ class InfinibandCollector(Collector):
             labels = {**node_labels(pm.node_guid), "port": str(pm.port)}
             for name, value in sorted(pm.counters.items()):
                 out.append(Sample("fabric_ib_ibdiagnet_pm_counter", {**labels, "counter": name}, float(value)))
+            out.append(Sample("fabric_ib_ibdiagnet_port_latched", labels, 1.0 if pm.latched else 0.0))
         return out, bool(pms)
 
 

@@ -278,6 +278,7 @@ class LatencyProbeCollector(Collector):
         self._background: set[asyncio.Task] = set()
         self.plan, self.group_of, self.plan_problems = self._build_plan()
         self.per_pair = len(self.plan.pairs) <= self.options.per_pair_series_max_pairs
+        self._skipped: list = []
         self._test_labels = {"tool": self.options.tool, "message_bytes": str(self.options.message_bytes)}
 
     def _build_plan(self) -> tuple[PairPlan, dict[str, str], list[str]]:
@@ -329,6 +330,7 @@ class LatencyProbeCollector(Collector):
         o = self.options
         loop = asyncio.get_running_loop()
         deadline = self.ctx.deadline()
+        self._skipped: list = []  # lines the perftest parser skipped this round
         planned = list(self.plan.round(self.round_number))
         self.round_number += 1
         wanted = list(dict.fromkeys(self._carry + planned))
@@ -351,6 +353,7 @@ class LatencyProbeCollector(Collector):
         ok = failed = 0
         failures_by_reason: Counter = Counter()
         examples: dict[str, str] = {}
+        no_percentiles: list[str] = []
         now = time.time()
         for probe, result in outcome.finished.items():
             self._probes[(probe.source, "client")] += 1
@@ -358,6 +361,8 @@ class LatencyProbeCollector(Collector):
             if result.report is not None:
                 ok += 1
                 self._record(probe, result.report, now)
+                if not result.report.has_percentiles:
+                    no_percentiles.append(f"{probe.source}>{probe.destination}")
             else:
                 failed += 1
                 self._failures[(result.failed_host, result.role, result.reason)] += 1
@@ -373,6 +378,11 @@ class LatencyProbeCollector(Collector):
         problems = list(self.plan_problems)
         for key, n in sorted(failures_by_reason.items()):
             problems.append(f"{n} probe(s) failed: {key}: {examples[key]}")
+        if no_percentiles:
+            problems.append(f"{len(no_percentiles)} probe(s) ran a perftest that prints no percentiles (older "
+                            "perftest: t_min t_max t_typical only): min/median/max published, p99/p99.9/avg and "
+                            "the latency histograms not, for " + ", ".join(sorted(no_percentiles)[:5])
+                            + (" ..." if len(no_percentiles) > 5 else ""))
         if outcome.not_run:
             problems.append(f"{len(outcome.not_run)} probe(s) not run before the round deadline "
                             f"({self.group.timeout:g}s); carried over to the next round")
@@ -382,7 +392,7 @@ class LatencyProbeCollector(Collector):
             reason = first.reason if first.reason in _TRANSPORT_REASONS else "command_failed"
             raise PollError(f"all {failed} latency probes failed; e.g. {first.failed_host} ({first.role}): "
                             f"{first.message}", reason=reason)
-        return PollResult(self._samples(now, ok, failed, len(outcome.not_run)), problems)
+        return PollResult(self._samples(now, ok, failed, len(outcome.not_run)), problems, self._skipped)
 
     async def _check_host(self, host: str, timeout: float) -> tuple[str, str] | None:
         """None if ``host`` runs commands; else (reason, message). Opens the pooled connection."""
@@ -452,7 +462,8 @@ class LatencyProbeCollector(Collector):
                                     message=str(e))
             if result.exit_status == 0:
                 try:
-                    report = parse_report(result.stdout, message_bytes=o.message_bytes)
+                    report = parse_report(result.stdout, message_bytes=o.message_bytes,
+                                          skipped=self._skipped)
                 except PollError as e:  # ParseError
                     return _ProbeResult(failed_host=probe.source, role="client", reason="parse", message=str(e))
                 if report.iterations < o.iterations:
@@ -524,6 +535,8 @@ class LatencyProbeCollector(Collector):
         if self.per_pair:
             keys.append(("fabric_rdma_latency_pair_seconds", self._pair_labels(probe)))
             self._last[probe] = (report, now)
+        if not report.has_percentiles or report.avg_us is None:
+            return  # the histogram's shape needs the percentiles and its sum the average: not guessed
         for key in keys:
             hist = self._hist.get(key)
             if hist is None:
@@ -552,7 +565,8 @@ class LatencyProbeCollector(Collector):
             labels = {**dict(self._pair_labels(probe)), **test}
             for name, value in (("min", r.min_us), ("median", r.typical_us), ("avg", r.avg_us), ("p99", r.p99_us),
                                 ("p999", r.p999_us), ("max", r.max_us)):
-                out.append(Sample(f"fabric_rdma_latency_{name}_seconds", labels, _seconds(value)))
+                if value is not None:  # older perftest prints no avg/percentiles: absent, not guessed
+                    out.append(Sample(f"fabric_rdma_latency_{name}_seconds", labels, _seconds(value)))
             out.append(Sample("fabric_rdma_latency_last_probe_timestamp_seconds", labels, when))
         roles = set(self._probes)
         for p in self.plan.pairs:  # zero from the first round, so rate() sees the first probe

@@ -100,81 +100,135 @@ class Rule:
     pattern: str  # raw name; "{p}" = priority 0-7, "{q}" = queue number
     scale: float = 1.0
     families: frozenset[str] | None = None
+    vendor: str = ""  # whose driver prints this name (docs/collectors/roce_nic.md groups by it)
 
     def regex(self) -> re.Pattern:
         text = re.escape(self.pattern).replace(r"\{p\}", "(?P<priority>[0-7])").replace(r"\{q\}", "(?P<queue>[0-9]{1,2})")
         return re.compile(text)
 
 
-def _r(metric: str, *patterns: str, scale: float = 1.0, families: tuple[str, ...] | None = None) -> list[Rule]:
+def _r(metric: str, *patterns: str, scale: float = 1.0, families: tuple[str, ...] | None = None,
+       vendor: str = "") -> list[Rule]:
     fam = frozenset(families) if families else None
-    return [Rule(metric, p, scale, fam) for p in patterns]
+    return [Rule(metric, p, scale, fam, vendor) for p in patterns]
 
 
+# Sources: each driver's counter documentation -- mlx5: kernel Documentation/networking/device_drivers/
+# ethernet/mellanox/mlx5/counters.rst; bnxt_en: bnxt_ethtool.c string tables (bnxt_port_stats_arr,
+# bnxt_port_stats_ext_arr, bnxt_ring_err_stats_arr) and Broadcom's NetXtreme-E tuning guide; ice:
+# Documentation/networking/device_drivers/ethernet/intel/ice.rst and ice_ethtool.c (in-tree names) /
+# Intel's out-of-tree ice driver (the "port-..." names); RDMA: mlx5 counters.rst (RDMA section),
+# bnxt_re hw_counters.c, irdma hw stats. Every counter that answers congestion, loss, errors or link
+# stability and has a catalog metric with the same meaning is mapped.
+MLX5, BNXT_EN, ICE = "mlx5", "bnxt_en", "ice"
 BNXT = ("bnxt",)
 ETHTOOL_RULES: list[Rule] = [
-    *_r("fabric_roce_pfc_rx_pause_frames_total", "rx_prio{p}_pause", "rx_pfc_ena_frames_pri{p}", "rx_priority_{p}_xoff.nic"),
-    *_r("fabric_roce_pfc_tx_pause_frames_total", "tx_prio{p}_pause", "tx_pfc_ena_frames_pri{p}", "tx_priority_{p}_xoff.nic"),
-    *_r("fabric_roce_rx_bytes_total", "rx_bytes_phy", "rx_bytes.nic"),
-    *_r("fabric_roce_rx_bytes_total", "rx_bytes", families=BNXT),
-    *_r("fabric_roce_tx_bytes_total", "tx_bytes_phy", "tx_bytes.nic"),
-    *_r("fabric_roce_tx_bytes_total", "tx_bytes", families=BNXT),
-    *_r("fabric_roce_rx_packets_total", "rx_packets_phy"),
-    *_r("fabric_roce_rx_packets_total", "rx_total_frames", families=BNXT),
-    *_r("fabric_roce_tx_packets_total", "tx_packets_phy"),
-    *_r("fabric_roce_tx_packets_total", "tx_total_frames", families=BNXT),
-    *_r("fabric_roce_rx_discards_total", "rx_discards_phy"),
-    *_r("fabric_roce_tx_discards_total", "tx_discards_phy"),
-    *_r("fabric_roce_nic_pfc_rx_pause_seconds_total", "rx_prio{p}_pause_duration", "pfc_pri{p}_rx_duration_us", scale=US),
-    *_r("fabric_roce_nic_pfc_tx_pause_seconds_total", "tx_prio{p}_pause_duration", "pfc_pri{p}_tx_duration_us", scale=US),
-    *_r("fabric_roce_nic_pfc_rx_pause_transitions_total", "rx_prio{p}_pause_transition"),
-    *_r("fabric_roce_nic_pause_storm_warning_events_total", "tx_pause_storm_warning_events"),
-    *_r("fabric_roce_nic_pause_storm_error_events_total", "tx_pause_storm_error_events"),
-    *_r("fabric_roce_nic_continuous_pause_events_total", "continuous_roce_pause_events"),
-    *_r("fabric_roce_nic_priority_rx_bytes_total", "rx_prio{p}_bytes"),
-    *_r("fabric_roce_nic_priority_tx_bytes_total", "tx_prio{p}_bytes"),
-    *_r("fabric_roce_nic_priority_rx_packets_total", "rx_prio{p}_packets"),
-    *_r("fabric_roce_nic_priority_tx_packets_total", "tx_prio{p}_packets"),
-    *_r("fabric_roce_nic_priority_rx_discards_total", "rx_prio{p}_discards"),
-    *_r("fabric_roce_nic_queue_rx_discards_total", "rx_discard_packets_cos{q}"),
-    *_r("fabric_roce_nic_rx_out_of_buffer_packets_total", "rx_out_of_buffer"),
-    *_r("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "rx_buffer_passed_thres_phy"),
-    *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_global_pause", "link_xoff_rx.nic"),
-    *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_pause_frames", families=BNXT),
-    *_r("fabric_roce_nic_link_pause_tx_frames_total", "tx_global_pause", "link_xoff_tx.nic"),
-    *_r("fabric_roce_nic_link_pause_tx_frames_total", "tx_pause_frames", families=BNXT),
-    *_r("fabric_roce_nic_link_pause_rx_seconds_total", "rx_global_pause_duration", scale=US),
-    *_r("fabric_roce_nic_link_pause_tx_seconds_total", "tx_global_pause_duration", scale=US),
-    *_r("fabric_roce_nic_link_down_events_total", "link_down_events_phy"),
-    *_r("fabric_roce_nic_link_down_events_total", "link_down_events", families=BNXT),
-    *_r("fabric_roce_nic_rx_symbol_errors_total", "rx_symbol_err_phy"),
-    *_r("fabric_roce_nic_rx_pcs_symbol_errors_total", "rx_pcs_symbol_err_phy"),
-    *_r("fabric_roce_nic_rx_fec_corrected_errors_total", "rx_corrected_bits_phy"),
-    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_crc_errors_phy", "rx_crc_errors.nic"),
-    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_fcs_err_frames", families=BNXT),
+    *_r("fabric_roce_pfc_rx_pause_frames_total", "rx_prio{p}_pause", vendor=MLX5),
+    *_r("fabric_roce_pfc_rx_pause_frames_total", "rx_pfc_ena_frames_pri{p}", vendor=BNXT_EN),
+    *_r("fabric_roce_pfc_rx_pause_frames_total", "rx_priority_{p}_xoff.nic", "port-rx-xoff_prio-{p}_events", vendor=ICE),
+    *_r("fabric_roce_pfc_tx_pause_frames_total", "tx_prio{p}_pause", vendor=MLX5),
+    *_r("fabric_roce_pfc_tx_pause_frames_total", "tx_pfc_ena_frames_pri{p}", vendor=BNXT_EN),
+    *_r("fabric_roce_pfc_tx_pause_frames_total", "tx_priority_{p}_xoff.nic", "port-tx-xoff_prio-{p}_events", vendor=ICE),
+    *_r("fabric_roce_rx_bytes_total", "rx_bytes_phy", vendor=MLX5),
+    *_r("fabric_roce_rx_bytes_total", "rx_bytes.nic", "port-rx_bytes", vendor=ICE),
+    *_r("fabric_roce_rx_bytes_total", "rx_bytes", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_tx_bytes_total", "tx_bytes_phy", vendor=MLX5),
+    *_r("fabric_roce_tx_bytes_total", "tx_bytes.nic", "port-tx_bytes", vendor=ICE),
+    *_r("fabric_roce_tx_bytes_total", "tx_bytes", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_rx_packets_total", "rx_packets_phy", vendor=MLX5),
+    *_r("fabric_roce_rx_packets_total", "rx_total_frames", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_tx_packets_total", "tx_packets_phy", vendor=MLX5),
+    *_r("fabric_roce_tx_packets_total", "tx_total_frames", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_rx_discards_total", "rx_discards_phy", vendor=MLX5),
+    # bnxt_en: the port MAC's own discard count; ice: the port's Rx drops for lack of buffer
+    # (PRTRPB_RDPC, "rx_dropped.nic"; not "rx_dropped", the netdev's software count).
+    *_r("fabric_roce_rx_discards_total", "rx_stat_discard", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_rx_discards_total", "rx_dropped.nic", "port-rx-dropped_pkts", vendor=ICE),
+    *_r("fabric_roce_tx_discards_total", "tx_discards_phy", vendor=MLX5),
+    *_r("fabric_roce_tx_discards_total", "tx_stat_discard", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_tx_discards_total", "tx_dropped_link_down.nic", "port-tx-dropped_link-down_pkts", vendor=ICE),
+    *_r("fabric_roce_nic_pfc_rx_pause_seconds_total", "rx_prio{p}_pause_duration", scale=US, vendor=MLX5),
+    *_r("fabric_roce_nic_pfc_rx_pause_seconds_total", "pfc_pri{p}_rx_duration_us", scale=US, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_pfc_tx_pause_seconds_total", "tx_prio{p}_pause_duration", scale=US, vendor=MLX5),
+    *_r("fabric_roce_nic_pfc_tx_pause_seconds_total", "pfc_pri{p}_tx_duration_us", scale=US, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_pfc_rx_pause_transitions_total", "rx_prio{p}_pause_transition", vendor=MLX5),
+    *_r("fabric_roce_nic_pfc_rx_pause_transitions_total", "pfc_pri{p}_rx_transitions", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_pfc_tx_pause_transitions_total", "pfc_pri{p}_tx_transitions", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_pause_storm_warning_events_total", "tx_pause_storm_warning_events", vendor=MLX5),
+    *_r("fabric_roce_nic_pause_storm_error_events_total", "tx_pause_storm_error_events", vendor=MLX5),
+    *_r("fabric_roce_nic_continuous_pause_events_total", "continuous_roce_pause_events", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_priority_rx_bytes_total", "rx_prio{p}_bytes", vendor=MLX5),
+    *_r("fabric_roce_nic_priority_tx_bytes_total", "tx_prio{p}_bytes", vendor=MLX5),
+    *_r("fabric_roce_nic_priority_rx_packets_total", "rx_prio{p}_packets", vendor=MLX5),
+    *_r("fabric_roce_nic_priority_tx_packets_total", "tx_prio{p}_packets", vendor=MLX5),
+    *_r("fabric_roce_nic_priority_rx_discards_total", "rx_prio{p}_discards", vendor=MLX5),
+    *_r("fabric_roce_nic_queue_rx_discards_total", "rx_discard_packets_cos{q}", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_rx_out_of_buffer_packets_total", "rx_out_of_buffer", vendor=MLX5),
+    # bnxt_en: Rx ring drops summed over rings (no buffer posted by the host); renamed in 6.x kernels
+    *_r("fabric_roce_nic_rx_out_of_buffer_packets_total", "rx_total_discard_pkts", "rx_total_ring_discards",
+        families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "rx_buffer_passed_thres_phy", vendor=MLX5),
+    # mlx5: not rx/tx_pause_ctrl_phy -- published captures show it rising with PFC on and global
+    # pause off, so it is PFC + link pause together; no catalog metric means that (docs say why).
+    *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_global_pause", vendor=MLX5),
+    *_r("fabric_roce_nic_link_pause_rx_frames_total", "link_xoff_rx.nic", "port-rx-xoff_events", vendor=ICE),
+    *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_pause_frames", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_link_pause_tx_frames_total", "tx_global_pause", vendor=MLX5),
+    *_r("fabric_roce_nic_link_pause_tx_frames_total", "link_xoff_tx.nic", "port-tx-xoff_events", vendor=ICE),
+    *_r("fabric_roce_nic_link_pause_tx_frames_total", "tx_pause_frames", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_link_pause_rx_seconds_total", "rx_global_pause_duration", scale=US, vendor=MLX5),
+    *_r("fabric_roce_nic_link_pause_tx_seconds_total", "tx_global_pause_duration", scale=US, vendor=MLX5),
+    *_r("fabric_roce_nic_link_pause_rx_transitions_total", "rx_global_pause_transition", vendor=MLX5),
+    *_r("fabric_roce_nic_link_down_events_total", "link_down_events_phy", vendor=MLX5),
+    *_r("fabric_roce_nic_link_down_events_total", "link_down_events", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_rx_symbol_errors_total", "rx_symbol_err_phy", vendor=MLX5),
+    *_r("fabric_roce_nic_rx_pcs_symbol_errors_total", "rx_pcs_symbol_err_phy", vendor=MLX5),
+    *_r("fabric_roce_nic_rx_pcs_symbol_errors_total", "rx_pcs_symbol_err", families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_rx_fec_corrected_errors_total", "rx_corrected_bits_phy", vendor=MLX5),
+    *_r("fabric_roce_nic_rx_fec_corrected_errors_total", "rx_corrected_bits", "rx_fec_corrected_blocks",
+        families=BNXT, vendor=BNXT_EN),
+    *_r("fabric_roce_nic_rx_fec_uncorrectable_errors_total", "rx_fec_uncorrectable_blocks", families=BNXT,
+        vendor=BNXT_EN),
+    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_crc_errors_phy", vendor=MLX5),
+    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_crc_errors.nic", "port-rx-crc_errors", vendor=ICE),
+    *_r("fabric_roce_nic_rx_crc_errors_total", "rx_fcs_err_frames", families=BNXT, vendor=BNXT_EN),
 ]
 
+MLX5_RDMA, BNXT_RE, IRDMA = "mlx5 (RDMA)", "bnxt_re", "irdma"
 HW_RULES: list[Rule] = [
-    *_r("fabric_roce_ecn_marked_packets_total", "np_ecn_marked_roce_packets", "rx_ecn_marked_pkts", "RxECNMrkd"),
+    *_r("fabric_roce_ecn_marked_packets_total", "np_ecn_marked_roce_packets", vendor=MLX5_RDMA),
+    *_r("fabric_roce_ecn_marked_packets_total", "rx_ecn_marked_pkts", vendor=BNXT_RE),
+    *_r("fabric_roce_ecn_marked_packets_total", "RxECNMrkd", vendor=IRDMA),
     # bnxt_re renamed tx_cnp_pkts/rx_cnp_pkts/rx_ecn_marked_pkts to np_cnp_pkts/rp_cnp_handled/
     # np_ecn_marked_roce_packets in later kernels: both generations are listed.
-    *_r("fabric_roce_nic_cnp_sent_total", "np_cnp_sent", "np_cnp_pkts", "tx_cnp_pkts", "cnpSent"),
-    *_r("fabric_roce_nic_cnp_received_total", "rx_cnp_pkts"),
-    *_r("fabric_roce_nic_cnp_handled_total", "rp_cnp_handled", "cnpHandled"),
-    *_r("fabric_roce_nic_cnp_ignored_total", "rp_cnp_ignored", "cnpIgnored"),
-    *_r("fabric_roce_nic_out_of_sequence_packets_total", "out_of_sequence", "oos_drop_count"),
-    *_r("fabric_roce_nic_packet_sequence_errors_total", "packet_seq_err", "seq_err_naks_rcvd"),
-    *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "implied_nak_seq_err"),
-    *_r("fabric_roce_nic_local_ack_timeouts_total", "local_ack_timeout_err", "to_retransmits"),
-    *_r("fabric_roce_nic_adaptive_retransmits_total", "roce_adp_retrans"),
-    *_r("fabric_roce_nic_adaptive_retransmit_timeouts_total", "roce_adp_retrans_to"),
-    *_r("fabric_roce_nic_slow_restarts_total", "roce_slow_restart"),
-    *_r("fabric_roce_nic_slow_restart_cnps_total", "roce_slow_restart_cnps"),
-    *_r("fabric_roce_nic_slow_restart_transitions_total", "roce_slow_restart_trans"),
-    *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", "dup_req", "dup_reqs"),
-    *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_nak_retry_err"),
-    *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer", "rx_out_of_buffer", "res_oob_drop_count"),
-    *_r("fabric_roce_nic_transport_retries_exceeded_total", "req_transport_retries_exceeded", "max_retry_exceeded"),
+    *_r("fabric_roce_nic_cnp_sent_total", "np_cnp_sent", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_cnp_sent_total", "np_cnp_pkts", "tx_cnp_pkts", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_cnp_sent_total", "cnpSent", vendor=IRDMA),
+    *_r("fabric_roce_nic_cnp_received_total", "rx_cnp_pkts", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_cnp_handled_total", "rp_cnp_handled", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_cnp_handled_total", "cnpHandled", vendor=IRDMA),
+    *_r("fabric_roce_nic_cnp_ignored_total", "rp_cnp_ignored", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_cnp_ignored_total", "cnpIgnored", vendor=IRDMA),
+    *_r("fabric_roce_nic_out_of_sequence_packets_total", "out_of_sequence", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_out_of_sequence_packets_total", "oos_drop_count", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_packet_sequence_errors_total", "packet_seq_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_packet_sequence_errors_total", "seq_err_naks_rcvd", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "implied_nak_seq_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_local_ack_timeouts_total", "local_ack_timeout_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_local_ack_timeouts_total", "to_retransmits", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_adaptive_retransmits_total", "roce_adp_retrans", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_adaptive_retransmit_timeouts_total", "roce_adp_retrans_to", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_slow_restarts_total", "roce_slow_restart", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_slow_restart_cnps_total", "roce_slow_restart_cnps", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_slow_restart_transitions_total", "roce_slow_restart_trans", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_duplicate_requests_total", "dup_req", "dup_reqs", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_nak_retry_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_rdma_out_of_buffer_total", "rx_out_of_buffer", "res_oob_drop_count", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_transport_retries_exceeded_total", "req_transport_retries_exceeded", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_transport_retries_exceeded_total", "max_retry_exceeded", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_rx_icrc_errors_total", "rx_icrc_encapsulated", vendor=MLX5_RDMA),
 ]
 
 
@@ -253,21 +307,31 @@ class CounterMapper:
 
 
 def mapping_table_markdown() -> str:
-    """The raw-name -> metric tables of docs/collectors/roce_nic.md (a test keeps the doc equal)."""
+    """The per-vendor raw-name -> metric tables of docs/collectors/roce_nic.md (a test keeps the doc equal)."""
     out = []
     for title, rules in (("From `ethtool -S <netdev>`", ETHTOOL_RULES),
                          ("From the RDMA hardware counters (sysfs `hw_counters/*` or `rdma statistic show`)", HW_RULES)):
-        out += [f"### {title}", "", "| metric | extra label | raw counters, in order of preference |", "|---|---|---|"]
-        by_metric: dict[str, list[Rule]] = {}
-        for rule in rules:
-            by_metric.setdefault(rule.metric, []).append(rule)
-        for metric, group in by_metric.items():
-            extra = "priority" if any("{p}" in r.pattern for r in group) else (
-                "queue" if any("{q}" in r.pattern for r in group) else "")
-            raws = ", ".join(f"`{r.pattern}`" + (f" ({'/'.join(sorted(r.families))} only)" if r.families else "")
-                             + (" (µs → s)" if r.scale != 1.0 else "") for r in group)
-            out.append(f"| `{metric}` | {extra} | {raws} |")
-        out.append("")
+        out += [f"### {title}", ""]
+        vendors = list(dict.fromkeys(rule.vendor for rule in rules))
+        for vendor in vendors:
+            out += [f"#### {vendor}", "", "| raw counter | metric | extra label | note |", "|---|---|---|---|"]
+            for rule in rules:
+                if rule.vendor != vendor:
+                    continue
+                extra = "priority" if "{p}" in rule.pattern else ("queue" if "{q}" in rule.pattern else "")
+                same = [r.pattern for r in ETHTOOL_RULES + HW_RULES if r.metric == rule.metric]
+                notes = []
+                if rule.scale != 1.0:
+                    notes.append("µs → s")
+                if rule.families:
+                    notes.append(f"{'/'.join(sorted(rule.families))} driver only")
+                if len(same) > 1 and same.index(rule.pattern) > 0:
+                    earlier = [f"`{x}`" for x in same[:same.index(rule.pattern)]
+                               if any(r.pattern == x and r.vendor == vendor for r in rules)]
+                    if earlier:
+                        notes.append("used when " + ", ".join(earlier) + " is absent")
+                out.append(f"| `{rule.pattern}` | `{rule.metric}` | {extra} | {'; '.join(notes)} |")
+            out.append("")
     return "\n".join(out)
 
 
@@ -360,16 +424,19 @@ class RoceNicCollector(Collector):
 def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
     """The catalog samples of one host's parsed dump; raises CommandFailed when nothing was read."""
     problems: list[str] = []
-    ports = _ports(dump, options, problems)
-    return _samples(ports, host, options, problems)
+    skipped: list = []  # lines the parsers skipped (skip-and-count rule)
+    ports = _ports(dump, options, problems, skipped)
+    result = _samples(ports, host, options, problems)
+    result.skipped = skipped
+    return result
 
 
-def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortData]:
+def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list | None = None) -> list[PortData]:
     if dump.missing_devices:
         problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
     ports: list[PortData] = []
     if dump.mode == "rdma":
-        ports = _ports_from_rdma_tool(dump)
+        ports = _ports_from_rdma_tool(dump, skipped)
         absent = sorted(set(o.devices) - {p.device for p in ports})
         if absent:  # the sysfs script reports these itself (@@missing)
             problems.append("RDMA devices not found on host: " + ", ".join(absent))
@@ -379,7 +446,8 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
             ports.append(PortData(
                 dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
                 None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
-                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters") if raw is not None else None))
+                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped)
+                if raw is not None else None))
         if not ports and not dump.missing_devices:
             raise CommandFailed("no RDMA devices under /sys/class/infiniband "
                                 "(driver not loaded, or /sys not visible to this user/container?)")
@@ -395,7 +463,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
         if port is None:
             continue
         if out.exit_status == 0:
-            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}")
+            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}", skipped)
         elif out.exit_status == 127:
             missing_tool.append(netdev)
         else:
@@ -406,15 +474,15 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str]) -> list[PortD
     return ports
 
 
-def _parse_in(parse, text: str, where: str):
+def _parse_in(parse, text: str, where: str, skipped: list | None = None):
     """Run a parser; a ParseError names the device or netdev it came from."""
     try:
-        return parse(text)
+        return parse(text, skipped=skipped)
     except ParseError as e:
         raise ParseError(f"{where}: {e}") from None
 
 
-def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
+def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[PortData]:
     for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
         if out is None:
             raise ParseError(f"roce dump: no {what} section")
@@ -424,8 +492,8 @@ def _ports_from_rdma_tool(dump: HostDump) -> list[PortData]:
         if out.exit_status != 0:
             tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
             raise CommandFailed(f"{what}: exit status {out.exit_status}: {tail[:200]}")
-    links = parse_rdma_link(dump.rdma_link.text)
-    stats = parse_rdma_statistic(dump.rdma_statistic.text)
+    links = parse_rdma_link(dump.rdma_link.text, skipped=skipped)
+    stats = parse_rdma_statistic(dump.rdma_statistic.text, skipped=skipped)
     if not links:
         raise CommandFailed("rdma link show lists no RDMA ports")
     ports = []

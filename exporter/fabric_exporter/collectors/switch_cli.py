@@ -198,6 +198,7 @@ class SwitchCliCollector(Collector):
         samples: list[Sample] = []
         problems: list[str] = []
         failures: list[PollError] = []
+        self._skipped: list = []  # lines the parsers skipped (skip-and-count rule)
         for n in names:
             section = sections.get(n)
             command = " ".join(self._argv(n))
@@ -214,13 +215,13 @@ class SwitchCliCollector(Collector):
         problems.extend(str(f) for f in failures)
         if failures and len(failures) == len(names):
             raise failures[0]
-        return PollResult(samples, problems)
+        return PollResult(samples, problems, self._skipped)
 
     def _samples(self, name: str, text: str) -> list[Sample]:
         sw = self.switch
         out: list[Sample] = []
         if name == "pfc":
-            counters = p.parse_pfc_counters(text)
+            counters = p.parse_pfc_counters(text, skipped=self._skipped)
             for direction, table in (("rx", counters.rx), ("tx", counters.tx)):
                 metric = f"fabric_roce_pfc_{direction}_pause_frames_total"
                 for port, prios in table.items():
@@ -229,10 +230,12 @@ class SwitchCliCollector(Collector):
                                    for prio, v in sorted(prios.items()))
         elif name in ("queue", "wred"):
             if name == "queue":
-                rows = (p.parse_queue_counters_json if self._json["queue"] else p.parse_queue_counters)(text)
+                rows = (p.parse_queue_counters_json if self._json["queue"] else p.parse_queue_counters)(
+                    text, skipped=self._skipped)
                 metrics = QUEUE_METRICS
             else:
-                rows = (p.parse_wred_counters_json if self._json["wred"] else p.parse_wred_counters)(text)
+                rows = (p.parse_wred_counters_json if self._json["wred"] else p.parse_wred_counters)(
+                    text, skipped=self._skipped)
                 metrics = WRED_METRICS
             for row in rows:
                 if not self._wanted(row.port):
@@ -241,7 +244,7 @@ class SwitchCliCollector(Collector):
                 out.extend(Sample(metric, labels, float(row.values[stat]))
                            for stat, metric in metrics.items() if stat in row.values)
         elif name == "pfcwd":
-            for row in p.parse_pfcwd_stats(text):
+            for row in p.parse_pfcwd_stats(text, skipped=self._skipped):
                 if not self._wanted(row.port):
                     continue
                 # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
@@ -265,13 +268,14 @@ class SwitchCliCollector(Collector):
                                 f"under /sys/class/net")
         samples: list[Sample] = []
         problems: list[str] = []
+        skipped: list = []
         for s in sections:
             if s.exit_status != 0:
                 problems.append(f"ethtool -S {s.name}: exit status {s.exit_status}: "
                                 + (" | ".join(stderr.strip().splitlines()[-2:]) or "no output"))
                 continue
             try:
-                c = p.parse_cumulus_ethtool(s.text)
+                c = p.parse_cumulus_ethtool(s.text, skipped=skipped)
             except ParseError as e:
                 problems.append(f"ethtool -S {s.name}: {e}")
                 continue
@@ -284,4 +288,4 @@ class SwitchCliCollector(Collector):
                                   {**base, "queue": f"UC{k}"}, float(v)) for k, v in sorted(c.wred_dropped.items()))
         if len(problems) == len(sections):
             raise CommandFailed(problems[0])
-        return PollResult(samples, problems)
+        return PollResult(samples, problems, skipped)

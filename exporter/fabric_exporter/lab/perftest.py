@@ -12,7 +12,8 @@ fixture (JSON, path in ``FABRIC_LAB_PERFTEST_FIXTURE``)::
 
     {"hosts": {"127.0.1.1": "gpu-001", ...},              # address -> host name
      "default": {"typical": 2.1, "p99": 2.9, ...},       # µs; missing stats are derived
-     "pairs": {"gpu-001>gpu-002": {"typical": 9.0} | {"behaviour": "hang" | "fail" | "garbage" | "vanish"}},
+     "pairs": {"gpu-001>gpu-002": {"typical": 9.0} | {"behaviour": "hang" | "fail" | "garbage" | "vanish"
+                                                     | "three_columns"}},  # perftest 2.x report layout
      "cpu_warning": true}
 
 Every start and end is appended as a JSON line to ``$FABRIC_LAB_PERFTEST_STATE/events.jsonl`` and
@@ -288,6 +289,11 @@ def run_client(lab: _Lab, opts: dict) -> int:
             os.close(fd)
     if behaviour == "garbage":
         _print("#bytes #iterations t_min[usec]\n 2 1000 \x00\x01 nonsense\n")
+    elif behaviour == "three_columns":  # older perftest: no avg, stdev or percentiles
+        _print(render_banner(lab.tool, role="client", device=opts["device"], link_type=link, gid_index=gid)
+               + " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+               + f" {opts['size']:<7} {opts['iters']:<13} {stats['min']:<14.2f} {stats['max']:<12.2f} "
+               + f"{stats['typical']:<7.2f}\n" + RESULT_LINE)
     else:
         _print(render_banner(lab.tool, role="client", device=opts["device"], link_type=link, gid_index=gid)
                + RESULT_FMT_LAT + "\n" + report_row(opts["size"], opts["iters"], stats) + RESULT_LINE)

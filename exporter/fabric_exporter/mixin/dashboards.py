@@ -356,6 +356,12 @@ def exporter(s: Settings) -> dict:
         timeseries("Backoff", [Q(f"fabric_poll_backoff_seconds{t}", "{{group}}/{{host}}")], "s",
                    description="Extra delay after consecutive failures (0 when healthy)."),
         timeseries("Samples per target", [Q(f"fabric_samples{t}", "{{group}}/{{host}}")], "short"),
+        timeseries("Skipped unknown lines", [
+            Q(f"sum by (collector, source) (rate(fabric_parse_skipped_lines_total{t}[{RI}]))",
+              "{{collector}} {{source}}")], "ops",
+            description="Lines of tool output a parser did not know and skipped (values on them are not "
+                        "published): a tool, firmware or driver printing something new. The exporter's debug "
+                        "log shows each distinct line once."),
         timeseries("Targets by collector", [Q(f"fabric_targets{s.sel()}", "{{collector}}")], "short"),
         table("Build", [Q(f"fabric_build_info{s.sel()}")], "short", width=24),
     ]

@@ -5,8 +5,9 @@
          rx_prio3_pause: 17
          [0]: rx_ucast_packets: 5          (bnxt_en per-ring lines: the name itself holds ": ")
 
-Values are unsigned 64-bit decimals. A line that is not a counter, a value that is not a plain
-decimal, or a truncated table is a ParseError: nothing is guessed. A name printed twice with
+Values are unsigned 64-bit decimals. A line without a ``name: value`` shape inside the table (a
+driver's section heading, a note) is skipped and counted (``skipped=``, see parsers/skipped.py); a
+counter line whose value is not a plain decimal is a ParseError: nothing is guessed. A name printed twice with
 different values is ambiguous and is kept out of ``counters`` (listed in ``ambiguous``).
 """
 
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .skipped import SkippedLine, note
 
 HEADER = "NIC statistics:"
 U64_MAX = 2**64 - 1
@@ -43,7 +45,7 @@ def parse_u64(text: str, what: str) -> int:
     return value
 
 
-def parse_ethtool_stats(text: str) -> EthtoolStats:
+def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> EthtoolStats:
     if not isinstance(text, str):
         raise ParseError("ethtool -S: expected text")
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
@@ -71,7 +73,8 @@ def parse_ethtool_stats(text: str) -> EthtoolStats:
         name, sep, value = line.rpartition(":")
         name = name.strip()
         if not sep or not name or not _NAME.fullmatch(name):
-            raise ParseError(f"ethtool -S line {n}: not a 'name: value' counter line: {line.strip()[:60]!r}")
+            note(skipped, "ethtool", n, line)  # not a counter line: a heading or note
+            continue
         number = parse_u64(value.strip(), f"ethtool -S line {n} ({name})")
         if name in counters and counters[name] != number:
             ambiguous.add(name)

@@ -62,3 +62,21 @@ def parse_uint(text: str, what: str) -> int:
     if not t.isascii() or not t.isdigit():
         raise ParseError(f"invalid {what} {text!r}")
     return int(t)
+
+
+# Counter names of older infiniband-diags/OFED (perfquery, ibqueryerrors before ~1.6) -> the names
+# current versions print. Parsers normalise to the current names, so one mapping serves both.
+OLD_COUNTER_NAMES = {
+    "XmtData": "PortXmitData", "RcvData": "PortRcvData", "XmtPkts": "PortXmitPkts", "RcvPkts": "PortRcvPkts",
+    "XmtWait": "PortXmitWait", "SymbolErrors": "SymbolErrorCounter", "LinkRecovers": "LinkErrorRecoveryCounter",
+    "LinkDowned": "LinkDownedCounter", "RcvErrors": "PortRcvErrors", "RcvRemotePhysErrors": "PortRcvRemotePhysicalErrors",
+    "RcvSwRelayErrors": "PortRcvSwitchRelayErrors", "XmtDiscards": "PortXmitDiscards",
+    "XmtConstraintErrors": "PortXmitConstraintErrors", "RcvConstraintErrors": "PortRcvConstraintErrors",
+    "LinkIntegrityErrors": "LocalLinkIntegrityErrors", "ExcBufOverrunErrors": "ExcessiveBufferOverrunErrors",
+    "XmtUcastPkts": "PortUnicastXmitPkts", "RcvUcastPkts": "PortUnicastRcvPkts",
+    "XmtMcastPkts": "PortMulticastXmitPkts", "RcvMcastPkts": "PortMulticastRcvPkts",
+}
+
+
+def current_counter_name(name: str) -> str:
+    return OLD_COUNTER_NAMES.get(name, name)

@@ -16,6 +16,17 @@ then ``counter=0xHEX`` lines (``NA`` for unsupported)::
     Port=1 Lid=0x0003 GUID=0x0002c90300a10000 Device=54000 Port Name=leaf-01/P1
     port_xmit_data=0x0000000000001234
     symbol_error_counter=NA
+
+IBDIAGNET 2.10 frames each port block with a line of dashes; such frame lines are ignored.
+
+Both files may hold a 32-bit (or narrower) PortCounters cell and its 64-bit ``*_extended`` twin.
+``normalise`` keeps one value per counter: the 64-bit one where both exist, data counters in bytes
+(``port_xmit_data_bytes``: the counters count 4-byte words), and names the fixed-width counters
+sitting at their maximum (latched: their rate means nothing until reset), as the sweep path does.
+
+Skip-and-count: a db_csv row whose cell count does not match its header, text outside a section,
+and a .pm line of unknown shape are skipped and counted (``skipped=``); a value that is not a
+number, an unterminated section or an unreadable port header fails the parse.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ParseError
 from .ib_common import parse_guid
+from .skipped import SkippedLine, note
 
 _UNSUPPORTED = {"-1", "NA", "N/A", ""}
 _MAX_SECTIONS = 1000
@@ -44,7 +56,7 @@ def _number(text: str, what: str) -> int | None:
     return value
 
 
-def parse_db_csv(text: str) -> dict[str, list[dict[str, str]]]:
+def parse_db_csv(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, list[dict[str, str]]]:
     """All sections: name -> rows (dicts keyed by the stripped header cells)."""
     if not isinstance(text, str):
         raise ParseError("ibdiagnet2.db_csv must be text")
@@ -57,11 +69,13 @@ def parse_db_csv(text: str) -> dict[str, list[dict[str, str]]]:
         if not line or line.startswith("#"):
             continue
         if not line.startswith("START_"):
-            raise ParseError(f"text outside a section: {line[:60]!r}")
+            note(skipped, "ibdiagnet2.db_csv", i, line)
+            continue
         name = line[len("START_"):]
         if not name or name in sections or len(sections) >= _MAX_SECTIONS:
             raise ParseError(f"bad or repeated section {name[:40]!r}")
         body: list[str] = []
+        first_line = i + 1
         while i < len(lines) and lines[i].strip() != f"END_{name}":
             body.append(lines[i])
             i += 1
@@ -69,18 +83,19 @@ def parse_db_csv(text: str) -> dict[str, list[dict[str, str]]]:
             raise ParseError(f"section {name} has no END_{name}")
         i += 1
         rows: list[dict[str, str]] = []
-        body = [b for b in body if b.strip()]
-        if body:
+        numbered = [(first_line + k, b) for k, b in enumerate(body) if b.strip()]
+        if numbered:
             try:
-                reader = list(csv.reader(body))
+                reader = list(csv.reader(b for _, b in numbered))
             except csv.Error as e:
                 raise ParseError(f"section {name}: {e}") from None
             header = [h.strip() for h in reader[0]]
             if len(set(header)) != len(header) or not all(header):
                 raise ParseError(f"section {name}: empty or repeated header cells")
-            for cells in reader[1:]:
-                if len(cells) != len(header):
-                    raise ParseError(f"section {name}: row has {len(cells)} cells, header {len(header)}")
+            for (line_no, raw), cells in zip(numbered[1:], reader[1:]):
+                if len(cells) != len(header):  # a row we cannot align with the header: never shift
+                    note(skipped, "ibdiagnet2.db_csv", line_no, raw)
+                    continue
                 rows.append({h: c.strip() for h, c in zip(header, cells)})
         sections[name] = rows
     return sections
@@ -91,6 +106,61 @@ class PortPM:
     node_guid: int
     port: int
     counters: dict[str, int] = field(default_factory=dict)
+    latched: set[str] = field(default_factory=set)  # fixed-width counters at their maximum
+
+
+# Width in bits of each PortCounters (fixed-width) field, by ibdiagnet name: .pm files use
+# snake_case (IBDIAGNET 2.10 also spells link_down_counter and excessive_buffer_errors), the
+# db_csv PM_INFO section CamelCase.
+PM_COUNTER_BITS = {
+    "symbol_error_counter": 16, "link_error_recovery_counter": 8, "link_downed_counter": 8, "link_down_counter": 8,
+    "port_rcv_errors": 16, "port_rcv_remote_physical_errors": 16, "port_rcv_switch_relay_errors": 16,
+    "port_xmit_discard": 16, "port_xmit_discards": 16, "port_xmit_constraint_errors": 8,
+    "port_rcv_constraint_errors": 8, "local_link_integrity_errors": 4, "excessive_buffer_overrun_errors": 4,
+    "excessive_buffer_errors": 4, "vl15_dropped": 16, "port_xmit_data": 32, "port_rcv_data": 32,
+    "port_xmit_pkts": 32, "port_rcv_pkts": 32, "port_xmit_wait": 32, "qp1_dropped": 16,
+    "SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
+    "PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
+    "PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
+    "ExcessiveBufferOverrunErrors": 4, "VL15Dropped": 16, "PortXmitData": 32, "PortRcvData": 32,
+    "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32, "QP1Dropped": 16,
+}
+# The fixed-width cell a 64-bit twin replaces, where ibdiagnet spells it differently from the twin.
+_TWIN_ALIASES = {"link_downed_counter": ("link_down_counter",),
+                 "excessive_buffer_overrun_errors": ("excessive_buffer_errors",),
+                 "port_xmit_discards": ("port_xmit_discard",)}
+_TWIN_SUFFIXES = ("_extended", "Extended", "Ext")
+# Data counters count 4-byte words: published in bytes under a name that says so.
+DATA_WORD_COUNTERS = {"port_xmit_data": "port_xmit_data_bytes", "port_rcv_data": "port_rcv_data_bytes",
+                      "PortXmitData": "PortXmitDataBytes", "PortRcvData": "PortRcvDataBytes"}
+
+
+def normalise(counters: dict[str, int]) -> tuple[dict[str, int], set[str]]:
+    """One value per counter: a 64-bit twin (``*_extended``, ``*Extended``, ``*Ext``) replaces its
+    fixed-width cell under the cell's name; data counters in bytes (``*_bytes``/``*Bytes``).
+    Returns the counters and the fixed-width ones that sit at their maximum with no twin (latched)."""
+    out: dict[str, int] = {}
+    twins: dict[str, int] = {}
+    for name, value in counters.items():
+        suffix = next((x for x in _TWIN_SUFFIXES if name.endswith(x) and len(name) > len(x)), None)
+        if suffix is None:
+            out.setdefault(name, value)
+        else:
+            twins[name[:-len(suffix)]] = value
+    wide = set()
+    for stem, value in twins.items():
+        cells = [c for c in (stem, *_TWIN_ALIASES.get(stem, ())) if c in out]
+        target = cells[0] if cells else stem
+        for c in cells:
+            del out[c]
+        out[target] = value
+        wide.add(target)
+    latched = {name for name, value in out.items()
+               if name in PM_COUNTER_BITS and name not in wide and value == (1 << PM_COUNTER_BITS[name]) - 1}
+    for name, renamed in DATA_WORD_COUNTERS.items():
+        if name in out:
+            out[renamed] = out.pop(name) * 4
+    return out, latched
 
 
 _ID_COLUMNS = {"nodeguid", "portguid", "portnumber", "portnum", "lastupdatetimestamp", "lid"}
@@ -108,6 +178,7 @@ def pm_info(sections: dict[str, list[dict[str, str]]]) -> list[PortPM]:
             n = _number(value, key)
             if n is not None:
                 pm.counters[key] = n
+        pm.counters, pm.latched = normalise(pm.counters)
         out.append(pm)
     return out
 
@@ -176,14 +247,17 @@ def node_temperatures(sections: dict[str, list[dict[str, str]]]) -> dict[int, fl
 _PM_HEADER_KEYS = re.compile(r"(Port|Lid|GUID|Device|Port Name)=(\S*)")
 
 
-def parse_pm(text: str) -> list[PortPM]:
+_FRAME = re.compile(r"^[-=]{3,}$")  # IBDIAGNET 2.10 frames port blocks with dashes
+
+
+def parse_pm(text: str, skipped: list[SkippedLine] | None = None) -> list[PortPM]:
     if not isinstance(text, str):
         raise ParseError("ibdiagnet2.pm must be text")
     out: list[PortPM] = []
     current: PortPM | None = None
-    for raw in text.splitlines():
+    for n_line, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or _FRAME.match(line):
             continue
         if line.startswith("Port="):
             keys = dict(_PM_HEADER_KEYS.findall(line))
@@ -198,12 +272,15 @@ def parse_pm(text: str) -> list[PortPM]:
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or current is None or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", key):
-            raise ParseError(f"unexpected .pm line {line[:80]!r}")
+            note(skipped, "ibdiagnet2.pm", n_line, line)
+            continue
         if key in current.counters:
             raise ParseError(f"{key} twice for one port")
         n = _number(value, key)
         if n is not None:
             current.counters[key] = n
+    for pm in out:
+        pm.counters, pm.latched = normalise(pm.counters)
     return out
 
 

@@ -11,7 +11,11 @@
     [1](7cfe9003003b4bdf) 	"S-7cfe9003009ce5b0"[10]		# lid 134 lmc 0 "ib-i1l1s01" lid 1719 4xEDR
 
 Only linked ports appear (a down port has no line). ``4x???`` is printed when the speed is
-unknown. ``-g`` (grouped) output adds ``#`` comment lines, which are skipped.
+unknown. ``-g`` (grouped) output adds ``#`` comment lines, ``Chassis N (guid ...)`` and ``Non-Chassis
+Nodes`` headings, ``[ext N]`` port mappings and chassis comments after ``sysimgguid=``/``switchguid=``;
+``-f`` appends `` s=.. w=.. v=..`` to port lines. ibdiagnet writes the same layout with port labels
+(``[1](1/1/1)``, split ports of NDR switches). All are read; any other line of unknown shape is
+skipped and counted (``skipped=``), while a port line (``[``...) we cannot read fails the parse.
 """
 
 from __future__ import annotations
@@ -21,17 +25,28 @@ from dataclasses import dataclass, field
 
 from ..errors import ParseError
 from .ib_common import SPEED_BY_NAME, parse_guid
+from .skipped import SkippedLine, note
 
 _ID = r'"([SHR])-([0-9a-fA-F]{1,16})"'
 _HEADER_RE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+' + _ID + r'\s*(?:#\s*(.*))?$')
 _SW_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*?))\s+(?:(enhanced|base) port 0\s+)?lid (\d+) lmc (\d+)\s*$')
 _CA_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*))\s*$')  # some tools/versions print it unquoted
-_SW_PORT_RE = re.compile(r'^\[(\d+)\](?:\[ext (\d+)\])?\s+' + _ID + r'\[(\d+)\](?:\[ext \d+\])?'
-                         r'(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*"(.*)" lid (\d+) (\S+)\s*$')
-_CA_PORT_RE = re.compile(r'^\[(\d+)\]\(([0-9a-fA-F]{1,16})\)\s+' + _ID + r'\[(\d+)\](?:\[ext \d+\])?'
-                         r'(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*lid (\d+) lmc (\d+) "(.*)" lid (\d+) (\S+)\s*$')
-_LINK_RE = re.compile(r"^(\d+)x(.+)$")
-_ASSIGN_RE = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=(0x[0-9a-fA-F]+)(?:\(([0-9a-fA-F]+)\))?\s*$")
+# ibdiagnet's port labels: "(1/1/1)", "(17/2)", "(65)", "(B9D0F0/0/0/1)". On a peer they have a '/', so
+# they are never confused with a CA peer's port GUID; on the port's own side a GUID may follow.
+_LABEL = r'(?:\([^()\s/]*/[^()\s]*\))?'
+_OWN_LABEL = r'(?:\([^()\s]+\))?'
+_TAIL = r'(?:\s+s=\d+ w=\d+ v=\d+(?: e=\d+)?)?(?:\s+slot \d+|\s+\(scp\))?\s*$'  # -f; Xsigo
+# A switch port never prints its own GUID, so "(65)" after a switch's own port is a label too.
+_SW_PORT_RE = re.compile(r'^\[(\d+)\]' + _OWN_LABEL + r'(?:\[ext (\d+)\])?\s+' + _ID + r'\[(\d+)\]' + _LABEL
+                         + r'(?:\[ext \d+\])?\s*(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*"(.*)" lid (\d+) (\S+)' + _TAIL)
+_CA_PORT_RE = re.compile(r'^\[(\d+)\]' + _OWN_LABEL + r'\(([0-9a-fA-F]{1,16})\)\s+'  + _ID + r'\[(\d+)\]' + _LABEL
+                         + r'(?:\[ext \d+\])?\s*(?:\(([0-9a-fA-F]{1,16})\))?\s*#\s*lid (\d+) lmc (\d+) "(.*)" lid (\d+) (\S+)'
+                         + _TAIL)
+# -g headings: known, carry nothing we publish.
+_GROUP_HEADING_RE = re.compile(r'^(?:Chassis \d+(?: \(guid 0x[0-9a-fA-F]+\))?|Non-Chassis Nodes|Hostname: .*)$')
+_LINK_RE = re.compile(r"^(\d+|\?\?)x(.+)$")
+_ASSIGN_RE = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=(0x[0-9a-fA-F]+)(?:\(([0-9a-fA-F]+)\))?"
+                        r"\s*(?:#.*)?$")
 
 _TYPES = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
 
@@ -88,6 +103,9 @@ def _link(text: str) -> tuple[int | None, str | None]:
     m = _LINK_RE.match(text)
     if not m:
         raise ParseError(f"unreadable link width/speed {text!r}")
+    if text.startswith("??x"):  # width unknown to the tool: print what it knows, nothing invented
+        gen = text[3:]
+        return None, (gen if gen in SPEED_BY_NAME else None)
     width = int(m.group(1))
     if width not in (1, 2, 4, 8, 12):
         raise ParseError(f"invalid link width {text!r}")
@@ -99,17 +117,20 @@ def _link(text: str) -> tuple[int | None, str | None]:
     return width, gen
 
 
-def parse(text: str) -> Topology:
+def parse(text: str, skipped: list[SkippedLine] | None = None) -> Topology:
     if not isinstance(text, str):
         raise ParseError("ibnetdiscover output must be text")
     nodes: dict[int, TopoNode] = {}
     node: TopoNode | None = None
     sysimg: int | None = None
-    for raw in text.splitlines():
+    for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             if not line:
                 node = None
+            continue
+        if _GROUP_HEADING_RE.match(line):
+            node = None
             continue
         if m := _ASSIGN_RE.match(line):
             if m.group(1) == "sysimgguid":
@@ -164,7 +185,7 @@ def parse(text: str) -> Topology:
                 port_i, port_guid, own_lid, parse_guid(pg), {"S": "switch", "H": "ca", "R": "router"}[pk],
                 int(pport), parse_guid(ppguid) if ppguid else None, pdesc, int(plid), width, speed)
             continue
-        raise ParseError(f"unexpected ibnetdiscover line: {line[:80]!r}")
+        note(skipped, "ibnetdiscover", n, line)
     if not nodes:
         raise ParseError("ibnetdiscover printed no nodes")
     return Topology(nodes)

@@ -14,6 +14,9 @@ and ``perfquery -c`` (PortSamplesControl), whose ``Tick`` is the PortXmitWait ti
     ...
 
 Values are decimal, except CounterSelect/CapMask/Tick-style fields printed as ``0x..`` hex.
+Older OFED names (``XmtData``, ``SymbolErrors``, ...) are renamed to the current ones. A line of
+unknown shape is skipped and counted (``skipped=``); an unknown ``#`` header starts no block, so the
+fields under it are skipped too rather than filed under the previous block.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .ib_common import current_counter_name
+from .skipped import SkippedLine, note
 
 _HEADER_RE = re.compile(r"^# (Port counters|Port extended counters|PortSamplesControl|[A-Za-z ]+?):?\s*"
                         r"Lid (\d+) port (\d+)(?: \(CapMask: (0x[0-9a-fA-F]+)(?: CapMask2: (0x[0-9a-fA-F]+))?\))?\s*$")
@@ -45,12 +50,12 @@ def _value(text: str, name: str) -> int:
         raise ParseError(f"invalid value {text!r} for {name}") from None
 
 
-def parse(text: str) -> list[PerfBlock]:
+def parse(text: str, skipped: list[SkippedLine] | None = None) -> list[PerfBlock]:
     if not isinstance(text, str):
         raise ParseError("perfquery output must be text")
     blocks: list[PerfBlock] = []
     block: PerfBlock | None = None
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         if line.startswith("perfquery: iberror:"):
@@ -58,7 +63,9 @@ def parse(text: str) -> list[PerfBlock]:
         if line.startswith("#"):
             m = _HEADER_RE.match(line)
             if not m:
-                raise ParseError(f"unreadable perfquery header {line[:100]!r}")
+                note(skipped, "perfquery", n, line)
+                block = None
+                continue
             kind = {"Port counters": "counters", "Port extended counters": "extended",
                     "PortSamplesControl": "samples_control"}.get(m.group(1), m.group(1).strip().lower())
             block = PerfBlock(kind, int(m.group(2)), int(m.group(3)),
@@ -68,8 +75,9 @@ def parse(text: str) -> list[PerfBlock]:
             continue
         m = _FIELD_RE.match(line)
         if not m or block is None:
-            raise ParseError(f"unexpected perfquery line {line[:100]!r}")
-        name = m.group(1)
+            note(skipped, "perfquery", n, line)
+            continue
+        name = current_counter_name(m.group(1))
         if name in block.values:
             raise ParseError(f"{name} twice in one block")
         block.values[name] = _value(m.group(2), name)

@@ -19,7 +19,9 @@ The parser records which values carry a human-readable suffix ``(7.312KB)`` (``s
 error mode that marks a 64-bit PortCountersExtended value (the 32-bit path prints none); in the
 ``--counters`` mode every data counter carries one, 32-bit or not, and only the set of fields tells
 (8 fields: PortCountersExtended with IETF counters) — the caller decides. Values are the raw counter values (words for
-PortXmitData/PortRcvData: the caller multiplies by 4).
+PortXmitData/PortRcvData: the caller multiplies by 4). Older OFED counter names (``XmtData``,
+``SymbolErrors``, ...) are renamed to the current ones. A line of unknown shape between the node
+blocks is skipped and counted (``skipped=``); a port or Link info line we cannot read fails.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
-from .ib_common import PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid, speed_key
+from .ib_common import OLD_COUNTER_NAMES, PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid, speed_key
+from .skipped import SkippedLine, note
 
 _NODE_RE = re.compile(r'^(Data Counters|Errors) for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$')
 _PORT_RE = re.compile(r"^\s+GUID (0x[0-9a-fA-F]+) port (ALL|\d+):(.*)$")
@@ -153,6 +156,7 @@ def _parse_counters(rest: str, pc: PortCounters) -> None:
         raise ParseError(f"unreadable counter text {rest.strip()[:60]!r}")
     counters, suffixed = pc.counters, pc.suffixed
     for name, value, paren in _COUNTER_ITEM_RE.findall(rest):
+        name = OLD_COUNTER_NAMES.get(name, name)
         if name in counters:
             raise ParseError(f"counter {name} twice on one port")
         counters[name] = int(value)
@@ -160,7 +164,7 @@ def _parse_counters(rest: str, pc: PortCounters) -> None:
             suffixed.add(name)
 
 
-def parse(text: str) -> QueryErrorsReport:
+def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsReport:
     """Parse one ibqueryerrors run. A run without its summary trailer is incomplete: ParseError."""
     if not isinstance(text, str):
         raise ParseError("ibqueryerrors output must be text")
@@ -169,7 +173,7 @@ def parse(text: str) -> QueryErrorsReport:
     last_port: PortCounters | None = None
     summary: Summary | None = None
     guids: dict[str, int] = {}  # every port line of a node repeats its GUID: parse it once
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), 1):
         if len(line) > _MAX_LINE:
             raise ParseError("ibqueryerrors line too long")
         if not line or line.isspace():
@@ -224,7 +228,7 @@ def parse(text: str) -> QueryErrorsReport:
             nodes.append(node)
             last_port = None
             continue
-        raise ParseError(f"unexpected ibqueryerrors line: {line[:80]!r}")
+        note(skipped, "ibqueryerrors", n, line)
     if summary is None:
         raise ParseError("no '## Summary' trailer: the sweep did not complete")
     return QueryErrorsReport(nodes, summary)

@@ -13,6 +13,11 @@ Two forms, both written by perftest's ``print_report_lat``:
   "t_min": ..., "percentile_99": ..., "percentile_99.9": ...}}``; with ``--out_json_file=/dev/stdout``
   it lands in the same stream as the text report, before it.
 
+Older perftest (2.x and before) prints only ``t_min t_max t_typical`` (3 latency columns), some
+versions ``t_min t_max t_typical t_avg t_stdev`` (5): the header names the columns, and a report
+carries what was printed -- the missing statistics are None (``has_percentiles`` False), never
+estimated. A row inside the table that does not match is skipped and counted (``skipped=``).
+
 Values stay in microseconds as printed; the collector converts. perftest sorts the samples, drops
 the two largest, and reads min/median/p99/p99.9/max from the sorted array, so
 min <= median <= p99 <= p99.9 <= max and min <= avg <= max always hold: a report that breaks
@@ -28,9 +33,12 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ParseError
+from .skipped import SkippedLine, note
 
 _HEADER_FIELDS = ("#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
                   "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]")
+# The latency column sets perftest versions print, after #bytes #iterations (the full set first).
+_COLUMN_SETS = (_HEADER_FIELDS[2:], _HEADER_FIELDS[2:7], _HEADER_FIELDS[2:5])
 _HEADER_RE = re.compile(r"^\s*#bytes\s+#iterations\s+t_min\[(?P<unit>\w+)\]")
 _DURATION_HEADER_RE = re.compile(r"^\s*#bytes\s+#iterations\s+t_avg\[")
 _ROW_RE = re.compile(r"^\s*(?P<bytes>\d+)\s+(?P<iters>\d+)\s+(?P<rest>(?:\s*\d+\.\d\d)+)\s*$")
@@ -50,10 +58,10 @@ class LatencyReport:
     min_us: float
     max_us: float
     typical_us: float  # the median
-    avg_us: float
-    stdev_us: float
-    p99_us: float
-    p999_us: float
+    avg_us: float | None  # None: this perftest does not print it (older versions)
+    stdev_us: float | None
+    p99_us: float | None
+    p999_us: float | None
     test: str | None = None  # e.g. "RDMA_Write Latency Test" (text form only)
     device: str | None = None
     link_type: str | None = None  # IB | Ethernet (RoCE)
@@ -62,23 +70,31 @@ class LatencyReport:
     def __post_init__(self) -> None:
         _check(self)
 
+    @property
+    def has_percentiles(self) -> bool:
+        return self.p99_us is not None and self.p999_us is not None
+
 
 def _check(r: LatencyReport) -> None:
     values = (r.min_us, r.max_us, r.typical_us, r.avg_us, r.stdev_us, r.p99_us, r.p999_us)
-    if not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in values):
+    if not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in values[:3]) or \
+            not all(v is None or (isinstance(v, float) and math.isfinite(v) and v >= 0) for v in values[3:]):
         raise ParseError(f"perftest report: latency values must be finite and >= 0, got {values}")
+    if (r.p99_us is None) != (r.p999_us is None) or (r.avg_us is None) != (r.stdev_us is None):
+        raise ParseError("perftest report: percentiles (or avg/stdev) come in pairs")
     if r.iterations < 5 or r.iterations > _MAX_ITERATIONS:
         raise ParseError(f"perftest report: implausible iteration count {r.iterations}")
     if r.message_bytes < 1:
         raise ParseError(f"perftest report: implausible message size {r.message_bytes}")
-    if not (r.min_us <= r.typical_us <= r.p99_us <= r.p999_us <= r.max_us):
+    order = [v for v in (r.min_us, r.typical_us, r.p99_us, r.p999_us, r.max_us) if v is not None]
+    if order != sorted(order):
         raise ParseError("perftest report: statistics out of order (need t_min <= t_typical <= 99% <= 99.9% "
                          f"<= t_max, got {r.min_us}, {r.typical_us}, {r.p99_us}, {r.p999_us}, {r.max_us})")
-    if not (r.min_us <= r.avg_us <= r.max_us):
+    if r.avg_us is not None and not (r.min_us <= r.avg_us <= r.max_us):
         raise ParseError(f"perftest report: t_avg {r.avg_us} outside [t_min, t_max]")
 
 
-def parse_text(text: str) -> list[LatencyReport]:
+def parse_text(text: str, skipped: list[SkippedLine] | None = None) -> list[LatencyReport]:
     """Every data row of a text latency report (one per message size; one unless ``-a``)."""
     if not isinstance(text, str):
         raise ParseError("perftest report: expected text")
@@ -87,6 +103,7 @@ def parse_text(text: str) -> list[LatencyReport]:
     warnings: list[str] = []
     rows: list[LatencyReport] = []
     in_table = False
+    columns: tuple[str, ...] = _COLUMN_SETS[0]
     for lineno, line in enumerate(lines, 1):
         if _DURATION_HEADER_RE.match(line):
             raise ParseError(f"perftest report line {lineno}: duration-mode (-D) report has no percentiles; "
@@ -97,7 +114,10 @@ def parse_text(text: str) -> list[LatencyReport]:
                 raise ParseError(f"perftest report line {lineno}: values in {m.group('unit')}, not usec "
                                  "(do not pass -C/--report-cycles)")
             squeezed = re.sub(r"\s+", " ", line).strip()
-            if not squeezed.startswith(" ".join(_HEADER_FIELDS)):  # --cpu_util adds a column
+            for columns in _COLUMN_SETS:  # longest first; --cpu_util adds a column after them
+                if squeezed.startswith(" ".join(_HEADER_FIELDS[:2] + columns)):
+                    break
+            else:
                 raise ParseError(f"perftest report line {lineno}: unexpected latency header {line.strip()!r}")
             in_table = True
             continue
@@ -119,16 +139,21 @@ def parse_text(text: str) -> list[LatencyReport]:
         row = _ROW_RE.match(line)
         if row:
             floats = _FLOAT_RE.findall(row.group("rest"))
-            if len(floats) < 7:
-                raise ParseError(f"perftest report line {lineno}: expected 7 latency columns, got {len(floats)}")
-            # An 8th column is CPU utilisation (--cpu_util); ignore it.
-            mn, mx, typ, avg, sd, p99, p999 = (float(v) for v in floats[:7])
+            if not len(columns) <= len(floats) <= len(columns) + 1:
+                raise ParseError(f"perftest report line {lineno}: expected {len(columns)} latency columns, "
+                                 f"got {len(floats)}")
+            # A column beyond the header's is CPU utilisation (--cpu_util); ignore it.
+            got = dict(zip(columns, (float(v) for v in floats)))
             rows.append(LatencyReport(
                 message_bytes=int(row.group("bytes")), iterations=int(row.group("iters")),
-                min_us=mn, max_us=mx, typical_us=typ, avg_us=avg, stdev_us=sd, p99_us=p99, p999_us=p999,
+                min_us=got["t_min[usec]"], max_us=got["t_max[usec]"], typical_us=got["t_typical[usec]"],
+                avg_us=got.get("t_avg[usec]"), stdev_us=got.get("t_stdev[usec]"),
+                p99_us=got.get("99% percentile[usec]"), p999_us=got.get("99.9% percentile[usec]"),
                 test=test, device=device, link_type=link_type))
         elif line.strip().startswith("---"):
             in_table = False  # the closing rule; anything after is not ours
+        elif line.strip():
+            note(skipped, "perftest", lineno, line)  # inside the table, not a data row
     if not rows:
         raise ParseError("perftest report: no latency data row (header "
                          + ("found" if any(_HEADER_RE.match(x) for x in lines) else "missing") + ")")
@@ -199,7 +224,8 @@ def parse_json(text: str) -> LatencyReport:
         test=info_str("test"), device=info_str("Device"), link_type=info_str("Link_type"))
 
 
-def parse_report(text: str, message_bytes: int | None = None) -> LatencyReport:
+def parse_report(text: str, message_bytes: int | None = None,
+                 skipped: list[SkippedLine] | None = None) -> LatencyReport:
     """The one report a probe produced: the JSON object if the stream holds one, else the text row.
 
     With ``message_bytes`` the row of that size is chosen (and must exist); otherwise exactly one
@@ -208,7 +234,7 @@ def parse_report(text: str, message_bytes: int | None = None) -> LatencyReport:
     if isinstance(text, str) and re.search(r"(?m)^\{", text) and _find_json_object(text) is not None:
         reports = [parse_json(text)]
     else:
-        reports = parse_text(text)
+        reports = parse_text(text, skipped=skipped)
     if message_bytes is not None:
         reports = [r for r in reports if r.message_bytes == message_bytes]
         if not reports:

@@ -7,12 +7,14 @@
   ...``, one line per port) or ``rdma -j statistic show`` JSON (a list of objects with ``ifname``,
   ``port`` and one key per counter).
 - ``parse_rdma_link``: ``rdma link show`` text (``link mlx5_0/1 state ACTIVE physical_state
-  LINK_UP netdev ens1f0np0``) or ``rdma -j link show`` JSON.
+  LINK_UP netdev ens1f0np0``; older iproute2 prints ``0/1: mlx5_0/1: state ACTIVE physical_state
+  LINK_UP`` with an index prefix and, for ports without one, no netdev) or ``rdma -j link show`` JSON.
 - ``parse_host_dump``: the framed output of the roce_nic collector's one remote command (every
   device, port, hw counter table and ``ethtool -S`` table of a host in one SSH round trip).
 
 All parsers are pure and raise only ParseError. A value that is not a plain unsigned decimal is an
-error, never a guess.
+error, never a guess. A line of unknown shape (``rdma -d``'s ``caps: <...>`` lines, a note) is
+skipped and counted (``skipped=``, see parsers/skipped.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ParseError
 from .ethtool import U64_MAX, parse_u64
+from .skipped import SkippedLine, note
 
 # hw_counters files that hold a setting, not an event count.
 HW_COUNTER_SETTINGS = frozenset({"lifespan"})
@@ -39,7 +42,7 @@ PortKey = tuple[str, int]  # (device, port)
 # hw_counters
 
 
-def parse_hw_counters(text: str) -> dict[str, int]:
+def parse_hw_counters(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, int]:
     """``name:value`` lines (``grep -H . *`` in a hw_counters directory) -> counters."""
     if not isinstance(text, str):
         raise ParseError("hw_counters: expected text")
@@ -49,7 +52,8 @@ def parse_hw_counters(text: str) -> dict[str, int]:
             continue
         name, sep, value = line.partition(":")
         if not sep or not _COUNTER_NAME.fullmatch(name):
-            raise ParseError(f"hw_counters line {n}: not 'name:value': {line[:60]!r}")
+            note(skipped, "hw_counters", n, line)
+            continue
         if name in counters:
             raise ParseError(f"hw_counters line {n}: {name} listed twice")
         number = parse_u64(value.strip(), f"hw_counters {name}")
@@ -69,19 +73,24 @@ def _link(token: str, where: str) -> PortKey:
     return m.group("dev"), int(m.group("port"))
 
 
-def _text_lines(text: str, what: str):
-    """Yield (line number, port key, [(key, value), ...]) for each ``link dev/port k v k v`` line."""
+_OLD_INDEX = re.compile(r"[0-9]{1,5}/[0-9]{1,5}:")  # older iproute2: "0/1: mlx5_0/1: state ..."
+
+
+def _text_lines(text: str, what: str, source: str, skipped: list[SkippedLine] | None):
+    """Yield (line number, port key, words after it) for each ``link dev/port ...`` line (or the
+    older ``IDX/PORT: dev/port: ...`` form); other lines are skipped and counted."""
     for n, line in enumerate(text.splitlines(), 1):
         tokens = line.split()
         if not tokens:
             continue
-        if tokens[0] != "link" or len(tokens) < 2:
-            raise ParseError(f"{what} line {n}: expected 'link DEV/PORT ...', got {line.strip()[:60]!r}")
-        key = _link(tokens[1], f"{what} line {n}")
-        rest = tokens[2:]
-        if len(rest) % 2:
-            raise ParseError(f"{what} line {n}: odd number of name/value words")
-        yield n, key, list(zip(rest[0::2], rest[1::2]))
+        if tokens[0] == "link" and len(tokens) >= 2:
+            key = _link(tokens[1], f"{what} line {n}")
+        elif _OLD_INDEX.fullmatch(tokens[0]) and len(tokens) >= 2 and tokens[1].endswith(":"):
+            key = _link(tokens[1][:-1], f"{what} line {n}")
+        else:
+            note(skipped, source, n, line)
+            continue
+        yield n, key, tokens[2:]
 
 
 def _json_rows(text: str, what: str) -> list[dict]:
@@ -110,7 +119,7 @@ def _is_json(text: str) -> bool:
 _STAT_IDENTITY = frozenset({"ifindex", "ifname", "port"})
 
 
-def parse_rdma_statistic(text: str) -> dict[PortKey, dict[str, int]]:
+def parse_rdma_statistic(text: str, skipped: list[SkippedLine] | None = None) -> dict[PortKey, dict[str, int]]:
     """``rdma statistic show`` (text) or ``rdma -j statistic show`` (JSON) -> counters per port."""
     if not isinstance(text, str):
         raise ParseError("rdma statistic: expected text")
@@ -132,11 +141,14 @@ def parse_rdma_statistic(text: str) -> dict[PortKey, dict[str, int]]:
                 if name not in HW_COUNTER_SETTINGS:
                     counters[name] = value
         return found
-    for n, key, pairs in _text_lines(text, "rdma statistic"):
+    for n, key, words in _text_lines(text, "rdma statistic", "rdma_statistic", skipped):
+        if len(words) % 2:  # name/value pairs are the table: an odd count is a layout we do not know
+            note(skipped, "rdma_statistic", n, " ".join(["link", f"{key[0]}/{key[1]}", *words]))
+            continue
         if key in found:
             raise ParseError(f"rdma statistic line {n}: {key[0]}/{key[1]} listed twice")
         counters = found[key] = {}
-        for name, value in pairs:
+        for name, value in zip(words[0::2], words[1::2]):
             if not _COUNTER_NAME.fullmatch(name):
                 raise ParseError(f"rdma statistic line {n}: bad counter name {name[:40]!r}")
             number = parse_u64(value, f"rdma statistic line {n} ({name})")
@@ -164,7 +176,7 @@ def _lid(value, where: str) -> int | None:
     return int(value)
 
 
-def parse_rdma_link(text: str) -> list[RdmaLink]:
+def parse_rdma_link(text: str, skipped: list[SkippedLine] | None = None) -> list[RdmaLink]:
     """``rdma link show`` (text) or ``rdma -j link show`` (JSON) -> one record per port."""
     if not isinstance(text, str):
         raise ParseError("rdma link: expected text")
@@ -180,8 +192,11 @@ def parse_rdma_link(text: str) -> list[RdmaLink]:
                 fields[name] = value
             links.append(RdmaLink(dev, port, **fields, lid=_lid(row.get("lid"), f"rdma link: {dev}/{port}")))
     else:
-        for n, (dev, port), pairs in _text_lines(text, "rdma link"):
-            values = dict(pairs)
+        for n, (dev, port), words in _text_lines(text, "rdma link", "rdma_link", skipped):
+            # Read the words we know by name: newer iproute2 adds keys, and flag words without a
+            # value, so the line is not strictly name/value pairs.
+            values = {w: words[i + 1] for i, w in enumerate(words[:-1])
+                      if w in ("state", "physical_state", "netdev", "lid")}
             netdev = values.get("netdev")
             if netdev is not None and not _NETDEV.fullmatch(netdev):
                 raise ParseError(f"rdma link line {n}: bad netdev")

@@ -15,6 +15,12 @@ available). A value that is ``N/A`` is left out -- never turned into 0.
   OK/DROP pairs for TX, RX and their LAST values.
 
 The CLI shows counters since the user's last ``sonic-clear``: a clear appears as a counter reset.
+After a clear the CLI prints ``Last cached time was <timestamp>`` (multi-ASIC: ``Ethernet0 Last
+cached time for asic0 was <timestamp>``) around its tables: known, carries nothing we publish.
+
+Skip-and-count: a line outside any table, or a row whose cell count does not match its header, is
+skipped and counted (``skipped=``); a header that does not fit its dash line, an unknown column
+set or a malformed value fails the parse.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .skipped import SkippedLine, note
 
 _COUNT = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
 _DASHES = re.compile(r"^[ -]*-[ -]*$")
 _PORT = re.compile(r"^[A-Za-z][A-Za-z0-9_./:-]*$")
 _QUEUE = re.compile(r"^(UC|MC|ALL)([0-9]+)$")
 _NAMESPACE = re.compile(r"^For namespace\s*[^\s:]*\s*:\s*$")
+_CACHED = re.compile(r"^(?:\S+ )?Last cached time(?: for \S+)? was .*$")
 NA = "N/A"
 MAX_COUNTER = (1 << 64) - 1
 
@@ -52,7 +60,12 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-def parse_tables(text: str) -> list[Table]:
+def _decoration(line: str) -> bool:
+    stripped = line.strip()
+    return bool(_NAMESPACE.match(stripped) or _CACHED.match(stripped))
+
+
+def parse_tables(text: str, skipped: list[SkippedLine] | None = None, source: str = "sonic") -> list[Table]:
     """Every tabulate 'simple' table in ``text`` (header line + dash line + rows up to a blank line).
 
     Cells must not contain spaces (true of every table parsed here): rows are split on whitespace
@@ -65,11 +78,13 @@ def parse_tables(text: str) -> list[Table]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if not line.strip() or _NAMESPACE.match(line.strip()):
+        if not line.strip() or _decoration(line):
             i += 1
             continue
         if i + 1 >= len(lines) or not _DASHES.match(lines[i + 1]):
-            raise ParseError(f"line {i + 1}: expected a table header followed by a dash line, got {line[:80]!r}")
+            note(skipped, source, i + 1, line)  # not a table's header: a note the CLI printed
+            i += 1
+            continue
         spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[i + 1])]
         headers = tuple(line[s:e].strip() for s, e in spans)
         if not all(headers) or len(" ".join(line[s:e] for s, e in spans).split()) != len(line.split()):
@@ -79,10 +94,14 @@ def parse_tables(text: str) -> list[Table]:
         while i < len(lines) and lines[i].strip():
             if _NAMESPACE.match(lines[i].strip()):
                 break
+            if _CACHED.match(lines[i].strip()):
+                i += 1
+                continue
             cells = tuple(lines[i].split())
-            if len(cells) != len(headers):
-                raise ParseError(f"line {i + 1}: {len(cells)} cells for {len(headers)} columns: {lines[i][:80]!r}")
-            rows.append(cells)
+            if len(cells) != len(headers):  # cannot align with the columns: never shift
+                note(skipped, source, i + 1, lines[i])
+            else:
+                rows.append(cells)
             i += 1
         tables.append(Table(headers, tuple(rows)))
     return tables
@@ -105,8 +124,8 @@ class PfcCounters:
     tx: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
-def parse_pfc_counters(text: str) -> PfcCounters:
-    tables = parse_tables(text)
+def parse_pfc_counters(text: str, skipped: list[SkippedLine] | None = None) -> PfcCounters:
+    tables = parse_tables(text, skipped, "sonic_pfc_counters")
     out = PfcCounters()
     seen = set()
     for t in tables:
@@ -163,10 +182,11 @@ def _check_queue(token: str, what: str) -> str:
     return token
 
 
-def _queue_tables(text: str, columns: dict[str, str], what: str) -> list[QueueCounters]:
+def _queue_tables(text: str, columns: dict[str, str], what: str,
+                  skipped: list[SkippedLine] | None = None, source: str = "sonic") -> list[QueueCounters]:
     out: list[QueueCounters] = []
     seen: set[tuple[str, str]] = set()
-    tables = parse_tables(text)
+    tables = parse_tables(text, skipped, source)
     if not tables and text.strip():
         raise ParseError(f"{what}: no table")
     for t in tables:
@@ -220,19 +240,19 @@ def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounter
     return out
 
 
-def parse_queue_counters(text: str) -> list[QueueCounters]:
-    return _queue_tables(text, QUEUE_COLUMNS, "show queue counters")
+def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
+    return _queue_tables(text, QUEUE_COLUMNS, "show queue counters", skipped, "sonic_queue_counters")
 
 
-def parse_queue_counters_json(text: str) -> list[QueueCounters]:
+def parse_queue_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     return _queue_json(text, QUEUE_JSON_KEYS, "show queue counters --json")
 
 
-def parse_wred_counters(text: str) -> list[QueueCounters]:
-    return _queue_tables(text, WRED_COLUMNS, "show queue wredcounters")
+def parse_wred_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
+    return _queue_tables(text, WRED_COLUMNS, "show queue wredcounters", skipped, "sonic_wred_counters")
 
 
-def parse_wred_counters_json(text: str) -> list[QueueCounters]:
+def parse_wred_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     return _queue_json(text, WRED_JSON_KEYS, "show queue wredcounters --json")
 
 
@@ -255,9 +275,9 @@ class PfcwdStats:
     values: dict[str, int]
 
 
-def parse_pfcwd_stats(text: str) -> list[PfcwdStats]:
+def parse_pfcwd_stats(text: str, skipped: list[SkippedLine] | None = None) -> list[PfcwdStats]:
     what = "show pfcwd stats"
-    tables = parse_tables(text)
+    tables = parse_tables(text, skipped, "sonic_pfcwd_stats")
     if len(tables) > 1:
         raise ParseError(f"{what}: expected one table, got {len(tables)}")
     if not tables:
@@ -310,8 +330,9 @@ class CumulusPortCounters:
     raw: dict[str, int]
 
 
-def parse_ethtool_stats(text: str) -> dict[str, int]:
-    """``ethtool -S`` output -> {counter: value}. Needs the 'NIC statistics:' header."""
+def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, int]:
+    """``ethtool -S`` output -> {counter: value}. Needs the 'NIC statistics:' header; a line that
+    is not ``name: value`` is skipped and counted, a counter line with a bad value fails."""
     if not isinstance(text, str):
         raise ParseError("expected text")
     lines = [line for line in text.splitlines() if line.strip()]
@@ -321,7 +342,11 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
     for n, line in enumerate(lines[1:], 2):
         m = _ETHTOOL_LINE.match(line)
         if not m:
-            raise ParseError(f"ethtool -S: line {n}: unexpected {line[:80]!r}")
+            name, sep, value = line.partition(":")
+            if sep and re.fullmatch(r"\s*[A-Za-z0-9_.\-\[\]]+", name) and value.strip():
+                raise ParseError(f"ethtool -S: line {n}: bad value {line.strip()[:80]!r}")
+            note(skipped, "ethtool", n, line)
+            continue
         value = int(m.group(2))
         if value > MAX_COUNTER:
             raise ParseError(f"ethtool -S: {m.group(1)}: value out of range")
@@ -331,8 +356,8 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
     return out
 
 
-def parse_cumulus_ethtool(text: str) -> CumulusPortCounters:
-    raw = parse_ethtool_stats(text)
+def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -> CumulusPortCounters:
+    raw = parse_ethtool_stats(text, skipped)
     rx, tx, wred = {}, {}, {}
     for name, value in raw.items():
         if m := _CUMULUS_PFC.match(name):

@@ -1,0 +1,41 @@
+"""The skip-and-count rule's plumbing: skipped lines become fabric_parse_skipped_lines_total and one
+debug log line per distinct line (the parsers' side is tested with each parser)."""
+
+from __future__ import annotations
+
+import logging
+import types
+
+from prometheus_client import generate_latest
+
+from fabric_exporter.parsers.skipped import MAX_KEPT, SkippedLine, note
+from fabric_exporter.scheduler import TargetState, _count_skipped
+from fabric_exporter.selfmetrics import ReloadStatus, self_registry
+from fabric_exporter.store import SnapshotStore
+
+
+def test_note_keeps_a_bounded_list_and_only_when_asked():
+    note(None, "x", 1, "ignored")  # the caller did not ask: nothing to do, no error
+    kept: list[SkippedLine] = []
+    for i in range(MAX_KEPT + 5):
+        note(kept, "ethtool", i, "  odd line " + "x" * 300)
+    assert len(kept) == MAX_KEPT and kept[0] == SkippedLine("ethtool", 0, "odd line " + "x" * 191)
+
+
+def test_counted_per_source_logged_once_and_published(caplog):
+    state = TargetState("gpus", "gpu-001", "roce_nic", "lab", "ssh", 10.0, 60.0)
+    lines = [SkippedLine("ethtool", 3, "Per queue stats"), SkippedLine("ethtool", 9, "Per queue stats"),
+             SkippedLine("hw_counters", 1, "weird")]
+    with caplog.at_level(logging.DEBUG, logger="fabric_exporter.scheduler"):
+        _count_skipped(state, lines)
+        _count_skipped(state, lines[:1])
+    assert state.skipped_lines == {"ethtool": 3, "hw_counters": 1}
+    logged = [r for r in caplog.records if r.getMessage() == "skipped an unknown line"]
+    assert sorted(r.fields["line"] for r in logged) == ["Per queue stats", "weird"]  # each distinct line once
+    assert all(r.levelno == logging.DEBUG for r in logged)
+
+    scheduler = types.SimpleNamespace(states={state.key: state})
+    text = generate_latest(self_registry(scheduler, SnapshotStore(), ReloadStatus())).decode()
+    assert ('fabric_parse_skipped_lines_total{collector="roce_nic",fabric="lab",group="gpus",host="gpu-001",'
+            'source="ethtool"} 3.0') in text
+    assert 'source="hw_counters"} 1.0' in text
