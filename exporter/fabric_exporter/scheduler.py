@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from .collectors import Collector, PollContext, registry
 from .config import Config, Host, TargetGroup
 from .errors import PollError
+from .selfmetrics import SelfMetrics
 from .sharding import Shard, target_key
 from .exposition import UnknownMetric
 from .store import SnapshotStore, TargetKey, build_snapshot
@@ -83,10 +84,11 @@ def _target_keys(group: TargetGroup, collector_cls: type[Collector]) -> list[tup
 
 class Scheduler:
     def __init__(self, transports, store: SnapshotStore, *, rng: random.Random | None = None,
-                 shard: Shard | None = None):
+                 shard: Shard | None = None, self_metrics: SelfMetrics | None = None):
         self.transports = transports
         self.shard = shard
         self.store = store
+        self.self_metrics = self_metrics
         self.states: dict[TargetKey, TargetState] = {}
         self._tasks: dict[TargetKey, asyncio.Task] = {}
         self._running: dict[TargetKey, tuple] = {}  # key -> what the target's task was started with
@@ -124,6 +126,7 @@ class Scheduler:
             self._running[key] = _identity(group, host, cls)
             self.states[key] = TargetState(group.name, key[1], group.collector, group.fabric, group.transport,
                                            group.interval, group.stale_after)
+            self._publish_state(key)
             if start_tasks:
                 self._tasks[key] = asyncio.create_task(self._run(key, group, host, cls),
                                                        name=f"poll:{key[0]}/{key[1]}")
@@ -135,6 +138,14 @@ class Scheduler:
         self._running.pop(key, None)
         self.states.pop(key, None)
         self.store.drop(key)
+        if self.self_metrics is not None:
+            self.self_metrics.target_removed(key)
+
+    def _publish_state(self, key: TargetKey) -> None:
+        """Render the target's self-metrics now, so a scrape only joins bytes."""
+        if self.self_metrics is not None:
+            snapshot = self.store.get(key)
+            self.self_metrics.target_changed(self.states[key], snapshot.fresh_until if snapshot else None)
 
     @property
     def config(self) -> Config | None:
@@ -238,6 +249,7 @@ class Scheduler:
             state.backoff = backoff_delay(group.interval, state.consecutive_failures,
                                           self._config.defaults.max_backoff)
             log.warning("poll failed", extra=_ctx(state, reason=error.reason, error=str(error), duration=duration))
+        self._publish_state(key)
         return state
 
     async def poll_all_once(self) -> list[TargetState]:

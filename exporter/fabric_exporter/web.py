@@ -8,7 +8,6 @@ Prometheus exporter-toolkit's ``--web.config.file`` format.
 from __future__ import annotations
 
 import base64
-import gzip
 import html
 import logging
 import ssl
@@ -19,7 +18,6 @@ from pathlib import Path
 import bcrypt
 import yaml
 from aiohttp import web
-from prometheus_client import generate_latest
 
 from . import __version__
 from .config import ConfigError
@@ -165,13 +163,12 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
         return response
 
     async def metrics(request: web.Request) -> web.Response:
-        started = time.perf_counter()
-        body = daemon.store.render() + generate_latest(daemon.self_registry)
+        # A join of bytes rendered (and gzip members compressed) when the polls landed.
+        compressed = "gzip" in request.headers.get("Accept-Encoding", "")
+        body = b"".join(daemon.exposition_parts(gzip=compressed))
         headers = {"Content-Type": CONTENT_TYPE}
-        if "gzip" in request.headers.get("Accept-Encoding", ""):
-            body = gzip.compress(body, compresslevel=1)
+        if compressed:
             headers["Content-Encoding"] = "gzip"
-        daemon.last_render_seconds = time.perf_counter() - started
         return web.Response(body=body, headers=headers)
 
     async def healthz(request: web.Request) -> web.Response:

@@ -32,7 +32,6 @@ from .ib_common import PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid
 
 _NODE_RE = re.compile(r'^(Data Counters|Errors) for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$')
 _PORT_RE = re.compile(r"^\s+GUID (0x[0-9a-fA-F]+) port (ALL|\d+):(.*)$")
-_COUNTER_RE = re.compile(r"\[([A-Za-z0-9_]+) == (\d+)(?: \(\s*([0-9.]+)\s*([A-Za-z]*)\))?\]")
 _LINK_RE = re.compile(
     r"^\s+Link info:\s+(\d+)\s+(\d+)\[([ 0-9]*)\] ==\((.*)\)==>\s+(.*)$")
 _LINK_UP_RE = re.compile(r"^\s*(\S+)\s+(.+?)\s+(\S+)/\s*(\S+)\s*$")
