@@ -18,6 +18,7 @@ from pathlib import Path
 import bcrypt
 import yaml
 from aiohttp import web
+from aiohttp.payload import Payload
 
 from . import __version__
 from .config import ConfigError
@@ -147,6 +148,33 @@ def _check_basic_auth(request: web.Request, users: dict[str, bytes], cache: dict
 # the app
 
 
+class PartsPayload(Payload):
+    """A body written straight from its pieces in ~1 MB batches: no copy of the whole exposition
+    (200+ MB at 1.6M samples) and memory bounded by the socket's write buffer, not the body."""
+
+    _autoclose = True
+    BATCH = 1 << 20
+
+    def __init__(self, parts: list[bytes], content_type: str):
+        super().__init__(parts, content_type=content_type)
+        self._size = sum(map(len, parts))
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return b"".join(self._value).decode(encoding, errors)
+
+    async def write(self, writer) -> None:
+        batch: list[bytes] = []
+        size = 0
+        for part in self._value:
+            batch.append(part)
+            size += len(part)
+            if size >= self.BATCH:
+                await writer.write(b"".join(batch))
+                batch, size = [], 0
+        if batch:
+            await writer.write(b"".join(batch))
+
+
 def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
     security = security or WebSecurity()
     auth_cache: dict = {}
@@ -165,11 +193,11 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
     async def metrics(request: web.Request) -> web.Response:
         # A join of bytes rendered (and gzip members compressed) when the polls landed.
         compressed = "gzip" in request.headers.get("Accept-Encoding", "")
-        body = b"".join(daemon.exposition_parts(gzip=compressed))
         headers = {"Content-Type": CONTENT_TYPE}
         if compressed:
             headers["Content-Encoding"] = "gzip"
-        return web.Response(body=body, headers=headers)
+        return web.Response(body=PartsPayload(daemon.exposition_parts(gzip=compressed), CONTENT_TYPE),
+                            headers=headers)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
