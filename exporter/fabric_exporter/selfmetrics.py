@@ -80,15 +80,24 @@ def _render(samples) -> dict[str, Rendered]:
 
 
 class SelfMetrics:
-    """Per-target self-metric lines, updated by the scheduler; ``parts()`` serves them."""
+    """Per-target self-metric lines, updated by the scheduler; ``parts()`` serves them.
+
+    Lines are kept per family as lists in target order (one slot per target), so a scrape extends
+    its output by whole lists instead of visiting every target's every family."""
 
     def __init__(self, reload_status: ReloadStatus):
         self.reload = reload_status
         self._targets: dict[tuple[str, str], _TargetLines] = {}
-        self._sorted_keys: list[tuple[str, str]] | None = []
         self._headers = [Rendered.of(family_header(CATALOG[f])) for f in TARGET_FAMILIES]
         self._global_key: tuple | None = None
         self._global: tuple[list[bytes], list[bytes]] = ([], [])
+        # slot layout: rebuilt (None) when a target comes or goes
+        self._slots: dict[tuple[str, str], int] | None = {}
+        self._plain: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]  # family index -> line per slot
+        self._gz: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]
+        self._keys: list[tuple[str, str]] = []  # slot -> target
+        self._shown_fresh: list[bool] = []  # which variant each slot holds
+        self._fresh_until: list[float] = []
 
     def target_changed(self, state, fresh_until: float | None) -> None:
         """Render ``state`` (a scheduler TargetState); ``fresh_until`` is its snapshot's deadline, if any."""
@@ -97,16 +106,38 @@ class SelfMetrics:
         empty = Rendered(b"", b"")
         fresh_row = [fresh.get(f, empty) for f in TARGET_FAMILIES]
         stale_row = [stale.get(f, empty) for f in TARGET_FAMILIES]
-        if state.key not in self._targets:
-            self._sorted_keys = None
-        self._targets[state.key] = _TargetLines(
+        lines = _TargetLines(
             state.collector, -math.inf if fresh_until is None else fresh_until,
             tuple(r.plain for r in fresh_row), tuple(r.gz for r in fresh_row),
             tuple(r.plain for r in stale_row), tuple(r.gz for r in stale_row))
+        self._targets[state.key] = lines
+        slot = None if self._slots is None else self._slots.get(state.key)
+        if slot is None:
+            self._slots = None
+        else:
+            self._fill(slot, lines, fresh=True)
+            self._fresh_until[slot] = lines.fresh_until
 
     def target_removed(self, key: tuple[str, str]) -> None:
         if self._targets.pop(key, None) is not None:
-            self._sorted_keys = None
+            self._slots = None
+
+    def _fill(self, slot: int, lines: _TargetLines, fresh: bool) -> None:
+        plain, gz = (lines.fresh_plain, lines.fresh_gz) if fresh else (lines.stale_plain, lines.stale_gz)
+        for i in range(len(TARGET_FAMILIES)):
+            self._plain[i][slot] = plain[i]
+            self._gz[i][slot] = gz[i]
+        self._shown_fresh[slot] = fresh
+
+    def _layout(self) -> None:
+        keys = self._keys = sorted(self._targets)
+        self._slots = {k: i for i, k in enumerate(keys)}
+        self._plain = [[b""] * len(keys) for _ in TARGET_FAMILIES]
+        self._gz = [[b""] * len(keys) for _ in TARGET_FAMILIES]
+        self._shown_fresh = [True] * len(keys)
+        self._fresh_until = [self._targets[k].fresh_until for k in keys]
+        for i, k in enumerate(keys):
+            self._fill(i, self._targets[k], fresh=True)
 
     def _global_parts(self, gzip: bool) -> list[bytes]:
         by_collector: dict[str, int] = {}
@@ -126,19 +157,17 @@ class SelfMetrics:
 
     def parts(self, now_mono: float, gzip: bool = False) -> list[bytes]:
         """The self-metrics as pieces to concatenate (plain text, or gzip members)."""
-        if self._sorted_keys is None:
-            self._sorted_keys = sorted(self._targets)
-        targets = self._targets
-        if gzip:
-            rows = [t.fresh_gz if now_mono <= t.fresh_until else t.stale_gz
-                    for t in map(targets.__getitem__, self._sorted_keys)]
-        else:
-            rows = [t.fresh_plain if now_mono <= t.fresh_until else t.stale_plain
-                    for t in map(targets.__getitem__, self._sorted_keys)]
+        if self._slots is None:
+            self._layout()
+        # Each slot shows the variant that holds at ``now_mono``: switch the few that crossed over.
+        for slot, (until, shown) in enumerate(zip(self._fresh_until, self._shown_fresh)):
+            if (now_mono <= until) != shown:
+                self._fill(slot, self._targets[self._keys[slot]], fresh=not shown)
+        columns = self._gz if gzip else self._plain
         parts: list[bytes] = []
-        for i, header in enumerate(self._headers):
+        for header, column in zip(self._headers, columns):
             parts.append(header.gz if gzip else header.plain)
-            parts.extend([row[i] for row in rows])
+            parts.extend(column)
         parts.extend(self._global_parts(gzip))
         return parts
 

@@ -8,7 +8,9 @@ Prometheus exporter-toolkit's ``--web.config.file`` format.
 from __future__ import annotations
 
 import base64
+import bisect
 import html
+import itertools
 import logging
 import ssl
 import time
@@ -157,22 +159,22 @@ class PartsPayload(Payload):
 
     def __init__(self, parts: list[bytes], content_type: str):
         super().__init__(parts, content_type=content_type)
-        self._size = sum(map(len, parts))
+        self._size = sum(map(len, parts))  # Content-Length: a scrape can tell a cut-off body
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
         return b"".join(self._value).decode(encoding, errors)
 
     async def write(self, writer) -> None:
-        batch: list[bytes] = []
-        size = 0
-        for part in self._value:
-            batch.append(part)
-            size += len(part)
-            if size >= self.BATCH:
-                await writer.write(b"".join(batch))
-                batch, size = [], 0
-        if batch:
-            await writer.write(b"".join(batch))
+        parts = self._value
+        # Batch boundaries from the cumulative sizes, found in C (accumulate, bisect): at 10k targets
+        # there are ~100k pieces, too many for a Python loop per piece on every scrape.
+        ends = list(itertools.accumulate(map(len, parts)))
+        start = 0
+        while start < len(parts):
+            limit = (ends[start - 1] if start else 0) + self.BATCH
+            stop = max(start + 1, bisect.bisect_right(ends, limit, lo=start))
+            await writer.write(b"".join(parts[start:stop]))
+            start = stop
 
 
 def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
