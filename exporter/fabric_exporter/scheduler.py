@@ -215,7 +215,7 @@ class Scheduler:
             finally:
                 slots.release()
             problems = list(result.problems)
-            snapshot = build_snapshot(group.fabric, result.samples, group.stale_after)
+            snapshot = build_snapshot(group.fabric, result.samples, group.stale_after, previous=self.store.get(key))
         except PollError as e:
             error = e
         except UnknownMetric as e:

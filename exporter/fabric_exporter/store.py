@@ -30,20 +30,19 @@ class Snapshot:
 
 
 def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
-                   now_mono: float | None = None) -> Snapshot:
-    """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetric."""
-    count = 0
+                   now_mono: float | None = None, previous: Snapshot | None = None) -> Snapshot:
+    """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetric.
 
-    def labelled():
-        nonlocal count
-        for s in samples:
-            count += 1
-            yield s.name, {"fabric": fabric, **s.labels}, s.value
-
-    chunks = render_chunks(labelled())
+    A family whose text equals the ``previous`` snapshot's keeps its gzip member (info and state
+    families rarely change between polls), so only changed families are compressed again."""
+    if not isinstance(samples, list):
+        samples = list(samples)
+    chunks = render_chunks(samples, ("fabric", fabric))
+    old_chunks, old_gz = (previous.chunks, previous.gz) if previous is not None else ({}, {})
+    gz = {family: old_gz[family] if old_chunks.get(family) == lines else gzip_member(lines)
+          for family, lines in chunks.items()}
     now_mono = time.monotonic() if now_mono is None else now_mono
-    gz = {family: gzip_member(lines) for family, lines in chunks.items()}
-    return Snapshot(chunks, gz, count, time.time(), now_mono + stale_after)
+    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after)
 
 
 class SnapshotStore:
