@@ -138,11 +138,9 @@ def _only_target(config, name: str):
 
 
 async def _once(args) -> int:
-    from prometheus_client import generate_latest
-
     from .config import ConfigError, load_config
     from .scheduler import Scheduler
-    from .selfmetrics import ReloadStatus, self_registry
+    from .selfmetrics import ReloadStatus, SelfMetrics
     from .store import SnapshotStore
     from .transport.factory import Transports
 
@@ -158,15 +156,16 @@ async def _once(args) -> int:
             print(f"no target group or host named {args.target!r}", file=sys.stderr)
             return 2
     store, transports = SnapshotStore(), Transports()
-    scheduler = Scheduler(transports, store, shard=args.shard)
+    status = ReloadStatus()
+    status.record(True)
+    self_metrics = SelfMetrics(status)
+    scheduler = Scheduler(transports, store, shard=args.shard, self_metrics=self_metrics)
     scheduler.apply(config, start_tasks=False)
     try:
         states = await scheduler.poll_all_once()
     finally:
         await transports.close()
-    status = ReloadStatus()
-    status.record(True)
-    sys.stdout.buffer.write(store.render() + generate_latest(self_registry(scheduler, store, status)))
+    sys.stdout.buffer.write(store.render() + self_metrics.render())
     failed = 0
     for s in states:
         if s.state == "failed":

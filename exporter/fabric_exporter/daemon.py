@@ -12,13 +12,14 @@ import logging
 import os
 import signal
 import socket
+import time
 
 from aiohttp import web
 
 from .config import Config, ConfigError, load_config
 from .scheduler import Scheduler
 from .sharding import Shard
-from .selfmetrics import ReloadStatus, self_registry
+from .selfmetrics import ReloadStatus, SelfMetrics
 from .store import SnapshotStore
 from .transport.factory import Transports
 from .web import WebSecurity, build_app, load_web_config
@@ -57,10 +58,9 @@ class Daemon:
         self.web_config_override = web_config_file
         self.store = SnapshotStore()
         self.transports = Transports()
-        self.scheduler = Scheduler(self.transports, self.store, shard=shard)
         self.reload_status = ReloadStatus()
-        self.self_registry = self_registry(self.scheduler, self.store, self.reload_status)
-        self.last_render_seconds = 0.0
+        self.self_metrics = SelfMetrics(self.reload_status)
+        self.scheduler = Scheduler(self.transports, self.store, shard=shard, self_metrics=self.self_metrics)
         self._stop = asyncio.Event()
         self._reload_lock = asyncio.Lock()
         self._hosts_mtimes: dict[str, float] = {}
@@ -118,6 +118,11 @@ class Daemon:
             await asyncio.sleep(self.notifier.watchdog_interval)
 
     # -- run ------------------------------------------------------------------------------------
+
+    def exposition_parts(self, gzip: bool = False) -> list[bytes]:
+        """/metrics as pieces to concatenate: the targets' snapshots, then the self-metrics."""
+        now = time.monotonic()
+        return self.store.parts(now, gzip) + self.self_metrics.parts(now, gzip)
 
     def request_stop(self) -> None:
         self._stop.set()

@@ -7,7 +7,10 @@ only joins cached bytes. The output is byte-identical to prometheus_client's for
 
 from __future__ import annotations
 
+import math
+import zlib
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from prometheus_client.utils import floatToGoString
 
@@ -15,8 +18,14 @@ from .catalog import MetricSpec, family_of
 
 
 def format_value(value: float) -> str:
-    # Fast path: small integers print like repr(float(v)); Go (and prometheus_client) switch
-    # positive values of 7+ integer digits to exponent form, so those take the general path.
+    # Fast paths: a finite float prints as its repr unless Go (and prometheus_client) would switch
+    # it to exponent form (positive, 7+ integer digits); small integers print like repr(float(v)).
+    if type(value) is float:
+        if -math.inf < value < math.inf:
+            text = repr(value)
+            if value <= 0 or text.find(".") <= 6:
+                return text
+        return floatToGoString(value)
     if type(value) is int:
         if -10**15 < value < 1_000_000:
             return f"{value}.0"
@@ -38,16 +47,30 @@ def _escape_help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def sample_line(name: str, labels: Mapping[str, str], value: float) -> str:
-    if labels:
-        # Sorted label names, as prometheus_client writes them.
-        inner = ",".join(f'{k}="{_escape_label_value(v)}"' for k, v in sorted(labels.items()))
-        return f"{name}{{{inner}}} {format_value(value)}\n"
-    return f"{name} {format_value(value)}\n"
-
-
 def family_header(spec: MetricSpec) -> bytes:
     return f"# HELP {spec.name} {_escape_help(spec.help)}\n# TYPE {spec.name} {spec.exposed_type}\n".encode()
+
+
+# Level 1: ~130 MB/s and ~14x on exposition text; level 6 costs 1.6x the CPU for 10% fewer bytes.
+GZIP_LEVEL = 1
+
+
+def gzip_member(data: bytes) -> bytes:
+    """One complete gzip member (mtime 0, so equal input gives equal bytes). Members concatenate
+    into one valid gzip stream (RFC 1952 2.2; Go's gzip.Reader, which Prometheus uses, reads them
+    all), so a scrape can join per-target members compressed when the poll landed."""
+    return zlib.compress(data, GZIP_LEVEL, wbits=31) if data else b""
+
+
+class Rendered(NamedTuple):
+    """One piece of exposition text, plain and as a gzip member."""
+
+    plain: bytes
+    gz: bytes
+
+    @classmethod
+    def of(cls, plain: bytes) -> Rendered:
+        return cls(plain, gzip_member(plain))
 
 
 class UnknownMetric(ValueError):
@@ -69,21 +92,35 @@ def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...
     return shape
 
 
-def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]]) -> dict[str, bytes]:
-    """Group sample lines by catalog family; raises UnknownMetric for a name or label set not in the catalog."""
+def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
+                  extra_label: tuple[str, str] | None = None) -> dict[str, bytes]:
+    """Group sample lines by catalog family; raises UnknownMetric for a name or label set not in the catalog.
+
+    ``extra_label`` (name, value) is added to every sample (the store's ``fabric``). Collectors share
+    one labels dict among a port's samples: its rendered label text is computed once per dict (the
+    dicts are alive and unchanged for the call, so identity is a safe key)."""
     lines: dict[str, list[str]] = {}
     shapes = _SHAPES
+    rendered: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
     for name, labels, value in samples:
-        key = (name, tuple(labels))
-        shape = shapes.get(key) or _shape(*key)
-        family, order = shape
-        if order:
-            inner = ",".join([f'{k}="{_escape_label_value(labels[k])}"' for k in order])
-            line = f"{name}{{{inner}}} {format_value(value)}\n"
-        else:
-            line = f"{name} {format_value(value)}\n"
+        entry = rendered.get(id(labels))
+        if entry is None or entry[0] is not labels:
+            entry = rendered[id(labels)] = (labels, *_label_text(labels, extra_label))
+        key = (name, entry[1])
+        family = (shapes.get(key) or _shape(*key))[0]
+        inner = entry[2]
+        line = f"{name}{{{inner}}} {format_value(value)}\n" if inner else f"{name} {format_value(value)}\n"
         bucket = lines.get(family)
         if bucket is None:
             bucket = lines[family] = []
         bucket.append(line)
     return {family: "".join(ls).encode() for family, ls in lines.items()}
+
+
+def _label_text(labels: Mapping[str, str], extra_label: tuple[str, str] | None) -> tuple[tuple[str, ...], str]:
+    """(label names as given, extra first; the rendered ``k="v",...`` in sorted name order)."""
+    if extra_label is not None:
+        labels = {extra_label[0]: extra_label[1], **labels}
+    # Sorted label names, as prometheus_client writes them.
+    text = ",".join([f'{k}="{_escape_label_value(labels[k])}"' for k in sorted(labels)])
+    return tuple(labels), text

@@ -7,7 +7,10 @@ from typing import NamedTuple
 
 
 class Sample(NamedTuple):
-    """One series value. ``labels`` are in the catalog's order, without ``fabric`` (the store adds it)."""
+    """One series value. ``labels`` are in the catalog's order, without ``fabric`` (the store adds it).
+
+    Samples of one port may share one labels dict (the renderer then formats it once); a dict
+    handed to a Sample is never changed afterwards."""
 
     name: str
     labels: dict[str, str]

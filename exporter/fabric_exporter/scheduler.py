@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from .collectors import Collector, PollContext, registry
 from .config import Config, Host, TargetGroup
 from .errors import PollError
+from .selfmetrics import SelfMetrics
 from .sharding import Shard, target_key
 from .exposition import UnknownMetric
 from .store import SnapshotStore, TargetKey, build_snapshot
@@ -25,6 +26,8 @@ from .store import SnapshotStore, TargetKey, build_snapshot
 log = logging.getLogger("fabric_exporter.scheduler")
 
 GROUP_HOST = "all"  # the host label of a group-scoped target
+# While a target stays unhealthy, its warning is repeated at most this often (a state change logs at once).
+HEALTH_REMINDER_SECONDS = 300.0
 
 
 @dataclass
@@ -49,6 +52,11 @@ class TargetState:
     backoff: float = 0.0
     samples: int = 0
     skipped_lines: collections.Counter = field(default_factory=collections.Counter)  # source -> lines
+    # for logging changes of health rather than every poll (Scheduler._log_health)
+    health_issue: tuple[str, str] | None = None  # (reason, error text) while failing or partial
+    unhealthy_since: float = 0.0  # monotonic
+    unhealthy_polls: int = 0
+    health_logged: float = 0.0  # monotonic time of the last warning about this target
 
     @property
     def key(self) -> TargetKey:
@@ -98,10 +106,11 @@ def _count_skipped(state: TargetState, skipped) -> None:
 
 class Scheduler:
     def __init__(self, transports, store: SnapshotStore, *, rng: random.Random | None = None,
-                 shard: Shard | None = None):
+                 shard: Shard | None = None, self_metrics: SelfMetrics | None = None):
         self.transports = transports
         self.shard = shard
         self.store = store
+        self.self_metrics = self_metrics
         self.states: dict[TargetKey, TargetState] = {}
         self._tasks: dict[TargetKey, asyncio.Task] = {}
         self._running: dict[TargetKey, tuple] = {}  # key -> what the target's task was started with
@@ -110,6 +119,7 @@ class Scheduler:
         self._per_transport: dict[str, asyncio.Semaphore] = {}
         self._rng = rng or random.Random()
         self._registry = registry()
+        self.health_reminder_seconds = HEALTH_REMINDER_SECONDS
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -139,6 +149,7 @@ class Scheduler:
             self._running[key] = _identity(group, host, cls)
             self.states[key] = TargetState(group.name, key[1], group.collector, group.fabric, group.transport,
                                            group.interval, group.stale_after)
+            self._publish_state(key)
             if start_tasks:
                 self._tasks[key] = asyncio.create_task(self._run(key, group, host, cls),
                                                        name=f"poll:{key[0]}/{key[1]}")
@@ -150,6 +161,14 @@ class Scheduler:
         self._running.pop(key, None)
         self.states.pop(key, None)
         self.store.drop(key)
+        if self.self_metrics is not None:
+            self.self_metrics.target_removed(key)
+
+    def _publish_state(self, key: TargetKey) -> None:
+        """Render the target's self-metrics now, so a scrape only joins bytes."""
+        if self.self_metrics is not None:
+            snapshot = self.store.get(key)
+            self.self_metrics.target_changed(self.states[key], snapshot.fresh_until if snapshot else None)
 
     @property
     def config(self) -> Config | None:
@@ -214,7 +233,7 @@ class Scheduler:
                 slots.release()
             problems = list(result.problems)
             _count_skipped(state, result.skipped)
-            snapshot = build_snapshot(group.fabric, result.samples, group.stale_after)
+            snapshot = build_snapshot(group.fabric, result.samples, group.stale_after, previous=self.store.get(key))
         except PollError as e:
             error = e
         except UnknownMetric as e:
@@ -243,7 +262,6 @@ class Scheduler:
                 state.state = "partial"
                 state.errors["partial"] += 1
                 state.last_error = "; ".join(problems)
-                log.warning("partial data", extra=_ctx(state, error=state.last_error, duration=duration))
             else:
                 state.state = "ok"
                 state.last_error = ""
@@ -255,8 +273,42 @@ class Scheduler:
             state.consecutive_failures += 1
             state.backoff = backoff_delay(group.interval, state.consecutive_failures,
                                           self._config.defaults.max_backoff)
-            log.warning("poll failed", extra=_ctx(state, reason=error.reason, error=str(error), duration=duration))
+        self._log_health(state, error, duration)
+        self._publish_state(key)
         return state
+
+    def _log_health(self, state: TargetState, error: PollError | None, duration: float) -> None:
+        """Log a target's changes of health, not every poll: one line when it starts failing (or
+        returning partial data), one when its reason changes, one when it recovers, and a
+        reminder at most every ``health_reminder_seconds`` while it stays unhealthy."""
+        now = time.monotonic()
+        if error is not None:
+            issue: tuple[str, str] | None = (error.reason, str(error))
+        else:
+            issue = ("partial", state.last_error) if state.state == "partial" else None
+        previous = state.health_issue
+        state.health_issue = issue
+        if issue is None:
+            if previous is not None:
+                log.info("target recovered", extra=_ctx(state, was=previous[0], polls=state.unhealthy_polls,
+                                                        unhealthy_for=round(now - state.unhealthy_since, 3)))
+            state.unhealthy_polls = 0
+            return
+        state.unhealthy_polls += 1
+        what = "target failing" if error else "partial data"
+        fields = {"reason": issue[0], "error": issue[1], "duration": duration} if error else {"error": issue[1]}
+        if previous is None:
+            state.unhealthy_since = state.health_logged = now
+            log.warning(what, extra=_ctx(state, **fields))
+        elif previous[0] != issue[0]:  # a new reason (not new text: messages carry varying details)
+            state.health_logged = now
+            log.warning(what, extra=_ctx(state, **fields, changed_from=previous[0]))
+        elif now - state.health_logged >= self.health_reminder_seconds:
+            state.health_logged = now
+            log.warning(f"{what} still", extra=_ctx(state, **fields, polls=state.unhealthy_polls,
+                                                     unhealthy_for=round(now - state.unhealthy_since, 3)))
+        else:
+            log.debug("poll failed" if error else "partial data", extra=_ctx(state, **fields))
 
     async def poll_all_once(self) -> list[TargetState]:
         """For ``fabric-exporter once``: every target polled once, concurrently."""

@@ -1,21 +1,35 @@
-"""The exporter's own metrics, built with prometheus_client from scheduler state at scrape time.
+"""The exporter's own metrics, rendered when a target's state changes (a poll lands, a target is
+added), never at scrape time.
 
-``collect()`` only reads in-memory state (no I/O), as house rule 1 requires.
+Each target keeps its self-metric lines in two variants, plain and gzip: one for while its
+snapshot is fresh and one for after ``stale_after`` (``fabric_up 0``, ``fabric_samples 0``,
+``fabric_target_stale 1``), so a scrape only picks a variant per target and joins cached bytes.
+The output is byte-identical to prometheus_client's for the same state (tests/core check it).
 """
 
 from __future__ import annotations
 
+import math
 import platform
 import time
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import CollectorRegistry
+from dataclasses import dataclass
 
 from . import __version__
 from .catalog import CATALOG
 from .errors import REASONS
+from .exposition import Rendered, family_header, render_chunks
 
-TARGET_LABELS = ["group", "host", "collector", "fabric"]
+# Per-target families, in the order they are exposed.
+TARGET_FAMILIES = (
+    "fabric_up", "fabric_poll_duration_seconds", "fabric_last_poll_timestamp_seconds",
+    "fabric_last_success_timestamp_seconds", "fabric_polls_total", "fabric_poll_errors_total", "fabric_samples",
+    "fabric_poll_interval_seconds", "fabric_poll_backoff_seconds", "fabric_target_stale",
+    "fabric_parse_skipped_lines_total",
+)
+# Families whose value depends on whether the target's snapshot is still fresh.
+_FRESHNESS_FAMILIES = ("fabric_up", "fabric_samples", "fabric_target_stale")
+GLOBAL_FAMILIES = ("fabric_targets", "fabric_build_info", "fabric_config_last_reload_successful",
+                   "fabric_config_last_reload_success_timestamp_seconds")
 
 
 class ReloadStatus:
@@ -29,72 +43,136 @@ class ReloadStatus:
             self.last_success = time.time()
 
 
-def _gauge(name: str, labels: list[str]) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, CATALOG[name].help, labels=labels)
+@dataclass(frozen=True, slots=True)
+class _TargetLines:
+    collector: str
+    fresh_until: float  # monotonic; the stale variant applies after it
+    fresh_plain: tuple[bytes, ...]  # one entry per TARGET_FAMILIES (b"" when the target has no line)
+    fresh_gz: tuple[bytes, ...]
+    stale_plain: tuple[bytes, ...]
+    stale_gz: tuple[bytes, ...]
 
 
-def _counter(name: str, labels: list[str]) -> CounterMetricFamily:
-    return CounterMetricFamily(name.removesuffix("_total"), CATALOG[name].help, labels=labels)
-
-
-class SelfCollector:
-    def __init__(self, scheduler, store, reload_status: ReloadStatus):
-        self.scheduler = scheduler
-        self.store = store
-        self.reload = reload_status
-
-    def collect(self):
-        states = sorted(self.scheduler.states.values(), key=lambda s: s.key)
-        up = _gauge("fabric_up", TARGET_LABELS)
-        duration = _gauge("fabric_poll_duration_seconds", TARGET_LABELS)
-        last_poll = _gauge("fabric_last_poll_timestamp_seconds", TARGET_LABELS)
-        last_ok = _gauge("fabric_last_success_timestamp_seconds", TARGET_LABELS)
-        polls = _counter("fabric_polls_total", TARGET_LABELS)
-        errors = _counter("fabric_poll_errors_total", TARGET_LABELS + ["reason"])
-        samples = _gauge("fabric_samples", TARGET_LABELS)
-        interval = _gauge("fabric_poll_interval_seconds", TARGET_LABELS)
-        backoff = _gauge("fabric_poll_backoff_seconds", TARGET_LABELS)
-        stale = _gauge("fabric_target_stale", TARGET_LABELS)
-        skipped = _counter("fabric_parse_skipped_lines_total", TARGET_LABELS + ["source"])
-        by_collector: dict[str, int] = {}
-        for s in states:
-            lv = [s.group, s.host, s.collector, s.fabric]
-            fresh = self.store.is_fresh(s.key)
-            up.add_metric(lv, 1.0 if s.state in ("ok", "partial") and fresh else 0.0)
-            if s.last_duration is not None:
-                duration.add_metric(lv, s.last_duration)
-                last_poll.add_metric(lv, s.last_poll_end)
-            if s.last_success is not None:
-                last_ok.add_metric(lv, s.last_success)
-            polls.add_metric(lv, s.polls)
+def _target_samples(state, fresh: bool, families: tuple[str, ...]):
+    labels = {"group": state.group, "host": state.host, "collector": state.collector, "fabric": state.fabric}
+    values: dict[str, list[tuple[dict, float]]] = {
+        "fabric_up": [(labels, 1.0 if fresh and state.state in ("ok", "partial") else 0.0)],
+        "fabric_samples": [(labels, state.samples if fresh else 0)],
+        "fabric_target_stale": [(labels, 0.0 if fresh or not state.tried else 1.0)],
+    }
+    if len(families) > len(_FRESHNESS_FAMILIES):
+        values.update({
+            "fabric_poll_duration_seconds": [] if state.last_duration is None else [(labels, state.last_duration)],
+            "fabric_last_poll_timestamp_seconds":
+                [] if state.last_duration is None else [(labels, state.last_poll_end)],
+            "fabric_last_success_timestamp_seconds":
+                [] if state.last_success is None else [(labels, state.last_success)],
+            "fabric_polls_total": [(labels, state.polls)],
             # Every reason is published from the start, so rate() sees the first error.
-            for reason in REASONS:
-                errors.add_metric(lv + [reason], s.errors.get(reason, 0))
-            samples.add_metric(lv, s.samples if fresh else 0)
-            interval.add_metric(lv, s.interval)
-            backoff.add_metric(lv, s.backoff)
-            stale.add_metric(lv, 0.0 if fresh or not s.tried else 1.0)
-            for source, n in sorted(s.skipped_lines.items()):
-                skipped.add_metric(lv + [source], n)
-            by_collector[s.collector] = by_collector.get(s.collector, 0) + 1
-        yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale, skipped)
-
-        targets = _gauge("fabric_targets", ["collector"])
-        for name, n in sorted(by_collector.items()):
-            targets.add_metric([name], n)
-        yield targets
-        build = _gauge("fabric_build_info", ["version", "python_version"])
-        build.add_metric([__version__, platform.python_version()], 1.0)
-        yield build
-        ok = _gauge("fabric_config_last_reload_successful", [])
-        ok.add_metric([], 1.0 if self.reload.successful else 0.0)
-        yield ok
-        ts = _gauge("fabric_config_last_reload_success_timestamp_seconds", [])
-        ts.add_metric([], self.reload.last_success)
-        yield ts
+            "fabric_poll_errors_total": [({**labels, "reason": r}, state.errors.get(r, 0)) for r in REASONS],
+            "fabric_poll_interval_seconds": [(labels, state.interval)],
+            "fabric_poll_backoff_seconds": [(labels, state.backoff)],
+            "fabric_parse_skipped_lines_total":
+                [({**labels, "source": source}, n) for source, n in sorted(state.skipped_lines.items())],
+        })
+    return [(family, lab, v) for family in families for lab, v in values[family]]
 
 
-def self_registry(scheduler, store, reload_status: ReloadStatus) -> CollectorRegistry:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SelfCollector(scheduler, store, reload_status))
-    return registry
+def _render(samples) -> dict[str, Rendered]:
+    return {family: Rendered.of(text) for family, text in render_chunks(samples).items()}
+
+
+class SelfMetrics:
+    """Per-target self-metric lines, updated by the scheduler; ``parts()`` serves them.
+
+    Lines are kept per family as lists in target order (one slot per target), so a scrape extends
+    its output by whole lists instead of visiting every target's every family."""
+
+    def __init__(self, reload_status: ReloadStatus):
+        self.reload = reload_status
+        self._targets: dict[tuple[str, str], _TargetLines] = {}
+        self._headers = [Rendered.of(family_header(CATALOG[f])) for f in TARGET_FAMILIES]
+        self._global_key: tuple | None = None
+        self._global: tuple[list[bytes], list[bytes]] = ([], [])
+        # slot layout: rebuilt (None) when a target comes or goes
+        self._slots: dict[tuple[str, str], int] | None = {}
+        self._plain: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]  # family index -> line per slot
+        self._gz: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]
+        self._keys: list[tuple[str, str]] = []  # slot -> target
+        self._shown_fresh: list[bool] = []  # which variant each slot holds
+        self._fresh_until: list[float] = []
+
+    def target_changed(self, state, fresh_until: float | None) -> None:
+        """Render ``state`` (a scheduler TargetState); ``fresh_until`` is its snapshot's deadline, if any."""
+        fresh = _render(_target_samples(state, True, TARGET_FAMILIES))
+        stale = {**fresh, **_render(_target_samples(state, False, _FRESHNESS_FAMILIES))}
+        empty = Rendered(b"", b"")
+        fresh_row = [fresh.get(f, empty) for f in TARGET_FAMILIES]
+        stale_row = [stale.get(f, empty) for f in TARGET_FAMILIES]
+        lines = _TargetLines(
+            state.collector, -math.inf if fresh_until is None else fresh_until,
+            tuple(r.plain for r in fresh_row), tuple(r.gz for r in fresh_row),
+            tuple(r.plain for r in stale_row), tuple(r.gz for r in stale_row))
+        self._targets[state.key] = lines
+        slot = None if self._slots is None else self._slots.get(state.key)
+        if slot is None:
+            self._slots = None
+        else:
+            self._fill(slot, lines, fresh=True)
+            self._fresh_until[slot] = lines.fresh_until
+
+    def target_removed(self, key: tuple[str, str]) -> None:
+        if self._targets.pop(key, None) is not None:
+            self._slots = None
+
+    def _fill(self, slot: int, lines: _TargetLines, fresh: bool) -> None:
+        plain, gz = (lines.fresh_plain, lines.fresh_gz) if fresh else (lines.stale_plain, lines.stale_gz)
+        for i in range(len(TARGET_FAMILIES)):
+            self._plain[i][slot] = plain[i]
+            self._gz[i][slot] = gz[i]
+        self._shown_fresh[slot] = fresh
+
+    def _layout(self) -> None:
+        keys = self._keys = sorted(self._targets)
+        self._slots = {k: i for i, k in enumerate(keys)}
+        self._plain = [[b""] * len(keys) for _ in TARGET_FAMILIES]
+        self._gz = [[b""] * len(keys) for _ in TARGET_FAMILIES]
+        self._shown_fresh = [True] * len(keys)
+        self._fresh_until = [self._targets[k].fresh_until for k in keys]
+        for i, k in enumerate(keys):
+            self._fill(i, self._targets[k], fresh=True)
+
+    def _global_parts(self, gzip: bool) -> list[bytes]:
+        by_collector: dict[str, int] = {}
+        for t in self._targets.values():
+            by_collector[t.collector] = by_collector.get(t.collector, 0) + 1
+        key = (tuple(sorted(by_collector.items())), self.reload.successful, self.reload.last_success)
+        if key != self._global_key:
+            samples = [("fabric_targets", {"collector": name}, n) for name, n in key[0]]
+            samples += [("fabric_build_info", {"version": __version__, "python_version": platform.python_version()}, 1.0),
+                        ("fabric_config_last_reload_successful", {}, 1.0 if self.reload.successful else 0.0),
+                        ("fabric_config_last_reload_success_timestamp_seconds", {}, self.reload.last_success)]
+            chunks = render_chunks(samples)
+            pieces = [Rendered.of(family_header(CATALOG[f]) + chunks.get(f, b"")) for f in GLOBAL_FAMILIES]
+            self._global = ([p.plain for p in pieces], [p.gz for p in pieces])
+            self._global_key = key
+        return self._global[1 if gzip else 0]
+
+    def parts(self, now_mono: float, gzip: bool = False) -> list[bytes]:
+        """The self-metrics as pieces to concatenate (plain text, or gzip members)."""
+        if self._slots is None:
+            self._layout()
+        # Each slot shows the variant that holds at ``now_mono``: switch the few that crossed over.
+        for slot, (until, shown) in enumerate(zip(self._fresh_until, self._shown_fresh)):
+            if (now_mono <= until) != shown:
+                self._fill(slot, self._targets[self._keys[slot]], fresh=not shown)
+        columns = self._gz if gzip else self._plain
+        parts: list[bytes] = []
+        for header, column in zip(self._headers, columns):
+            parts.append(header.gz if gzip else header.plain)
+            parts.extend(column)
+        parts.extend(self._global_parts(gzip))
+        return parts
+
+    def render(self, now_mono: float | None = None) -> bytes:
+        return b"".join(self.parts(time.monotonic() if now_mono is None else now_mono))

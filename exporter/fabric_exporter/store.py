@@ -1,18 +1,20 @@
 """Snapshot store: one immutable, pre-rendered snapshot per target, swapped whole when a poll lands.
 
 A scrape joins cached bytes grouped by metric family (HELP/TYPE once per family across targets)
-and never renders or does I/O. A snapshot past its target's ``stale_after`` is withheld: stale
+and never renders, compresses or does I/O: each snapshot keeps its families as plain text and as
+gzip members, so a gzip scrape is a join too. A snapshot past its target's ``stale_after`` is withheld: stale
 targets publish only their own status, never frozen old values.
 """
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .catalog import CATALOG
-from .exposition import family_header, render_chunks
+from .exposition import Rendered, family_header, gzip_member, render_chunks
 from .samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
@@ -21,37 +23,50 @@ TargetKey = tuple[str, str]  # (group, host)
 @dataclass(frozen=True)
 class Snapshot:
     chunks: dict[str, bytes]  # family name -> rendered sample lines
+    gz: dict[str, bytes]  # family name -> the same lines as one gzip member
     sample_count: int
     taken_at: float  # wall clock, for the status page
     fresh_until: float  # monotonic deadline (last success + stale_after)
 
 
 def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
-                   now_mono: float | None = None) -> Snapshot:
-    """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetric."""
-    count = 0
+                   now_mono: float | None = None, previous: Snapshot | None = None) -> Snapshot:
+    """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetric.
 
-    def labelled():
-        nonlocal count
-        for s in samples:
-            count += 1
-            yield s.name, {"fabric": fabric, **s.labels}, s.value
-
-    chunks = render_chunks(labelled())
+    A family whose text equals the ``previous`` snapshot's keeps its gzip member (info and state
+    families rarely change between polls), so only changed families are compressed again."""
+    if not isinstance(samples, list):
+        samples = list(samples)
+    chunks = render_chunks(samples, ("fabric", fabric))
+    old_chunks, old_gz = (previous.chunks, previous.gz) if previous is not None else ({}, {})
+    gz = {family: old_gz[family] if old_chunks.get(family) == lines else gzip_member(lines)
+          for family, lines in chunks.items()}
     now_mono = time.monotonic() if now_mono is None else now_mono
-    return Snapshot(chunks, count, time.time(), now_mono + stale_after)
+    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after)
 
 
 class SnapshotStore:
     def __init__(self) -> None:
         self._snapshots: dict[TargetKey, Snapshot] = {}
         self._family_order = list(CATALOG)
+        self._family_users: collections.Counter[str] = collections.Counter()  # family -> snapshots with it
+        self._sorted_keys: list[TargetKey] | None = []  # None: rebuild (a target came or went)
+        self._headers: dict[str, Rendered] = {}
 
     def put(self, key: TargetKey, snapshot: Snapshot) -> None:
+        old = self._snapshots.get(key)
         self._snapshots[key] = snapshot  # one dict assignment: readers see old or new, never half
+        if old is None:
+            self._sorted_keys = None
+        else:
+            self._family_users.subtract(old.chunks.keys())
+        self._family_users.update(snapshot.chunks.keys())
 
     def drop(self, key: TargetKey) -> None:
-        self._snapshots.pop(key, None)
+        old = self._snapshots.pop(key, None)
+        if old is not None:
+            self._sorted_keys = None
+            self._family_users.subtract(old.chunks.keys())
 
     def get(self, key: TargetKey) -> Snapshot | None:
         return self._snapshots.get(key)
@@ -60,15 +75,34 @@ class SnapshotStore:
         snap = self._snapshots.get(key)
         return snap is not None and (time.monotonic() if now_mono is None else now_mono) <= snap.fresh_until
 
-    def render(self, now_mono: float | None = None) -> bytes:
-        now_mono = time.monotonic() if now_mono is None else now_mono
-        fresh = [self._snapshots[k] for k in sorted(self._snapshots) if now_mono <= self._snapshots[k].fresh_until]
+    def _header(self, family: str) -> Rendered:
+        header = self._headers.get(family)
+        if header is None:
+            header = self._headers[family] = Rendered.of(family_header(CATALOG[family]))
+        return header
+
+    def parts(self, now_mono: float, gzip: bool = False) -> list[bytes]:
+        """The exposition of every fresh snapshot as pieces to concatenate: plain text, or gzip
+        members that concatenate into one gzip stream. Costs a list of references, no rendering."""
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self._snapshots)
+        snapshots = self._snapshots
+        fresh = [s for s in map(snapshots.__getitem__, self._sorted_keys) if now_mono <= s.fresh_until]
+        maps = [s.gz for s in fresh] if gzip else [s.chunks for s in fresh]
+        users = self._family_users
         parts: list[bytes] = []
         if len(self._family_order) != len(CATALOG):  # a plugin registered metrics since
             self._family_order = list(CATALOG)
         for family in self._family_order:
-            lines = [s.chunks[family] for s in fresh if family in s.chunks]
+            if users[family] <= 0:
+                continue
+            lines = [piece for m in maps if (piece := m.get(family)) is not None]
             if lines:
-                parts.append(family_header(CATALOG[family]))
+                header = self._header(family)
+                parts.append(header.gz if gzip else header.plain)
                 parts.extend(lines)
-        return b"".join(parts)
+        return parts
+
+    def render(self, now_mono: float | None = None) -> bytes:
+        """Plain exposition text of the fresh snapshots (the targets' data, not the self-metrics)."""
+        return b"".join(self.parts(time.monotonic() if now_mono is None else now_mono))

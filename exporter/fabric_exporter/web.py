@@ -8,8 +8,9 @@ Prometheus exporter-toolkit's ``--web.config.file`` format.
 from __future__ import annotations
 
 import base64
-import gzip
+import bisect
 import html
+import itertools
 import logging
 import ssl
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 import bcrypt
 import yaml
 from aiohttp import web
-from prometheus_client import generate_latest
+from aiohttp.payload import Payload
 
 from . import __version__
 from .config import ConfigError
@@ -149,6 +150,33 @@ def _check_basic_auth(request: web.Request, users: dict[str, bytes], cache: dict
 # the app
 
 
+class PartsPayload(Payload):
+    """A body written straight from its pieces in ~1 MB batches: no copy of the whole exposition
+    (200+ MB at 1.6M samples) and memory bounded by the socket's write buffer, not the body."""
+
+    _autoclose = True
+    BATCH = 1 << 20
+
+    def __init__(self, parts: list[bytes], content_type: str):
+        super().__init__(parts, content_type=content_type)
+        self._size = sum(map(len, parts))  # Content-Length: a scrape can tell a cut-off body
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return b"".join(self._value).decode(encoding, errors)
+
+    async def write(self, writer) -> None:
+        parts = self._value
+        # Batch boundaries from the cumulative sizes, found in C (accumulate, bisect): at 10k targets
+        # there are ~100k pieces, too many for a Python loop per piece on every scrape.
+        ends = list(itertools.accumulate(map(len, parts)))
+        start = 0
+        while start < len(parts):
+            limit = (ends[start - 1] if start else 0) + self.BATCH
+            stop = max(start + 1, bisect.bisect_right(ends, limit, lo=start))
+            await writer.write(b"".join(parts[start:stop]))
+            start = stop
+
+
 def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
     security = security or WebSecurity()
     auth_cache: dict = {}
@@ -165,14 +193,13 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
         return response
 
     async def metrics(request: web.Request) -> web.Response:
-        started = time.perf_counter()
-        body = daemon.store.render() + generate_latest(daemon.self_registry)
+        # A join of bytes rendered (and gzip members compressed) when the polls landed.
+        compressed = "gzip" in request.headers.get("Accept-Encoding", "")
         headers = {"Content-Type": CONTENT_TYPE}
-        if "gzip" in request.headers.get("Accept-Encoding", ""):
-            body = gzip.compress(body, compresslevel=1)
+        if compressed:
             headers["Content-Encoding"] = "gzip"
-        daemon.last_render_seconds = time.perf_counter() - started
-        return web.Response(body=body, headers=headers)
+        return web.Response(body=PartsPayload(daemon.exposition_parts(gzip=compressed), CONTENT_TYPE),
+                            headers=headers)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

@@ -86,3 +86,29 @@ def test_store_groups_families_across_targets_and_withholds_stale():
     later = store.render(now_mono=50).decode()  # target a is past stale_after: its series are gone
     assert 'host="h",netdev="eth0",port="1"} 1.0' not in later
     assert "fabric_roce_tx_bytes_total" in later and 'host="i"' in later
+
+
+def test_shared_label_dicts_and_the_extra_label_render_as_separate_dicts_would():
+    shared = {"host": "h", "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+    other = {**shared, "netdev": 'eth"1'}
+    rows = [("fabric_roce_rx_bytes_total", shared, 1), ("fabric_roce_tx_bytes_total", shared, 2.5),
+            ("fabric_roce_rx_bytes_total", other, 3), ("fabric_roce_tx_bytes_total", shared, 1234567.0)]
+    fast = render_chunks(rows, ("fabric", "f1"))
+    plain = render_chunks([(n, {"fabric": "f1", **dict(lab)}, v) for n, lab, v in rows])
+    assert fast == plain
+    assert b'netdev="eth\\"1"' in fast["fabric_roce_rx_bytes_total"]
+    assert fast["fabric_roce_tx_bytes_total"].endswith(b'port="1"} 1.234567e+06\n')
+
+
+def test_a_snapshot_recompresses_only_families_that_changed():
+    import gzip
+
+    labels = {"host": "h", "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+    first = build_snapshot("f", [Sample("fabric_roce_rx_bytes_total", labels, 1),
+                                 Sample("fabric_roce_tx_bytes_total", labels, 5)], 60)
+    second = build_snapshot("f", [Sample("fabric_roce_rx_bytes_total", labels, 2),
+                                  Sample("fabric_roce_tx_bytes_total", labels, 5)], 60, previous=first)
+    assert second.gz["fabric_roce_tx_bytes_total"] is first.gz["fabric_roce_tx_bytes_total"]
+    assert second.gz["fabric_roce_rx_bytes_total"] != first.gz["fabric_roce_rx_bytes_total"]
+    for family, text in second.chunks.items():
+        assert gzip.decompress(second.gz[family]) == text

@@ -4,6 +4,7 @@ import asyncio
 import time
 from pathlib import Path
 
+from fabric_exporter.collectors import PollContext
 from fabric_exporter.config import parse_config
 from fabric_exporter.scheduler import Scheduler, backoff_delay
 from fabric_exporter.store import SnapshotStore
@@ -151,3 +152,49 @@ def test_waiting_for_a_slot_does_not_eat_the_poll_deadline(tmp_path):
 
     states = asyncio.run(scenario())
     assert [s.state for s in states] == ["ok", "ok"], [s.last_error for s in states]
+
+
+def test_a_failing_target_is_logged_when_it_changes_not_every_poll(tmp_path, caplog):
+    values = tmp_path / "values"
+
+    async def scenario():
+        cfg = parse_config({"targets": [{"name": "g", "fabric": "lab", "collector": "test_command",
+                                         "transport": "local", "options": {"command": ["cat", str(values)]}}]})
+        sched = Scheduler(Transports(), SnapshotStore())
+        sched.apply(cfg, start_tasks=False)
+        key = ("g", "localhost")
+        collector = plugin_collectors.CommandValuesCollector(
+            PollContext(cfg.targets[0], cfg.targets[0].hosts[0], sched.transports))
+
+        async def polls(n):
+            for _ in range(n):
+                await sched.poll(key, collector)
+
+        def messages():
+            return [(r.levelname, r.getMessage(), r.fields.get("reason")) for r in caplog.records
+                    if r.name == "fabric_exporter.scheduler" and r.levelno >= 20]
+
+        await polls(2)  # missing file: fails, with its reason
+        await polls(4)
+        first = messages()
+        values.write_text("eth0 x\n")  # now a parse error: a new reason is worth a line
+        await polls(3)
+        changed = messages()
+        sched.health_reminder_seconds = 0.3
+        await asyncio.sleep(0.35)
+        await polls(3)  # the first of these is past the reminder interval, the others not
+        reminded = messages()
+        values.write_text("eth0 1\n")
+        await polls(3)
+        return first, changed, reminded, messages()
+
+    with caplog.at_level("DEBUG", logger="fabric_exporter.scheduler"):
+        first, changed, reminded, final = asyncio.run(scenario())
+    assert first == [("WARNING", "target failing", "command_failed")]
+    assert changed[1:] == [("WARNING", "target failing", "parse")]
+    assert reminded[2:] == [("WARNING", "target failing still", "parse")]
+    assert final[3:] == [("INFO", "target recovered", None)]
+    recovered = [r for r in caplog.records if r.getMessage() == "target recovered"][0]
+    assert recovered.fields["was"] == "parse" and recovered.fields["polls"] == 12
+    # every failed poll is still there at debug level, for whoever needs it
+    assert sum(r.getMessage() == "poll failed" for r in caplog.records) == 12 - 3

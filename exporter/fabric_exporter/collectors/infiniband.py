@@ -234,6 +234,7 @@ class InfinibandCollector(Collector):
         if self.options is None:
             self.options = InfinibandOptions()
         self._topology: ib_netdiscover.Topology | None = None
+        self._owners: dict[int, tuple[int, int]] = {}  # port GUID -> (node GUID, port) of self._topology
         self._topology_at: float | None = None  # monotonic
         self._topology_wall: float | None = None
         self._topology_stale = False
@@ -385,6 +386,7 @@ class InfinibandCollector(Collector):
         if self._topology is not None and topology.links() != self._topology.links():
             self._topology_changes += 1
         self._topology = topology
+        self._owners = topology.port_guid_owner()  # built once per discovery, read by every sweep
         self._topology_at = now
         self._topology_wall = time.time()
         self._topology_stale = False
@@ -410,7 +412,7 @@ class InfinibandCollector(Collector):
         topo = self._topology
         if topo is None:
             return True
-        owners = topo.port_guid_owner()
+        owners = self._owners
         for node in counters.nodes:
             if node.guid not in topo.nodes:
                 return True
@@ -454,7 +456,7 @@ class InfinibandCollector(Collector):
                     continue
                 ports[(node.guid, pc.port)] = _Port(node.guid, pc.port, pc)
 
-        owners = self._topology.port_guid_owner() if self._topology else {}
+        owners = self._owners
         # A port the error sweep did not list has all error counters at 0, but only if that sweep
         # checked its node: same node count as the counter sweep, and no failed query on it.
         complete = errors.summary.nodes_checked == counters.summary.nodes_checked
@@ -627,7 +629,7 @@ class InfinibandCollector(Collector):
                  problems: list[str], durations: dict[str, float]) -> list[Sample]:
         now = time.monotonic()
         topo = self._topology
-        owners = topo.port_guid_owner() if topo else {}
+        owners = self._owners
         out: list[Sample] = []
         add = out.append
         descriptions: dict[int, str] = {}

@@ -1,0 +1,147 @@
+"""Self-metrics are rendered when a target's state changes and served as cached bytes: they must be
+byte-identical to what prometheus_client renders from the same state at scrape time (the old way,
+kept here as the reference), in both freshness variants, and their gzip members must decode to
+the same text."""
+
+import collections
+import gzip
+import platform
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import CollectorRegistry
+
+from fabric_exporter import __version__
+from fabric_exporter.catalog import CATALOG
+from fabric_exporter.errors import REASONS
+from fabric_exporter.samples import Sample
+from fabric_exporter.scheduler import TargetState
+from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
+from fabric_exporter.store import SnapshotStore, build_snapshot
+
+TARGET_LABELS = ["group", "host", "collector", "fabric"]
+
+
+def reference(states, fresh_keys, reload: ReloadStatus) -> bytes:
+    """prometheus_client rendering of the self-metrics, computed from state at scrape time."""
+
+    def gauge(name, labels):
+        return GaugeMetricFamily(name, CATALOG[name].help, labels=labels)
+
+    def counter(name, labels):
+        return CounterMetricFamily(name.removesuffix("_total"), CATALOG[name].help, labels=labels)
+
+    class Reference:
+        def collect(self):
+            up = gauge("fabric_up", TARGET_LABELS)
+            duration = gauge("fabric_poll_duration_seconds", TARGET_LABELS)
+            last_poll = gauge("fabric_last_poll_timestamp_seconds", TARGET_LABELS)
+            last_ok = gauge("fabric_last_success_timestamp_seconds", TARGET_LABELS)
+            polls = counter("fabric_polls_total", TARGET_LABELS)
+            errors = counter("fabric_poll_errors_total", TARGET_LABELS + ["reason"])
+            samples = gauge("fabric_samples", TARGET_LABELS)
+            interval = gauge("fabric_poll_interval_seconds", TARGET_LABELS)
+            backoff = gauge("fabric_poll_backoff_seconds", TARGET_LABELS)
+            stale = gauge("fabric_target_stale", TARGET_LABELS)
+            by_collector = collections.Counter()
+            for s in sorted(states, key=lambda s: s.key):
+                lv = [s.group, s.host, s.collector, s.fabric]
+                fresh = s.key in fresh_keys
+                up.add_metric(lv, 1.0 if s.state in ("ok", "partial") and fresh else 0.0)
+                if s.last_duration is not None:
+                    duration.add_metric(lv, s.last_duration)
+                    last_poll.add_metric(lv, s.last_poll_end)
+                if s.last_success is not None:
+                    last_ok.add_metric(lv, s.last_success)
+                polls.add_metric(lv, s.polls)
+                for reason in REASONS:
+                    errors.add_metric(lv + [reason], s.errors.get(reason, 0))
+                samples.add_metric(lv, s.samples if fresh else 0)
+                interval.add_metric(lv, s.interval)
+                backoff.add_metric(lv, s.backoff)
+                stale.add_metric(lv, 0.0 if fresh or not s.tried else 1.0)
+                by_collector[s.collector] += 1
+            yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale)
+            targets = gauge("fabric_targets", ["collector"])
+            for name, n in sorted(by_collector.items()):
+                targets.add_metric([name], n)
+            yield targets
+            build = gauge("fabric_build_info", ["version", "python_version"])
+            build.add_metric([__version__, platform.python_version()], 1.0)
+            yield build
+            ok = gauge("fabric_config_last_reload_successful", [])
+            ok.add_metric([], 1.0 if reload.successful else 0.0)
+            yield ok
+            ts = gauge("fabric_config_last_reload_success_timestamp_seconds", [])
+            ts.add_metric([], reload.last_success)
+            yield ts
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Reference())
+    return generate_latest(registry)
+
+
+names = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+times = st.one_of(st.none(), st.floats(min_value=0, max_value=2e9, allow_nan=False))
+
+
+@st.composite
+def target_states(draw):
+    state = TargetState(draw(names), draw(names), draw(st.sampled_from(["roce_nic", "infiniband", "x"])),
+                        draw(names), "ssh", draw(st.sampled_from([1.0, 30.0, 0.25])), 60.0)
+    state.state = draw(st.sampled_from(["pending", "ok", "partial", "failed"]))
+    state.polls = draw(st.integers(0, 10**9))
+    state.errors = collections.Counter({r: draw(st.integers(0, 10**7)) for r in draw(st.sets(st.sampled_from(REASONS)))})
+    state.last_duration = draw(times)
+    state.last_poll_end = None if state.last_duration is None else draw(st.floats(1e9, 2e9))
+    state.last_success = draw(times)
+    state.backoff = draw(st.sampled_from([0.0, 2.5, 3600.0]))
+    state.samples = draw(st.integers(0, 10**6))
+    return state
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(target_states(), max_size=6, unique_by=lambda s: s.key), st.data())
+def test_cached_self_metrics_are_byte_identical_to_prometheus_client(states, data):
+    reload = ReloadStatus()
+    if data.draw(st.booleans()):
+        reload.record(True)
+    metrics = SelfMetrics(reload)
+    fresh_until = {s.key: data.draw(st.sampled_from([None, 10.0, 100.0])) for s in states}
+    for s in states:
+        metrics.target_changed(s, fresh_until[s.key])
+    for now in (5.0, 50.0, 500.0):  # before, between and after the deadlines: each target picks its variant
+        fresh = {k for k, until in fresh_until.items() if until is not None and now <= until}
+        expected = reference(states, fresh, reload)
+        assert metrics.render(now) == expected
+        assert gzip.decompress(b"".join(metrics.parts(now, gzip=True))) == expected
+
+
+def test_a_removed_target_and_a_reload_change_the_served_bytes():
+    reload = ReloadStatus()
+    metrics = SelfMetrics(reload)
+    a = TargetState("g", "a", "roce_nic", "f", "ssh", 30.0, 60.0)
+    b = TargetState("g", "b", "infiniband", "f", "local", 30.0, 60.0)
+    metrics.target_changed(a, None)
+    metrics.target_changed(b, None)
+    assert metrics.render(0) == reference([a, b], set(), reload)
+    reload.record(True)
+    metrics.target_removed(b.key)
+    text = metrics.render(0)
+    assert text == reference([a], set(), reload)
+    assert b'fabric_targets{collector="infiniband"}' not in text and b"fabric_config_last_reload_successful 1.0" in text
+
+
+def test_store_gzip_members_decode_to_the_plain_exposition():
+    store = SnapshotStore()
+    for i in range(5):
+        labels = {"host": f"h{i}", "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+        store.put(("g", f"h{i}"), build_snapshot("f", [Sample("fabric_roce_rx_bytes_total", labels, i),
+                                                      Sample("fabric_roce_tx_bytes_total", labels, 2 * i)],
+                                                 10 + i, now_mono=0))
+    for now in (0, 12, 100):  # all fresh, some stale, none
+        plain = b"".join(store.parts(now))
+        assert gzip.decompress(b"".join(store.parts(now, gzip=True))) == plain
+    assert store.render(100) == b""
