@@ -45,6 +45,7 @@ def reference(states, fresh_keys, reload: ReloadStatus) -> bytes:
             interval = gauge("fabric_poll_interval_seconds", TARGET_LABELS)
             backoff = gauge("fabric_poll_backoff_seconds", TARGET_LABELS)
             stale = gauge("fabric_target_stale", TARGET_LABELS)
+            skipped = counter("fabric_parse_skipped_lines_total", TARGET_LABELS + ["source"])
             by_collector = collections.Counter()
             for s in sorted(states, key=lambda s: s.key):
                 lv = [s.group, s.host, s.collector, s.fabric]
@@ -62,8 +63,10 @@ def reference(states, fresh_keys, reload: ReloadStatus) -> bytes:
                 interval.add_metric(lv, s.interval)
                 backoff.add_metric(lv, s.backoff)
                 stale.add_metric(lv, 0.0 if fresh or not s.tried else 1.0)
+                for source, n in sorted(s.skipped_lines.items()):
+                    skipped.add_metric(lv + [source], n)
                 by_collector[s.collector] += 1
-            yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale)
+            yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale, skipped)
             targets = gauge("fabric_targets", ["collector"])
             for name, n in sorted(by_collector.items()):
                 targets.add_metric([name], n)
@@ -99,6 +102,8 @@ def target_states(draw):
     state.last_success = draw(times)
     state.backoff = draw(st.sampled_from([0.0, 2.5, 3600.0]))
     state.samples = draw(st.integers(0, 10**6))
+    state.skipped_lines = collections.Counter(
+        {source: draw(st.integers(1, 10**6)) for source in draw(st.sets(st.sampled_from(["ethtool", "pm", "x"])))})
     return state
 
 

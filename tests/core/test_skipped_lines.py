@@ -4,14 +4,10 @@ debug log line per distinct line (the parsers' side is tested with each parser).
 from __future__ import annotations
 
 import logging
-import types
-
-from prometheus_client import generate_latest
 
 from fabric_exporter.parsers.skipped import MAX_KEPT, SkippedLine, note
 from fabric_exporter.scheduler import TargetState, _count_skipped
-from fabric_exporter.selfmetrics import ReloadStatus, self_registry
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
 
 
 def test_note_keeps_a_bounded_list_and_only_when_asked():
@@ -34,8 +30,9 @@ def test_counted_per_source_logged_once_and_published(caplog):
     assert sorted(r.fields["line"] for r in logged) == ["Per queue stats", "weird"]  # each distinct line once
     assert all(r.levelno == logging.DEBUG for r in logged)
 
-    scheduler = types.SimpleNamespace(states={state.key: state})
-    text = generate_latest(self_registry(scheduler, SnapshotStore(), ReloadStatus())).decode()
+    metrics = SelfMetrics(ReloadStatus())
+    metrics.target_changed(state, None)
+    text = metrics.render().decode()
     assert ('fabric_parse_skipped_lines_total{collector="roce_nic",fabric="lab",group="gpus",host="gpu-001",'
             'source="ethtool"} 3.0') in text
     assert 'source="hw_counters"} 1.0' in text
