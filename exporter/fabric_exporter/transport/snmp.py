@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from pysnmp.hlapi.v3arch.asyncio import (
     CommunityData,
@@ -40,6 +40,9 @@ from pysnmp.smi.rfc1902 import ObjectIdentity, ObjectType
 
 from ..config import Host, SNMPCredential, TargetGroup
 from ..errors import AuthError, ConnectError, PollError, PollTimeout
+# Value kinds a varbind is reduced to (pyasn1 objects are expensive to keep around): one record type
+# for both paths, defined beside the fast path's decoder.
+from .snmp_ber import COUNTER32, COUNTER64, GAUGE, INTEGER, OTHER, STRING, TIMETICKS, Varbind
 
 log = logging.getLogger("fabric_exporter.snmp")
 
@@ -61,15 +64,6 @@ _AUTH_FAILURES = (errind.WrongDigest, errind.UnknownUserName, errind.DecryptionE
                   errind.AuthenticationError, errind.NotInTimeWindow, errind.UnknownCommunityName,
                   errind.NoSuchContext, errind.UnsupportedAuthProtocol, errind.UnsupportedPrivProtocol)
 
-# Value kinds a varbind is reduced to (pyasn1 objects are expensive to keep around).
-COUNTER32, COUNTER64, GAUGE, INTEGER, TIMETICKS, STRING, OTHER = (
-    "counter32", "counter64", "gauge", "integer", "timeticks", "string", "other")
-
-
-class Varbind(NamedTuple):
-    oid: tuple[int, ...]
-    kind: str
-    value: Any  # int for numeric kinds, bytes for strings, str() of anything else
 
 
 def _convert(name: Any, value: Any) -> Varbind:

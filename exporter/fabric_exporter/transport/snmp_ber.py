@@ -1,0 +1,307 @@
+"""BER for SNMP, specialised: encode GET/GETBULK requests, decode Response PDUs into Varbinds.
+
+Pure functions, bytes in, records out. This parses untrusted datagrams, so every length is checked
+against the bytes that enclose it before anything is read, nothing recurses, and every problem --
+truncation, a length past its container, trailing bytes, a tag we do not expect, a value out of its
+SNMP range -- raises ``BerError`` (a PollError, reason ``parse``), never anything else.
+
+It accepts what pysnmp/pyasn1 accept for these messages and decodes it to the same values
+(tests/switch/test_snmp_ber.py proves it with a hypothesis differential test), except that it is
+stricter in two documented ways, raising ``BerStrictnessError``: indefinite lengths and
+constructed (segmented) encodings of strings are refused. Agents never send them; a parser that
+accepts them has more to get wrong.
+
+Value kinds are those of ``transport.snmp.Varbind`` (what pysnmp's path produces), plus three for
+the SNMPv2 exceptions, which the session filters out before collectors see anything.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..errors import PollError
+
+COUNTER32, COUNTER64, GAUGE, INTEGER, TIMETICKS, STRING, OTHER = (
+    "counter32", "counter64", "gauge", "integer", "timeticks", "string", "other")
+NO_SUCH_OBJECT, NO_SUCH_INSTANCE, END_OF_MIB_VIEW = "noSuchObject", "noSuchInstance", "endOfMibView"
+EXCEPTIONS = frozenset((NO_SUCH_OBJECT, NO_SUCH_INSTANCE, END_OF_MIB_VIEW))
+
+# PDU tags (context, constructed)
+GET_REQUEST, GET_NEXT_REQUEST, RESPONSE, GET_BULK_REQUEST, REPORT = 0xA0, 0xA1, 0xA2, 0xA5, 0xA8
+
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_UINT32_MAX, _UINT64_MAX = (1 << 32) - 1, (1 << 64) - 1
+#: pyasn1's own limits, kept so that both refuse the same inputs
+_MAX_LENGTH_OCTETS = 8
+_MAX_OID_ARC_CONTINUATION_OCTETS = 20
+_MAX_OCTET_STRING = 65535  # SNMPv2-SMI OCTET STRING (SIZE (0..65535))
+
+
+class BerError(PollError):
+    """A datagram that is not a well-formed SNMP message."""
+
+    reason = "parse"
+
+
+class BerStrictnessError(BerError):
+    """Valid BER that we refuse on purpose (indefinite length, constructed strings)."""
+
+
+class Varbind(NamedTuple):
+    oid: tuple[int, ...]
+    kind: str
+    value: object  # int for numeric kinds, bytes for strings, str for OTHER, None for exceptions
+
+
+class Response(NamedTuple):
+    version: int  # 0 = v1, 1 = v2c, as on the wire
+    community: bytes
+    pdu_type: int
+    request_id: int
+    error_status: int
+    error_index: int
+    varbinds: list[Varbind]
+
+
+# -- decoding -----------------------------------------------------------------------------------
+
+def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The length octets at ``pos``: (length, position of the contents). The contents must fit in ``end``."""
+    if pos >= end:
+        raise BerError("truncated: length octets missing")
+    first = data[pos]
+    pos += 1
+    if first < 0x80:
+        length = first
+    elif first == 0x80:
+        raise BerStrictnessError("indefinite length refused")
+    else:
+        n = first & 0x7F
+        if n > _MAX_LENGTH_OCTETS:
+            raise BerError(f"length field of {n} octets")
+        if pos + n > end:
+            raise BerError("truncated: length octets cut short")
+        length = int.from_bytes(data[pos:pos + n], "big")
+        pos += n
+    if length > end - pos:
+        raise BerError(f"truncated: {length} octets announced, {end - pos} present")
+    return length, pos
+
+
+def _expect(data: bytes, pos: int, end: int, tag: int, what: str) -> tuple[int, int]:
+    if pos >= end:
+        raise BerError(f"truncated: {what} missing")
+    if data[pos] != tag:
+        raise _bad_tag(data[pos], tag, what)
+    return _length(data, pos + 1, end)
+
+
+def _bad_tag(got: int, want: int, what: str) -> BerError:
+    if got == want | 0x20 and want in (0x04, 0x44):
+        return BerStrictnessError(f"{what}: constructed string encoding refused")
+    return BerError(f"{what}: tag 0x{got:02x}, expected 0x{want:02x}")
+
+
+def _integer(data: bytes, pos: int, end: int, what: str, lo: int | None, hi: int | None) -> tuple[int, int]:
+    length, pos = _expect(data, pos, end, 0x02, what)
+    value = int.from_bytes(data[pos:pos + length], "big", signed=True) if length else 0
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise BerError(f"{what}: {value} out of range")
+    return value, pos + length
+
+
+def decode_oid(data: bytes, pos: int, end: int) -> tuple[int, ...]:
+    """The contents of an OBJECT IDENTIFIER in ``data[pos:end]``."""
+    if pos >= end:
+        raise BerError("empty OBJECT IDENTIFIER")
+    chunk = data[pos:end]
+    if chunk.isascii():  # every arc below 128: the usual case, done in C
+        arcs = tuple(chunk)
+    else:
+        out = []
+        append = out.append
+        i, n = 0, len(chunk)
+        while i < n:
+            b = chunk[i]
+            i += 1
+            if b < 0x80:
+                append(b)
+                continue
+            if b == 0x80:
+                raise BerError("OBJECT IDENTIFIER arc with a leading 0x80 octet")
+            value = 0
+            count = 0
+            while b >= 0x80:
+                count += 1
+                if count > _MAX_OID_ARC_CONTINUATION_OCTETS:
+                    raise BerError("OBJECT IDENTIFIER arc too long")
+                value = (value << 7) | (b & 0x7F)
+                if i >= n:
+                    raise BerError("truncated OBJECT IDENTIFIER arc")
+                b = chunk[i]
+                i += 1
+            append((value << 7) | b)
+        arcs = tuple(out)
+    first = arcs[0]
+    if first < 40:
+        return (0,) + arcs
+    if first < 80:
+        return (1, first - 40) + arcs[1:]
+    return (2, first - 80) + arcs[1:]
+
+
+def _pretty_octets(raw: bytes) -> str:
+    """pyasn1's OctetString.prettyPrint(): text if every octet is printable ASCII, else 0x-hex."""
+    for x in raw:
+        if x < 32 or x > 126:
+            return "0x" + raw.hex()
+    return raw.decode("latin-1")
+
+
+def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
+    """A VarBindList's SEQUENCE starting at ``pos``, which must end exactly at ``end``."""
+    length, pos = _expect(data, pos, end, 0x30, "variable-bindings")
+    if pos + length != end:
+        raise BerError("bytes after variable-bindings")
+    out: list[Varbind] = []
+    append = out.append
+    from_bytes = int.from_bytes
+    while pos < end:
+        if data[pos] != 0x30:
+            raise _bad_tag(data[pos], 0x30, "varbind")
+        vlen, pos = _length(data, pos + 1, end)
+        vend = pos + vlen
+        if pos >= vend or data[pos] != 0x06:
+            raise BerError("varbind: name missing" if pos >= vend else f"varbind: name tag 0x{data[pos]:02x}")
+        olen, pos = _length(data, pos + 1, vend)
+        oid = decode_oid(data, pos, pos + olen)
+        pos += olen
+        if pos >= vend:
+            raise BerError(f"varbind {'.'.join(map(str, oid))}: value missing")
+        tag = data[pos]
+        length, pos = _length(data, pos + 1, vend)
+        if pos + length != vend:
+            raise BerError(f"varbind {'.'.join(map(str, oid))}: bytes after the value")
+        if tag == 0x46 or tag == 0x41 or tag == 0x42 or tag == 0x43 or tag == 0x02:
+            value = from_bytes(data[pos:vend], "big", signed=True) if length else 0
+            if tag == 0x02:
+                if value < _INT32_MIN or value > _INT32_MAX:
+                    raise BerError(f"Integer32 {value} out of range")
+                append(Varbind(oid, INTEGER, value))
+            elif value < 0 or value > (_UINT64_MAX if tag == 0x46 else _UINT32_MAX):
+                raise BerError(f"value {value} out of range for tag 0x{tag:02x}")
+            else:
+                append(Varbind(oid, COUNTER64 if tag == 0x46 else COUNTER32 if tag == 0x41
+                               else GAUGE if tag == 0x42 else TIMETICKS, value))
+        elif tag == 0x04:
+            if length > _MAX_OCTET_STRING:
+                raise BerError(f"OCTET STRING of {length} octets")
+            append(Varbind(oid, STRING, data[pos:vend]))
+        elif tag == 0x80 or tag == 0x81 or tag == 0x82 or tag == 0x05:
+            if length:
+                raise BerError(f"{length} octets in a NULL-like value")
+            append(Varbind(oid, OTHER, "") if tag == 0x05 else Varbind(
+                oid, NO_SUCH_OBJECT if tag == 0x80 else NO_SUCH_INSTANCE if tag == 0x81 else END_OF_MIB_VIEW, None))
+        elif tag == 0x40:
+            if length != 4:
+                raise BerError(f"IpAddress of {length} octets")
+            append(Varbind(oid, STRING, data[pos:vend]))
+        elif tag == 0x06:
+            append(Varbind(oid, OTHER, ".".join(map(str, decode_oid(data, pos, vend)))))
+        elif tag == 0x44:
+            append(Varbind(oid, OTHER, _pretty_octets(data[pos:vend])))
+        elif tag == 0x24 or tag == 0x64:
+            raise BerStrictnessError("constructed string encoding refused")
+        else:
+            raise BerError(f"varbind {'.'.join(map(str, oid))}: unexpected value tag 0x{tag:02x}")
+        pos = vend
+    return out
+
+
+def decode_pdu(data: bytes, pos: int, end: int) -> tuple[int, int, int, int, list[Varbind]]:
+    """A PDU (GetResponse/Report layout) at ``pos`` ending exactly at ``end``:
+    (pdu type, request-id, error-status, error-index, varbinds)."""
+    if pos >= end:
+        raise BerError("truncated: PDU missing")
+    pdu_type = data[pos]
+    if pdu_type not in (RESPONSE, REPORT):
+        raise BerError(f"PDU type 0x{pdu_type:02x} is not a Response")
+    length, pos = _length(data, pos + 1, end)
+    if pos + length != end:
+        raise BerError("bytes after the PDU")
+    request_id, pos = _integer(data, pos, end, "request-id", _INT32_MIN, _INT32_MAX)
+    error_status, pos = _integer(data, pos, end, "error-status", None, None)
+    error_index, pos = _integer(data, pos, end, "error-index", 0, _INT32_MAX)
+    return pdu_type, request_id, error_status, error_index, decode_varbinds(data, pos, end)
+
+
+def decode_response(data: bytes) -> Response:
+    """An SNMPv1/v2c message carrying a Response PDU. Raises BerError on anything else."""
+    end = len(data)
+    length, pos = _expect(data, 0, end, 0x30, "message")
+    if pos + length != end:
+        raise BerError(f"{end - pos - length} bytes after the message")
+    version, pos = _integer(data, pos, end, "version", 0, 1)
+    clen, pos = _expect(data, pos, end, 0x04, "community")
+    community = data[pos:pos + clen]
+    pos += clen
+    pdu_type, request_id, error_status, error_index, varbinds = decode_pdu(data, pos, end)
+    if pdu_type != RESPONSE:
+        raise BerError("an SNMPv1/v2c message carries a Report PDU")
+    return Response(version, community, pdu_type, request_id, error_status, error_index, varbinds)
+
+
+# -- encoding -----------------------------------------------------------------------------------
+
+def _enc_length(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes((0x80 | len(raw),)) + raw
+
+
+def _tlv(tag: int, contents: bytes) -> bytes:
+    return bytes((tag,)) + _enc_length(len(contents)) + contents
+
+
+def encode_integer(value: int) -> bytes:
+    return _tlv(0x02, value.to_bytes(max(1, (value.bit_length() + 8) // 8), "big", signed=True))
+
+
+def encode_oid(oid: tuple[int, ...]) -> bytes:
+    if len(oid) < 2 or oid[0] > 2 or (oid[0] < 2 and oid[1] > 39) or any(a < 0 for a in oid):
+        raise ValueError(f"not an encodable OBJECT IDENTIFIER: {oid}")
+    out = bytearray()
+    for arc in (oid[0] * 40 + oid[1],) + tuple(oid[2:]):
+        if arc < 0x80:
+            out.append(arc)
+            continue
+        chunk = [arc & 0x7F]
+        arc >>= 7
+        while arc:
+            chunk.append(0x80 | (arc & 0x7F))
+            arc >>= 7
+        out.extend(reversed(chunk))
+    return _tlv(0x06, bytes(out))
+
+
+_NULL_VALUE = b"\x05\x00"
+
+
+def encode_varbind_list(oids: list[tuple[int, ...]]) -> bytes:
+    return _tlv(0x30, b"".join(_tlv(0x30, encode_oid(o) + _NULL_VALUE) for o in oids))
+
+
+def encode_pdu(pdu_type: int, request_id: int, oids: list[tuple[int, ...]], *, non_repeaters: int = 0,
+               max_repetitions: int = 0) -> bytes:
+    """A GetRequest (error fields 0) or GetBulkRequest (non-repeaters, max-repetitions) PDU."""
+    if pdu_type == GET_BULK_REQUEST:
+        fields = encode_integer(non_repeaters) + encode_integer(max_repetitions)
+    else:
+        fields = b"\x02\x01\x00\x02\x01\x00"
+    return _tlv(pdu_type, encode_integer(request_id) + fields + encode_varbind_list(oids))
+
+
+def encode_message(version: int, community: bytes, pdu: bytes) -> bytes:
+    """An SNMPv1 (0) / v2c (1) message around an encoded PDU."""
+    return _tlv(0x30, encode_integer(version) + _tlv(0x04, community) + pdu)
