@@ -7,12 +7,16 @@ Prometheus exporter-toolkit's ``--web.config.file`` format.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
+import hashlib
 import html
 import logging
 import ssl
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,26 +127,77 @@ def load_web_config(path: str) -> WebSecurity:
     return sec
 
 
-def _check_basic_auth(request: web.Request, users: dict[str, bytes], cache: dict) -> bool:
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Basic "):
-        return False
-    try:
-        user, _, password = base64.b64decode(header[6:]).decode().partition(":")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    hashed = users.get(user)
-    if hashed is None:
-        return False
-    # bcrypt is deliberately slow (~50 ms); remember successful pairs so scrapes stay cheap.
-    token = (user, password)
-    if cache.get(token) == hashed:
+class BasicAuth:
+    """exporter-toolkit basic auth without letting bcrypt stall the server or reveal user names.
+
+    - bcrypt (~50-250 ms by design) runs on worker threads (the bcrypt package releases the GIL),
+      at most ``workers`` at once; at most ``max_pending`` more wait, beyond that a request is
+      answered 429 at once instead of queueing without bound. The event loop never runs bcrypt.
+    - An unknown user is checked against a dummy hash of the same cost, so a wrong user and a
+      wrong password take the same time (no user enumeration by timing).
+    - Successful checks are remembered (LRU of ``cache_size``) under sha256(user, password, hash):
+      every legitimate scraper (several Prometheus servers, several users) is served from the
+      cache; the key holds no password, and a changed hash (reload) no longer matches. Failures
+      are never cached, so a storm of wrong passwords cannot evict anyone.
+    """
+
+    def __init__(self, users: dict[str, bytes], *, workers: int = 2, max_pending: int = 128,
+                 cache_size: int = 128):
+        self.users = users
+        self.workers = workers
+        self.max_pending = max_pending
+        self.cache_size = cache_size
+        self._cache: OrderedDict[bytes, None] = OrderedDict()
+        self._pool: ThreadPoolExecutor | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._pending = 0
+        costs = [int(h.split(b"$")[2]) for h in users.values()] or [10]
+        self._dummy = bcrypt.hashpw(b"fabric-exporter-dummy", bcrypt.gensalt(rounds=max(4, max(costs))))
+
+    @staticmethod
+    def credentials(request: web.Request) -> tuple[str, str] | None:
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return None
+        try:
+            user, sep, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return (user, password) if sep else None
+
+    async def check(self, request: web.Request) -> bool | None:
+        """True/False; None when too many checks are already waiting (answer 429)."""
+        creds = self.credentials(request)
+        if creds is None:
+            return False
+        user, password = creds
+        hashed = self.users.get(user)
+        key = hashlib.sha256(b"\0".join((user.encode(), password.encode(), hashed or b""))).digest()
+        if hashed is not None and key in self._cache:
+            self._cache.move_to_end(key)
+            return True
+        if self._pending >= self.max_pending:
+            return None
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.workers)
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="fabric-bcrypt")
+        self._pending += 1
+        try:
+            async with self._slots:
+                ok = await asyncio.get_running_loop().run_in_executor(
+                    self._pool, bcrypt.checkpw, password.encode(), hashed or self._dummy)
+        finally:
+            self._pending -= 1
+        if not ok or hashed is None:
+            return False
+        self._cache[key] = None
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
         return True
-    if bcrypt.checkpw(password.encode(), hashed):
-        cache.clear()
-        cache[token] = hashed
-        return True
-    return False
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,11 +206,15 @@ def _check_basic_auth(request: web.Request, users: dict[str, bytes], cache: dict
 
 def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
     security = security or WebSecurity()
-    auth_cache: dict = {}
+    auth = BasicAuth(security.users) if security.users else None
 
     @web.middleware
     async def guard(request: web.Request, handler):
-        if security.users and not _check_basic_auth(request, security.users, auth_cache):
+        allowed = True if auth is None else await auth.check(request)
+        if allowed is None:
+            response = web.Response(status=429, text="Too many authentication attempts in progress\n",
+                                    headers={"Retry-After": "1"})
+        elif not allowed:
             response = web.Response(status=401, text="Unauthorized\n",
                                     headers={"WWW-Authenticate": 'Basic realm="fabric-exporter"'})
         else:
@@ -187,11 +246,17 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
         return web.Response(text=status_page(daemon), content_type="text/html")
 
     app = web.Application(middlewares=[guard])
+    if auth is not None:
+        app.on_cleanup.append(lambda _app: _close_auth(auth))
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/ready", ready)
     app.router.add_get("/", status)
     return app
+
+
+async def _close_auth(auth: BasicAuth) -> None:
+    auth.close()
 
 
 def _ago(ts: float | None, now: float) -> str:
