@@ -16,8 +16,9 @@ previous commit) to measure before/after on the same machine. Needs root (sshd i
 - auth_storm: basic auth on; 100 concurrent clients with a wrong password, in waves, while a
   legitimate client scrapes. Reports the legitimate client's p50/max and the time of a wrong
   password vs. an unknown user.
-- slow_clients: N connections that trickle one header byte every 2 s, while a legitimate client
-  scrapes; reports how many of its scrapes succeed and how long the trickling connections live.
+- slow_clients: 1,016 connections that trickle one header byte every 5 s (daemon under a 1,024-fd
+  limit), while a legitimate client scrapes; reports how many of its scrapes succeed and how long
+  the trickling connections live.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import base64
 import json
 import os
+import select
 import socket
 import statistics
 import sys
@@ -47,9 +49,9 @@ from tests.harness.faultlab import Sampler, gpu_host_sshd, percentile, process_s
 HEALTHY = [f"gpu-{i:02d}" for i in range(1, 9)]
 
 
-def _daemon(config: Path, code: str | None, args: tuple[str, ...] = ()) -> DaemonProcess:
+def _daemon(config: Path, code: str | None, args: tuple[str, ...] = (), wrapper: tuple[str, ...] = ()) -> DaemonProcess:
     env = {"PYTHONPATH": f"{Path(code).resolve() / 'exporter'}:{ROOT}"} if code else None
-    d = DaemonProcess(config, args=args, env=env)
+    d = DaemonProcess(config, args=args, env=env, wrapper=wrapper)
     d.wait_http(30)
     return d
 
@@ -179,35 +181,50 @@ def auth_storm(code: str | None, seconds: float) -> dict:
     return out
 
 
-def slow_clients(code: str | None, seconds: float, connections: int = 400) -> dict:
+def _readable(sock: socket.socket) -> bool:
+    poller = select.poll()  # not select(): descriptors above 1023
+    poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(0))
+
+
+def slow_clients(code: str | None, seconds: float, connections: int = 1016) -> dict:
+    """As in the issue: 1,016 connections trickling a byte every 5 s, the daemon under a 1,024-fd limit."""
     out = {}
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        d = _daemon(_local_config(tmp), code)
+        d = _daemon(_local_config(tmp), code, wrapper=("prlimit", "--nofile=1024:1024", "--"))
         try:
             for label, n in (("baseline", 0), ("fault", connections)):
-                socks, closed_after = [], []
-                opened = time.monotonic()
-                for _ in range(n):
-                    try:
-                        s = socket.create_connection(("127.0.0.1", d.port), timeout=2)
-                        s.sendall(b"GET /metrics HTTP/1.1\r\n")
-                        socks.append(s)
-                    except OSError:
-                        break
+                socks: dict[socket.socket, float] = {}
+                closed_after: list[float] = []
+
+                def top_up() -> None:
+                    # An attacker keeps n connections open, replacing those the server closes.
+                    for _ in range(n - len(socks)):
+                        try:
+                            s = socket.create_connection(("127.0.0.1", d.port), timeout=0.5)
+                            s.sendall(b"GET /metrics HTTP/1.1\r\n")
+                            socks[s] = time.monotonic()
+                        except OSError:
+                            break
+
                 ok = total = 0
                 end = time.monotonic() + seconds
                 next_trickle = time.monotonic()
                 while time.monotonic() < end:
                     if time.monotonic() >= next_trickle:
-                        next_trickle += 2.0
-                        for s in list(socks):
+                        next_trickle += 5.0
+                        for s, opened in list(socks.items()):
                             try:
                                 s.sendall(b"X")
+                                readable = _readable(s)
+                                if readable:  # a 408 or EOF: the server cut it
+                                    raise OSError("closed by the server")
                             except OSError:
                                 closed_after.append(time.monotonic() - opened)
-                                socks.remove(s)
+                                del socks[s]
                                 s.close()
+                        top_up()
                     total += 1
                     try:
                         with urllib.request.urlopen(d.base + "/metrics", timeout=2) as r:
@@ -216,12 +233,13 @@ def slow_clients(code: str | None, seconds: float, connections: int = 400) -> di
                     except OSError:
                         pass
                     time.sleep(0.2)
+                fds = process_status(d.proc.pid)["fds"]
                 for s in socks:
                     s.close()
-                out[label] = {"trickling": n, "legit_ok": ok, "legit_total": total,
+                out[label] = {"trickling": n, "open_at_end": len(socks), "legit_ok": ok, "legit_total": total,
                               "trickling_closed_by_server": len(closed_after),
                               "closed_after_p50_s": round(statistics.median(closed_after), 1) if closed_after else None,
-                              "daemon_fds_end": process_status(d.proc.pid)["fds"]}
+                              "daemon_fds_under_attack": fds}
                 time.sleep(1)
         finally:
             d.stop()
@@ -235,11 +253,14 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--max-output-bytes", help="big_output: set limits.max_output_bytes (e.g. 64MiB: the "
                                                 "50 MB output is then read and parsed, off the loop)")
+    ap.add_argument("--connections", type=int, default=1016, help="slow_clients: trickling connections kept open")
     args = ap.parse_args()
     if args.scenario == "big_output":
         result = big_output(args.code, args.seconds, args.max_output_bytes)
+    elif args.scenario == "slow_clients":
+        result = slow_clients(args.code, args.seconds, args.connections)
     else:
-        result = {"auth_storm": auth_storm, "slow_clients": slow_clients}[args.scenario](args.code, args.seconds)
+        result = auth_storm(args.code, args.seconds)
     print(json.dumps({"scenario": args.scenario, "code": args.code or "this checkout", **result}, indent=1))
     return 0
 

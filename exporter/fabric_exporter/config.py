@@ -176,6 +176,10 @@ class Defaults:
 class WebConfig:
     listen_address: str = DEFAULT_LISTEN
     config_file: str | None = None
+    # Slow or idle clients must not hold the server (see web.ConnectionGuard).
+    header_timeout: float = 10.0  # a request's headers must arrive within this (also the TLS handshake)
+    idle_timeout: float = 60.0  # a keep-alive connection with no request is closed after this
+    max_connections: int = 256  # at the limit the oldest connection still sending headers makes room
 
 
 @dataclass(frozen=True)
@@ -468,9 +472,18 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
     chk = _Checker(base_dir)
     top = chk.mapping(raw, "", {"web", "defaults", "limits", "credentials", "targets"}, {"targets"})
 
-    w = chk.mapping(top.get("web"), "web", {"listen_address", "config_file"})
+    w = chk.mapping(top.get("web"), "web", {"listen_address", "config_file", "header_timeout", "idle_timeout",
+                                            "max_connections"})
     web = WebConfig(listen_address=chk.string(w, "listen_address", "web", DEFAULT_LISTEN) or DEFAULT_LISTEN,
-                    config_file=chk.path(w, "config_file", "web"))
+                    config_file=chk.path(w, "config_file", "web"),
+                    header_timeout=chk.duration(w, "header_timeout", "web", WebConfig.header_timeout),
+                    idle_timeout=chk.duration(w, "idle_timeout", "web", WebConfig.idle_timeout),
+                    max_connections=chk.integer(w, "max_connections", "web", WebConfig.max_connections, minimum=8))
+    for key, low, high in (("header_timeout", 0.5, 300.0), ("idle_timeout", 1.0, 3600.0)):
+        if not low <= getattr(web, key) <= high:
+            chk.err(f"web.{key}", f"expected a duration between {low:g}s and {high:g}s, got {w.get(key)!r}")
+    if web.max_connections > 65536:
+        chk.err("web.max_connections", f"expected at most 65536, got {web.max_connections}")
     if not re.match(r"^(\[[0-9a-fA-F:]+\]|[^:\s]*):\d{1,5}$", web.listen_address):
         chk.err("web.listen_address", f"expected HOST:PORT, got {web.listen_address!r}")
 

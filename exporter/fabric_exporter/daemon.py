@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 import socket
 
@@ -21,7 +22,7 @@ from .sharding import Shard
 from .selfmetrics import ReloadStatus, self_registry
 from .store import SnapshotStore
 from .transport.factory import Transports
-from .web import WebSecurity, build_app, load_web_config
+from .web import ConnectionGuard, GuardedSite, WebSecurity, build_app, load_web_config
 
 log = logging.getLogger("fabric_exporter.daemon")
 
@@ -47,6 +48,17 @@ class SystemdNotifier:
                 sock.sendall(message.encode())
         except OSError as e:
             log.warning("sd_notify failed", extra={"fields": {"error": str(e)}})
+
+
+def _raise_fd_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit (as Go programs do): fds for SSH, SNMP and HTTP."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else 65536
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(target, 1 << 20), hard))
+    except (ValueError, OSError):
+        pass
 
 
 class Daemon:
@@ -150,9 +162,13 @@ class Daemon:
             loop.add_signal_handler(sig, self.request_stop)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
 
-        runner = web.AppRunner(build_app(self, security), access_log=None, handle_signals=False)
+        _raise_fd_limit()
+        runner = web.AppRunner(build_app(self, security), access_log=None, handle_signals=False,
+                               keepalive_timeout=config.web.idle_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, host, int(port), ssl_context=security.ssl_context, reuse_address=True)
+        self.connection_guard = ConnectionGuard(config.web.header_timeout, config.web.idle_timeout,
+                                                config.web.max_connections)
+        site = GuardedSite(runner, host, int(port), guard=self.connection_guard, ssl_context=security.ssl_context)
         try:
             await site.start()
         except OSError as e:

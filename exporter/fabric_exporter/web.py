@@ -201,6 +201,168 @@ class BasicAuth:
 
 
 # ---------------------------------------------------------------------------------------------
+# connections: header timeout, idle timeout, a connection limit that keeps room for scrapes
+
+
+class ConnectionGuard:
+    """Slow clients cannot hold the server (the slowloris attack; aiohttp has no header timeout).
+
+    - ``header_timeout``: from the moment a connection opens, or the first byte of its next request,
+      the whole request head (up to the blank line) must arrive within this; else 408 and close.
+      A silent connection is closed at the same deadline.
+    - ``idle_timeout``: aiohttp's keep-alive timeout: a connection between requests is closed after it.
+    - ``max_connections``: at the limit a new connection evicts the connection that has been sending
+      its headers longest (a trickler), else the one idle longest (nothing received for 5 s);
+      otherwise it is refused. So a scraper that sends its request at once always gets a slot,
+      and the process never runs out of file descriptors.
+    The TLS handshake is bounded by ``header_timeout`` too (asyncio's ssl_handshake_timeout).
+    """
+
+    def __init__(self, header_timeout: float = 10.0, idle_timeout: float = 60.0, max_connections: int = 256):
+        self.header_timeout = header_timeout
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self.connections: set[_GuardedProtocol] = set()
+        self.evicted = 0
+        self.refused = 0
+        self.header_timeouts = 0
+
+    def wrap(self, factory):
+        return lambda: _GuardedProtocol(factory(), self)
+
+    def admit(self, conn: _GuardedProtocol) -> bool:
+        if len(self.connections) >= self.max_connections:
+            victim = self._victim(conn._loop.time())
+            if victim is None:
+                self.refused += 1
+                return False
+            self.evicted += 1
+            victim.drop()
+        self.connections.add(conn)
+        return True
+
+    def _victim(self, now: float) -> _GuardedProtocol | None:
+        heading = [c for c in self.connections if c.head_started is not None]
+        if heading:
+            return min(heading, key=lambda c: c.head_started)
+        idle = [c for c in self.connections if now - c.last_received > 5.0]
+        return min(idle, key=lambda c: c.last_received) if idle else None
+
+
+class _GuardedProtocol(asyncio.Protocol):
+    """Wraps aiohttp's per-connection protocol, watching the bytes that come in."""
+
+    def __init__(self, inner: asyncio.Protocol, guard: ConnectionGuard):
+        self.inner = inner
+        self.guard = guard
+        self._loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.head_started: float | None = None  # set while a request head is still arriving
+        self.last_received = self._loop.time()
+        self._tail = b""  # the last 3 bytes seen, to find a blank line split across reads
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if not self.guard.admit(self):
+            transport.abort()  # type: ignore[attr-defined]
+            self.transport = None
+            return
+        self._start_head()
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            return
+        self.last_received = self._loop.time()
+        if self.head_started is None:
+            self._start_head()
+        # Look for the end of the head; bytes after it start the next request (GETs carry no body).
+        seen = self._tail + data
+        end = seen.rfind(b"\r\n\r\n")
+        if end >= 0:
+            rest = seen[end + 4:]
+            if rest.strip(b"\r\n"):
+                self._start_head(restart=True)
+            else:
+                self._end_head()
+        self._tail = seen[-3:]
+        self.inner.data_received(data)
+
+    def eof_received(self):
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end_head()
+        self.guard.connections.discard(self)
+        if self.transport is not None:
+            self.transport = None
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    # -- the header deadline -------------------------------------------------------------------------
+
+    def _start_head(self, restart: bool = False) -> None:
+        if self._timer is not None and not restart:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self.head_started = self._loop.time()
+        self._timer = self._loop.call_later(self.guard.header_timeout, self._head_timed_out)
+
+    def _end_head(self) -> None:
+        self.head_started = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _head_timed_out(self) -> None:
+        self._timer = None
+        self.guard.header_timeouts += 1
+        if self.transport is not None and not self.transport.is_closing():
+            try:
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+                                     b"Content-Length: 0\r\n\r\n")
+            except (OSError, RuntimeError):
+                pass
+        self.drop()
+
+    def drop(self) -> None:
+        self._end_head()
+        self.guard.connections.discard(self)
+        if self.transport is not None:
+            self.transport.close()  # flushes the 408, then connection_lost reaches aiohttp
+
+
+class GuardedSite(web.TCPSite):
+    """aiohttp's TCPSite with every connection passing through a ConnectionGuard."""
+
+    def __init__(self, runner: web.AppRunner, host: str | None, port: int, *, guard: ConnectionGuard,
+                 ssl_context: ssl.SSLContext | None = None, reuse_address: bool = True):
+        super().__init__(runner, host, port, ssl_context=ssl_context, reuse_address=reuse_address)
+        self.guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None
+        extra = {"ssl_handshake_timeout": self.guard.header_timeout} if self._ssl_context else {}
+        self._server = await loop.create_server(self.guard.wrap(server), self._host, self._port,
+                                                ssl=self._ssl_context, backlog=self._backlog,
+                                                reuse_address=self._reuse_address, **extra)
+        sockets = self._server.sockets or ()
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
+
+
+# ---------------------------------------------------------------------------------------------
 # the app
 
 
