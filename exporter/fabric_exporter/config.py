@@ -158,6 +158,8 @@ class TargetGroup:
 class Limits:
     max_concurrent_polls: int = 64
     per_transport: dict = field(default_factory=lambda: {"ssh": 32, "snmp": 64, "local": 8})
+    # Largest stdout+stderr one command may print; more fails the poll with reason output_too_large.
+    max_output_bytes: int = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,10 @@ class Defaults:
 class WebConfig:
     listen_address: str = DEFAULT_LISTEN
     config_file: str | None = None
+    # Slow or idle clients must not hold the server (see web.ConnectionGuard).
+    header_timeout: float = 10.0  # a request's headers must arrive within this (also the TLS handshake)
+    idle_timeout: float = 60.0  # a keep-alive connection with no request is closed after this
+    max_connections: int = 256  # at the limit the oldest connection still sending headers makes room
 
 
 @dataclass(frozen=True)
@@ -434,6 +440,26 @@ def _load_config(path: str | os.PathLike, options_parsers: dict[str, Any] | None
     return parse_config(raw, base_dir=p.resolve().parent, source=str(p), options_parsers=options_parsers)
 
 
+_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB)?\s*$")
+_SIZE_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _output_bytes(ll: dict, chk) -> int:
+    """limits.max_output_bytes: an integer or '<n> KiB|MiB|GiB', between 64 KiB and 4 GiB."""
+    default = Limits.max_output_bytes
+    if "max_output_bytes" not in ll:
+        return default
+    v = ll["max_output_bytes"]
+    m = _SIZE.match(v) if isinstance(v, str) else None
+    n = int(m.group(1)) * _SIZE_UNITS[m.group(2)] if m else (v if isinstance(v, int) and not isinstance(v, bool)
+                                                             else None)
+    if n is None or not (64 << 10) <= n <= (4 << 30):
+        chk.err("limits.max_output_bytes", f"expected a size between 64KiB and 4GiB (bytes, or e.g. '32MiB'), "
+                                           f"got {v!r}")
+        return default
+    return n
+
+
 def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
                  options_parsers: dict[str, Any] | None = None) -> Config:
     from .collectors import registry  # late import: collectors import config types
@@ -442,9 +468,18 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
     chk = _Checker(base_dir)
     top = chk.mapping(raw, "", {"web", "defaults", "limits", "credentials", "targets"}, {"targets"})
 
-    w = chk.mapping(top.get("web"), "web", {"listen_address", "config_file"})
+    w = chk.mapping(top.get("web"), "web", {"listen_address", "config_file", "header_timeout", "idle_timeout",
+                                            "max_connections"})
     web = WebConfig(listen_address=chk.string(w, "listen_address", "web", DEFAULT_LISTEN) or DEFAULT_LISTEN,
-                    config_file=chk.path(w, "config_file", "web"))
+                    config_file=chk.path(w, "config_file", "web"),
+                    header_timeout=chk.duration(w, "header_timeout", "web", WebConfig.header_timeout),
+                    idle_timeout=chk.duration(w, "idle_timeout", "web", WebConfig.idle_timeout),
+                    max_connections=chk.integer(w, "max_connections", "web", WebConfig.max_connections, minimum=8))
+    for key, low, high in (("header_timeout", 0.5, 300.0), ("idle_timeout", 1.0, 3600.0)):
+        if not low <= getattr(web, key) <= high:
+            chk.err(f"web.{key}", f"expected a duration between {low:g}s and {high:g}s, got {w.get(key)!r}")
+    if web.max_connections > 65536:
+        chk.err("web.max_connections", f"expected at most 65536, got {web.max_connections}")
     if not re.match(r"^(\[[0-9a-fA-F:]+\]|[^:\s]*):\d{1,5}$", web.listen_address):
         chk.err("web.listen_address", f"expected HOST:PORT, got {web.listen_address!r}")
 
@@ -461,13 +496,14 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0),
     )
 
-    ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport"})
+    ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport", "max_output_bytes"})
     pt_raw = chk.mapping(ll.get("per_transport"), "limits.per_transport", set(TRANSPORTS))
     per_transport = {"ssh": 32, "snmp": 64, "local": 8}
     for t in TRANSPORTS:
         per_transport[t] = chk.integer(pt_raw, t, "limits.per_transport", per_transport[t])
     limits = Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64),
-                    per_transport=per_transport)
+                    per_transport=per_transport,
+                    max_output_bytes=_output_bytes(ll, chk))
 
     creds: dict[str, Credential] = {}
     cr = chk.mapping(top.get("credentials"), "credentials", set(top.get("credentials") or {}))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 import socket
 import time
@@ -22,7 +23,7 @@ from .sharding import Shard
 from .selfmetrics import ReloadStatus, SelfMetrics
 from .store import SnapshotStore
 from .transport.factory import Transports
-from .web import WebSecurity, build_app, load_web_config
+from .web import ConnectionGuard, GuardedSite, WebSecurity, build_app, load_web_config
 
 log = logging.getLogger("fabric_exporter.daemon")
 
@@ -48,6 +49,17 @@ class SystemdNotifier:
                 sock.sendall(message.encode())
         except OSError as e:
             log.warning("sd_notify failed", extra={"fields": {"error": str(e)}})
+
+
+def _raise_fd_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit (as Go programs do): fds for SSH, SNMP and HTTP."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else 65536
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(target, 1 << 20), hard))
+    except (ValueError, OSError):
+        pass
 
 
 class Daemon:
@@ -92,6 +104,7 @@ class Daemon:
                           extra={"fields": {"trigger": why, "problems": "; ".join(e.problems)}})
                 self.notifier.notify("READY=1")
                 return False
+            self.transports.output_limit.max_bytes = config.limits.max_output_bytes
             self.scheduler.apply(config)
             self._remember_hosts_files(config)
             self.reload_status.record(True)
@@ -154,9 +167,13 @@ class Daemon:
             loop.add_signal_handler(sig, self.request_stop)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
 
-        runner = web.AppRunner(build_app(self, security), access_log=None, handle_signals=False)
+        _raise_fd_limit()
+        runner = web.AppRunner(build_app(self, security), access_log=None, handle_signals=False,
+                               keepalive_timeout=config.web.idle_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, host, int(port), ssl_context=security.ssl_context, reuse_address=True)
+        self.connection_guard = ConnectionGuard(config.web.header_timeout, config.web.idle_timeout,
+                                                config.web.max_connections)
+        site = GuardedSite(runner, host, int(port), guard=self.connection_guard, ssl_context=security.ssl_context)
         try:
             await site.start()
         except OSError as e:
@@ -165,6 +182,7 @@ class Daemon:
             return 1
         sockets = site._server.sockets if site._server else []  # noqa: SLF001 - aiohttp has no public accessor
         self.bound_port = sockets[0].getsockname()[1] if sockets else int(port)
+        self.transports.output_limit.max_bytes = config.limits.max_output_bytes
         self.scheduler.apply(config)
         self._remember_hosts_files(config)
         self.reload_status.record(True)

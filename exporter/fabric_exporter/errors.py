@@ -3,7 +3,8 @@ which become the `reason` label of fabric_poll_errors_total."""
 
 from __future__ import annotations
 
-REASONS = ("timeout", "connect", "auth", "host_key", "command_failed", "parse", "partial", "internal")
+REASONS = ("timeout", "connect", "auth", "host_key", "command_failed", "output_too_large", "parse", "partial",
+           "internal")
 
 
 class PollError(Exception):
@@ -37,6 +38,12 @@ class HostKeyError(PollError):
 
 class CommandFailed(PollError):
     reason = "command_failed"
+
+
+class OutputTooLarge(PollError):
+    """A command printed more than ``limits.max_output_bytes``: reading stopped, the command was ended."""
+
+    reason = "output_too_large"
 
 
 class ParseError(PollError, ValueError):

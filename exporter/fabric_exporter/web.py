@@ -7,13 +7,17 @@ Prometheus exporter-toolkit's ``--web.config.file`` format.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import bisect
+import hashlib
 import html
 import itertools
 import logging
 import ssl
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,26 +128,239 @@ def load_web_config(path: str) -> WebSecurity:
     return sec
 
 
-def _check_basic_auth(request: web.Request, users: dict[str, bytes], cache: dict) -> bool:
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Basic "):
-        return False
-    try:
-        user, _, password = base64.b64decode(header[6:]).decode().partition(":")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    hashed = users.get(user)
-    if hashed is None:
-        return False
-    # bcrypt is deliberately slow (~50 ms); remember successful pairs so scrapes stay cheap.
-    token = (user, password)
-    if cache.get(token) == hashed:
+class BasicAuth:
+    """exporter-toolkit basic auth without letting bcrypt stall the server or reveal user names.
+
+    - bcrypt (~50-250 ms by design) runs on worker threads (the bcrypt package releases the GIL),
+      at most ``workers`` at once; at most ``max_pending`` more wait, beyond that a request is
+      answered 429 at once instead of queueing without bound. The event loop never runs bcrypt.
+    - An unknown user is checked against a dummy hash of the same cost, so a wrong user and a
+      wrong password take the same time (no user enumeration by timing).
+    - Successful checks are remembered (LRU of ``cache_size``) under sha256(user, password, hash):
+      every legitimate scraper (several Prometheus servers, several users) is served from the
+      cache; the key holds no password, and a changed hash (reload) no longer matches. Failures
+      are never cached, so a storm of wrong passwords cannot evict anyone.
+    """
+
+    def __init__(self, users: dict[str, bytes], *, workers: int = 2, max_pending: int = 128,
+                 cache_size: int = 128):
+        self.users = users
+        self.workers = workers
+        self.max_pending = max_pending
+        self.cache_size = cache_size
+        self._cache: OrderedDict[bytes, None] = OrderedDict()
+        self._pool: ThreadPoolExecutor | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._pending = 0
+        costs = [int(h.split(b"$")[2]) for h in users.values()] or [10]
+        self._dummy = bcrypt.hashpw(b"fabric-exporter-dummy", bcrypt.gensalt(rounds=max(4, max(costs))))
+
+    @staticmethod
+    def credentials(request: web.Request) -> tuple[str, str] | None:
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return None
+        try:
+            user, sep, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return (user, password) if sep else None
+
+    async def check(self, request: web.Request) -> bool | None:
+        """True/False; None when too many checks are already waiting (answer 429)."""
+        creds = self.credentials(request)
+        if creds is None:
+            return False
+        user, password = creds
+        hashed = self.users.get(user)
+        key = hashlib.sha256(b"\0".join((user.encode(), password.encode(), hashed or b""))).digest()
+        if hashed is not None and key in self._cache:
+            self._cache.move_to_end(key)
+            return True
+        if self._pending >= self.max_pending:
+            return None
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.workers)
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="fabric-bcrypt")
+        self._pending += 1
+        try:
+            async with self._slots:
+                ok = await asyncio.get_running_loop().run_in_executor(
+                    self._pool, bcrypt.checkpw, password.encode(), hashed or self._dummy)
+        finally:
+            self._pending -= 1
+        if not ok or hashed is None:
+            return False
+        self._cache[key] = None
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
         return True
-    if bcrypt.checkpw(password.encode(), hashed):
-        cache.clear()
-        cache[token] = hashed
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# connections: header timeout, idle timeout, a connection limit that keeps room for scrapes
+
+
+class ConnectionGuard:
+    """Slow clients cannot hold the server (the slowloris attack; aiohttp has no header timeout).
+
+    - ``header_timeout``: from the moment a connection opens, or the first byte of its next request,
+      the whole request head (up to the blank line) must arrive within this; else 408 and close.
+      A silent connection is closed at the same deadline.
+    - ``idle_timeout``: aiohttp's keep-alive timeout: a connection between requests is closed after it.
+    - ``max_connections``: at the limit a new connection evicts the connection that has been sending
+      its headers longest (a trickler), else the one idle longest (nothing received for 5 s);
+      otherwise it is refused. So a scraper that sends its request at once always gets a slot,
+      and the process never runs out of file descriptors.
+    The TLS handshake is bounded by ``header_timeout`` too (asyncio's ssl_handshake_timeout).
+    """
+
+    def __init__(self, header_timeout: float = 10.0, idle_timeout: float = 60.0, max_connections: int = 256):
+        self.header_timeout = header_timeout
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self.connections: set[_GuardedProtocol] = set()
+        self.evicted = 0
+        self.refused = 0
+        self.header_timeouts = 0
+
+    def wrap(self, factory):
+        return lambda: _GuardedProtocol(factory(), self)
+
+    def admit(self, conn: _GuardedProtocol) -> bool:
+        if len(self.connections) >= self.max_connections:
+            victim = self._victim(conn._loop.time())
+            if victim is None:
+                self.refused += 1
+                return False
+            self.evicted += 1
+            victim.drop()
+        self.connections.add(conn)
         return True
-    return False
+
+    def _victim(self, now: float) -> _GuardedProtocol | None:
+        heading = [c for c in self.connections if c.head_started is not None]
+        if heading:
+            return min(heading, key=lambda c: c.head_started)
+        idle = [c for c in self.connections if now - c.last_received > 5.0]
+        return min(idle, key=lambda c: c.last_received) if idle else None
+
+
+class _GuardedProtocol(asyncio.Protocol):
+    """Wraps aiohttp's per-connection protocol, watching the bytes that come in."""
+
+    def __init__(self, inner: asyncio.Protocol, guard: ConnectionGuard):
+        self.inner = inner
+        self.guard = guard
+        self._loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.head_started: float | None = None  # set while a request head is still arriving
+        self.last_received = self._loop.time()
+        self._tail = b""  # the last 3 bytes seen, to find a blank line split across reads
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if not self.guard.admit(self):
+            transport.abort()  # type: ignore[attr-defined]
+            self.transport = None
+            return
+        self._start_head()
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            return
+        self.last_received = self._loop.time()
+        if self.head_started is None:
+            self._start_head()
+        # Look for the end of the head; bytes after it start the next request (GETs carry no body).
+        seen = self._tail + data
+        end = seen.rfind(b"\r\n\r\n")
+        if end >= 0:
+            rest = seen[end + 4:]
+            if rest.strip(b"\r\n"):
+                self._start_head(restart=True)
+            else:
+                self._end_head()
+        self._tail = seen[-3:]
+        self.inner.data_received(data)
+
+    def eof_received(self):
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end_head()
+        self.guard.connections.discard(self)
+        if self.transport is not None:
+            self.transport = None
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    # -- the header deadline -------------------------------------------------------------------------
+
+    def _start_head(self, restart: bool = False) -> None:
+        if self._timer is not None and not restart:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self.head_started = self._loop.time()
+        self._timer = self._loop.call_later(self.guard.header_timeout, self._head_timed_out)
+
+    def _end_head(self) -> None:
+        self.head_started = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _head_timed_out(self) -> None:
+        self._timer = None
+        self.guard.header_timeouts += 1
+        if self.transport is not None and not self.transport.is_closing():
+            try:
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+                                     b"Content-Length: 0\r\n\r\n")
+            except (OSError, RuntimeError):
+                pass
+        self.drop()
+
+    def drop(self) -> None:
+        self._end_head()
+        self.guard.connections.discard(self)
+        if self.transport is not None:
+            self.transport.close()  # flushes the 408, then connection_lost reaches aiohttp
+
+
+class GuardedSite(web.TCPSite):
+    """aiohttp's TCPSite with every connection passing through a ConnectionGuard."""
+
+    def __init__(self, runner: web.AppRunner, host: str | None, port: int, *, guard: ConnectionGuard,
+                 ssl_context: ssl.SSLContext | None = None, reuse_address: bool = True):
+        super().__init__(runner, host, port, ssl_context=ssl_context, reuse_address=reuse_address)
+        self.guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None
+        extra = {"ssl_handshake_timeout": self.guard.header_timeout} if self._ssl_context else {}
+        self._server = await loop.create_server(self.guard.wrap(server), self._host, self._port,
+                                                ssl=self._ssl_context, backlog=self._backlog,
+                                                reuse_address=self._reuse_address, **extra)
+        sockets = self._server.sockets or ()
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,11 +396,15 @@ class PartsPayload(Payload):
 
 def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
     security = security or WebSecurity()
-    auth_cache: dict = {}
+    auth = BasicAuth(security.users) if security.users else None
 
     @web.middleware
     async def guard(request: web.Request, handler):
-        if security.users and not _check_basic_auth(request, security.users, auth_cache):
+        allowed = True if auth is None else await auth.check(request)
+        if allowed is None:
+            response = web.Response(status=429, text="Too many authentication attempts in progress\n",
+                                    headers={"Retry-After": "1"})
+        elif not allowed:
             response = web.Response(status=401, text="Unauthorized\n",
                                     headers={"WWW-Authenticate": 'Basic realm="fabric-exporter"'})
         else:
@@ -214,11 +435,17 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
         return web.Response(text=status_page(daemon), content_type="text/html")
 
     app = web.Application(middlewares=[guard])
+    if auth is not None:
+        app.on_cleanup.append(lambda _app: _close_auth(auth))
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/ready", ready)
     app.router.add_get("/", status)
     return app
+
+
+async def _close_auth(auth: BasicAuth) -> None:
+    auth.close()
 
 
 def _ago(ts: float | None, now: float) -> str:

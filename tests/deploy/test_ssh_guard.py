@@ -231,5 +231,15 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
             r = subprocess.run(sshd.ssh_argv("perfquery -R 1 1"), capture_output=True, text=True, timeout=30,
                                stdin=subprocess.DEVNULL)
             assert r.returncode == 126 and "--allow-counter-reset" in r.stderr
+            # getopt_long abbreviations of --Reset_only (issue 16: these reset 77 -> 0 through the old
+            # guard), at every LID of this small fabric; the counter must survive them all.
+            for lid in range(1, 17):
+                for spelling in ("--Re", "--R", "--Res", "--Reset_only", "-xR"):
+                    r = subprocess.run(sshd.ssh_argv(f"timeout -k 2 18 perfquery {spelling} {lid} 4"),
+                                       capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+                    assert r.returncode == 126 and "refused" in r.stderr, (spelling, lid, r.returncode, r.stderr)
+                    if lid > 1:
+                        break
+            assert values(harness.poll(), "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
     finally:
         fabric.stop()

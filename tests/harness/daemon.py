@@ -28,11 +28,13 @@ def package_env(**extra: str) -> dict:
 
 
 class DaemonProcess:
-    def __init__(self, config: Path, *, plugins: str = "", args: tuple[str, ...] = (), env: dict | None = None):
+    def __init__(self, config: Path, *, plugins: str = "", args: tuple[str, ...] = (), env: dict | None = None,
+                 wrapper: tuple[str, ...] = ()):
         self.port = free_port()
         self.config = config
         self.log_path = config.parent / f"daemon-{self.port}.log"
-        cmd = [sys.executable, "-m", "fabric_exporter", "run", "--config", str(config),
+        # wrapper: a command the daemon runs under, e.g. ("prlimit", "--nofile=256:256", "--").
+        cmd = [*wrapper, sys.executable, "-m", "fabric_exporter", "run", "--config", str(config),
                "--web.listen-address", f"127.0.0.1:{self.port}", *args]
         extra = {"FABRIC_EXPORTER_PLUGINS": plugins} if plugins else {}
         self._log = open(self.log_path, "wb")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,6 +20,23 @@ from ..samples import PollResult
 from ..transport.base import CommandRunner
 
 ErrorSink = Callable[[str, str], None]
+
+# Text longer than this is parsed on a worker thread: a big output (up to limits.max_output_bytes)
+# would otherwise hold the event loop for seconds, and every other target's deadline and /metrics
+# with it. The thread still takes the GIL, but CPython hands it back to the loop every 5 ms
+# (sys.getswitchinterval), so the loop keeps running. Two threads: parsing is CPU, more would only queue.
+PARSE_IN_THREAD_CHARS = 256 * 1024
+_parse_pool: ThreadPoolExecutor | None = None
+
+
+async def parse_off_loop(parse: Callable[..., Any], text: str, *args: Any, **kwargs: Any) -> Any:
+    """``parse(text, *args, **kwargs)``, on a worker thread when ``text`` is large. Exceptions propagate."""
+    global _parse_pool
+    if len(text) < PARSE_IN_THREAD_CHARS:
+        return parse(text, *args, **kwargs)
+    if _parse_pool is None:
+        _parse_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fabric-parse")
+    return await asyncio.get_running_loop().run_in_executor(_parse_pool, functools.partial(parse, text, *args, **kwargs))
 
 
 def work_budget(timeout: float) -> float:

@@ -41,7 +41,7 @@ from ..parsers import ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, 
 from ..parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
 from ..samples import PollResult, Sample
 from ..transport.base import CommandResult
-from .base import Collector, ErrorSink
+from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
 log = logging.getLogger("fabric_exporter.infiniband")
@@ -320,7 +320,7 @@ class InfinibandCollector(Collector):
                 disc = await self._run(self._argv("ibnetdiscover", "--cache", cache), deadline, (0,), durations,
                                        "ibnetdiscover")
                 with _gc_paused():
-                    self._apply_topology(ib_netdiscover.parse(disc.stdout, skipped=self._skipped))
+                    self._apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout, skipped=self._skipped))
                 load = ("--load-cache", cache)
                 counters_task = start(self._run(self._argv("ibqueryerrors", *load, "--counters", "--report-port"),
                                                 deadline, (0,), durations, "ibqueryerrors_counters"))
@@ -337,7 +337,7 @@ class InfinibandCollector(Collector):
                 topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
             counters_run = await counters_task
             with _gc_paused():
-                counters = ib_queryerrors.parse(counters_run.stdout, skipped=self._skipped)
+                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped)
             errors_run = await errors_task
             if topo_task is not None:
                 await topo_task
@@ -348,7 +348,7 @@ class InfinibandCollector(Collector):
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
         with _gc_paused():
-            errors = ib_queryerrors.parse(errors_run.stdout, skipped=self._skipped)
+            errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)
             ports = self._assemble(counters, errors, errors_run.stderr, problems)
             if self._sweep_shows_change(counters):
                 self._topology_stale = True
@@ -372,7 +372,7 @@ class InfinibandCollector(Collector):
     async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
         try:
             run = await self._run(self._argv("ibnetdiscover"), deadline, (0,), durations, "ibnetdiscover")
-            topology = ib_netdiscover.parse(run.stdout, skipped=self._skipped)
+            topology = await parse_off_loop(ib_netdiscover.parse, run.stdout, skipped=self._skipped)
         except PollError as e:
             if self._topology is None:
                 raise

@@ -24,7 +24,7 @@ from ..errors import CommandFailed, ParseError
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
 from ..samples import PollResult, Sample
-from .base import Collector, ErrorSink
+from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
 # ---------------------------------------------------------------------------------------------
@@ -413,8 +413,9 @@ class RoceNicCollector(Collector):
             if result.exit_status != 0:
                 raise CommandFailed(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
-        return result_from_dump(parse_host_dump(result.stdout), self.host.name if self.host else "localhost",
-                                self.options)
+        host = self.host.name if self.host else "localhost"
+        return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
+                                    result.stdout)
 
 
 # ---------------------------------------------------------------------------------------------

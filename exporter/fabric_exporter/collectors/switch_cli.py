@@ -16,6 +16,7 @@ left out, the problem is reported); when every command fails the poll fails.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any, ClassVar
 from ..errors import CommandFailed, ParseError, PollError
 from ..parsers import sonic_cli as p
 from ..samples import PollResult, Sample
-from .base import Collector, ErrorSink
+from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
 SONIC_COMMANDS = ("pfc", "queue", "wred", "pfcwd")
@@ -209,7 +210,7 @@ class SwitchCliCollector(Collector):
                 failures.append(CommandFailed(f"{command}: exit status {section.exit_status}: {tail}"))
             else:
                 try:
-                    samples.extend(self._samples(n, section.text))
+                    samples.extend(await parse_off_loop(functools.partial(self._samples, n), section.text))
                 except ParseError as e:
                     failures.append(ParseError(f"{command}: {e}"))
         problems.extend(str(f) for f in failures)

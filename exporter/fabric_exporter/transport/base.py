@@ -21,6 +21,17 @@ class CommandResult:
         return f"{self.argv[0] if self.argv else '?'}: {what}: {detail}"
 
 
+class OutputLimit:
+    """The most stdout+stderr bytes one command may print (config ``limits.max_output_bytes``).
+
+    One object shared by every runner and updated in place on reload. Output is counted as it
+    arrives, so a host printing gigabytes costs at most this much memory before it is cut off.
+    """
+
+    def __init__(self, max_bytes: int = 32 << 20):
+        self.max_bytes = max_bytes
+
+
 class CommandRunner(Protocol):
     """Runs one command (an argument list, never a shell string) where the target lives."""
 

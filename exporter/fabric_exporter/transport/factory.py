@@ -6,15 +6,16 @@ import asyncio
 from typing import Any
 
 from ..config import Host, TargetGroup
-from .base import CommandRunner
+from .base import CommandRunner, OutputLimit
 from .local import LocalRunner
 from .ssh import SSHPool
 
 
 class Transports:
-    def __init__(self) -> None:
-        self.ssh = SSHPool()
-        self.local = LocalRunner()
+    def __init__(self, max_output_bytes: int | None = None) -> None:
+        self.output_limit = OutputLimit() if max_output_bytes is None else OutputLimit(max_output_bytes)
+        self.ssh = SSHPool(self.output_limit)
+        self.local = LocalRunner(output_limit=self.output_limit)
         self._snmp_state: Any = None  # owned by transport.snmp (one engine per event loop)
 
     def runner(self, group: TargetGroup, host: Host) -> CommandRunner:

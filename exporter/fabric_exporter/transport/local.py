@@ -1,4 +1,4 @@
-"""Run commands as local subprocesses: argument lists, no shell, killed on timeout."""
+"""Run commands as local subprocesses: argument lists, no shell, killed on timeout or on too much output."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ import os
 import signal
 from collections.abc import Mapping, Sequence
 
-from ..errors import CommandFailed, PollTimeout
-from .base import CommandResult
+from ..errors import CommandFailed, OutputTooLarge, PollTimeout
+from .base import CommandResult, OutputLimit
+
+READ_CHUNK = 1 << 16
 
 
 class LocalRunner:
     description = "local"
 
-    def __init__(self, env: Mapping[str, str] | None = None):
+    def __init__(self, env: Mapping[str, str] | None = None, *, output_limit: OutputLimit | None = None):
         self._env = {**os.environ, **env} if env else None
+        self.output_limit = output_limit or OutputLimit()
 
     async def run(self, argv: Sequence[str], *, timeout: float, stdin: str | None = None) -> CommandResult:
         argv = tuple(argv)
@@ -33,18 +36,54 @@ class LocalRunner:
         except PermissionError as e:
             raise CommandFailed(f"{argv[0]}: {e.strerror}") from None
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None),
-                                              timeout)
-        except (asyncio.TimeoutError, asyncio.CancelledError) as e:
+            async with asyncio.timeout(timeout):
+                out, err = await self._collect(proc, argv, stdin)
+        except (TimeoutError, asyncio.CancelledError, OutputTooLarge) as e:
             _kill_group(proc)
             try:
                 await asyncio.wait_for(proc.wait(), 2)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
-            if isinstance(e, asyncio.CancelledError):
-                raise
-            raise PollTimeout(f"{argv[0]}: no result within {timeout:g}s (killed)") from None
+            if isinstance(e, TimeoutError):
+                raise PollTimeout(f"{argv[0]}: no result within {timeout:g}s (killed)") from None
+            raise
         return CommandResult(argv, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    async def _collect(self, proc: asyncio.subprocess.Process, argv: tuple[str, ...],
+                       stdin: str | None) -> tuple[bytes, bytes]:
+        """Read stdout and stderr as they come, counting both against the output limit."""
+        limit = self.output_limit.max_bytes
+        total = 0
+        buffers = (bytearray(), bytearray())
+
+        async def drain(stream: asyncio.StreamReader, buf: bytearray) -> None:
+            nonlocal total
+            while chunk := await stream.read(READ_CHUNK):
+                total += len(chunk)
+                if total > limit:
+                    raise OutputTooLarge(f"{argv[0]}: printed more than {limit} bytes "
+                                         f"(limits.max_output_bytes); stopped reading and killed it")
+                buf += chunk
+
+        async def feed() -> None:
+            if stdin is not None and proc.stdin is not None:
+                try:
+                    proc.stdin.write(stdin.encode())
+                    await proc.stdin.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the command ended without reading its input: its output says why
+                finally:
+                    proc.stdin.close()
+
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(drain(proc.stdout, buffers[0]))
+                tasks.create_task(drain(proc.stderr, buffers[1]))
+                tasks.create_task(feed())
+        except* OutputTooLarge as group:
+            raise group.exceptions[0] from None
+        await proc.wait()
+        return bytes(buffers[0]), bytes(buffers[1])
 
     async def close(self) -> None:
         return None

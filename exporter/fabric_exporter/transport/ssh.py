@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import asyncssh
 
 from ..config import SSHCredential
-from ..errors import AuthError, ConnectError, HostKeyError, PollTimeout
-from .base import CommandResult
+from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLarge, PollTimeout
+from .base import CommandResult, OutputLimit
 
 log = logging.getLogger("fabric_exporter.ssh")
 
@@ -41,8 +41,9 @@ class _Client(asyncssh.SSHClient):
 class SSHConnection:
     """One host's connection: opened lazily, reopened after it dies, at most ``max_sessions`` at once."""
 
-    def __init__(self, endpoint: SSHEndpoint):
+    def __init__(self, endpoint: SSHEndpoint, output_limit: OutputLimit | None = None):
         self.endpoint = endpoint
+        self.output_limit = output_limit or OutputLimit()
         self.description = f"ssh://{endpoint.credential.username}@{endpoint.address}:{endpoint.port}"
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
@@ -107,22 +108,66 @@ class SSHConnection:
             conn = await asyncio.wait_for(self.connection(), remaining)
             remaining = max(0.01, deadline - loop.time())
             try:
-                result = await conn.run(command, input=stdin, check=False, timeout=remaining,
-                                        encoding="utf-8", errors="replace")
-            except asyncssh.TimeoutError:
+                async with asyncio.timeout(remaining):
+                    status, out, err = await self._exec(conn, command, argv, stdin)
+            except TimeoutError:
                 raise PollTimeout(f"{self.description}: {argv[0]} gave no result within {timeout:g}s") from None
             except asyncssh.ChannelOpenError as e:
                 self._drop()
                 raise ConnectError(f"{self.description}: cannot open a session ({e.reason})") from None
-            except (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError) as e:
+            except (asyncssh.Error, BrokenPipeError, ConnectionError) as e:  # lost, disconnected, ...
                 self._drop()
                 raise ConnectError(f"{self.description}: connection lost ({e})") from None
-        status = result.exit_status
-        if status is None:  # killed by a signal: no exit status
-            status = -1
         if status == 124:  # coreutils timeout: the remote deadline fired first
             raise PollTimeout(f"{self.description}: {argv[0]} gave no result within {timeout:g}s (killed)")
-        return CommandResult(argv, status, result.stdout or "", result.stderr or "")
+        return CommandResult(argv, status, out, err)
+
+    async def _exec(self, conn: asyncssh.SSHClientConnection, command: str, argv: tuple[str, ...],
+                    stdin: str | None) -> tuple[int, str, str]:
+        """Run one command; stdout and stderr are counted as they arrive against the output limit.
+
+        Over the limit the channel is closed (the remote side gets SIGPIPE/hangup and its
+        ``timeout`` wrapper ends it) and OutputTooLarge is raised: memory stays bounded by the limit.
+        """
+        limit = self.output_limit.max_bytes
+        total = 0
+        buffers = (bytearray(), bytearray())
+        process = await conn.create_process(command, encoding=None)
+        completed = False
+        try:
+            if stdin is not None:
+                process.stdin.write(stdin.encode())
+            process.stdin.write_eof()
+
+            async def drain(stream, buf: bytearray) -> None:
+                nonlocal total
+                while chunk := await stream.read(1 << 16):
+                    total += len(chunk)
+                    if total > limit:
+                        raise OutputTooLarge(f"{self.description}: {argv[0]} printed more than {limit} bytes "
+                                             f"(limits.max_output_bytes); stopped reading")
+                    buf += chunk
+
+            try:
+                async with asyncio.TaskGroup() as tasks:
+                    tasks.create_task(drain(process.stdout, buffers[0]))
+                    tasks.create_task(drain(process.stderr, buffers[1]))
+            except* OutputTooLarge as group:
+                raise group.exceptions[0] from None
+            except* (asyncssh.Error, OSError) as group:
+                raise group.exceptions[0] from None
+            await process.wait_closed()
+            completed = True
+        finally:
+            if not completed:
+                process.close()
+        if process.exit_status is None and process.exit_signal is None:
+            # The channel closed without an exit status: sshd (or the connection) died mid-command.
+            # Whatever output arrived is cut short; it is a connection failure, not a parse error.
+            self._drop()
+            raise ConnectError(f"{self.description}: connection lost while {argv[0]} ran (no exit status)")
+        status = process.exit_status if process.exit_status is not None else -1  # -1: killed by a signal
+        return status, buffers[0].decode(errors="replace"), buffers[1].decode(errors="replace")
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -142,14 +187,15 @@ class SSHConnection:
 class SSHPool:
     """One SSHConnection per (address, port, credential), shared by every collector that needs it."""
 
-    def __init__(self):
+    def __init__(self, output_limit: OutputLimit | None = None):
         self._conns: dict[SSHEndpoint, SSHConnection] = {}
+        self.output_limit = output_limit or OutputLimit()
 
     def get(self, address: str, port: int | None, credential: SSHCredential) -> SSHConnection:
         ep = SSHEndpoint(address, port or 22, credential)
         conn = self._conns.get(ep)
         if conn is None:
-            conn = self._conns[ep] = SSHConnection(ep)
+            conn = self._conns[ep] = SSHConnection(ep, self.output_limit)
         return conn
 
     def retain(self, endpoints: set[SSHEndpoint]) -> list[SSHConnection]:
