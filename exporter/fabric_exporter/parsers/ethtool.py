@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 
 HEADER = "NIC statistics:"
 U64_MAX = 2**64 - 1
@@ -33,6 +34,7 @@ class EthtoolStats:
     ambiguous: frozenset[str] = field(default_factory=frozenset)
 
 
+@parser_entry
 def parse_u64(text: str, what: str) -> int:
     """A plain unsigned decimal that fits in 64 bits, or ParseError."""
     if not _VALUE.fullmatch(text):
@@ -43,6 +45,7 @@ def parse_u64(text: str, what: str) -> int:
     return value
 
 
+@parser_entry
 def parse_ethtool_stats(text: str) -> EthtoolStats:
     if not isinstance(text, str):
         raise ParseError("ethtool -S: expected text")

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import parse_guid
 
 _UNSUPPORTED = {"-1", "NA", "N/A", ""}
@@ -44,6 +45,7 @@ def _number(text: str, what: str) -> int | None:
     return value
 
 
+@parser_entry
 def parse_db_csv(text: str) -> dict[str, list[dict[str, str]]]:
     """All sections: name -> rows (dicts keyed by the stripped header cells)."""
     if not isinstance(text, str):
@@ -96,6 +98,7 @@ class PortPM:
 _ID_COLUMNS = {"nodeguid", "portguid", "portnumber", "portnum", "lastupdatetimestamp", "lid"}
 
 
+@parser_entry
 def pm_info(sections: dict[str, list[dict[str, str]]]) -> list[PortPM]:
     """PM_INFO rows as per-port counters (unsupported values dropped)."""
     out = []
@@ -148,6 +151,7 @@ class CableInfo:
     length: str
 
 
+@parser_entry
 def cable_info(sections: dict[str, list[dict[str, str]]]) -> list[CableInfo]:
     out = []
     for row in sections.get("CABLE_INFO", []):
@@ -161,6 +165,7 @@ def cable_info(sections: dict[str, list[dict[str, str]]]) -> list[CableInfo]:
     return out
 
 
+@parser_entry
 def node_temperatures(sections: dict[str, list[dict[str, str]]]) -> dict[int, float]:
     out: dict[int, float] = {}
     for row in sections.get("TEMP_SENSING", []):
@@ -176,6 +181,7 @@ def node_temperatures(sections: dict[str, list[dict[str, str]]]) -> dict[int, fl
 _PM_HEADER_KEYS = re.compile(r"(Port|Lid|GUID|Device|Port Name)=(\S*)")
 
 
+@parser_entry
 def parse_pm(text: str) -> list[PortPM]:
     if not isinstance(text, str):
         raise ParseError("ibdiagnet2.pm must be text")

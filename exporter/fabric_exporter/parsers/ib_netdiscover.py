@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import SPEED_BY_NAME, parse_guid
 
 _ID = r'"([SHR])-([0-9a-fA-F]{1,16})"'
@@ -99,6 +100,7 @@ def _link(text: str) -> tuple[int | None, str | None]:
     return width, gen
 
 
+@parser_entry
 def parse(text: str) -> Topology:
     if not isinstance(text, str):
         raise ParseError("ibnetdiscover output must be text")

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 
 _HEADER_RE = re.compile(r"^# (Port counters|Port extended counters|PortSamplesControl|[A-Za-z ]+?):?\s*"
                         r"Lid (\d+) port (\d+)(?: \(CapMask: (0x[0-9a-fA-F]+)(?: CapMask2: (0x[0-9a-fA-F]+))?\))?\s*$")
@@ -45,6 +46,7 @@ def _value(text: str, name: str) -> int:
         raise ParseError(f"invalid value {text!r} for {name}") from None
 
 
+@parser_entry
 def parse(text: str) -> list[PerfBlock]:
     if not isinstance(text, str):
         raise ParseError("perfquery output must be text")

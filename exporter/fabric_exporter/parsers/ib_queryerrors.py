@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid, speed_key
 
 _NODE_RE = re.compile(r'^(Data Counters|Errors) for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$')
@@ -161,6 +162,7 @@ def _parse_counters(rest: str, pc: PortCounters) -> None:
             suffixed.add(name)
 
 
+@parser_entry
 def parse(text: str) -> QueryErrorsReport:
     """Parse one ibqueryerrors run. A run without its summary trailer is incomplete: ParseError."""
     if not isinstance(text, str):
@@ -235,6 +237,7 @@ _WARN_RE = re.compile(r"(?:IB_GSI_PORT_COUNTERS(?:_EXT)? query failed|classporti
                       r"Lid (\d+) port (\d+)")
 
 
+@parser_entry
 def failed_queries(stderr: str) -> list[tuple[str, int, int]]:
     """(node name, lid, port) of every PMA query ibqueryerrors reported as failed on stderr."""
     found = []

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ethtool import U64_MAX, parse_u64
 
 # hw_counters files that hold a setting, not an event count.
@@ -39,6 +40,7 @@ PortKey = tuple[str, int]  # (device, port)
 # hw_counters
 
 
+@parser_entry
 def parse_hw_counters(text: str) -> dict[str, int]:
     """``name:value`` lines (``grep -H . *`` in a hw_counters directory) -> counters."""
     if not isinstance(text, str):
@@ -110,6 +112,7 @@ def _is_json(text: str) -> bool:
 _STAT_IDENTITY = frozenset({"ifindex", "ifname", "port"})
 
 
+@parser_entry
 def parse_rdma_statistic(text: str) -> dict[PortKey, dict[str, int]]:
     """``rdma statistic show`` (text) or ``rdma -j statistic show`` (JSON) -> counters per port."""
     if not isinstance(text, str):
@@ -164,6 +167,7 @@ def _lid(value, where: str) -> int | None:
     return int(value)
 
 
+@parser_entry
 def parse_rdma_link(text: str) -> list[RdmaLink]:
     """``rdma link show`` (text) or ``rdma -j link show`` (JSON) -> one record per port."""
     if not isinstance(text, str):
@@ -239,6 +243,7 @@ def _status(word: str, where: str) -> int:
     return int(word)
 
 
+@parser_entry
 def parse_host_dump(text: str) -> HostDump:
     """Split the collector's remote output into its sections (see collectors/roce_nic.py's script).
 

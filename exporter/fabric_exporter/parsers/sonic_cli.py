@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 
 _COUNT = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
 _DASHES = re.compile(r"^[ -]*-[ -]*$")
@@ -34,6 +35,7 @@ NA = "N/A"
 MAX_COUNTER = (1 << 64) - 1
 
 
+@parser_entry
 def parse_count(token: str, what: str = "value") -> int | None:
     """'1,234' or '1234' -> 1234; 'N/A' -> None; anything else -> ParseError."""
     if token == NA:
@@ -52,6 +54,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
+@parser_entry
 def parse_tables(text: str) -> list[Table]:
     """Every tabulate 'simple' table in ``text`` (header line + dash line + rows up to a blank line).
 
@@ -105,6 +108,7 @@ class PfcCounters:
     tx: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
+@parser_entry
 def parse_pfc_counters(text: str) -> PfcCounters:
     tables = parse_tables(text)
     out = PfcCounters()
@@ -220,18 +224,22 @@ def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounter
     return out
 
 
+@parser_entry
 def parse_queue_counters(text: str) -> list[QueueCounters]:
     return _queue_tables(text, QUEUE_COLUMNS, "show queue counters")
 
 
+@parser_entry
 def parse_queue_counters_json(text: str) -> list[QueueCounters]:
     return _queue_json(text, QUEUE_JSON_KEYS, "show queue counters --json")
 
 
+@parser_entry
 def parse_wred_counters(text: str) -> list[QueueCounters]:
     return _queue_tables(text, WRED_COLUMNS, "show queue wredcounters")
 
 
+@parser_entry
 def parse_wred_counters_json(text: str) -> list[QueueCounters]:
     return _queue_json(text, WRED_JSON_KEYS, "show queue wredcounters --json")
 
@@ -255,6 +263,7 @@ class PfcwdStats:
     values: dict[str, int]
 
 
+@parser_entry
 def parse_pfcwd_stats(text: str) -> list[PfcwdStats]:
     what = "show pfcwd stats"
     tables = parse_tables(text)
@@ -310,6 +319,7 @@ class CumulusPortCounters:
     raw: dict[str, int]
 
 
+@parser_entry
 def parse_ethtool_stats(text: str) -> dict[str, int]:
     """``ethtool -S`` output -> {counter: value}. Needs the 'NIC statistics:' header."""
     if not isinstance(text, str):
@@ -331,6 +341,7 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
     return out
 
 
+@parser_entry
 def parse_cumulus_ethtool(text: str) -> CumulusPortCounters:
     raw = parse_ethtool_stats(text)
     rx, tx, wred = {}, {}, {}
