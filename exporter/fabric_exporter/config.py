@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from . import bounds
 
 DEFAULT_LISTEN = "0.0.0.0:9315"
 
@@ -52,6 +55,9 @@ def parse_duration(text: Any) -> float:
             raise ValueError(f"invalid duration {text!r} (use e.g. 500ms, 30s, 5m, 1h)")
         total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
         pos = m.end()
+    if not math.isfinite(total):
+        shown = repr(text) if len(text) <= 40 else f"{text[:12]!r}... ({len(text)} characters)"
+        raise ValueError(f"duration {shown} is too large")
     if total <= 0:
         raise ValueError(f"duration {text!r} must be positive")
     return total
@@ -246,21 +252,29 @@ class _Checker:
             return default
         return v
 
-    def duration(self, d: dict, key: str, path: str, default: float | None) -> float | None:
+    def duration(self, d: dict, key: str, path: str, default: float | None,
+                 within: bounds.Range = bounds.DURATION) -> float | None:
         if key not in d:
             return default
         try:
-            return parse_duration(d[key])
+            seconds = parse_duration(d[key])
         except ValueError as e:
             self.err(f"{path}.{key}", str(e))
             return default
+        problem = within.problem(seconds)
+        if problem:
+            self.err(f"{path}.{key}", problem)
+            return default
+        return seconds
 
-    def integer(self, d: dict, key: str, path: str, default: int, minimum: int = 1) -> int:
+    def integer(self, d: dict, key: str, path: str, default: int, minimum: int = 1,
+                maximum: int = bounds.INTEGER_MAX) -> int:
         if key not in d:
             return default
         v = d[key]
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-            self.err(f"{path}.{key}", f"expected an integer >= {minimum}, got {v!r}")
+        if not isinstance(v, int) or isinstance(v, bool) or not minimum <= v <= maximum:
+            shown = repr(v) if not isinstance(v, int) or abs(v) < 10**15 else "a value far too large"
+            self.err(f"{path}.{key}", f"expected an integer between {minimum} and {maximum}, got {shown}")
             return default
         return v
 
@@ -340,10 +354,158 @@ def parse_host(entry: Any, path: str, chk: _Checker) -> Host | None:
     return Host(entry.strip(), address, port)
 
 
+# ---------------------------------------------------------------------------------------------
+# YAML reading: duplicate keys refused, aliases refused (hosts files) or bounded (the config)
+
+# How many nodes aliases may add to a document. Reusing an options block across a few dozen groups
+# adds hundreds; nested aliases (a "billion laughs" file of a few hundred bytes) add billions.
+MAX_ALIAS_EXPANSION = 10_000
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that records duplicate keys (last-wins would hide the first) and aliases."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.duplicates: list[str] = []
+        self.aliases: list[str] = []
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            self.aliases.append(f"line {event.start_mark.line + 1}: alias *{event.anchor}")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    self.duplicates.append(f"line {line}: duplicate key {key!r} (first given on line "
+                                           f"{first_line[key]}); remove one of them")
+                else:
+                    first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many nodes the document holds once every alias is expanded (memoized per shared node)."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = 1  # a recursive alias counts once instead of looping
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(n, memo) for n in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1
+    memo[id(node)] = min(size, 10**12)
+    return memo[id(node)]
+
+
+def _tree_size(node: yaml.Node, seen: set[int]) -> int:
+    if id(node) in seen:
+        return 0
+    seen.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        return 1 + sum(_tree_size(n, seen) for n in node.value)
+    if isinstance(node, yaml.MappingNode):
+        return 1 + sum(_tree_size(k, seen) + _tree_size(v, seen) for k, v in node.value)
+    return 1
+
+
+def load_yaml(text: str, *, aliases: bool) -> Any:
+    """Parse one YAML document strictly. Raises ConfigError (problems prefixed by line) for duplicate
+    keys, for any alias when ``aliases`` is False, and for aliases expanding past
+    MAX_ALIAS_EXPANSION nodes; yaml.YAMLError for invalid YAML."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if loader.aliases:
+            if not aliases:
+                raise ConfigError([f"{a}: YAML aliases are not allowed here; write the entries out"
+                                   for a in loader.aliases[:5]])
+            added = _expanded_size(node, {}) - _tree_size(node, set())
+            if added > MAX_ALIAS_EXPANSION:
+                raise ConfigError([f"{loader.aliases[0]}: YAML aliases expand this file by more than "
+                                   f"{MAX_ALIAS_EXPANSION} entries; write the entries out"])
+        data = loader.construct_document(node)
+        if loader.duplicates:
+            raise ConfigError(loader.duplicates)
+        return data
+    except ValueError as e:  # e.g. an integer longer than Python's 4300-digit conversion limit
+        raise ConfigError([f"invalid value: {str(e)[:200]}"]) from None
+    except RecursionError:
+        raise ConfigError(["YAML nested too deeply"]) from None
+    finally:
+        loader.dispose()
+
+
+def _refuse_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+_HOSTNAME_LABEL = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)$")
+
+
+def parse_listen_address(text: Any) -> tuple[str | None, int]:
+    """'HOST:PORT', '[IPv6]:PORT' or ':PORT' -> (host or None for every address, port 0-65535).
+
+    Raises ValueError with the reason; the daemon must never meet an address it cannot bind to as
+    a traceback (port 99999 used to raise OverflowError at start, a systemd restart loop)."""
+    import ipaddress
+
+    if not isinstance(text, str):
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isascii() or not port_text.isdigit() or len(port_text) > 5:
+        raise ValueError(f"expected HOST:PORT (e.g. 0.0.0.0:9315 or [::]:9315), got {text!r}")
+    port = int(port_text)
+    if port > 65535:
+        raise ValueError(f"port {port} is out of range (0-65535) in {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ValueError(f"invalid IPv6 address {host[1:-1]!r} in {text!r}") from None
+        return host[1:-1], port
+    if not host:
+        return None, port
+    if ":" in host:
+        raise ValueError(f"write an IPv6 address in brackets, e.g. [::1]:{port}, got {text!r}")
+    if re.fullmatch(r"[0-9.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"invalid IPv4 address {host!r} in {text!r}") from None
+    elif len(host) > 253 or not all(_HOSTNAME_LABEL.match(label) for label in host.rstrip(".").split(".")):
+        raise ValueError(f"invalid host name {host!r} in {text!r}")
+    return host, port
+
+
 def read_hosts_file(path: str) -> list[Any]:
-    """A hosts file is a YAML (or JSON) list of host entries."""
+    """A hosts file is a YAML (or JSON) list of host entries. YAML aliases are refused: a hosts
+    file is machine-written or a plain list, and nested aliases are the cheapest memory bomb."""
     text = Path(path).read_text()
-    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    if path.endswith(".json"):
+        data = json.loads(text, object_pairs_hook=_refuse_duplicate_json_keys)
+    else:
+        try:
+            data = load_yaml(text, aliases=False)
+        except ConfigError as e:
+            raise ValueError("; ".join(e.problems)) from None
     if not isinstance(data, list):
         raise ValueError("a hosts file must hold a list of hosts")
     return data
@@ -375,9 +537,9 @@ def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credenti
             password=password,
             known_hosts_file=known_hosts,
             insecure_ignore_host_key=insecure,
-            connect_timeout=chk.duration(d, "connect_timeout", path, 10.0),
-            keepalive_interval=chk.duration(d, "keepalive_interval", path, 15.0),
-            max_sessions=chk.integer(d, "max_sessions", path, 4),
+            connect_timeout=chk.duration(d, "connect_timeout", path, 10.0, bounds.CONNECT_TIMEOUT),
+            keepalive_interval=chk.duration(d, "keepalive_interval", path, 15.0, bounds.KEEPALIVE),
+            max_sessions=chk.integer(d, "max_sessions", path, 4, maximum=64),
         )
     if ctype == "snmp":
         d = chk.mapping(raw, path, {"type", "version", "community", "community_file", "username",
@@ -434,9 +596,11 @@ def _load_config(path: str | os.PathLike, options_parsers: dict[str, Any] | None
     except OSError as e:
         raise ConfigError([f"{p}: cannot read: {e.strerror or e}"]) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text, aliases=True)
     except yaml.YAMLError as e:
         raise ConfigError([f"{p}: invalid YAML: {e}"]) from None
+    except ConfigError as e:
+        raise ConfigError([f"{p}: {problem}" for problem in e.problems]) from None
     return parse_config(raw, base_dir=p.resolve().parent, source=str(p), options_parsers=options_parsers)
 
 
@@ -480,8 +644,10 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
             chk.err(f"web.{key}", f"expected a duration between {low:g}s and {high:g}s, got {w.get(key)!r}")
     if web.max_connections > 65536:
         chk.err("web.max_connections", f"expected at most 65536, got {web.max_connections}")
-    if not re.match(r"^(\[[0-9a-fA-F:]+\]|[^:\s]*):\d{1,5}$", web.listen_address):
-        chk.err("web.listen_address", f"expected HOST:PORT, got {web.listen_address!r}")
+    try:
+        parse_listen_address(web.listen_address)
+    except ValueError as e:
+        chk.err("web.listen_address", str(e))
 
     dd = chk.mapping(top.get("defaults"), "defaults", {"interval", "timeout", "stale_after", "jitter", "max_backoff"})
     jitter = dd.get("jitter", 0.1)
@@ -489,19 +655,19 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         chk.err("defaults.jitter", f"expected a fraction of the interval between 0 and 0.5, got {jitter!r}")
         jitter = 0.1
     defaults = Defaults(
-        interval=chk.duration(dd, "interval", "defaults", 30.0),
-        timeout=chk.duration(dd, "timeout", "defaults", 20.0),
+        interval=chk.duration(dd, "interval", "defaults", 30.0, bounds.INTERVAL),
+        timeout=chk.duration(dd, "timeout", "defaults", 20.0, bounds.TIMEOUT),
         stale_after=chk.duration(dd, "stale_after", "defaults", None),
         jitter=float(jitter),
-        max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0),
+        max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0, bounds.MAX_BACKOFF),
     )
 
     ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport", "max_output_bytes"})
     pt_raw = chk.mapping(ll.get("per_transport"), "limits.per_transport", set(TRANSPORTS))
     per_transport = {"ssh": 32, "snmp": 64, "local": 8}
     for t in TRANSPORTS:
-        per_transport[t] = chk.integer(pt_raw, t, "limits.per_transport", per_transport[t])
-    limits = Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64),
+        per_transport[t] = chk.integer(pt_raw, t, "limits.per_transport", per_transport[t], maximum=100_000)
+    limits = Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64, maximum=100_000),
                     per_transport=per_transport,
                     max_output_bytes=_output_bytes(ll, chk))
 
@@ -583,10 +749,10 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         for dup in sorted({n for n in names if names.count(n) > 1}):
             chk.err(f"{path}.hosts", f"host {dup!r} listed twice")
 
-        interval = chk.duration(d, "interval", path, defaults.interval)
+        interval = chk.duration(d, "interval", path, defaults.interval, bounds.INTERVAL)
         # An explicit timeout (group or defaults) is validated; an unset one always fits the interval.
         implicit = defaults.timeout if "timeout" in dd else min(defaults.timeout, 0.8 * interval)
-        timeout = chk.duration(d, "timeout", path, implicit)
+        timeout = chk.duration(d, "timeout", path, implicit, bounds.TIMEOUT)
         if timeout is not None and interval is not None and timeout >= interval:
             chk.err(f"{path}.timeout" if "timeout" in d else f"{path}.interval",
                     f"timeout ({format_duration(timeout)}) must be shorter than interval ({format_duration(interval)})")

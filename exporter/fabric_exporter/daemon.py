@@ -17,7 +17,7 @@ import time
 
 from aiohttp import web
 
-from .config import Config, ConfigError, load_config
+from .config import Config, ConfigError, load_config, parse_listen_address
 from .scheduler import Scheduler
 from .sharding import Shard
 from .selfmetrics import ReloadStatus, SelfMetrics
@@ -159,8 +159,11 @@ class Daemon:
                 log.warning("SSH host keys are NOT verified for this credential (lab use only)",
                             extra={"fields": {"credential": cred.name}})
         listen = self.listen_override or config.web.listen_address
-        host, _, port = listen.rpartition(":")
-        host = host.strip("[]") or None
+        try:
+            host, port = parse_listen_address(listen)
+        except ValueError as e:  # --web.listen-address is not checked by check-config
+            log.error("invalid listen address", extra={"fields": {"address": listen, "error": str(e)}})
+            return 2
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -173,15 +176,16 @@ class Daemon:
         await runner.setup()
         self.connection_guard = ConnectionGuard(config.web.header_timeout, config.web.idle_timeout,
                                                 config.web.max_connections)
-        site = GuardedSite(runner, host, int(port), guard=self.connection_guard, ssl_context=security.ssl_context)
+        site = GuardedSite(runner, host, port, guard=self.connection_guard, ssl_context=security.ssl_context)
         try:
             await site.start()
-        except OSError as e:
-            log.error("cannot listen", extra={"fields": {"address": listen, "error": e.strerror or str(e)}})
+        except (OSError, ValueError, OverflowError) as e:  # a bad address is a logged error, never a traceback
+            log.error("cannot listen", extra={"fields": {"address": listen,
+                                                         "error": getattr(e, "strerror", None) or str(e)}})
             await runner.cleanup()
             return 1
         sockets = site._server.sockets if site._server else []  # noqa: SLF001 - aiohttp has no public accessor
-        self.bound_port = sockets[0].getsockname()[1] if sockets else int(port)
+        self.bound_port = sockets[0].getsockname()[1] if sockets else port
         self.transports.output_limit.max_bytes = config.limits.max_output_bytes
         self.scheduler.apply(config)
         self._remember_hosts_files(config)

@@ -27,7 +27,7 @@ from aiohttp import web
 from aiohttp.payload import Payload
 
 from . import __version__
-from .config import ConfigError
+from .config import ConfigError, load_yaml
 
 log = logging.getLogger("fabric_exporter.web")
 
@@ -55,9 +55,11 @@ def load_web_config(path: str) -> WebSecurity:
     """Parse an exporter-toolkit web config file. Raises ConfigError with key paths."""
     problems: list[str] = []
     try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
+        raw = load_yaml(Path(path).read_text(), aliases=True) or {}
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError([f"{path}: {e}"]) from None
+    except ConfigError as e:  # duplicate keys (a second user entry would silently win), alias bombs
+        raise ConfigError([f"{path}: {problem}" for problem in e.problems]) from None
     if not isinstance(raw, dict):
         raise ConfigError([f"{path}: expected a mapping"])
     base = Path(path).resolve().parent

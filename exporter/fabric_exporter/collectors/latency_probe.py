@@ -466,6 +466,11 @@ class LatencyProbeCollector(Collector):
                                           skipped=self._skipped)
                 except PollError as e:  # ParseError
                     return _ProbeResult(failed_host=probe.source, role="client", reason="parse", message=str(e))
+                except Exception as e:  # a parser bug fails this probe, clearly, not the whole round
+                    log.error("perftest parser bug", exc_info=True, extra={"fields": {
+                        "group": self.group.name, "source": probe.source, "destination": probe.destination}})
+                    return _ProbeResult(failed_host=probe.source, role="client", reason="parse",
+                                        message=f"parser bug: {type(e).__name__}: {e}")
                 if report.iterations < o.iterations:
                     return _ProbeResult(failed_host=probe.source, role="client", reason="parse",
                                         message=f"report has {report.iterations} iterations, asked for {o.iterations}")

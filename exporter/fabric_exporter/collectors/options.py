@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .. import bounds
 from ..config import CHECK_FILES, parse_duration
 from .base import ErrorSink
 
@@ -47,18 +48,20 @@ class OptionReader:
         v = self._get(key)
         if v is _MISSING:
             return default
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum or (maximum is not None and v > maximum):
-            bound = f" and <= {maximum}" if maximum is not None else ""
-            self._bad(key, f"expected an integer >= {minimum}{bound}, got {v!r}")
+        maximum = bounds.INTEGER_MAX if maximum is None else maximum
+        if not isinstance(v, int) or isinstance(v, bool) or not minimum <= v <= maximum:
+            shown = repr(v) if not isinstance(v, int) or abs(v) < 10**15 else "a value far too large"
+            self._bad(key, f"expected an integer >= {minimum} and <= {maximum}, got {shown}")
             return default
         return v
 
-    def number(self, key: str, default: float, minimum: float = 0.0) -> float:
+    def number(self, key: str, default: float, minimum: float = 0.0, maximum: float = bounds.NUMBER_MAX) -> float:
         v = self._get(key)
         if v is _MISSING:
             return default
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < minimum:
-            self._bad(key, f"expected a number >= {minimum}, got {v!r}")
+        problem = bounds.Range(minimum, maximum).problem(v)
+        if problem:
+            self._bad(key, problem)
             return default
         return float(v)
 
@@ -71,15 +74,20 @@ class OptionReader:
             return default
         return v
 
-    def duration(self, key: str, default: float | None) -> float | None:
+    def duration(self, key: str, default: float | None, within: bounds.Range = bounds.DURATION) -> float | None:
         v = self._get(key)
         if v is _MISSING:
             return default
         try:
-            return parse_duration(v)
+            seconds = parse_duration(v)
         except ValueError as e:
             self._bad(key, str(e))
             return default
+        problem = within.problem(seconds)
+        if problem:
+            self._bad(key, problem)
+            return default
+        return seconds
 
     def string_list(self, key: str, default: Iterable[str] = (), choices: Iterable[str] | None = None) -> tuple[str, ...]:
         v = self._get(key)

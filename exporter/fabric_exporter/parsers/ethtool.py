@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .skipped import SkippedLine, note
 
 HEADER = "NIC statistics:"
@@ -35,6 +36,7 @@ class EthtoolStats:
     ambiguous: frozenset[str] = field(default_factory=frozenset)
 
 
+@parser_entry
 def parse_u64(text: str, what: str) -> int:
     """A plain unsigned decimal that fits in 64 bits, or ParseError."""
     if not _VALUE.fullmatch(text):
@@ -45,6 +47,7 @@ def parse_u64(text: str, what: str) -> int:
     return value
 
 
+@parser_entry
 def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> EthtoolStats:
     if not isinstance(text, str):
         raise ParseError("ethtool -S: expected text")

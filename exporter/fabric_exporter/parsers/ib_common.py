@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
+from .guard import parser_entry
 
 # Active/supported width as mad_dump_linkwidth prints it -> lanes.
 WIDTH_LANES = {"1X": 1, "2X": 2, "4X": 4, "8X": 8, "12X": 12}
@@ -46,6 +47,7 @@ def speed_key(text: str) -> str:
 _GUID_RE = re.compile(r"\s*(?:0[xX])?([0-9a-fA-F]{1,16})\s*")
 
 
+@parser_entry
 def parse_guid(text: str) -> int:
     m = _GUID_RE.fullmatch(text)
     if not m:
@@ -57,6 +59,7 @@ def guid_str(guid: int) -> str:
     return f"0x{guid:016x}"
 
 
+@parser_entry
 def parse_uint(text: str, what: str) -> int:
     t = text.strip()
     if not t.isascii() or not t.isdigit():

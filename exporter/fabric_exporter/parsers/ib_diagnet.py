@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import parse_guid
 from .skipped import SkippedLine, note
 
@@ -56,6 +57,7 @@ def _number(text: str, what: str) -> int | None:
     return value
 
 
+@parser_entry
 def parse_db_csv(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, list[dict[str, str]]]:
     """All sections: name -> rows (dicts keyed by the stripped header cells)."""
     if not isinstance(text, str):
@@ -166,6 +168,7 @@ def normalise(counters: dict[str, int]) -> tuple[dict[str, int], set[str]]:
 _ID_COLUMNS = {"nodeguid", "portguid", "portnumber", "portnum", "lastupdatetimestamp", "lid"}
 
 
+@parser_entry
 def pm_info(sections: dict[str, list[dict[str, str]]]) -> list[PortPM]:
     """PM_INFO rows as per-port counters (unsupported values dropped)."""
     out = []
@@ -219,6 +222,7 @@ class CableInfo:
     length: str
 
 
+@parser_entry
 def cable_info(sections: dict[str, list[dict[str, str]]]) -> list[CableInfo]:
     out = []
     for row in sections.get("CABLE_INFO", []):
@@ -232,6 +236,7 @@ def cable_info(sections: dict[str, list[dict[str, str]]]) -> list[CableInfo]:
     return out
 
 
+@parser_entry
 def node_temperatures(sections: dict[str, list[dict[str, str]]]) -> dict[int, float]:
     out: dict[int, float] = {}
     for row in sections.get("TEMP_SENSING", []):
@@ -250,6 +255,7 @@ _PM_HEADER_KEYS = re.compile(r"(Port|Lid|GUID|Device|Port Name)=(\S*)")
 _FRAME = re.compile(r"^[-=]{3,}$")  # IBDIAGNET 2.10 frames port blocks with dashes
 
 
+@parser_entry
 def parse_pm(text: str, skipped: list[SkippedLine] | None = None) -> list[PortPM]:
     if not isinstance(text, str):
         raise ParseError("ibdiagnet2.pm must be text")

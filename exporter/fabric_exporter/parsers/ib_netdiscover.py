@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import SPEED_BY_NAME, parse_guid
 from .skipped import SkippedLine, note
 
@@ -117,6 +118,7 @@ def _link(text: str) -> tuple[int | None, str | None]:
     return width, gen
 
 
+@parser_entry
 def parse(text: str, skipped: list[SkippedLine] | None = None) -> Topology:
     if not isinstance(text, str):
         raise ParseError("ibnetdiscover output must be text")

@@ -12,6 +12,7 @@ Blank lines and ``#`` comments are skipped, as the tools do.
 from __future__ import annotations
 
 from ..errors import ParseError
+from .guard import parser_entry
 
 
 def _guid(token: str) -> int:
@@ -30,6 +31,7 @@ def _guid(token: str) -> int:
     return value
 
 
+@parser_entry
 def parse(text: str) -> dict[int, str]:
     if not isinstance(text, str):
         raise ParseError("node name map must be text")

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import current_counter_name
 from .skipped import SkippedLine, note
 
@@ -50,6 +51,7 @@ def _value(text: str, name: str) -> int:
         raise ParseError(f"invalid value {text!r} for {name}") from None
 
 
+@parser_entry
 def parse(text: str, skipped: list[SkippedLine] | None = None) -> list[PerfBlock]:
     if not isinstance(text, str):
         raise ParseError("perfquery output must be text")

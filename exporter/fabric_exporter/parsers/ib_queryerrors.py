@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ib_common import OLD_COUNTER_NAMES, PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid, speed_key
 from .skipped import SkippedLine, note
 
@@ -164,6 +165,7 @@ def _parse_counters(rest: str, pc: PortCounters) -> None:
             suffixed.add(name)
 
 
+@parser_entry
 def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsReport:
     """Parse one ibqueryerrors run. A run without its summary trailer is incomplete: ParseError."""
     if not isinstance(text, str):
@@ -238,6 +240,7 @@ _WARN_RE = re.compile(r"(?:IB_GSI_PORT_COUNTERS(?:_EXT)? query failed|classporti
                       r"Lid (\d+) port (\d+)")
 
 
+@parser_entry
 def failed_queries(stderr: str) -> list[tuple[str, int, int]]:
     """(node name, lid, port) of every PMA query ibqueryerrors reported as failed on stderr."""
     found = []

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .skipped import SkippedLine, note
 
 _HEADER_FIELDS = ("#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
@@ -94,6 +95,7 @@ def _check(r: LatencyReport) -> None:
         raise ParseError(f"perftest report: t_avg {r.avg_us} outside [t_min, t_max]")
 
 
+@parser_entry
 def parse_text(text: str, skipped: list[SkippedLine] | None = None) -> list[LatencyReport]:
     """Every data row of a text latency report (one per message size; one unless ``-a``)."""
     if not isinstance(text, str):
@@ -184,6 +186,7 @@ def _find_json_object(text: str) -> dict | None:
     return None
 
 
+@parser_entry
 def parse_json(text: str) -> LatencyReport:
     """The ``--out_json`` report (the file's content, or a stream that contains it)."""
     if not isinstance(text, str):
@@ -209,8 +212,11 @@ def parse_json(text: str) -> LatencyReport:
     for k in _JSON_KEYS[2:]:
         v = results[k]
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise ParseError(f"perftest JSON: {k} must be a number, got {v!r}")
-        floats[k] = float(v)
+            raise ParseError(f"perftest JSON: {k} must be a number, got {str(v)[:40]!r}")
+        try:
+            floats[k] = float(v)
+        except OverflowError:  # a 309-digit integer: float() cannot hold it
+            raise ParseError(f"perftest JSON: {k} is out of range (too many digits)") from None
     info = obj.get("test_info") if isinstance(obj.get("test_info"), dict) else {}
 
     def info_str(key: str) -> str | None:
@@ -224,6 +230,7 @@ def parse_json(text: str) -> LatencyReport:
         test=info_str("test"), device=info_str("Device"), link_type=info_str("Link_type"))
 
 
+@parser_entry
 def parse_report(text: str, message_bytes: int | None = None,
                  skipped: list[SkippedLine] | None = None) -> LatencyReport:
     """The one report a probe produced: the JSON object if the stream holds one, else the text row.

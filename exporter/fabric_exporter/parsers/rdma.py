@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .ethtool import U64_MAX, parse_u64
 from .skipped import SkippedLine, note
 
@@ -42,6 +43,7 @@ PortKey = tuple[str, int]  # (device, port)
 # hw_counters
 
 
+@parser_entry
 def parse_hw_counters(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, int]:
     """``name:value`` lines (``grep -H . *`` in a hw_counters directory) -> counters."""
     if not isinstance(text, str):
@@ -119,6 +121,7 @@ def _is_json(text: str) -> bool:
 _STAT_IDENTITY = frozenset({"ifindex", "ifname", "port"})
 
 
+@parser_entry
 def parse_rdma_statistic(text: str, skipped: list[SkippedLine] | None = None) -> dict[PortKey, dict[str, int]]:
     """``rdma statistic show`` (text) or ``rdma -j statistic show`` (JSON) -> counters per port."""
     if not isinstance(text, str):
@@ -176,6 +179,7 @@ def _lid(value, where: str) -> int | None:
     return int(value)
 
 
+@parser_entry
 def parse_rdma_link(text: str, skipped: list[SkippedLine] | None = None) -> list[RdmaLink]:
     """``rdma link show`` (text) or ``rdma -j link show`` (JSON) -> one record per port."""
     if not isinstance(text, str):
@@ -254,6 +258,7 @@ def _status(word: str, where: str) -> int:
     return int(word)
 
 
+@parser_entry
 def parse_host_dump(text: str) -> HostDump:
     """Split the collector's remote output into its sections (see collectors/roce_nic.py's script).
 

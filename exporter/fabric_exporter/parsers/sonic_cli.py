@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .guard import parser_entry
 from .skipped import SkippedLine, note
 
 _COUNT = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
@@ -42,6 +43,7 @@ NA = "N/A"
 MAX_COUNTER = (1 << 64) - 1
 
 
+@parser_entry
 def parse_count(token: str, what: str = "value") -> int | None:
     """'1,234' or '1234' -> 1234; 'N/A' -> None; anything else -> ParseError."""
     if token == NA:
@@ -65,6 +67,7 @@ def _decoration(line: str) -> bool:
     return bool(_NAMESPACE.match(stripped) or _CACHED.match(stripped))
 
 
+@parser_entry
 def parse_tables(text: str, skipped: list[SkippedLine] | None = None, source: str = "sonic") -> list[Table]:
     """Every tabulate 'simple' table in ``text`` (header line + dash line + rows up to a blank line).
 
@@ -124,6 +127,7 @@ class PfcCounters:
     tx: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
+@parser_entry
 def parse_pfc_counters(text: str, skipped: list[SkippedLine] | None = None) -> PfcCounters:
     tables = parse_tables(text, skipped, "sonic_pfc_counters")
     out = PfcCounters()
@@ -240,18 +244,22 @@ def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounter
     return out
 
 
+@parser_entry
 def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     return _queue_tables(text, QUEUE_COLUMNS, "show queue counters", skipped, "sonic_queue_counters")
 
 
+@parser_entry
 def parse_queue_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     return _queue_json(text, QUEUE_JSON_KEYS, "show queue counters --json")
 
 
+@parser_entry
 def parse_wred_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     return _queue_tables(text, WRED_COLUMNS, "show queue wredcounters", skipped, "sonic_wred_counters")
 
 
+@parser_entry
 def parse_wred_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     return _queue_json(text, WRED_JSON_KEYS, "show queue wredcounters --json")
 
@@ -275,6 +283,7 @@ class PfcwdStats:
     values: dict[str, int]
 
 
+@parser_entry
 def parse_pfcwd_stats(text: str, skipped: list[SkippedLine] | None = None) -> list[PfcwdStats]:
     what = "show pfcwd stats"
     tables = parse_tables(text, skipped, "sonic_pfcwd_stats")
@@ -330,6 +339,7 @@ class CumulusPortCounters:
     raw: dict[str, int]
 
 
+@parser_entry
 def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, int]:
     """``ethtool -S`` output -> {counter: value}. Needs the 'NIC statistics:' header; a line that
     is not ``name: value`` is skipped and counted, a counter line with a bad value fails."""
@@ -356,6 +366,7 @@ def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> 
     return out
 
 
+@parser_entry
 def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -> CumulusPortCounters:
     raw = parse_ethtool_stats(text, skipped)
     rx, tx, wred = {}, {}, {}

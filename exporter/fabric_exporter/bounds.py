@@ -1,0 +1,54 @@
+"""The ranges every configured duration and number must sit within.
+
+Both validators (config.py's checker and collectors/options.OptionReader) ask the same question —
+"is this value finite and within its range?" — so they share these ranges and this one check. A
+value outside them is refused at check-config, never clamped: a 401-digit interval is infinite, a
+1 ms interval hammers every host, and neither is what the operator meant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Range:
+    """Closed range [minimum, maximum]; ``unit`` = "s" formats the bounds as durations."""
+
+    minimum: float
+    maximum: float
+    unit: str = ""
+
+    def _show(self, value: float) -> str:
+        if self.unit != "s":
+            return f"{value:g}"
+        from .config import format_duration  # config imports this module
+
+        return format_duration(value)
+
+    def problem(self, value: Any) -> str | None:
+        """None when ``value`` is a finite number within the range; else what is wrong with it."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"expected a number, got {value!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        if not self.minimum <= value <= self.maximum:
+            shown = self._show(value) if abs(value) < 1e15 else "a value far too large"
+            return f"must be between {self._show(self.minimum)} and {self._show(self.maximum)}, got {shown}"
+        return None
+
+
+# Durations (seconds).
+DURATION = Range(0.01, 30 * 86400.0, "s")  # any duration without a range of its own
+INTERVAL = Range(0.1, 86400.0, "s")  # 100 ms: fast enough for tests and labs; 1 ms hammers every host
+TIMEOUT = Range(0.01, 3600.0, "s")
+CONNECT_TIMEOUT = Range(0.1, 300.0, "s")
+KEEPALIVE = Range(1.0, 3600.0, "s")
+MAX_BACKOFF = Range(1.0, 86400.0, "s")
+
+# Numbers.
+INTEGER_MAX = 10**9  # counts without a tighter maximum of their own
+NUMBER_MAX = 1e9
+PORT = Range(1, 65535)

@@ -1,0 +1,34 @@
+"""The parsers' one promise — only ParseError escapes — kept for numbers too long to convert.
+
+``int()`` refuses strings over 4,300 digits with a ValueError (CPython's guard against quadratic
+conversion) and ``float()`` of a huge int raises OverflowError; a regex ``\\d+`` lets either
+through from hostile or corrupted output. Every public parser entry point is wrapped so those
+become a ParseError naming the problem, and the collectors' ``except ParseError`` sees them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..errors import ParseError
+
+F = TypeVar("F", bound=Callable)
+
+
+def parser_entry(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ParseError:
+            raise
+        except OverflowError:
+            raise ParseError(f"{fn.__module__.rsplit('.', 1)[-1]}: a number is out of range") from None
+        except ValueError as e:
+            if "integer string conversion" not in str(e):
+                raise
+            raise ParseError(f"{fn.__module__.rsplit('.', 1)[-1]}: a number has more than 4300 digits") from None
+
+    return wrapper  # type: ignore[return-value]

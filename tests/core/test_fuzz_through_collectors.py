@@ -1,0 +1,454 @@
+"""Issue 16 defect 13: a parser bug must never become an unexplained crash.
+
+Two layers, both over every text parser the collectors use:
+
+* every public parser entry point in ``fabric_exporter.parsers`` is fuzzed directly (real capture
+  lines shuffled, cut and salted with the numbers that broke parsers before: 309 and 5000 digits,
+  2**64, 1e400, NaN, Infinity); it returns or raises ParseError, nothing else. A test fails when a
+  new public ``parse*`` function appears that this table does not fuzz.
+* every text collector (infiniband, roce_nic, switch_cli, latency_probe) is polled through the
+  scheduler with fuzzed command output: a poll ends ok, partial or failed with a reason, never
+  ``internal`` (which would mean a parser raised something other than ParseError); and a parser
+  made to raise a foreign exception is reported (``internal`` with the exception named, logged
+  with its traceback, counted) while the target keeps being polled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fabric_exporter.parsers as parsers_pkg
+from fabric_exporter.collectors import PollContext, registry
+from fabric_exporter.config import parse_config
+from fabric_exporter.errors import REASONS, ParseError
+from fabric_exporter.lab.perftest import SimulatedPerftest
+from fabric_exporter.parsers import (ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors,
+                                     perftest, rdma, sonic_cli)
+from fabric_exporter.scheduler import Scheduler
+from fabric_exporter.store import SnapshotStore
+from fabric_exporter.transport.base import CommandResult
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def lines_of(*names: str) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        out += (FIX / n).read_text().splitlines()
+    return out
+
+
+IB_QE = lines_of("infiniband/hdr_ibqueryerrors_errors_report_port.txt", "infiniband/ndr_ibqueryerrors_counters_report_port.txt")
+IB_ND = lines_of("infiniband/ibsim_ibnetdiscover.txt", "infiniband/edge_ibnetdiscover.txt")
+IB_PQ = lines_of("infiniband/edr_perfquery_extended.txt", "infiniband/qdr_perfquery_basic_latched.txt")
+IB_DB = lines_of("infiniband/ibdiagnet2.db_csv")
+IB_PM = lines_of("infiniband/ibdiagnet2.pm")
+IB_MAP = lines_of("infiniband/node-name-map.txt")
+LAT = lines_of("latency/write_lat_ib.txt", "latency/send_lat_roce_cpu_warning.txt", "latency/write_lat_roce_json_stdout.txt",
+               "latency/write_lat_roce_out_json.json")
+ETH = lines_of("roce_nic/ethtool_mlx5_pfc3.txt", "roce_nic/ethtool_bnxt.txt")
+HW = lines_of("roce_nic/hw_counters_mlx5.txt")
+RDMA_LINK = lines_of("roce_nic/rdma_link.txt", "roce_nic/rdma_link.json")
+RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statistic_mlx5.json")
+SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
+                                                      "show_queue_counters.json", "show_queue_wredcounters.txt",
+                                                      "show_queue_wredcounters.json")}
+
+# Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
+NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
+         "-1", "٣", "\x00", "\r", "é"]
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def replace_nth_number(line: str, nasty: str, n: int) -> str:
+    numbers = list(NUMBER.finditer(line))
+    if not numbers:
+        return line
+    m = numbers[n % len(numbers)]
+    return line[:m.start()] + nasty + line[m.end():]
+
+
+def mutated(lines: list[str], max_lines: int = 40):
+    """Real lines kept, shuffled, cut, with a character flipped or a number replaced by a nasty one."""
+    line = st.one_of(
+        st.sampled_from(lines),
+        st.sampled_from(lines),
+        st.builds(lambda s, i: s[:i], st.sampled_from(lines), st.integers(0, 120)),
+        st.builds(lambda s, i, c: s[:i] + c + s[i + 1:], st.sampled_from(lines), st.integers(0, 120),
+                  st.sampled_from(list("0x9 -\"[]{}()=:,.#|\t") + NASTY)),
+        st.builds(replace_nth_number, st.sampled_from(lines), st.sampled_from(NASTY), st.integers(0, 6)),
+        st.text(max_size=60),
+    )
+    return st.lists(line, max_size=max_lines).map("\n".join)
+
+
+def perftest_json_with(value) -> str:
+    return ('{"results": {"MsgSize": 2, "n_iterations": 10000, "t_min": 1.0, "t_max": 9.0, "t_typical": 2.0, '
+            f'"t_avg": 2.0, "t_stdev": 0.1, "percentile_99": {value}, "percentile_99.9": 5.0}}}}\n')
+
+
+# -- layer 1: every entry point ---------------------------------------------------------------------
+
+def _diagnet_sections(fn):
+    def run(text):
+        return fn(ib_diagnet.parse_db_csv(text))
+    return run
+
+
+ENTRY_POINTS = {
+    "ethtool.parse_ethtool_stats": (ethtool.parse_ethtool_stats, ETH),
+    "ethtool.parse_u64": (lambda t: ethtool.parse_u64(t, "x"), ETH),
+    "ib_common.parse_guid": (__import__("fabric_exporter.parsers.ib_common", fromlist=["x"]).parse_guid, IB_MAP),
+    "ib_common.parse_uint": (lambda t: __import__("fabric_exporter.parsers.ib_common", fromlist=["x"]).parse_uint(t, "x"), IB_PQ),
+    "ib_diagnet.parse_db_csv": (ib_diagnet.parse_db_csv, IB_DB),
+    "ib_diagnet.parse_pm": (ib_diagnet.parse_pm, IB_PM),
+    "ib_diagnet.pm_info": (_diagnet_sections(ib_diagnet.pm_info), IB_DB),
+    "ib_diagnet.cable_info": (_diagnet_sections(ib_diagnet.cable_info), IB_DB),
+    "ib_diagnet.node_temperatures": (_diagnet_sections(ib_diagnet.node_temperatures), IB_DB),
+    "ib_netdiscover.parse": (ib_netdiscover.parse, IB_ND),
+    "ib_nodenamemap.parse": (ib_nodenamemap.parse, IB_MAP),
+    "ib_perfquery.parse": (ib_perfquery.parse, IB_PQ),
+    "ib_queryerrors.parse": (ib_queryerrors.parse, IB_QE),
+    "ib_queryerrors.failed_queries": (ib_queryerrors.failed_queries, IB_QE),
+    "perftest.parse_text": (perftest.parse_text, LAT),
+    "perftest.parse_json": (perftest.parse_json, LAT),
+    "perftest.parse_report": (perftest.parse_report, LAT),
+    "rdma.parse_hw_counters": (rdma.parse_hw_counters, HW),
+    "rdma.parse_rdma_statistic": (rdma.parse_rdma_statistic, RDMA_STAT),
+    "rdma.parse_rdma_link": (rdma.parse_rdma_link, RDMA_LINK),
+    "rdma.parse_host_dump": (rdma.parse_host_dump, ["@@fabric-roce 1 sysfs", "@@device mlx5_0 mlx5_core",
+                                                    "@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE", "@@hw_counters mlx5_0 1",
+                                                    "@@ethtool eth0 0", "@@rdma_link 0", "@@end", *HW[:5], *ETH[:5]]),
+    "sonic_cli.parse_count": (lambda t: sonic_cli.parse_count(t), ["0", "1,234", "N/A", "12"]),
+    "sonic_cli.parse_tables": (sonic_cli.parse_tables, sum(SONIC.values(), [])),
+    "sonic_cli.parse_pfc_counters": (sonic_cli.parse_pfc_counters, SONIC["show_pfc_counters.txt"]),
+    "sonic_cli.parse_queue_counters": (sonic_cli.parse_queue_counters, SONIC["show_queue_counters.txt"]),
+    "sonic_cli.parse_queue_counters_json": (sonic_cli.parse_queue_counters_json, SONIC["show_queue_counters.json"]),
+    "sonic_cli.parse_wred_counters": (sonic_cli.parse_wred_counters, SONIC["show_queue_wredcounters.txt"]),
+    "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
+    "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
+    "sonic_cli.parse_ethtool_stats": (sonic_cli.parse_ethtool_stats, ETH),
+    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
+}
+
+
+def test_every_public_parser_entry_point_is_fuzzed():
+    found = set()
+    for info in pkgutil.iter_modules(parsers_pkg.__path__):
+        if info.name == "guard":
+            continue
+        module = importlib.import_module(f"fabric_exporter.parsers.{info.name}")
+        for name, obj in vars(module).items():
+            if (inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")
+                    and (name.startswith("parse") or name in ("pm_info", "cable_info", "node_temperatures",
+                                                              "failed_queries"))):
+                found.add(f"{info.name}.{name}")
+    assert found <= set(ENTRY_POINTS), f"parser entry points nobody fuzzes: {sorted(found - set(ENTRY_POINTS))}"
+    unguarded = sorted(n for n in found if not hasattr(
+        getattr(importlib.import_module(f"fabric_exporter.parsers.{n.split('.')[0]}"), n.split(".")[1]), "__wrapped__"))
+    assert not unguarded, f"entry points without @parser_entry: {unguarded}"
+
+
+def _only_parse_errors(fn, text):
+    try:
+        fn(text)
+    except ParseError:
+        pass
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
+def test_entry_point_raises_only_parse_error(name):
+    fn, lines = ENTRY_POINTS[name]
+
+    @FUZZ
+    @given(st.one_of(mutated(lines), st.sampled_from(NASTY), st.text(max_size=200)))
+    def fuzz(text):
+        _only_parse_errors(fn, text)
+
+    fuzz()
+
+
+SWEEP_NUMBERS = ["9" * 5000, "9" * 309, str(2**64), "1e400", "NaN"]
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
+def test_entry_point_survives_every_real_number_replaced_by_a_nasty_one(name):
+    """Deterministic sweep: in the real capture, each of the first numbers of each line in turn
+    becomes a 5000-digit / 309-digit / 2**64 / 1e400 / NaN token."""
+    fn, lines = ENTRY_POINTS[name]
+    lines = lines[:150]
+    for i, line in enumerate(lines):
+        for n in range(min(3, len(NUMBER.findall(line)))):
+            for nasty in SWEEP_NUMBERS:
+                text = "\n".join(lines[:i] + [replace_nth_number(line, nasty, n)] + lines[i + 1:]) + "\n"
+                _only_parse_errors(fn, text)
+
+
+@pytest.mark.parametrize("value", ["9" * 309, "-" + "9" * 309, "1e400", "NaN", "Infinity", "9" * 5000])
+def test_perftest_json_with_an_overflowing_number_is_a_parse_error(value):
+    text = perftest_json_with(value)
+    with pytest.raises(ParseError):
+        perftest.parse_json(text)
+    with pytest.raises(ParseError):
+        perftest.parse_report(text)
+
+
+def test_perftest_text_with_a_5000_digit_field_is_a_parse_error():
+    header = next(line for line in LAT if "#bytes" in line)
+    row = " " + "9" * 5000 + "  10000  1.00  9.00  2.00  2.00  0.10  3.00  5.00"
+    with pytest.raises(ParseError):
+        perftest.parse_text(header + "\n" + row + "\n")
+
+
+# -- layer 2: through the collectors and the scheduler ----------------------------------------------
+
+class _Runner:
+    def __init__(self, host: str, answer):
+        self.host, self.answer, self.description = host, answer, f"fake:{host}"
+
+    async def run(self, argv, *, timeout: float, stdin=None) -> CommandResult:
+        status, out, err = await self.answer(self.host, list(argv))
+        return CommandResult(tuple(argv), status, out, err)
+
+    async def close(self) -> None:
+        pass
+
+
+class FakeTransports:
+    """Every command of every host answered by ``answer(host, argv) -> (status, stdout, stderr)``."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def runner(self, group, host):
+        return _Runner(host.name if host else "localhost", self.answer)
+
+    def snmp(self, group, host):
+        raise AssertionError("no SNMP here")
+
+    async def close(self) -> None:
+        pass
+
+
+def group_config(collector: str, **extra) -> dict:
+    g = {"name": "g", "fabric": "f", "collector": collector, "transport": "local", "interval": "10s", "timeout": "5s"}
+    g.update(extra)
+    return {"targets": [g]}
+
+
+def poll_once(config: dict, answer, caplog=None) -> list:
+    cfg = parse_config(config)
+
+    async def main():
+        sched = Scheduler(FakeTransports(answer), SnapshotStore())
+        sched.apply(cfg, start_tasks=False)
+        return await sched.poll_all_once()
+
+    return asyncio.run(main())
+
+
+def assert_explained(states) -> None:
+    for s in states:
+        assert s.state in ("ok", "partial", "failed"), s.state
+        assert set(s.errors) <= set(REASONS)
+        assert "internal" not in s.errors, f"a parser raised something other than ParseError: {s.last_error}"
+
+
+def infiniband_answer(texts):
+    async def answer(host, argv):
+        tool = next((Path(a).name for a in argv if Path(a).name in ("ibnetdiscover", "ibqueryerrors", "perfquery")), None)
+        if tool == "ibqueryerrors":
+            return 0, texts["counters" if "--counters" in argv else "errors"], ""
+        if tool in ("ibnetdiscover", "perfquery"):
+            return 0, texts[tool], ""
+        return 0, "", ""
+    return answer
+
+
+@FUZZ
+@given(counters=mutated(IB_QE), errors=mutated(IB_QE), nd=mutated(IB_ND), pq=mutated(IB_PQ))
+def test_infiniband_collector_explains_every_fuzzed_output(counters, errors, nd, pq):
+    texts = {"counters": counters, "errors": errors, "ibnetdiscover": nd, "perfquery": pq}
+    for options in ({}, {"use_discovery_cache": False}):
+        assert_explained(poll_once(group_config("infiniband", options=options), infiniband_answer(texts)))
+
+
+def real(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def with_huge_number(lines: list[str], token: str) -> str:
+    """The real capture with the first ``token`` (a number in it) made 5000 digits long."""
+    text = real(lines)
+    assert token in text
+    return text.replace(token, re.sub(r"\d+", "9" * 5000, token), 1)
+
+
+def test_infiniband_collector_with_a_5000_digit_counter_fails_as_parse():
+    texts = {"counters": with_huge_number(IB_QE, "38716281036442"), "errors": real(IB_QE), "ibnetdiscover": real(IB_ND),
+             "perfquery": real(IB_PQ)}
+    states = poll_once(group_config("infiniband"), infiniband_answer(texts))
+    assert_explained(states)
+    assert states[0].state in ("failed", "partial"), states[0].state
+
+
+def roce_dump(hw: str, eth: str, link: str, stat: str) -> str:
+    return ("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n"
+            f"@@hw_counters mlx5_0 1\n{hw}\n@@ethtool eth0 0\n{eth}\n@@end\n",
+            f"@@fabric-roce 1 rdma\n@@rdma_link 0\n{link}\n@@rdma_statistic 0\n{stat}\n@@end\n")
+
+
+@FUZZ
+@given(hw=mutated(HW), eth=mutated(ETH), link=mutated(RDMA_LINK), stat=mutated(RDMA_STAT), which=st.integers(0, 1))
+def test_roce_nic_collector_explains_every_fuzzed_output(hw, eth, link, stat, which):
+    dump = roce_dump(hw, eth, link, stat)[which]
+
+    async def answer(host, argv):
+        return 0, dump, ""
+
+    assert_explained(poll_once(group_config("roce_nic"), answer))
+
+
+_SECTION = re.compile(r"printf '@@%s begin %s\\n' (\w+) (\S+)")
+
+
+def switch_answer(bodies: dict[str, str]):
+    async def answer(host, argv):
+        script = argv[-1]
+        out = []
+        for nonce, name in _SECTION.findall(script):
+            body = bodies.get(name, "")
+            out.append(f"@@{nonce} begin {name}\n{body}\n@@{nonce} end {name} 0\n")
+        return 0, "".join(out), ""
+    return answer
+
+
+@FUZZ
+@given(pfc=mutated(SONIC["show_pfc_counters.txt"]), wd=mutated(SONIC["show_pfcwd_stats.txt"]),
+       queue=st.one_of(mutated(SONIC["show_queue_counters.json"]), mutated(SONIC["show_queue_counters.txt"])),
+       wred=st.one_of(mutated(SONIC["show_queue_wredcounters.json"]), mutated(SONIC["show_queue_wredcounters.txt"])))
+def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred):
+    bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"]), switch_answer(bodies))
+    assert_explained(states)
+
+
+def test_switch_cli_collector_with_a_5000_digit_counter_is_explained():
+    bodies = {"pfc": with_huge_number(SONIC["show_pfc_counters.txt"], " 201 "), "pfcwd": real(SONIC["show_pfcwd_stats.txt"]),
+              "queue": real(SONIC["show_queue_counters.json"]), "wred": real(SONIC["show_queue_wredcounters.json"])}
+    (state,) = poll_once(group_config("switch_cli", hosts=["sw1"]), switch_answer(bodies))
+    assert_explained([state])
+    assert state.state in ("failed", "partial") and "4300 digits" in state.last_error, state.last_error
+
+
+def test_roce_nic_collector_with_a_5000_digit_link_field_is_explained():
+    dump = roce_dump("", "", with_huge_number(RDMA_LINK, "lid 7 "), real(RDMA_STAT))[1]
+
+    async def answer(host, argv):
+        return 0, dump, ""
+
+    (state,) = poll_once(group_config("roce_nic"), answer)
+    assert_explained([state])
+    assert state.state in ("failed", "partial"), state.state
+
+
+def latency_answer(client_output):
+    sim = SimulatedPerftest(server_wait=3.0)
+
+    async def answer(host, argv):
+        status, out, err = await sim.answer(host, argv)
+        if status == 0 and argv != ["true"] and argv[-1] == "127.0.0.1":  # a client's report
+            return 0, client_output, err
+        return status, out, err
+    return answer
+
+
+LATENCY = group_config("latency_probe", hosts=[{"name": "a", "address": "127.0.0.1"}, {"name": "b", "address": "127.0.0.1"}],
+                       options={"probe_timeout": "2s", "server_start_wait": "10ms"})
+
+
+@settings(FUZZ, max_examples=25)
+@given(out=st.one_of(mutated(LAT), st.sampled_from(NASTY).map(perftest_json_with)))
+def test_latency_probe_explains_every_fuzzed_report(out):
+    states = poll_once(LATENCY, latency_answer(out))
+    assert_explained(states)
+    assert states[0].state in ("ok", "failed")  # both probes read the same text: all or nothing
+
+
+def test_latency_probe_reports_the_overflowing_json_as_a_parse_failure():
+    (state,) = poll_once(LATENCY, latency_answer(perftest_json_with("9" * 309)))
+    # Every probe failed, so the round fails (a whole-round failure carries command_failed); each
+    # probe's own reason is parse, with the parser's message.
+    assert state.state == "failed" and "internal" not in state.errors, (state.errors, state.last_error)
+    assert "perftest JSON: percentile_99 is out of range" in state.last_error
+
+
+# -- a parser that does raise something foreign: explained, logged, counted, polling goes on --------
+
+FOREIGN = [OverflowError("int too large to convert to float"), KeyError("x"), IndexError("list index out of range"),
+           AttributeError("'NoneType' object has no attribute 'group'"), RecursionError("maximum recursion depth")]
+
+
+@pytest.mark.parametrize("exc", FOREIGN, ids=lambda e: type(e).__name__)
+def test_a_foreign_exception_from_a_parser_is_explained_and_polling_goes_on(exc, monkeypatch, caplog):
+    import fabric_exporter.collectors.roce_nic as roce_nic
+
+    def broken(text):
+        raise exc
+
+    monkeypatch.setattr(roce_nic, "parse_host_dump", broken)
+    cfg = parse_config({"targets": [{"name": "g", "fabric": "f", "collector": "roce_nic", "transport": "local",
+                                     "interval": "200ms", "timeout": "150ms"}]})
+
+    async def answer(host, argv):
+        return 0, "@@fabric-roce 1 sysfs\n@@end\n", ""
+
+    async def main():
+        sched = Scheduler(FakeTransports(answer), SnapshotStore())
+        sched.apply(cfg)
+        state = sched.states[("g", "localhost")]
+        for _ in range(100):  # bounded: at most 10 s
+            if state.polls >= 2:
+                break
+            await asyncio.sleep(0.1)
+        await sched.stop()
+        return state
+
+    with caplog.at_level(logging.ERROR, logger="fabric_exporter.scheduler"):
+        state = asyncio.run(main())
+    assert state.polls >= 2, "the target stopped being polled"
+    assert state.state == "failed" and state.errors["internal"] == state.polls
+    assert state.last_error.startswith(f"internal error: {type(exc).__name__}")
+    crashes = [r for r in caplog.records if r.getMessage() == "poll crashed"]
+    assert crashes and crashes[0].exc_info and crashes[0].exc_info[0] is type(exc)
+
+
+def test_a_foreign_exception_from_the_perftest_parser_fails_that_probe_as_parse(monkeypatch, caplog):
+    import fabric_exporter.collectors.latency_probe as latency_probe
+
+    def broken(text, message_bytes=None):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(latency_probe, "parse_report", broken)
+    with caplog.at_level(logging.ERROR):
+        (state,) = poll_once(LATENCY, latency_answer("whatever"))
+    assert state.state == "failed" and "internal" not in state.errors, (state.errors, state.last_error)
+    assert "parser bug: OverflowError: int too large" in state.last_error
+    assert any("parser bug" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_registry_text_collectors_are_all_covered():
+    # snmp_switch reads varbinds, not text; every other built-in collector is fuzzed above.
+    assert {n for n, c in registry().items() if "snmp" not in c.transports} >= {
+        "infiniband", "roce_nic", "switch_cli", "latency_probe"}
