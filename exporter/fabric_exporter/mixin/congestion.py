@@ -52,6 +52,8 @@ def congestion_rules(c: Ctx) -> list[Recording]:
         SEVERITY_RULES[0], f"fabric:ib_port_xmit_wait:ratio{sel()} / {fmt(t_ib)}",
         ib_series, 10, ((port, 0.25 / t_ib),)))
 
+    # A share above 1 (marks counted in one poll, packets in another, or no packets at all: +Inf)
+    # is not a measurement: it is dropped rather than counted as congestion.
     # RoCE NIC: paused 30 s a minute (0.5) and 10% of packets CE-marked: the larger one counts.
     s_psec, _ = c.series("fabric_roce_nic_pfc_rx_pause_seconds_total", NIC_PORT + ("priority",), priority=p)
     s_ecn, nic = c.series("fabric_roce_ecn_marked_packets_total", NIC_PORT)
@@ -62,8 +64,8 @@ def congestion_rules(c: Ctx) -> list[Recording]:
     rec.append(Recording(
         SEVERITY_RULES[1],
         f"max without (priority, direction) ("
-        f"fabric:roce_pfc_pause_time:fraction{pause_sel} / {fmt(t_pfc)}"
-        f" or fabric:roce_ecn_marked:ratio{host_sel} / {fmt(t_ecn)})",
+        f"clamp_max(fabric:roce_pfc_pause_time:fraction{pause_sel}, 1) / {fmt(t_pfc)}"
+        f" or (fabric:roce_ecn_marked:ratio{host_sel} <= 1) / {fmt(t_ecn)})",
         nic_series, 10, ((nic, max(0.5 / t_pfc, 0.1 / t_ecn)),)))
 
     # Switch lossless queue: 60 of 240 packets a minute CE-marked (0.25).
@@ -72,10 +74,13 @@ def congestion_rules(c: Ctx) -> list[Recording]:
     s_sw_ecn, sw_q = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue)
     s_sw_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue)
     sw_series = ((s_sw_ecn, "0+60x20"), (s_sw_tx, "0+240x20"))
+    # and a second switch whose packet counter stands still while marks grow (+Inf): no severity
+    s_inf_ecn, _ = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue, switch="leaf-2")
+    s_inf_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue, switch="leaf-2")
     rec.append(Recording(
         SEVERITY_RULES[2],
-        f"fabric:roce_ecn_marked:ratio{queue_sel} / {fmt(t_ecn)}",
-        sw_series, 10, ((sw_q, 0.25 / t_ecn),)))
+        f"(fabric:roce_ecn_marked:ratio{queue_sel} <= 1) / {fmt(t_ecn)}",
+        sw_series + ((s_inf_ecn, "0+60x20"), (s_inf_tx, "5x20")), 10, ((sw_q, 0.25 / t_ecn),)))
 
     # Per port 0/1. Fabric "lab": the IB port above (congested) and a quiet IB port; fabric
     # "roce": the NIC port (congested).
