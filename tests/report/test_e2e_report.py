@@ -36,7 +36,7 @@ pytestmark = [
 
 PHASE = 15.0  # seconds per POC phase unit
 INTERVAL = 3  # lab poll and scrape interval (s)
-RATE_WINDOW = 60.0  # the lab's generated rules (lab.run.LAB_MIXIN_SETTINGS)
+RATE_WINDOW = 15.0  # the rules the lab generates for this test (--rules-rate-window)
 SECTIONS = ("throughput", "latency", "congestion", "stability", "completeness")
 TIMINGS: dict[str, float] = {}
 
@@ -59,7 +59,8 @@ def poc(tmp_path_factory):
     started = time.monotonic()
     lab = subprocess.Popen(
         [sys.executable, "-m", "fabric_exporter", "lab", "--scenario", "poc", "--poc-phase", str(PHASE),
-         "--interval", str(INTERVAL), "--workdir", str(work), "--racks", "2", "--hosts-per-rack", "2", "--nics", "1",
+         "--interval", str(INTERVAL), "--rules-rate-window", f"{RATE_WINDOW:.0f}s", "--workdir", str(work),
+         "--racks", "2", "--hosts-per-rack", "2", "--nics", "1",
          "--web.listen-address", f"127.0.0.1:{free_port()}", "--control-address", f"127.0.0.1:{free_port()}",
          "--prometheus-address", f"127.0.0.1:{prom_port}", "--log.level", "error", "--duration", "600"],
         env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -201,6 +202,10 @@ def test_page_renders_in_headless_chromium(poc):
     assert non_white > 0.03, f"screenshot is (nearly) blank: {non_white:.3%} non-white pixels"
     assert rgb.std() > 0.05
     shutil.copy(shot, poc["out"] / "screenshot.png")
+    keep = os.environ.get("FABRIC_REPORT_ARTIFACTS")  # where to keep the page, summary and screenshot
+    if keep:
+        shutil.copytree(poc["out"], Path(keep) / "report", dirs_exist_ok=True)
+        shutil.copy(poc["work"] / "poc-timeline.json", Path(keep) / "poc-timeline.json")
 
 
 def test_report_errors_are_clear(poc, tmp_path):
