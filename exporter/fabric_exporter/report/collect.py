@@ -300,7 +300,7 @@ class Collector:
             "probe_loss_ratio": _round(failures / probes) if probes else None,
             "pause_storm_events_count": (_round(storm_events) if storm_events is not None else 0) if has_pfc else None,
             "pause_storm_alert_seconds": _round(len(storm_alert) * w.step) if has_pfc else None,
-            "ports_with_link_downs": dict(sorted(downs_by_port.items())[:20]),
+            "link_downs_count_by_port": dict(sorted(downs_by_port.items(), key=lambda kv: (-kv[1], kv[0]))[:20]),
         }
         return figures, {"errors": errors, "loss": loss, "down_times": sorted(down_times), "storm": storm_alert}
 

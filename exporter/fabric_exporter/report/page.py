@@ -106,9 +106,9 @@ def _detail(section: str, r: FabricReport) -> str:
         return ("<table><tr><th>episode start (UTC)</th><th>duration</th><th>peak severity</th><th>recovery</th></tr>"
                 + rows + "</table>" + f'<p class="note">Baselines: severity {_n(f["baseline_severity_ratio"])}, '
                 f'p99 {_fmt("us3", [f["baseline_p99_seconds"]])}.</p>')
-    if section == "stability" and f["ports_with_link_downs"]:
+    if section == "stability" and f["link_downs_count_by_port"]:
         rows = "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{_n(v)}</td></tr>"
-                       for k, v in f["ports_with_link_downs"].items())
+                       for k, v in f["link_downs_count_by_port"].items())
         return "<table><tr><th>port</th><th>link downs</th></tr>" + rows + "</table>"
     return ""
 
