@@ -1,4 +1,4 @@
-"""Command line: run, once, check-config, catalog (and generate, lab where installed)."""
+"""Command line: run, once, check-config, catalog (and generate, lab, report where installed)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("lab", help="run a simulated IB + RoCE fabric on 127.0.0.1 with the daemon polling it",
                    add_arguments=_lab_arguments)
 
+    rep = sub.add_parser("report", help="a RoCE-vs-InfiniBand POC report (HTML + JSON) from Prometheus",
+                         description="Read a window from Prometheus and write DIR/index.html (plots inline) and "
+                                     "DIR/summary.json: throughput, tail latency, congestion recovery, stability "
+                                     "and data completeness per fabric, side by side. See docs/poc.md.")
+    from .report.main import add_arguments as add_report_arguments  # stdlib only; matplotlib when it runs
+
+    add_report_arguments(rep)
+
     gen = sub.add_parser("generate", help="generate Grafana dashboards and Prometheus rules")
     gen.add_argument("--out", required=True, metavar="DIR")
     gen.add_argument("--settings", metavar="FILE", help="YAML overrides of the mixin settings")
@@ -186,6 +194,17 @@ def cmd_generate(args) -> int:
     return generate_main(argv)
 
 
+def cmd_report(args) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        print("fabric-exporter report needs matplotlib: pip install 'fabric-exporter[report]'", file=sys.stderr)
+        return 2
+    from .report.main import main as report_main
+
+    return report_main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check-config":
@@ -194,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_catalog(args)
     if args.command == "generate":
         return cmd_generate(args)
+    if args.command == "report":
+        return cmd_report(args)
     if args.command == "lab":
         from .lab.run import main as lab_main
 

@@ -120,6 +120,9 @@ MUTATIONS = [
     (r'ratio\{job="fabric-exporter"\} > 0.1$', 'ratio{job="fabric-exporter"} > 0.9', "FabricIBXmitWaitHigh"),
     # a recording rule whose value is off
     (r"(clamp_max\(.*), 1\)$", r"\g<1>, 0.3)", "recording fabric:ib_port_xmit_wait:ratio"),
+    # a congestion mark against the wrong threshold, a fabric congested when it is not
+    (r"(ratio\{job=\"fabric-exporter\"\} / )0.05$", r"\g<1>0.5", "recording fabric:ib_port_congestion:severity"),
+    (r"(severity\{job=\"fabric-exporter\"\} > bool )1$", r"\g<1>0", "recording fabric:fabric_congested:bool"),
 ]
 
 

@@ -329,9 +329,12 @@ class SimulatedPerftest:
         self._servers: dict[int, tuple[str, object]] = {}  # port -> (server host, future of stats)
         self.probes = 0
 
-    def _spec(self, source: str, destination: str) -> dict:
-        pairs = self.fixture.get("pairs", {})
-        spec = dict(self.fixture.get("default", {}))
+    def _spec(self, source: str, destination: str, device: str | None = None) -> dict:
+        # "devices": {name: fixture} answers probes run on that RDMA device (-d) from their own fixture,
+        # so one simulated host can sit on two fabrics
+        fixture = self.fixture.get("devices", {}).get(device, self.fixture)
+        pairs = fixture.get("pairs", {})
+        spec = dict(fixture.get("default", {}))
         spec.update(pairs.get(f"{source}>{destination}", {}))
         return spec
 
@@ -366,7 +369,7 @@ class SimulatedPerftest:
         if entry is None or entry[1].done():
             return 1, "", f"Couldn't connect to {opts['server']}:{port}\nUnable to open file descriptor for socket connection\n"
         destination, done = entry
-        spec = self._spec(host, destination)
+        spec = self._spec(host, destination, opts["device"])
         if spec.get("behaviour") == "fail":
             done.set_result({})
             return 1, "", " Failed to exchange data between server and clients\n"

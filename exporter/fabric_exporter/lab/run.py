@@ -43,6 +43,7 @@ from .traffic import IB_XMIT_WAIT_SCALE, LOSSLESS, SCENARIOS, TrafficModel
 
 log = logging.getLogger("fabric_exporter.lab")
 
+IB_LATENCY_DEVICE = "mlx5_ib0"  # the IB fabric's probes run on this device; lab/perftest answers per device
 IB_TOOLS = ("ibsim", "opensm", "ibqueryerrors", "ibnetdiscover", "perfquery")
 SNMP_REWRITE_SECONDS = 15.0
 # The lab's rules: the shipped defaults, except that alerts fire within about a minute of a
@@ -51,6 +52,9 @@ SNMP_REWRITE_SECONDS = 15.0
 LAB_MIXIN_SETTINGS = {
     "rate_window": "1m",
     "thresholds": {"ib_xmit_wait_ratio": 0.1 * IB_XMIT_WAIT_SCALE},
+    # congestion marks: the IB stall threshold scaled the same way; PFC at 5% so a short POC incast
+    # (30% paused while on) crosses it within one rate window
+    "congestion": {"ib_xmit_wait_ratio": 0.05 * IB_XMIT_WAIT_SCALE, "pfc_pause_fraction": 0.05, "bridge_gap": "30s"},
     "for": {name: "30s" for name in FOR_DEFAULTS} | {"FabricLinkFlapping": "0m", "FabricTargetDown": "1m",
                                                     "FabricExporterAbsent": "1m"},
 }
@@ -72,6 +76,8 @@ class LabOptions:
     interval: float = 5.0
     scenarios: list[str] = field(default_factory=list)
     duration: float | None = None  # stop by itself after this many seconds (demos, tests)
+    poc_phase: float = 120.0  # --scenario poc: seconds per phase unit (lab/poc.py)
+    rules_rate_window: str = "1m"  # rate window of the lab's generated rules
 
 
 class Lab:
@@ -200,6 +206,12 @@ class Lab:
         targets.append({"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts,
                         "options": {"host_groups": racks, "probe_timeout": "2s"}})
+        if self.ib is not None:  # the same hosts probed over their IB adapters: the IB fabric's latency
+            targets.append({"name": "latency-ib", "fabric": "ib-lab", "collector": "latency_probe",
+                            "transport": "ssh", "credentials": "lab-ssh", "interval": interval, "timeout": timeout,
+                            "hosts": gpu_hosts, "options": {"host_groups": racks, "probe_timeout": "2s",
+                                                            "device": IB_LATENCY_DEVICE,
+                                                            "port_range": [20000, 20999]}})
         return {"web": {"listen_address": self.opts.listen},
                 "defaults": {"interval": interval, "timeout": timeout}, "credentials": creds, "targets": targets}
 
@@ -226,7 +238,7 @@ class Lab:
 
     def _advance_switches(self, dt: float, congested_rack: int) -> None:
         for rack, (name, sw) in enumerate(self.switches.items(), start=1):
-            congested = self.model.on("congestion") and rack == congested_rack
+            congested = self.model.congested("roce") and rack == congested_rack
             for i, intf in enumerate(sw.interfaces):
                 load = (0.9 if congested else 0.5) * intf.high_speed * 1e6 / 8 * dt
                 for counter, share in (("ifHCInOctets", 1.0), ("ifHCOutOctets", 0.97)):
@@ -267,7 +279,10 @@ class Lab:
             for b in self.hosts:
                 if a != b:
                     pairs[f"{a}>{b}"] = self.model.latency_us(self.rack_of[a], self.rack_of[b])
-        self.perftest.fixture = {"default": self.model.latency_us(1, 2), "pairs": pairs}
+        ib_pairs = {pair: self.model.latency_us(self.rack_of[pair.split(">")[0]], self.rack_of[pair.split(">")[1]], "ib")
+                    for pair in pairs}
+        self.perftest.fixture = {"default": self.model.latency_us(1, 2), "pairs": pairs, "devices": {
+            IB_LATENCY_DEVICE: {"default": self.model.latency_us(1, 2, "ib"), "pairs": ib_pairs}}}
 
     async def _ib_tick(self, dt: float) -> None:
         if self.ib is None:
@@ -360,7 +375,8 @@ class Lab:
             self.ssh = SimulatedHosts(self.workdir / "ssh", self._answer)
             await self.ssh.start(list(self.hosts) + list(self.switches))
             for scenario in self.opts.scenarios:
-                self.model.start(scenario, time.monotonic())
+                if scenario != "poc":
+                    self.model.start(scenario, time.monotonic())
             self.tick(1.0)
             await self._ib_tick(1.0)
             config_path = self.workdir / "fabric-lab.yaml"
@@ -374,6 +390,8 @@ class Lab:
             if self.opts.prometheus:
                 await asyncio.to_thread(self._start_prometheus)
             self._banner(config_path)
+            if "poc" in self.opts.scenarios:
+                self._schedule_poc()
             started = time.monotonic()
             last = started
             while not self._stop.is_set():
@@ -433,7 +451,8 @@ class Lab:
             return
         mixin = self.workdir / "mixin"
         settings = self.workdir / "lab-mixin-settings.yaml"
-        settings.write_text(yaml.safe_dump(LAB_MIXIN_SETTINGS, sort_keys=False))
+        settings.write_text(yaml.safe_dump({**LAB_MIXIN_SETTINGS, "rate_window": self.opts.rules_rate_window},
+                                           sort_keys=False))
         # Only the rules: Prometheus needs nothing else, and `generate` would warn that promtool
         # tests need a rate window of whole minutes (the lab's is short on purpose) - noise a
         # newcomer cannot act on.
@@ -455,6 +474,29 @@ class Lab:
         self.notes.append(f"Prometheus: {prometheus.base}/alerts (our rules, scraping every {interval})"
                           + (f"; Alertmanager: {alertmanager.base}/" if alertmanager else ""))
 
+    def _schedule_poc(self) -> None:
+        """Switch the POC's scenarios on and off on time; write the timeline beside the config."""
+        import json
+
+        from .poc import schedule, total_seconds
+
+        loop, now = asyncio.get_running_loop(), time.time()
+        phases = schedule(self.opts.poc_phase)
+        for p in phases:
+            p["start"], p["end"] = now + p["offset_seconds"], now + p["offset_seconds"] + p["seconds"]
+            loop.call_later(p["offset_seconds"], log.info, f"POC phase: {p['phase']}")
+            if p["scenario"]:
+                loop.call_later(p["offset_seconds"], self.model.start, p["scenario"], time.monotonic())
+                loop.call_later(p["offset_seconds"] + p["seconds"], self.model.stop, p["scenario"])
+        (self.workdir / "poc-timeline.json").write_text(json.dumps(
+            {"phase_seconds": self.opts.poc_phase, "start": now, "end": now + total_seconds(self.opts.poc_phase),
+             "phases": phases}, indent=2))
+        prom = f"http://{self.opts.prometheus_listen}"
+        print(f"POC running for {total_seconds(self.opts.poc_phase):.0f} s "
+              f"(timeline: {self.workdir / 'poc-timeline.json'}); then:\n"
+              f"  fabric-exporter report --prometheus-url {prom} --from {now:.0f} --to {now + total_seconds(self.opts.poc_phase):.0f}"
+              f" --settings {self.workdir / 'lab-mixin-settings.yaml'} --out poc-report", file=sys.stderr, flush=True)
+
     def _banner(self, config_path: Path) -> None:
         lines = [
             f"fabric-exporter {__version__} lab is running (Ctrl-C stops it and everything it started)",
@@ -475,8 +517,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the lab's daemon serves /metrics and its status page (default: %(default)s)")
     p.add_argument("--control-address", dest="control", default="127.0.0.1:9316", metavar="HOST:PORT",
                    help="the scenario control endpoint: POST /scenarios/NAME starts one (default: %(default)s)")
-    p.add_argument("--scenario", action="append", default=[], choices=sorted(SCENARIOS),
-                   help="start with this scenario on (repeatable)")
+    p.add_argument("--scenario", action="append", default=[], choices=sorted(SCENARIOS) + ["poc"],
+                   help="start with this scenario on (repeatable); 'poc' runs the timed POC sequence "
+                        "(baseline, incast on each fabric, recovery, link flap, latency regression)")
+    p.add_argument("--rules-rate-window", default="1m", metavar="DURATION",
+                   help="rate window of the lab's generated rules (at least 4 poll intervals; shorter for short "
+                        "POC phases; default: %(default)s)")
+    p.add_argument("--poc-phase", type=float, default=120.0, metavar="SECONDS",
+                   help="--scenario poc: length of one phase unit (the sequence is 12 units; default: %(default)s)")
     p.add_argument("--racks", type=int, default=2, help="racks (= leaves) in both fabrics (default: %(default)s)")
     p.add_argument("--hosts-per-rack", type=int, default=4, help="GPU hosts per rack (default: %(default)s)")
     p.add_argument("--nics", type=int, default=2, help="RoCE NICs per GPU host (default: %(default)s)")
@@ -500,5 +548,6 @@ def main(args: argparse.Namespace) -> int:
                       hosts_per_rack=args.hosts_per_rack, nics=args.nics, ib=not args.no_ib,
                       ib_spines=args.ib_spines, prometheus=not args.no_prometheus,
                       prometheus_listen=args.prometheus_address, interval=args.interval,
-                      scenarios=args.scenario, duration=args.duration)
+                      scenarios=args.scenario, duration=args.duration, poc_phase=args.poc_phase,
+                      rules_rate_window=args.rules_rate_window)
     return asyncio.run(Lab(opts).run())

@@ -28,6 +28,10 @@ SCENARIOS = {s.name: s for s in (
                             "the switch's PFC watchdog fires"),
     Scenario("link_flap", "an IB leaf uplink and a RoCE NIC port go down and up every few seconds"),
     Scenario("bit_errors", "symbol errors on an IB link, PCS symbol errors and corrected bits on a NIC"),
+    Scenario("incast_ib", "incast into rack 1 on the InfiniBand fabric only: transmit-wait on leaf-01's host "
+                          "ports, IB probe latency into rack 1 rises"),
+    Scenario("incast_roce", "incast into rack 1 on the RoCE fabric only: PFC pauses, ECN marks and CNPs on rack 1's "
+                            "NICs and switch, RoCE probe latency into rack 1 rises"),
     Scenario("latency_regression", "every probed pair's p99 latency rises tenfold, past the 20 us SLO "
                                    "(tail only; the median holds)"),
 )}
@@ -63,6 +67,10 @@ class TrafficModel:
     def stop(self, name: str) -> None:
         self.active.pop(name, None)
 
+    def congested(self, fabric: str) -> bool:
+        """Is an incast on in this fabric ('ib' or 'roce')? 'congestion' is an incast on both."""
+        return self.on("congestion") or self.on(f"incast_{fabric}")
+
     def jitter(self) -> float:
         return self._rng.uniform(0.85, 1.15)
 
@@ -71,7 +79,7 @@ class TrafficModel:
     def advance_nic(self, port: NicPort, dt: float, *, in_congested_rack: bool, storming: bool,
                     flapping: bool, bit_errors: bool) -> None:
         eth, hw = port.ethtool, port.hw_counters
-        congested = in_congested_rack and self.on("congestion")
+        congested = in_congested_rack and self.congested("roce")
         load = 0.55 if not congested else 0.9  # fraction of line rate
         rx_bytes = LINE_RATE_BYTES * load * dt * self.jitter()
         tx_bytes = LINE_RATE_BYTES * load * 0.95 * dt * self.jitter()
@@ -115,12 +123,14 @@ class TrafficModel:
 
     # -- latency ----------------------------------------------------------------------------------
 
-    def latency_us(self, source_rack: int, destination_rack: int) -> dict:
-        """Statistics (µs) of one ib_write_lat probe between racks."""
+    def latency_us(self, source_rack: int, destination_rack: int, fabric: str = "roce") -> dict:
+        """Statistics (µs) of one ib_write_lat probe between racks, over the RoCE or the IB fabric."""
         base = 1.9 if source_rack == destination_rack else 2.6  # one more switch hop across racks
+        if fabric == "ib":
+            base *= 0.7  # cut-through switches and no Ethernet framing
         typical = base * self._rng.uniform(0.97, 1.05)
         p99_factor = 1.35
-        if self.on("congestion") and destination_rack == 1:
+        if self.congested(fabric) and destination_rack == 1:
             typical *= 1.8
             p99_factor = 8.0  # queueing behind the incast: the tail grows far more than the median
         if self.on("latency_regression"):
@@ -135,7 +145,7 @@ class TrafficModel:
 
     def ib_port_rates(self, *, host_port_of_congested_leaf: bool) -> dict[str, float]:
         """Per-second increments of one IB port's counters (data in 4-byte words, as IB counts)."""
-        congested = host_port_of_congested_leaf and self.on("congestion")
+        congested = host_port_of_congested_leaf and self.congested("ib")
         load = 0.9 if congested else 0.45
         words = IB_PORT_BYTES_PER_SECOND * load / 4
         stalled = 0.4 if congested else 0.0001  # fraction of time with data but no credits

@@ -66,6 +66,7 @@ def overview(s: Settings) -> dict:
             Q(f"topk({n}, fabric:roce_pfc_pause_time:fraction{lp})")],
             "percentunit", link_field="host", links=[("Open in RoCE congestion", roce_link)],
             description="NIC ports paused the largest fraction of time on the lossless priority."),
+        *_congestion_recovery(s, f),
         row("Tail latency"),
         timeseries("RDMA p99 latency, worst group pair", [
             Q('max by (fabric) (fabric:rdma_latency_seconds:p99{fabric=~"$fabric"})', "{{fabric}} p99"),
@@ -93,6 +94,31 @@ def overview(s: Settings) -> dict:
     return dashboard(_uid(s, "overview"), "Fabric overview",
                      "InfiniBand and RoCE side by side: throughput, congestion, tail latency and stability.",
                      panels, [_fabric_var(s)], tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+def _congestion_recovery(s: Settings, f: str) -> list:
+    """Overview row: congestion episodes as the POC report counts them (mixin/congestion.py); the
+    per-episode recovery times need the episode arithmetic of `fabric-exporter report`."""
+    return [
+        row("Congestion recovery"),
+        timeseries("Congestion severity, worst port (1 = threshold)", [
+            Q(f"max by (fabric) (fabric:fabric_congestion:severity{f})", "{{fabric}} severity"),
+            Q(f"max by (fabric) (fabric:fabric_congested_ports:count{f})", "{{fabric}} congested ports")],
+            "short", thresholds=[1], width=12,
+            description="Worst port's congestion signal over its threshold (IB transmit-wait, RoCE PFC pause time or "
+                        "ECN share); above 1 the fabric is in a congestion episode. Recovery is the time from the "
+                        "severity falling below 1 until it and the p99 are back near baseline: per episode in "
+                        "`fabric-exporter report` (docs/poc.md)."),
+        stat("Time congested (dashboard range)", [
+            Q(f"avg by (fabric) (avg_over_time(fabric:fabric_congested:bool{f}[$__range]))", "{{fabric}}")],
+            "percentunit", width=6, height=8, thresholds=[0.01, 0.1],
+            description="Share of the range during which at least one port of the fabric was congested."),
+        stat("Congestion episodes (dashboard range)", [
+            Q(f"ceil(max by (fabric) (changes(fabric:fabric_congested:bool{f}[$__range])) / 2)", "{{fabric}}")],
+            "short", width=6, height=8, thresholds=[1, 5],
+            description="Starts and ends of congestion within the range, halved (a stretch cut by the range's edge "
+                        "counts as one episode)."),
+    ]
 
 
 def infiniband(s: Settings) -> dict:

@@ -54,7 +54,46 @@ def _targets(queries: list[Query]) -> list[g.Target]:
 
 
 def _links(links: list[tuple[str, str]]) -> list[dict]:
+    """Panel links, with every field of Grafana's DashboardLink type (a link of type "link")."""
+    return [{"asDropdown": False, "icon": "external link", "includeVars": False, "keepTime": False, "tags": [],
+             "targetBlank": False, "title": title, "tooltip": "", "type": "link", "url": url}
+            for title, url in links]
+
+
+def _data_links(links: list[tuple[str, str]]) -> list[dict]:
+    """Data links of a table field (Grafana's DataLink: title and url)."""
     return [{"title": title, "url": url} for title, url in links]
+
+
+# Keys grafanalib writes that Grafana's dashboard schema (@grafana/schema) has no place for; Grafana
+# ignores them, and tests/mixin/test_grafana_schema.py type-checks the result without them.
+_LEGACY_PANEL_KEYS = ("editable", "error", "height", "span", "minSpan")
+_LEGACY_DASHBOARD_KEYS = ("hideControls", "rows", "sharedCrosshair", "gnetId", "style")
+_LEGACY_VARIABLE_KEYS = ("auto", "auto_count", "auto_min", "tagValuesQuery", "tagsQuery", "useTags", "tags")
+_LEGACY_TABLE_KEYS = ("color", "columns", "fontSize", "pageSize", "scroll", "showHeader", "sort", "styles")
+
+
+def _schema_clean(data: dict) -> None:
+    """Drop grafanalib's legacy fields and fill what the schema requires (in place)."""
+    data.get("timepicker", {}).pop("time_options", None)
+    for key in _LEGACY_DASHBOARD_KEYS:
+        data.pop(key, None)
+    for var in data.get("templating", {}).get("list", []):
+        if var.get("type") != "interval":
+            for key in _LEGACY_VARIABLE_KEYS:
+                var.pop(key, None)
+        for option in var.get("options", []) + [var.get("current") or {}]:
+            option.pop("tags", None)
+    for panel in data.get("panels", []):
+        for key in _LEGACY_PANEL_KEYS:
+            panel.pop(key, None)
+        if panel.get("type") == "table":  # the angular table's options; the table panel uses fieldConfig
+            for key in _LEGACY_TABLE_KEYS:
+                panel.pop(key, None)
+            if not panel.get("mappings"):  # value mappings live in fieldConfig.defaults
+                panel.pop("mappings", None)
+        if "fieldConfig" in panel:
+            panel["fieldConfig"].setdefault("overrides", [])
 
 
 def timeseries(title: str, queries: list[Query], unit: str, *, description: str = "", width: int = 12,
@@ -89,7 +128,7 @@ def table(title: str, queries: list[Query], unit: str, *, description: str = "",
                   "properties": [{"id": "unit", "value": unit}]}]
     if link_field and links:
         overrides.append({"matcher": {"id": "byName", "options": link_field},
-                          "properties": [{"id": "links", "value": _links(links)}]})
+                          "properties": [{"id": "links", "value": _data_links(links)}]})
     obj = g.Table(title=title, description=description, dataSource=DS, targets=_targets(queries), unit=unit,
                   transformations=transforms, overrides=overrides, thresholds=[{"color": "green", "value": None}],
                   sortBy=[g.TableSortByField(displayName="Value", desc=True)], filterable=True)
@@ -182,6 +221,7 @@ def dashboard(uid: str, title: str, description: str, panels: list[Panel], varia
         {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
     ]
     data.pop("id", None)  # Grafana assigns ids; a fixed uid is what links and provisioning use
+    _schema_clean(data)
     return data
 
 

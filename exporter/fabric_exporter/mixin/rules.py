@@ -867,6 +867,9 @@ def build(settings: Settings) -> RuleSet:
              ("latency", latency_rules(c)))
     for domain, (rec, _) in parts:
         rs.recording_groups.append((f"fabric-exporter.{domain}.recording", rec))
+    # after the groups it reads, so one evaluation sees this round's ratios
+    from .congestion import congestion_rules
+    rs.recording_groups.append(("fabric-exporter.congestion.recording", congestion_rules(c)))
     for domain, (_, alerts) in parts:
         rs.alert_groups.append((f"fabric-exporter.{domain}.alerts", alerts))
     return rs

@@ -122,6 +122,23 @@ SETTINGS: tuple[Setting, ...] = (
             "(the same time one day earlier)."),
     Setting("thresholds.probe_loss_ratio", 0.01,
             "FabricLatencyProbeLoss: fraction of latency probes that failed or got no answer."),
+    # --- congestion episodes and recovery (POC report) ---------------------------------------------
+    Setting("congestion.ib_xmit_wait_ratio", 0.05,
+            "An IB port counts as congested while its transmit-wait ratio (time stalled without credits) "
+            "is above this; lower than the alert threshold, because an episode is a fact, not a page."),
+    Setting("congestion.pfc_pause_fraction", 0.10,
+            "A RoCE NIC port counts as congested while it is paused (received PFC, lossless priority) more "
+            "than this fraction of the time."),
+    Setting("congestion.ecn_marked_ratio", 0.05,
+            "A RoCE NIC port or lossless switch queue counts as congested while more than this share of its "
+            "packets is CE-marked."),
+    Setting("congestion.recovery_margin", 0.20,
+            "Recovery is over when the congestion severity is within this fraction of the threshold above "
+            "its baseline and the probed p99 is within this fraction above its baseline (fabric-exporter "
+            "report)."),
+    Setting("congestion.bridge_gap", "1m",
+            "fabric-exporter report: two congested stretches of a fabric this close (or a gap in the data this "
+            "short) are one episode."),
     # --- for: durations ---------------------------------------------------------------------------
     *(Setting(f"for.{name}", value, f"`for:` of {name}.") for name, value in FOR_DEFAULTS.items()),
 )
@@ -147,7 +164,7 @@ def _flatten(raw: Mapping, prefix: str = "") -> dict[str, Any]:
 
 def _check(path: str, value: Any) -> Any:
     default = _BY_PATH[path].default
-    if path.startswith("for.") or path in ("rate_window", "link_lookback"):
+    if path.startswith("for.") or path in ("rate_window", "link_lookback", "congestion.bridge_gap"):
         if not isinstance(value, str) or not _DURATION.match(value):
             raise SettingsError(f"{path}: {value!r} is not a Prometheus duration (e.g. 5m)")
     elif isinstance(default, bool) or isinstance(default, list):

@@ -1,0 +1,110 @@
+"""Congestion marks per port and per fabric: the recording rules the POC report builds episodes from.
+
+One dimensionless number per port, its *severity*: the port's congestion signal divided by its
+threshold from the settings (``congestion.*``), so above 1 means congested whatever the fabric:
+
+- IB port: transmit-wait ratio (``fabric:ib_port_xmit_wait:ratio``) / ``congestion.ib_xmit_wait_ratio``;
+- RoCE NIC port: the larger of received-PFC pause-time fraction on the lossless priority /
+  ``congestion.pfc_pause_fraction`` and ECN-marked share of received packets / ``congestion.ecn_marked_ratio``;
+- RoCE switch, lossless queue: ECN-marked share of sent packets / ``congestion.ecn_marked_ratio``.
+
+Per fabric: the worst port's severity, how many ports are congested, and whether the fabric is
+congested at all (0/1). Episodes (runs of ``fabric:fabric_congested:bool`` = 1), their duration and
+recovery time are computed from these by ``fabric_exporter.report.episodes`` over a window; see
+docs/poc.md for the definitions and their limits.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .rules import EXAMPLE, IB_PORT, NIC_PORT, SWITCH_IF, Ctx, Recording, fmt
+
+SEVERITY_RULES = ("fabric:ib_port_congestion:severity", "fabric:roce_nic_port_congestion:severity",
+                  "fabric:roce_switch_queue_congestion:severity")
+FABRIC_SEVERITY = "fabric:fabric_congestion:severity"
+FABRIC_CONGESTED = "fabric:fabric_congested:bool"
+FABRIC_CONGESTED_PORTS = "fabric:fabric_congested_ports:count"
+PORT_CONGESTED = "fabric:port_congested:bool"
+
+
+def fabric_by(c: Ctx) -> str:
+    """The labels a per-fabric aggregate keeps: fabric and the selector's own labels (job, ...), so the
+    selector still matches the recorded series."""
+    names = re.findall(r"(\w+)\s*=~?", c.s["selector"])
+    return ", ".join(["fabric", *[n for n in names if n != "fabric"]])
+
+
+def congestion_rules(c: Ctx) -> list[Recording]:
+    sel, p = c.sel, c.p
+    t_ib = c.s["congestion.ib_xmit_wait_ratio"]
+    t_pfc = c.s["congestion.pfc_pause_fraction"]
+    t_ecn = c.s["congestion.ecn_marked_ratio"]
+    by = fabric_by(c)
+    severity_names = "|".join(SEVERITY_RULES)
+    rec = []
+
+    # IB: 1500 ticks/min over a 100 B/s link and no tick multiplier: ratio 0.25.
+    s_wait, port = c.series("fabric_ib_port_transmit_wait_total", IB_PORT)
+    s_rate, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT)
+    ib_series = ((s_wait, "0+1500x20"), (s_rate, "100x20"))
+    rec.append(Recording(
+        SEVERITY_RULES[0], f"fabric:ib_port_xmit_wait:ratio{sel()} / {fmt(t_ib)}",
+        ib_series, 10, ((port, 0.25 / t_ib),)))
+
+    # A share above 1 (marks counted in one poll, packets in another, or no packets at all: +Inf)
+    # is not a measurement: it is dropped rather than counted as congestion.
+    # RoCE NIC: paused 30 s a minute (0.5) and 10% of packets CE-marked: the larger one counts.
+    s_psec, _ = c.series("fabric_roce_nic_pfc_rx_pause_seconds_total", NIC_PORT + ("priority",), priority=p)
+    s_ecn, nic = c.series("fabric_roce_ecn_marked_packets_total", NIC_PORT)
+    s_rxp, _ = c.series("fabric_roce_rx_packets_total", NIC_PORT)
+    pause_sel = sel('priority="' + p + '",direction="rx",host!=""')
+    host_sel = sel('host!=""')
+    nic_series = ((s_psec, "0+30x20"), (s_ecn, "0+600x20"), (s_rxp, "0+6000x20"))
+    rec.append(Recording(
+        SEVERITY_RULES[1],
+        f"max without (priority, direction) ("
+        f"clamp_max(fabric:roce_pfc_pause_time:fraction{pause_sel}, 1) / {fmt(t_pfc)}"
+        f" or (fabric:roce_ecn_marked:ratio{host_sel} <= 1) / {fmt(t_ecn)})",
+        nic_series, 10, ((nic, max(0.5 / t_pfc, 0.1 / t_ecn)),)))
+
+    # Switch lossless queue: 60 of 240 packets a minute CE-marked (0.25).
+    queue = c.s["lossless_queue"]
+    queue_sel = sel('switch!="",queue="' + queue + '"')
+    s_sw_ecn, sw_q = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue)
+    s_sw_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue)
+    sw_series = ((s_sw_ecn, "0+60x20"), (s_sw_tx, "0+240x20"))
+    # and a second switch whose packet counter stands still while marks grow (+Inf): no severity
+    s_inf_ecn, _ = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue, switch="leaf-2")
+    s_inf_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue, switch="leaf-2")
+    rec.append(Recording(
+        SEVERITY_RULES[2],
+        f"(fabric:roce_ecn_marked:ratio{queue_sel} <= 1) / {fmt(t_ecn)}",
+        sw_series + ((s_inf_ecn, "0+60x20"), (s_inf_tx, "5x20")), 10, ((sw_q, 0.25 / t_ecn),)))
+
+    # Per port 0/1. Fabric "lab": the IB port above (congested) and a quiet IB port; fabric
+    # "roce": the NIC port (congested).
+    s_wait2, port2 = c.series("fabric_ib_port_transmit_wait_total", IB_PORT, port="2")
+    s_rate2, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT, port="2")
+    roce_nic = {k.replace(f'fabric="{EXAMPLE["fabric"]}"', 'fabric="roce"'): v for k, v in nic_series}
+    mixed = ib_series + ((s_wait2, "0+1x20"), (s_rate2, "100x20")) + tuple(roce_nic.items())
+    any_severity = sel(f'__name__=~"{severity_names}"')
+    rec.append(Recording(
+        PORT_CONGESTED, f"{any_severity} > bool 1",
+        mixed, 10, ((port, 1.0), (port2, 0.0), ({**nic, "fabric": "roce"}, 1.0))))
+
+    keep = {k: v for k, v in c.base.items() if k in by.split(", ")}
+    lab, roce = {**keep, "fabric": EXAMPLE["fabric"]}, {**keep, "fabric": "roce"}
+    rec.append(Recording(
+        FABRIC_SEVERITY,
+        f"max by ({by}) ({any_severity})",
+        mixed, 10, ((lab, 0.25 / t_ib), (roce, max(0.5 / t_pfc, 0.1 / t_ecn)))))
+    rec.append(Recording(
+        FABRIC_CONGESTED_PORTS, f"sum by ({by}) ({PORT_CONGESTED}{sel()})",
+        mixed, 10, ((lab, 1.0), (roce, 1.0))))
+    # Quiet fabric "lab" (both ports far below the threshold) and congested "roce".
+    quiet = ((s_wait, "0+1x20"), (s_rate, "100x20")) + tuple(roce_nic.items())
+    rec.append(Recording(
+        FABRIC_CONGESTED, f"{FABRIC_SEVERITY}{sel()} > bool 1",
+        quiet, 10, ((lab, 0.0), (roce, 1.0))))
+    return rec

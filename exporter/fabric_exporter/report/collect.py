@@ -1,0 +1,319 @@
+"""A window of Prometheus data -> per-fabric figures (summary.json) and the series the plots draw.
+
+What PromQL computes (recording rules from the mixin, and the queries here): per-port congestion
+severity and the per-fabric worst severity (``fabric:fabric_congestion:severity``), throughput and
+utilisation rates, fabric-wide latency quantiles (``histogram_quantile`` over the fabric's buckets),
+window totals of error counters and probes (``increase``). What this module computes from the
+sampled series: episodes and recovery times (``episodes.py``), time congested, exact link-down
+counts (counter increases with resets), medians and variation over the window, and how complete
+each target's data is.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..mixin.congestion import FABRIC_CONGESTED_PORTS, FABRIC_SEVERITY
+from ..mixin.rules import duration_seconds
+from ..mixin.settings import Settings
+from . import episodes as ep
+from .prom import PrometheusClient, ReportError, Series
+
+MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in a range query
+UTIL_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+WORST_PAIRS = 5
+# Error counters a stability figure sums: IB receive/link errors and symbol errors, switch interface
+# errors, NIC frames with a bad FCS.
+ERROR_COUNTERS = ("fabric_ib_port_receive_errors_total", "fabric_ib_symbol_error_total",
+                  "fabric_ib_port_receive_remote_physical_errors_total", "fabric_ib_local_link_integrity_errors_total",
+                  "fabric_ib_excessive_buffer_overrun_errors_total", "fabric_ib_link_error_recovery_total",
+                  "fabric_roce_switch_if_rx_errors_total", "fabric_roce_switch_if_tx_errors_total",
+                  "fabric_roce_nic_rx_crc_errors_total")
+CONGESTION_GROUP = "fabric-exporter.congestion.recording"
+
+
+@dataclass(frozen=True)
+class Window:
+    start: float
+    end: float
+    step: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    @property
+    def range(self) -> str:
+        """The window as a PromQL range, for totals evaluated at its end."""
+        return f"{max(1, int(round(self.seconds)))}s"
+
+
+@dataclass
+class FabricReport:
+    name: str
+    figures: dict  # summary.json's entry for this fabric
+    plots: dict = field(default_factory=dict)  # section -> data the plots draw
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _median(values):
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return statistics.median(values) if values else None
+
+
+def _sum_by_time(series: list[Series]) -> list[tuple[float, float]]:
+    total: dict[float, float] = defaultdict(float)
+    for s in series:
+        for t, v in s.samples:
+            if not math.isnan(v):
+                total[t] += v
+    return sorted(total.items())
+
+
+def _values(samples) -> list[float]:
+    return [v for _, v in samples if not math.isnan(v)]
+
+
+def _round(value, digits=6):
+    if value is None:
+        return None
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return float(f"{value:.{digits}g}")
+
+
+def _port_key(labels: dict) -> str:
+    """A port's identity in the report: its labels without the metric name and scrape labels."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("__name__", "job", "instance"))
+
+
+def eval_interval(client: PrometheusClient) -> float:
+    """The evaluation interval of the congestion recording rules: the report's natural step."""
+    for group in client.rule_groups():
+        if group.get("name") == CONGESTION_GROUP:
+            return float(group.get("interval") or 60)
+    raise ReportError(
+        f"Prometheus has no rule group {CONGESTION_GROUP!r}: load the rules `fabric-exporter generate` writes "
+        "(alerts/fabric-exporter.rules.yaml) so congestion episodes can be computed")
+
+
+def choose_step(window_seconds: float, interval: float) -> float:
+    step = max(interval, window_seconds / MAX_POINTS)
+    return float(math.ceil(step))
+
+
+def known_fabrics(client: PrometheusClient, settings: Settings, window: Window) -> list[str]:
+    expr = f"group by (fabric) (last_over_time(fabric_up{settings.sel()}[{window.range}]))"
+    return sorted({s.labels.get("fabric", "") for s in client.query(expr, window.end)} - {""})
+
+
+class Collector:
+    def __init__(self, client: PrometheusClient, settings: Settings, window: Window):
+        self.c, self.s, self.w = client, settings, window
+        self.rw = settings["rate_window"]
+
+    def sum_of(self, exprs) -> float | None:
+        """Sum of instant results of several queries (one per metric: their label sets may collide)."""
+        values = [v for v in (self.total(e) for e in exprs) if v is not None]
+        return sum(values) if values else None
+
+    def fsel(self, fabric: str, extra: str = "") -> str:
+        return self.s.sel(",".join(x for x in (f'fabric="{fabric}"', extra) if x))
+
+    def rng(self, expr: str) -> list[Series]:
+        return self.c.query_range(expr, self.w.start, self.w.end, self.w.step)
+
+    def total(self, expr: str) -> float | None:
+        result = self.c.query(expr, self.w.end)
+        return sum(s.samples[0][1] for s in result) if result else None
+
+    # -- sections ---------------------------------------------------------------------------------
+
+    def fabric(self, name: str) -> FabricReport:
+        sel = self.s.sel(f'fabric="{name}"')
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            parts = {k: pool.submit(fn, name, sel) for k, fn in (
+                ("throughput", self.throughput), ("latency", self.latency), ("stability", self.stability),
+                ("completeness", self.completeness))}
+            results = {k: f.result() for k, f in parts.items()}
+        # recovery needs the fabric's p99 series from the latency section
+        results["congestion"] = self.congestion(name, sel, results["latency"][1]["p99"])
+        figures = {k: results[k][0] for k in ("throughput", "latency", "congestion", "stability", "completeness")}
+        plots = {k: results[k][1] for k in figures}
+        figures["kind"] = self.kind(name, sel)
+        return FabricReport(name, figures, plots)
+
+    def kind(self, name: str, sel: str) -> str:
+        collectors = {s.labels.get("collector") for s in self.c.query(
+            f"group by (collector) (last_over_time(fabric_up{sel}[{self.w.range}]))", self.w.end)}
+        ib = "infiniband" in collectors
+        roce = bool(collectors & {"roce_nic", "snmp_switch", "switch_cli"})
+        return "mixed" if ib and roce else "infiniband" if ib else "roce" if roce else "unknown"
+
+    def throughput(self, name: str, sel: str):
+        rw = self.rw
+        ca = self.fsel(name, 'node_type="ca"')
+        nics = self.fsel(name, 'host!=""')
+        host_tx = _sum_by_time(
+            self.rng(f"sum(rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}])"
+                     f" and on (fabric, node_guid) fabric_ib_node_info{ca})")
+            + self.rng(f"sum(rate(fabric_roce_tx_bytes_total{nics}[{rw}]))"))
+        util = (f"(rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}]) / (fabric_ib_port_rate_bytes_per_second{sel} > 0))"
+                f" or (rate(fabric_roce_tx_bytes_total{sel}[{rw}]) / "
+                f"(fabric_roce_switch_if_speed_bytes_per_second{sel} > 0))")
+        quantiles = {q: _values(_sum_by_time(self.rng(f"quantile({q}, {util})"))) for q in (0.5, 0.99)}
+        peak = _values(_sum_by_time(self.rng(f"max({util})")))
+        hist = []
+        for lo, hi in zip(UTIL_BINS, UTIL_BINS[1:]):
+            upper = f"< {hi}" if hi < 1 else ""  # the last bin takes everything from 0.9 up (rates overshoot)
+            hist.append(sum(_values(_sum_by_time(self.rng(f"count(({util}) >= {lo} {upper})")))))
+        values = _values(host_tx)
+        figures = {
+            "host_transmit_mean_bytes_per_second": _round(statistics.fmean(values)) if values else None,
+            "host_transmit_peak_bytes_per_second": _round(max(values)) if values else None,
+            "link_utilisation_p50_ratio": _round(_median(quantiles[0.5])),
+            "link_utilisation_p99_ratio": _round(_median(quantiles[0.99])),
+            "link_utilisation_max_ratio": _round(max(peak)) if peak else None,
+            "link_utilisation_histogram_port_samples": dict(
+                (f"{lo:.1f}-{hi:.1f}", int(n)) for lo, hi, n in zip(UTIL_BINS, UTIL_BINS[1:], hist)),
+        }
+        return figures, {"host_tx": host_tx, "hist": hist}
+
+    def latency(self, name: str, sel: str):
+        rw = self.rw
+        series = {}
+        for key, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999)):
+            series[key] = _sum_by_time(self.rng(
+                f"histogram_quantile({q}, sum by (le) (rate(fabric_rdma_latency_seconds_bucket{sel}[{rw}])))"))
+        pairs = []
+        for s in self.rng(f'fabric:rdma_latency_seconds:p99{{fabric="{name}"}}'):
+            v = _values(s.samples)
+            if v:
+                pairs.append({"source_group": s.labels.get("source_group", ""),
+                              "destination_group": s.labels.get("destination_group", ""),
+                              "p99_median_seconds": _round(statistics.median(v)),
+                              "p99_max_seconds": _round(max(v))})
+        pairs.sort(key=lambda p: (-p["p99_max_seconds"], p["source_group"], p["destination_group"]))
+        p50, p99, p999 = (_median(_values(series[k])) for k in ("p50", "p99", "p999"))
+        p99_values = _values(series["p99"])
+        mean99 = statistics.fmean(p99_values) if p99_values else None
+        figures = {
+            "p50_median_seconds": _round(p50), "p99_median_seconds": _round(p99), "p999_median_seconds": _round(p999),
+            "p99_over_p50_ratio": _round(p99 / p50) if p50 and p99 else None,
+            "p99_variation_cv_ratio": _round(statistics.pstdev(p99_values) / mean99) if mean99 else None,
+            "p99_max_seconds": _round(max(p99_values)) if p99_values else None,
+            "p99_max_over_median_ratio": _round(max(p99_values) / p99) if p99 else None,
+            "worst_pairs": pairs[:WORST_PAIRS],
+        }
+        return figures, series
+
+    def congestion(self, name: str, sel: str, p99: list[tuple[float, float]]):
+        step = self.w.step
+        severity = _sum_by_time(self.rng(f"max({FABRIC_SEVERITY}{sel})"))
+        ports = _sum_by_time(self.rng(f"sum({FABRIC_CONGESTED_PORTS}{sel})"))
+        bridge = duration_seconds(self.s["congestion.bridge_gap"])
+        margin = self.s["congestion.recovery_margin"]
+        found = ep.find_episodes(severity, step, bridge)
+        sev_base = ep.baseline(severity, found)
+        p99_base = ep.baseline(p99, found)
+        found = ep.with_recovery(found, severity, p99, step, margin, severity_baseline=sev_base,
+                                 p99_baseline=p99_base)
+        congested_samples = sum(1 for v in _values(severity) if v > 1)
+        recoveries = [e.recovery_seconds for e in found if e.recovery_seconds is not None]
+        figures = {
+            "episodes_count": len(found),
+            "time_congested_seconds": _round(congested_samples * step),
+            "time_congested_ratio": _round(congested_samples * step / self.w.seconds) if self.w.seconds else None,
+            "recovery_median_seconds": _round(statistics.median(recoveries)) if recoveries else None,
+            "recovery_max_seconds": _round(max(recoveries)) if recoveries else None,
+            "episodes_unrecovered_count": sum(1 for e in found if e.recovered_at is None),
+            "episode_duration_median_seconds": _round(statistics.median([e.duration_seconds for e in found]))
+            if found else None,
+            "baseline_severity_ratio": _round(sev_base),
+            "baseline_p99_seconds": _round(p99_base),
+            "congested_ports_max_count": int(max(_values(ports))) if _values(ports) else 0,
+            "severity_samples_count": len(severity),
+            "episodes": [{"start": iso(e.start), "end": iso(e.end), "duration_seconds": _round(e.duration_seconds),
+                          "end_observed": e.end_observed, "recovered_at": iso(e.recovered_at) if e.recovered_at else None,
+                          "recovery_seconds": _round(e.recovery_seconds), "peak_severity_ratio": _round(e.peak_severity)}
+                         for e in found],
+        }
+        return figures, {"severity": severity, "ports": ports, "episodes": found}
+
+    def stability(self, name: str, sel: str):
+        w, rw = self.w, self.rw
+        # Exact link-down counts: only the counters that moved in the window are fetched in full.
+        downs_by_port: dict[str, float] = {}
+        down_times: list[float] = []
+        for metric in ("fabric_ib_link_downed_total", "fabric_roce_nic_link_down_events_total"):
+            for s in self.rng(f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"):
+                n = ep.counter_increase(s.samples)
+                if n > 0:
+                    key = _port_key(s.labels)
+                    downs_by_port[key] = downs_by_port.get(key, 0) + n
+                    down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if b != a]
+        # IB links the topology expects up going down (ibsim, and some firmware, never count LinkDowned)
+        unexpected = f"fabric_ib_port_link_down_unexpected{sel}"
+        for s in self.rng(f"{unexpected} and changes({unexpected}[{w.range}] @ {w.end:.3f}) > 0"):
+            n = ep.state_changes(s.samples, up=0.0)
+            key = _port_key(s.labels)
+            if n and n > downs_by_port.get(key, 0):  # the same event may also be in LinkDowned
+                downs_by_port[key] = n
+                down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 0 and b != 0]
+        oper = f"fabric_roce_switch_if_oper_status{sel}"
+        for s in self.rng(f"{oper} and changes({oper}[{w.range}] @ {w.end:.3f}) > 0"):
+            n = ep.state_changes(s.samples)
+            if n:
+                downs_by_port[f"switch={s.labels.get('switch')},interface={s.labels.get('interface')}"] = n
+                down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 1 and b != 1]
+        errors = _sum_by_time(
+            [x for m in ERROR_COUNTERS for x in self.rng(f"sum(rate({m}{sel}[{rw}]))")])
+        error_total = self.sum_of(f"sum(increase({m}{sel}[{w.range}]))" for m in ERROR_COUNTERS)
+        clients = self.fsel(name, 'role="client"')
+        probes = self.total(f"sum(increase(fabric_rdma_latency_probes_total{clients}[{w.range}]))")
+        failures = self.total(f"sum(increase(fabric_rdma_latency_probe_failures_total{sel}[{w.range}]))") or 0.0
+        loss = _sum_by_time(self.rng(
+            f"(sum(rate(fabric_rdma_latency_probe_failures_total{sel}[{rw}])) or vector(0))"
+            f" / sum(rate(fabric_rdma_latency_probes_total{sel}[{rw}]))"))
+        storm_events = self.sum_of(f"sum(increase({m}{sel}[{w.range}]))" for m in (
+            "fabric_roce_nic_pause_storm_error_events_total", "fabric_roce_switch_pfcwd_storms_detected_total"))
+        storm_alert = _sum_by_time(self.rng(
+            f'count(ALERTS{{alertname="FabricRocePfcPauseStorm",alertstate="firing",fabric="{name}"}})'))
+        has_pfc = bool(self.c.query(f"group(last_over_time(fabric_roce_pfc_rx_pause_frames_total{sel}[{w.range}]))",
+                                    w.end))
+        flap_limit = 1
+        figures = {
+            "link_downs_count": int(sum(downs_by_port.values())),
+            "ports_with_link_downs_count": len(downs_by_port),
+            "ports_flapping_count": sum(1 for n in downs_by_port.values() if n > flap_limit),
+            "errors_count": _round(error_total) if error_total is not None else 0,
+            "errors_per_second_mean": _round(statistics.fmean(_values(errors))) if _values(errors) else 0.0,
+            "probes_count": _round(probes) if probes is not None else 0,
+            "probe_loss_ratio": _round(failures / probes) if probes else None,
+            "pause_storm_events_count": (_round(storm_events) if storm_events is not None else 0) if has_pfc else None,
+            "pause_storm_alert_seconds": _round(len(storm_alert) * w.step) if has_pfc else None,
+            "link_downs_count_by_port": dict(sorted(downs_by_port.items(), key=lambda kv: (-kv[1], kv[0]))[:20]),
+        }
+        return figures, {"errors": errors, "loss": loss, "down_times": sorted(down_times), "storm": storm_alert}
+
+    def completeness(self, name: str, sel: str):
+        targets = []
+        for s in self.rng(f"fabric_up{sel}"):
+            targets.append({"group": s.labels.get("group", ""), "host": s.labels.get("host", ""),
+                            "collector": s.labels.get("collector", ""),
+                            "fresh_ratio": _round(ep.fresh_ratio(s.samples, self.w.start, self.w.end, self.w.step), 4)})
+        targets.sort(key=lambda t: (t["fresh_ratio"], t["group"], t["host"]))
+        ratios = [t["fresh_ratio"] for t in targets]
+        figures = {"targets_count": len(targets),
+                   "fresh_min_ratio": min(ratios) if ratios else None,
+                   "fresh_mean_ratio": _round(statistics.fmean(ratios), 4) if ratios else None,
+                   "targets": targets}
+        return figures, {"targets": targets}

@@ -1,0 +1,141 @@
+"""``fabric-exporter report``: read a window from Prometheus, write DIR/index.html and DIR/summary.json.
+
+Exit status 0 with both files written; 2 with a one-line reason on stderr for anything the user can
+fix (Prometheus unreachable, no data in the window, a fabric it does not know, bad arguments) —
+never an empty page presented as a result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from datetime import datetime, timezone
+
+from .. import __version__
+from .prom import PrometheusClient, ReportError
+
+_DURATION_HELP = "a Prometheus duration: 90m, 6h, 2d"
+
+
+def parse_time(text: str) -> float:
+    """RFC 3339 (2026-11-30T10:00:00Z, offsets allowed) or Unix seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ReportError(f"{text!r} is neither an RFC 3339 time (2026-11-30T10:00:00Z) nor Unix seconds") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def resolve_window(args, now: float) -> tuple[float, float]:
+    if args.since and (args.from_ or args.to):
+        raise ReportError("give either --since or --from/--to, not both")
+    if args.since:
+        from ..mixin.rules import duration_seconds
+
+        seconds = duration_seconds(args.since) if re.fullmatch(r"(\d+(ms|s|m|h|d|w|y))+", args.since) else 0
+        if seconds <= 0:
+            raise ReportError(f"--since {args.since!r} is not {_DURATION_HELP}")
+        return now - seconds, now
+    if not (args.from_ and args.to):
+        raise ReportError("give the window: --since 6h, or --from T --to T")
+    start, end = parse_time(args.from_), parse_time(args.to)
+    if end <= start:
+        raise ReportError("--to must be after --from")
+    return start, min(end, now)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prometheus-url", required=True, metavar="URL", help="e.g. http://127.0.0.1:9090")
+    p.add_argument("--since", metavar="DURATION", help=f"the window ends now and lasts this long ({_DURATION_HELP})")
+    p.add_argument("--from", dest="from_", metavar="TIME", help="window start (RFC 3339 or Unix seconds)")
+    p.add_argument("--to", metavar="TIME", help="window end (RFC 3339 or Unix seconds)")
+    p.add_argument("--fabric", action="append", default=[], metavar="NAME",
+                   help="a fabric to report (repeatable; default: every fabric with data in the window)")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for index.html and summary.json")
+    p.add_argument("--settings", metavar="FILE",
+                   help="the mixin settings the rules were generated with (selector, rate window, thresholds)")
+    p.add_argument("--step", type=float, metavar="SECONDS",
+                   help="resolution (default: the congestion rules' evaluation interval, coarser for long windows)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-request timeout")
+
+
+def build(args, now: float | None = None) -> dict:
+    """Collect, render and write; returns the summary. Raises ReportError."""
+    from ..mixin.settings import SettingsError, load_settings
+    from . import collect, page, plots  # matplotlib only now
+
+    started = time.monotonic()
+    try:
+        settings = load_settings(args.settings)
+    except (SettingsError, OSError) as e:
+        raise ReportError(f"--settings: {e}") from None
+    client = PrometheusClient(args.prometheus_url, timeout=args.timeout)
+    start, end = resolve_window(args, now if now is not None else time.time())
+    interval = collect.eval_interval(client)
+    step = args.step or collect.choose_step(end - start, interval)
+    if (end - start) / step > collect.MAX_POINTS:
+        raise ReportError(f"--step {step:g} gives more than {collect.MAX_POINTS} points over this window")
+    window = collect.Window(start, end, step)
+    known = collect.known_fabrics(client, settings, window)
+    if not known:
+        raise ReportError(
+            f"no fabric-exporter data in Prometheus at {client.base} between {collect.iso(start)} and "
+            f"{collect.iso(end)} (no fabric_up{settings.sel()} series): check the window and that this "
+            "Prometheus scrapes the exporter (and --settings' selector)")
+    unknown = [f for f in args.fabric if f not in known]
+    if unknown:
+        raise ReportError(f"unknown fabric(s) {', '.join(map(repr, unknown))}: fabrics with data in the window: "
+                          + ", ".join(known))
+    names = args.fabric or known
+    collector = collect.Collector(client, settings, window)
+    reports = [collector.fabric(n) for n in names]
+    svgs = {}
+    for r in reports:
+        for key, _, draw in plots.SECTIONS:
+            svgs[(r.name, key)] = draw(r.plots[key])
+    meta = {"from": collect.iso(start), "to": collect.iso(end), "window_seconds": end - start, "step_seconds": step,
+            "prometheus_url": client.base, "version": __version__}
+    summary = {"window": {"from": meta["from"], "to": meta["to"], "window_seconds": round(end - start, 3),
+                          "step_seconds": step, "rules_evaluation_interval_seconds": interval,
+                          "prometheus_url": client.base},
+               "settings": {"rate_window": settings["rate_window"],
+                            **{k: settings[k] for k in ("congestion.ib_xmit_wait_ratio", "congestion.pfc_pause_fraction",
+                                                         "congestion.ecn_marked_ratio", "congestion.recovery_margin",
+                                                         "congestion.bridge_gap")}},
+               "fabrics": {r.name: r.figures for r in reports}}
+    meta["elapsed_seconds"] = time.monotonic() - started
+    summary["generated"] = {"version": __version__, "elapsed_seconds": round(meta["elapsed_seconds"], 2),
+                            "prometheus_queries_count": client.queries}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2, sort_keys=True)
+        f.write("\n")
+    with open(os.path.join(args.out, "index.html"), "w", encoding="utf-8") as f:
+        f.write(page.render(reports, svgs, meta))
+    return summary
+
+
+def main(args) -> int:
+    try:
+        summary = build(args)
+    except ReportError as e:
+        print(f"fabric-exporter report: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"fabric-exporter report: cannot write {args.out}: {e}", file=sys.stderr)
+        return 2
+    fabrics = summary["fabrics"]
+    print(f"wrote {os.path.join(args.out, 'index.html')} and summary.json: "
+          + "; ".join(f"{n}: {f['congestion']['episodes_count']} congestion episode(s)" for n, f in fabrics.items())
+          + f" ({summary['generated']['elapsed_seconds']} s, {summary['generated']['prometheus_queries_count']} queries)")
+    return 0
