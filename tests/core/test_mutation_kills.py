@@ -15,7 +15,7 @@ from prometheus_client.utils import floatToGoString
 from fabric_exporter.collectors import Collector, register, unregister
 from fabric_exporter.config import parse_config
 from fabric_exporter.errors import PollError
-from fabric_exporter.exposition import (UnknownMetric, family_header, format_value, render_chunks, sample_line)
+from fabric_exporter.exposition import (UnknownMetric, family_header, format_value, render_chunks)
 from fabric_exporter.catalog import family_of
 from fabric_exporter.samples import PollResult, Sample
 from fabric_exporter.scheduler import GROUP_HOST, Scheduler, backoff_delay
@@ -47,10 +47,11 @@ def test_format_value_known_forms():
 
 
 def test_label_values_and_help_are_escaped():
-    line = sample_line(NAME, {"netdev": 'a\\b"c\nd', "host": "h"}, 3)
-    assert line == 'fabric_roce_rx_bytes_total{host="h",netdev="a\\\\b\\"c\\nd"} 3.0\n'
-    assert sample_line(NAME, {}, 1_000_000) == "fabric_roce_rx_bytes_total 1e+06\n"
-    assert sample_line(NAME, {"x": "plain"}, 0) == 'fabric_roce_rx_bytes_total{x="plain"} 0.0\n'
+    full = {**LABELS, "fabric": "f"}
+    text = render_chunks([(NAME, {**full, "netdev": 'a\\b"c\nd'}, 3)])[family_of(NAME).name].decode()
+    assert text == 'fabric_roce_rx_bytes_total{device="mlx5_0",fabric="f",host="h1",netdev="a\\\\b\\"c\\nd",port="1"} 3.0\n'
+    text = render_chunks([(NAME, full, 0)])[family_of(NAME).name].decode()
+    assert text.endswith("} 0.0\n")
     spec = family_of(NAME)
     header = family_header(spec).decode()
     assert header.startswith(f"# HELP {spec.name} ") and header.endswith(f"\n# TYPE {spec.name} {spec.exposed_type}\n")
