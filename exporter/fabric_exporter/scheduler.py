@@ -149,6 +149,8 @@ class Scheduler:
             self._running[key] = _identity(group, host, cls)
             self.states[key] = TargetState(group.name, key[1], group.collector, group.fabric, group.transport,
                                            group.interval, group.stale_after)
+            for source in getattr(cls, "parse_sources", ()):
+                self.states[key].skipped_lines[source] = 0  # published from the start
             self._publish_state(key)
             if start_tasks:
                 self._tasks[key] = asyncio.create_task(self._run(key, group, host, cls),

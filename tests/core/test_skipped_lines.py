@@ -36,3 +36,22 @@ def test_counted_per_source_logged_once_and_published(caplog):
     assert ('fabric_parse_skipped_lines_total{collector="roce_nic",fabric="lab",group="gpus",host="gpu-001",'
             'source="ethtool"} 3.0') in text
     assert 'source="hw_counters"} 1.0' in text
+
+
+def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_at_zero():
+    from fabric_exporter.collectors import registry
+    from fabric_exporter.config import parse_config
+    from fabric_exporter.scheduler import Scheduler
+
+    declared = {name: set(cls.parse_sources) for name, cls in registry().items() if cls.parse_sources}
+    assert declared["roce_nic"] >= {"ethtool", "hw_counters", "rdma_link", "rdma_statistic"}
+    assert declared["infiniband"] >= {"ibnetdiscover", "ibqueryerrors", "perfquery", "ibdiagnet2.pm"}
+    assert declared["switch_cli"] >= {"sonic_pfc_counters", "sonic_queue_counters"}
+    assert declared["latency_probe"] == {"perftest"}
+    sched = Scheduler(transports=None, store=SnapshotStore())
+    sched.apply(parse_config({"targets": [{"name": "g", "fabric": "lab", "collector": "roce_nic",
+                                           "transport": "local"}]}), start_tasks=False)
+    (state,) = sched.states.values()
+    text = generate_latest(self_registry(sched, SnapshotStore(), ReloadStatus())).decode()
+    assert 'collector="roce_nic",fabric="lab",group="g",host="localhost",source="ethtool"} 0.0' in text
+    assert dict(state.skipped_lines) == {s: 0 for s in declared["roce_nic"]}

@@ -94,6 +94,9 @@ class Collector(abc.ABC):
     transports: ClassVar[tuple[str, ...]]
     #: "host": one poll task per host; "group": one task per group (e.g. pairwise latency probes)
     scope: ClassVar[str] = "host"
+    #: sources this collector's parsers report skipped lines under (fabric_parse_skipped_lines_total),
+    #: published at 0 from the first scrape so rate() sees the first skipped line
+    parse_sources: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: PollContext):
         self.ctx = ctx

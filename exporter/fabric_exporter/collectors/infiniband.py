@@ -169,6 +169,8 @@ class _Port:
 class InfinibandCollector(Collector):
     name: ClassVar[str] = "infiniband"
     transports: ClassVar[tuple[str, ...]] = ("local", "ssh")
+    parse_sources: ClassVar[tuple[str, ...]] = ("ibnetdiscover", "ibqueryerrors", "perfquery", "ibdiagnet2.db_csv",
+                                                "ibdiagnet2.pm")
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> InfinibandOptions:

@@ -162,6 +162,7 @@ class LatencyProbeCollector(Collector):
     name: ClassVar[str] = "latency_probe"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     scope: ClassVar[str] = "group"
+    parse_sources: ClassVar[tuple[str, ...]] = ("perftest",)
 
     # -- options ------------------------------------------------------------------------------
 

@@ -379,6 +379,7 @@ class PortData:
 class RoceNicCollector(Collector):
     name: ClassVar[str] = "roce_nic"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
+    parse_sources: ClassVar[tuple[str, ...]] = ("ethtool", "hw_counters", "rdma_link", "rdma_statistic")
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> RoceNicOptions:

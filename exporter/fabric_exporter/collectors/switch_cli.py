@@ -137,6 +137,8 @@ def _looks_like_no_json(section: Section) -> bool:
 class SwitchCliCollector(Collector):
     name: ClassVar[str] = "switch_cli"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
+    parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
+                                                "sonic_pfcwd_stats", "ethtool")
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
