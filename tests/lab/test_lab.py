@@ -63,7 +63,7 @@ def lab(tmp_path_factory):
             try:
                 text = scrape(port)
                 ups = values(text, "fabric_up")
-                if len(ups) == 11 and all(v == 1 for v in ups):  # 4 NIC hosts, IB, 2 SNMP, 2 CLI, probes x 2 fabrics
+                if len(ups) == 10 and all(v == 1 for v in ups):  # 4 NIC hosts, IB, 2 SNMP, 2 CLI, probes
                     break
             except OSError:
                 pass

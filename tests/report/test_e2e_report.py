@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from fabric_exporter.lab.prometheus import PROMETHEUS
+from fabric_exporter.lab.traffic import RECOVERY_TIME_CONSTANT_SECONDS
 from tests.conftest import ROOT, require_tool
 from tests.harness.daemon import free_port
 
@@ -136,6 +137,7 @@ def test_summary_has_both_fabrics_and_every_section_with_numbers(poc):
 @pytest.mark.parametrize("fabric, incast, other", [("ib-lab", "incast_ib", "incast_roce"),
                                                     ("roce-lab", "incast_roce", "incast_ib")])
 def test_one_congestion_episode_per_incast_with_recovery_in_bounds(poc, fabric, incast, other):
+    tau = RECOVERY_TIME_CONSTANT_SECONDS[incast.split("_")[1]]
     c = poc["summary"]["fabrics"][fabric]["congestion"]
     step = poc["summary"]["window"]["step_seconds"]
     assert c["episodes_count"] >= 1, c
@@ -148,9 +150,10 @@ def test_one_congestion_episode_per_incast_with_recovery_in_bounds(poc, fabric, 
     # later than one window (plus scrape/evaluation steps) after it.
     assert load_end - step <= _epoch(e["end"]) <= load_end + RATE_WINDOW + 3 * step, (phase, e)
     assert e["end_observed"] and e["peak_severity_ratio"] > 1
-    # recovered: signals and p99 back near baseline within one more rate window
+    # Recovered: the lab's tail latency decays with time constant tau after the load (to within the
+    # 20% margin after ~3.2 tau), and the fabric p99 is a quantile over one rate window of probes.
     assert e["recovery_seconds"] is not None, e
-    assert 0 <= e["recovery_seconds"] <= RATE_WINDOW + 3 * step, e
+    assert 0 <= e["recovery_seconds"] <= RATE_WINDOW + 4 * tau + 3 * step, e
     assert c["time_congested_seconds"] >= e["duration_seconds"]
     # the other fabric's incast did not congest this one
     other_phase = _phase(poc["timeline"], other)

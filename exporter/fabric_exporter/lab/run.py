@@ -206,7 +206,9 @@ class Lab:
         targets.append({"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts,
                         "options": {"host_groups": racks, "probe_timeout": "2s"}})
-        if self.ib is not None:  # the same hosts probed over their IB adapters: the IB fabric's latency
+        if self.ib is not None and "poc" in self.opts.scenarios:
+            # the same hosts probed over their IB adapters: the IB fabric's latency (POC only: it doubles
+            # the probing work, which a small shared machine feels in every other poll)
             targets.append({"name": "latency-ib", "fabric": "ib-lab", "collector": "latency_probe",
                             "transport": "ssh", "credentials": "lab-ssh", "interval": interval, "timeout": timeout,
                             "hosts": gpu_hosts, "options": {"host_groups": racks, "probe_timeout": "2s",

@@ -9,7 +9,9 @@ lab applies the model to ibsim, the simulated hosts, the SNMP data and the perft
 
 from __future__ import annotations
 
+import math
 import random
+import time
 from dataclasses import dataclass, field
 
 from .roce_host import NicPort
@@ -43,6 +45,10 @@ IB_PORT_BYTES_PER_SECOND = 12e9  # ibsim's links train at 12x QDR: 12 lanes x 8 
 # ~2.5 hours) and its generated rules lower the IB stall threshold by the same factor.
 IB_XMIT_WAIT_SCALE = 1e-4
 LOSSLESS = 3  # the RoCE priority with PFC
+# After an incast stops, the counters' rates drop at once but queues drain and flows ramp back up
+# over a while: the tail latency into the congested rack decays with this time constant. The lab
+# assumes RoCE (PFC pauses spreading, DCQCN rate recovery) is slower than credit-based IB.
+RECOVERY_TIME_CONSTANT_SECONDS = {"ib": 3.0, "roce": 8.0}
 
 
 @dataclass
@@ -51,6 +57,7 @@ class TrafficModel:
 
     seed: int = 7
     active: dict[str, float] = field(default_factory=dict)  # scenario -> started (monotonic)
+    stopped: dict[str, float] = field(default_factory=dict)  # scenario -> last stopped (monotonic)
     _rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -64,8 +71,19 @@ class TrafficModel:
             raise KeyError(name)
         self.active.setdefault(name, now)
 
-    def stop(self, name: str) -> None:
-        self.active.pop(name, None)
+    def stop(self, name: str, now: float | None = None) -> None:
+        if self.active.pop(name, None) is not None:
+            self.stopped[name] = time.monotonic() if now is None else now
+
+    def congestion_level(self, fabric: str, now: float | None = None) -> float:
+        """1 while an incast is on in this fabric, then decaying to 0 (the aftermath); 0 otherwise."""
+        if self.congested(fabric):
+            return 1.0
+        ends = [self.stopped[n] for n in ("congestion", f"incast_{fabric}") if n in self.stopped]
+        if not ends:
+            return 0.0
+        since = (time.monotonic() if now is None else now) - max(ends)
+        return math.exp(-since / RECOVERY_TIME_CONSTANT_SECONDS[fabric])
 
     def congested(self, fabric: str) -> bool:
         """Is an incast on in this fabric ('ib' or 'roce')? 'congestion' is an incast on both."""
@@ -130,9 +148,11 @@ class TrafficModel:
             base *= 0.7  # cut-through switches and no Ethernet framing
         typical = base * self._rng.uniform(0.97, 1.05)
         p99_factor = 1.35
-        if self.congested(fabric) and destination_rack == 1:
-            typical *= 1.8
-            p99_factor = 8.0  # queueing behind the incast: the tail grows far more than the median
+        level = self.congestion_level(fabric) if destination_rack == 1 else 0.0
+        if level > 0.001:
+            typical *= 1 + 0.8 * level
+            # queueing behind the incast: the tail grows far more than the median
+            p99_factor = 1.35 + (8.0 - 1.35) * level
         if self.on("latency_regression"):
             p99_factor *= 10.0
         p99 = typical * p99_factor * self._rng.uniform(0.95, 1.1)
