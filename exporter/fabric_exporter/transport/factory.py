@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Host, TargetGroup
 from .base import CommandRunner
 from .local import LocalRunner
-from .ssh import SSHPool
+
+if TYPE_CHECKING:
+    from .ssh import SSHPool
 
 
 class Transports:
     def __init__(self) -> None:
-        self.ssh = SSHPool()
+        self._ssh: SSHPool | None = None
         self.local = LocalRunner()
         self._snmp_state: Any = None  # owned by transport.snmp (one engine per event loop)
+
+    @property
+    def ssh(self) -> SSHPool:
+        """The SSH pool, made on first use: asyncssh is imported only when a group uses SSH."""
+        if self._ssh is None:
+            from .ssh import SSHPool
+
+            self._ssh = SSHPool()
+        return self._ssh
+
+    @ssh.setter
+    def ssh(self, pool: SSHPool) -> None:
+        self._ssh = pool
 
     def runner(self, group: TargetGroup, host: Host) -> CommandRunner:
         if group.transport == "local":
@@ -30,7 +45,8 @@ class Transports:
         return snmp.open_session(self, group, host)
 
     async def close(self) -> None:
-        await self.ssh.close()
+        if self._ssh is not None:
+            await self._ssh.close()
         if self._snmp_state is not None:
             from . import snmp
 
