@@ -162,6 +162,7 @@ class LatencyProbeCollector(Collector):
     name: ClassVar[str] = "latency_probe"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     scope: ClassVar[str] = "group"
+    deadline_reserve: ClassVar[float] = 0.5  # to stop servers and build the round's samples
 
     # -- options ------------------------------------------------------------------------------
 
