@@ -86,3 +86,26 @@ def test_a_local_only_daemon_imports_neither_ssh_nor_snmp():
                           "fabric_exporter.collectors.snmp_switch", "fabric_exporter.collectors.latency_probe")
               if m in modules]
     assert loaded == []
+
+
+def test_ssh_is_loaded_when_the_config_is_applied_not_inside_the_first_poll():
+    code = r"""
+import asyncio, sys
+from fabric_exporter.config import parse_config
+from fabric_exporter.scheduler import Scheduler
+from fabric_exporter.store import SnapshotStore
+from fabric_exporter.transport.factory import Transports
+cfg = parse_config({"credentials": {"c": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"}},
+                    "targets": [{"name": "g", "fabric": "f", "collector": "roce_nic", "transport": "ssh",
+                                 "credentials": "c", "interval": "30s", "hosts": [{"name": "h", "address": "127.0.0.1"}]}]})
+async def main():
+    sched = Scheduler(Transports(), SnapshotStore())
+    before = "asyncssh" in sys.modules
+    sched.apply(cfg, start_tasks=False)
+    print(before, "asyncssh" in sys.modules)
+asyncio.run(main())
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True"]

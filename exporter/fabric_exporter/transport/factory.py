@@ -32,6 +32,12 @@ class Transports:
     def ssh(self, pool: SSHPool) -> None:
         self._ssh = pool
 
+    def prepare(self, config) -> None:
+        """Import what ``config``'s groups will use (asyncssh) before the first poll, so the import's
+        CPU is spent at start-up or reload, not inside a poll's deadline."""
+        if any(g.transport == "ssh" for g in config.targets):
+            self.ssh  # noqa: B018  (makes the pool)
+
     def runner(self, group: TargetGroup, host: Host) -> CommandRunner:
         if group.transport == "local":
             return self.local
