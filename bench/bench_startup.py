@@ -1,8 +1,8 @@
 """Start-up cost of ``fabric-exporter run``'s import graph: wall time, peak RSS, module count.
 
 Each sample is a fresh interpreter that does what ``fabric-exporter run --config X`` does before its
-event loop starts: build the CLI parser, parse the arguments, import the daemon and validate a
-config whose groups use ``--collectors`` (which imports those collectors). Baseline (same run, same machine): a bare ``python -c pass`` — the physical floor
+event loop starts: build the CLI parser, parse the arguments, import the daemon, validate a config
+whose groups use ``--collectors`` (which imports those collectors) and make its transports. Baseline (same run, same machine): a bare ``python -c pass`` — the physical floor
 of any Python daemon. Results are ratios against it, medians of ``--repeat`` runs.
 
     PYTHONPATH=exporter python bench/bench_startup.py [--repeat 15] [--importtime 15]
@@ -31,10 +31,13 @@ collectors = sys.argv[1].split(",")
 transport = {"snmp_switch": "snmp", "latency_probe": "ssh"}
 creds = {"ssh": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"},
          "snmp": {"type": "snmp", "version": "2c", "community": "public"}}
-parse_config({"credentials": creds, "targets": [
+cfg = parse_config({"credentials": creds, "targets": [
     {"name": c, "fabric": "f", "collector": c, "transport": transport.get(c, "local"), "interval": "30s",
      **({"credentials": transport[c]} if c in transport else {}),
      "hosts": [{"name": "h1", "address": "127.0.0.1"}]} for c in collectors]})
+from fabric_exporter.transport.factory import Transports
+transports = Transports()
+getattr(transports, "prepare", lambda config: None)(cfg)  # what Scheduler.apply() loads for the config
 rss = hwm = 0
 for line in open("/proc/self/status"):
     if line.startswith("VmRSS:"):

@@ -135,6 +135,9 @@ class Scheduler:
     def apply(self, config: Config, *, start_tasks: bool = True) -> None:
         """Switch to ``config``: unchanged targets keep running (and their data); others restart or go."""
         self._registry = registry()
+        prepare = getattr(self.transports, "prepare", None)
+        if prepare is not None:  # load what the config's transports need now, not inside a poll's deadline
+            prepare(config)
         if self._config is None or self._config.limits != config.limits:
             self._global = asyncio.Semaphore(config.limits.max_concurrent_polls)
             self._per_transport = {t: asyncio.Semaphore(n) for t, n in config.limits.per_transport.items()}

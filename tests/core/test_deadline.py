@@ -1,7 +1,8 @@
 """The scheduler owns each poll's deadline: it sets it on the PollContext, collectors only read it.
 
 The budgets are the ones the collectors computed for themselves before (``max(1.0, 0.9 * timeout)``
-in infiniband, roce_nic and switch_cli); the latency probe now uses the same one.
+in infiniband, roce_nic and switch_cli); the latency probe declares the 0.5 s it needs after its
+probes (``deadline_reserve``) and gets the same budget as before up to a 5 s timeout, 90 % above.
 """
 
 from __future__ import annotations
@@ -23,9 +24,26 @@ from fabric_exporter.transport.base import CommandResult
 COLLECTORS = Path(__file__).resolve().parents[2] / "exporter" / "fabric_exporter" / "collectors"
 
 
-@pytest.mark.parametrize("timeout", [0.4, 0.8, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 120.0])
+TIMEOUTS = [0.4, 0.8, 1.0, 1.6, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 120.0]
+
+
+@pytest.mark.parametrize("timeout", TIMEOUTS)
 def test_budget_is_the_one_the_collectors_used_to_compute(timeout):
-    assert work_budget(timeout) == max(1.0, timeout * 0.9)
+    assert work_budget(timeout) == max(1.0, timeout * 0.9)  # infiniband, roce_nic, switch_cli before
+
+
+@pytest.mark.parametrize("timeout", TIMEOUTS)
+def test_latency_probe_keeps_its_half_second_for_samples(timeout):
+    """Up to 5 s the probe's budget is the one it computed before (timeout - max(0.5, 5%), at least
+    0.5 s); above, it keeps 10 % like the others instead of 5 %."""
+    from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
+
+    before = min(timeout, max(0.5, timeout - max(0.5, 0.05 * timeout)))  # past the timeout meant the timeout
+    now = work_budget(timeout, LatencyProbeCollector.deadline_reserve)
+    if timeout <= 5.0:
+        assert now == pytest.approx(before)
+    else:
+        assert now == pytest.approx(0.9 * timeout) and now < before
 
 
 def test_no_collector_computes_its_own_deadline():

@@ -58,3 +58,54 @@ def test_the_lab_command_still_has_all_its_arguments():
     assert "--scenario" in out.stdout and "--hosts-per-rack" in out.stdout
     with pytest.raises(SystemExit):
         build_parser().parse_args(["lab", "--no-such-option"])
+
+
+LOCAL_DAEMON = r"""
+import json, sys
+import fabric_exporter.daemon
+from fabric_exporter.config import parse_config
+from fabric_exporter.transport.factory import Transports
+cfg = parse_config({"targets": [{"name": c, "fabric": c, "collector": c, "transport": "local", "interval": "30s",
+                                 "hosts": [{"name": "h", "address": "localhost"}]} for c in ("infiniband", "roce_nic")]})
+transports = Transports()
+transports.runner(cfg.targets[0], cfg.targets[0].hosts[0])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_local_only_daemon_imports_neither_ssh_nor_snmp():
+    """A DaemonSet pod (infiniband + roce_nic on transport local) loads no asyncssh, pysnmp or the
+    collectors it does not run: they are imported when a config first uses them."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env.pop("FABRIC_EXPORTER_PLUGINS", None)
+    out = subprocess.run([sys.executable, "-c", LOCAL_DAEMON], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    modules = json.loads(out.stdout)
+    assert "fabric_exporter.collectors.roce_nic" in modules
+    loaded = [m for m in ("asyncssh", "pysnmp", "fabric_exporter.transport.ssh", "fabric_exporter.transport.snmp",
+                          "fabric_exporter.collectors.snmp_switch", "fabric_exporter.collectors.latency_probe")
+              if m in modules]
+    assert loaded == []
+
+
+def test_ssh_is_loaded_when_the_config_is_applied_not_inside_the_first_poll():
+    code = r"""
+import asyncio, sys
+from fabric_exporter.config import parse_config
+from fabric_exporter.scheduler import Scheduler
+from fabric_exporter.store import SnapshotStore
+from fabric_exporter.transport.factory import Transports
+cfg = parse_config({"credentials": {"c": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"}},
+                    "targets": [{"name": "g", "fabric": "f", "collector": "roce_nic", "transport": "ssh",
+                                 "credentials": "c", "interval": "30s", "hosts": [{"name": "h", "address": "127.0.0.1"}]}]})
+async def main():
+    sched = Scheduler(Transports(), SnapshotStore())
+    before = "asyncssh" in sys.modules
+    sched.apply(cfg, start_tasks=False)
+    print(before, "asyncssh" in sys.modules)
+asyncio.run(main())
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True"]

@@ -39,11 +39,16 @@ async def parse_off_loop(parse: Callable[..., Any], text: str, *args: Any, **kwa
     return await asyncio.get_running_loop().run_in_executor(_parse_pool, functools.partial(parse, text, *args, **kwargs))
 
 
-def work_budget(timeout: float) -> float:
-    """Seconds a poll may spend on its own I/O within its ``timeout``. The rest is kept so the
-    collector's own timeout (naming the command that hung) fires before the scheduler cancels the
-    poll, and there is time left to build the samples. The only such formula: the scheduler owns it."""
-    return max(1.0, timeout * 0.9)
+def work_budget(timeout: float, reserve: float = 0.0) -> float:
+    """Seconds a poll may spend on its own I/O within its ``timeout``: 90 % (at least 1 s). The
+    rest is kept so the collector's own timeout (naming the command that hung) fires before the
+    scheduler cancels the poll. A collector that needs ``reserve`` seconds after its I/O (to stop
+    what it started and build samples) gets at most ``timeout - reserve``, but never less than
+    0.5 s (or the whole timeout, if shorter). The only such formula: the scheduler owns it."""
+    budget = max(1.0, timeout * 0.9)
+    if reserve > 0:
+        budget = max(min(0.5, timeout), min(budget, timeout - reserve))
+    return budget
 
 
 @dataclass
@@ -58,10 +63,12 @@ class PollContext:
     #: event-loop time by which this poll's I/O must be done; set by the scheduler for each poll
     #: (``begin_poll``), None between polls
     poll_deadline: float | None = None
+    #: the collector's ``deadline_reserve`` (set when the collector is made)
+    reserve: float = 0.0
 
     def begin_poll(self, started: float) -> float:
         """Called by the scheduler when a poll starts (loop time ``started``): sets and returns its deadline."""
-        self.poll_deadline = started + work_budget(self.group.timeout)
+        self.poll_deadline = started + work_budget(self.group.timeout, self.reserve)
         return self.poll_deadline
 
     def end_poll(self) -> None:
@@ -72,7 +79,7 @@ class PollContext:
         without the scheduler (tests, tools) gets the same budget counted from now."""
         if self.poll_deadline is not None:
             return self.poll_deadline
-        return asyncio.get_running_loop().time() + work_budget(self.group.timeout)
+        return asyncio.get_running_loop().time() + work_budget(self.group.timeout, self.reserve)
 
     def remaining(self) -> float:
         """Seconds left until ``deadline()``, for a command's ``timeout=``. Never below 0.1 s: a
@@ -97,8 +104,11 @@ class Collector(abc.ABC):
     #: sources this collector's parsers report skipped lines under (fabric_parse_skipped_lines_total),
     #: published at 0 from the first scrape so rate() sees the first skipped line
     parse_sources: ClassVar[tuple[str, ...]] = ()
+    #: seconds the collector needs after its I/O, before the poll's timeout (see ``work_budget``)
+    deadline_reserve: ClassVar[float] = 0.0
 
     def __init__(self, ctx: PollContext):
+        ctx.reserve = self.deadline_reserve
         self.ctx = ctx
         self.group = ctx.group
         self.host = ctx.host

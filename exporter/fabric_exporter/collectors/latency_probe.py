@@ -163,6 +163,7 @@ class LatencyProbeCollector(Collector):
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     scope: ClassVar[str] = "group"
     parse_sources: ClassVar[tuple[str, ...]] = ("perftest",)
+    deadline_reserve: ClassVar[float] = 0.5  # to stop servers and build the round's samples
 
     # -- options ------------------------------------------------------------------------------
 

@@ -3,20 +3,41 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Host, TargetGroup
 from .base import CommandRunner, OutputLimit
 from .local import LocalRunner
-from .ssh import SSHPool
+
+if TYPE_CHECKING:
+    from .ssh import SSHPool
 
 
 class Transports:
     def __init__(self, max_output_bytes: int | None = None) -> None:
         self.output_limit = OutputLimit() if max_output_bytes is None else OutputLimit(max_output_bytes)
-        self.ssh = SSHPool(self.output_limit)
+        self._ssh: SSHPool | None = None
         self.local = LocalRunner(output_limit=self.output_limit)
         self._snmp_state: Any = None  # owned by transport.snmp (one engine per event loop)
+
+    @property
+    def ssh(self) -> SSHPool:
+        """The SSH pool, made on first use: asyncssh is imported only when a group uses SSH."""
+        if self._ssh is None:
+            from .ssh import SSHPool
+
+            self._ssh = SSHPool(self.output_limit)
+        return self._ssh
+
+    @ssh.setter
+    def ssh(self, pool: SSHPool) -> None:
+        self._ssh = pool
+
+    def prepare(self, config) -> None:
+        """Import what ``config``'s groups will use (asyncssh) before the first poll, so the import's
+        CPU is spent at start-up or reload, not inside a poll's deadline."""
+        if any(g.transport == "ssh" for g in config.targets):
+            self.ssh  # noqa: B018  (makes the pool)
 
     def runner(self, group: TargetGroup, host: Host) -> CommandRunner:
         if group.transport == "local":
@@ -31,7 +52,8 @@ class Transports:
         return snmp.open_session(self, group, host)
 
     async def close(self) -> None:
-        await self.ssh.close()
+        if self._ssh is not None:
+            await self._ssh.close()
         if self._snmp_state is not None:
             from . import snmp
 
