@@ -9,7 +9,7 @@ switches with 64 ports served by one snmpsim process: by default the ``ieee`` mo
 IEEE8021-PFC-MIB, ~1,300 varbinds a switch); ``--snmp-model sonic`` adds the Cisco PFC and queue
 MIBs (~6,300 varbinds a switch), more than one snmpsim process answers in a 30 s round on 2 cores.
 
-1. Each collector alone in its own daemon (``--phase-interval``, default 10 s, for ``--rounds``
+1. Each collector alone in its own daemon (``--phase-interval``, default 30 s, for ``--rounds``
    rounds after a warm-up round): the daemon's CPU seconds per poll per target (= per poll round
    per target), and the CPU of the tools it ran (ibqueryerrors, ibnetdiscover) apart.
 2. All of them in one daemon at a 30 s interval (``--interval``) for ``--rounds`` rounds: the
@@ -147,15 +147,22 @@ class Daemon:
 
     def polls(self) -> tuple[dict[str, float], dict[str, float]]:
         """(polls, failed polls) per collector, from the self-metrics."""
+        polls, failed, _reasons = self.poll_counts()
+        return polls, failed
+
+    def poll_counts(self) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        """(polls, failed polls) per collector and failures by "collector/reason"."""
         text = self.metrics()
         polls: dict[str, float] = {}
         failed: dict[str, float] = {}
+        reasons: dict[str, float] = {}
         for m in re.finditer(r'^fabric_polls_total\{collector="([^"]+)".*\} (\S+)$', text, re.M):
             polls[m[1]] = polls.get(m[1], 0.0) + float(m[2])
         for m in re.finditer(r'^fabric_poll_errors_total\{collector="([^"]+)".*reason="(\w+)"\} (\S+)$', text, re.M):
-            if m[2] != "partial":
+            if m[2] != "partial" and float(m[3]):
                 failed[m[1]] = failed.get(m[1], 0.0) + float(m[3])
-        return polls, failed
+                reasons[f"{m[1]}/{m[2]}"] = reasons.get(f"{m[1]}/{m[2]}", 0.0) + float(m[3])
+        return polls, failed, reasons
 
     def wait_polls(self, collector: str, at_least: float, deadline: float) -> None:
         end = time.monotonic() + deadline
@@ -189,7 +196,7 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=1000)
     ap.add_argument("--switches", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--phase-interval", type=float, default=10.0)
+    ap.add_argument("--phase-interval", type=float, default=30.0)
     ap.add_argument("--interval", type=float, default=30.0)
     ap.add_argument("--snmp-model", choices=("ieee", "sonic"), default="ieee")
     ap.add_argument("--skip-alone", action="store_true", help="only the all-at-once phase")
@@ -212,11 +219,16 @@ def main() -> None:
                     cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                     d.wait_polls(collector, polls0[collector] + n * args.rounds, 60 + 3 * args.rounds * args.phase_interval)
                     cpu1, tools1 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
-                    polls1, failed1 = d.polls()
+                    polls1, failed1, reasons = d.poll_counts()
                     done = polls1[collector] - polls0[collector]
                     failed = failed1.get(collector, 0) - failed0.get(collector, 0)
+                    ok = max(1.0, done - failed)
                     rss, _hwm = rss_mib(d.proc.pid)
                     rows.append((collector, n, done, failed, (cpu1 - cpu0) / done, (tools1 - tools0) / done, rss))
+                    if failed > 0.05 * done:
+                        print(f"WARNING: {failed:.0f} of {done:.0f} {collector} polls failed (since start, by reason: "
+                              f"{json.dumps(reasons)}): the sources cannot keep up at this interval on this machine; "
+                              f"per successful poll it is at most {(cpu1 - cpu0) / ok * 1e3:.2f} ms")
                     print(f"{collector:12s} alone: {n:5d} targets, {done:.0f} polls ({failed:.0f} failed): "
                           f"daemon {(cpu1 - cpu0) / done * 1e3:8.2f} ms CPU per poll per target, "
                           f"tools {(tools1 - tools0) / done * 1e3:7.2f} ms; RSS {rss:.0f} MiB", flush=True)
@@ -233,7 +245,7 @@ def main() -> None:
             cpu0, tools0, w0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid), time.monotonic()
             time.sleep(args.interval * args.rounds)
             cpu1, tools1, w1 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid), time.monotonic()
-            polls, failed = d.polls()
+            polls, failed, reasons = d.poll_counts()
             rss, hwm = rss_mib(d.proc.pid)
             samples = sum(1 for line in d.metrics().splitlines() if line and not line.startswith("#"))
         finally:
@@ -243,7 +255,7 @@ def main() -> None:
     wall = w1 - w0
     print(f"all at once, {args.interval:g} s interval, {wall:.0f} s: daemon {(cpu1 - cpu0) / wall:.3f} cores "
           f"(+ tools {(tools1 - tools0) / wall:.3f}), RSS {rss:.0f} MiB (peak {hwm:.0f} MiB), {samples} samples "
-          f"served; polls {json.dumps(polls)}, failed {json.dumps(failed)}")
+          f"served; polls since start {json.dumps(polls)}, failed by reason {json.dumps(reasons)}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores ({_cpu_model()}), Python {platform.python_version()}, "
           f"load average before the end {os.getloadavg()[0]:.1f}")
 
