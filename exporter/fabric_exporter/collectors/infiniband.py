@@ -723,7 +723,11 @@ class InfinibandCollector(Collector):
 
             # Remember every port swept (linked or not): absent from a later sweep, it is "missing".
             if up and peer_guid is not None:
-                self._expected_ports[key] = _ExpectedPort(peer_guid, link.peer_port, now, now)
+                if expected is None:
+                    self._expected_ports[key] = _ExpectedPort(peer_guid, link.peer_port, now, now)
+                else:  # updated in place: no new object per port per poll
+                    expected.peer_guid, expected.peer_port, expected.last_up, expected.last_seen = (
+                        peer_guid, link.peer_port, now, now)
             elif expected is not None:
                 expected.last_seen = now
             else:
@@ -734,9 +738,8 @@ class InfinibandCollector(Collector):
         # Ports the topology (or an earlier sweep) had up that this sweep did not return.
         missing_nodes: set[int] = set()
         missing = 0
-        for key, exp in sorted(self._expected_ports.items()):
-            if key in ports:
-                continue
+        for key in sorted(self._expected_ports.keys() - ports.keys()):
+            exp = self._expected_ports[key]
             if now - exp.last_seen > self.options.forget_missing_after:
                 del self._expected_ports[key]
                 continue
