@@ -55,6 +55,12 @@ class _CommandParser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def _report_arguments(p: argparse.ArgumentParser) -> None:
+    from .report.main import add_arguments  # stdlib only; matplotlib is imported when the report runs
+
+    add_arguments(p)
+
+
 def _lab_arguments(p: argparse.ArgumentParser) -> None:
     from .lab.run import add_arguments
 
@@ -95,13 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("lab", help="run a simulated IB + RoCE fabric on 127.0.0.1 with the daemon polling it",
                    add_arguments=_lab_arguments)
 
-    rep = sub.add_parser("report", help="a RoCE-vs-InfiniBand POC report (HTML + JSON) from Prometheus",
+    sub.add_parser("report", help="a RoCE-vs-InfiniBand POC report (HTML + JSON) from Prometheus",
                          description="Read a window from Prometheus and write DIR/index.html (plots inline) and "
                                      "DIR/summary.json: throughput, tail latency, congestion recovery, stability "
-                                     "and data completeness per fabric, side by side. See docs/poc.md.")
-    from .report.main import add_arguments as add_report_arguments  # stdlib only; matplotlib when it runs
-
-    add_report_arguments(rep)
+                                     "and data completeness per fabric, side by side. See docs/poc.md.",
+                         add_arguments=_report_arguments)
 
     gen = sub.add_parser("generate", help="generate Grafana dashboards and Prometheus rules")
     gen.add_argument("--out", required=True, metavar="DIR")

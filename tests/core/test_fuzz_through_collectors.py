@@ -404,7 +404,7 @@ FOREIGN = [OverflowError("int too large to convert to float"), KeyError("x"), In
 def test_a_foreign_exception_from_a_parser_is_explained_and_polling_goes_on(exc, monkeypatch, caplog):
     import fabric_exporter.collectors.roce_nic as roce_nic
 
-    def broken(text):
+    def broken(text, *args, **kwargs):
         raise exc
 
     monkeypatch.setattr(roce_nic, "parse_host_dump", broken)
@@ -437,7 +437,7 @@ def test_a_foreign_exception_from_a_parser_is_explained_and_polling_goes_on(exc,
 def test_a_foreign_exception_from_the_perftest_parser_fails_that_probe_as_parse(monkeypatch, caplog):
     import fabric_exporter.collectors.latency_probe as latency_probe
 
-    def broken(text, message_bytes=None):
+    def broken(text, message_bytes=None, skipped=None):
         raise OverflowError("int too large to convert to float")
 
     monkeypatch.setattr(latency_probe, "parse_report", broken)

@@ -40,11 +40,19 @@ def test_duplicate_names_with_different_values_are_ambiguous_not_guessed(newline
     assert stats.counters == {"b": 5, "c": 3} and stats.ambiguous == frozenset({"a"})
 
 
-@pytest.mark.parametrize("text", ["", "\n\n", "stats:\n a: 1\n", "NIC statistics:\n a 1\n", "NIC statistics:\n : 1\n",
+@pytest.mark.parametrize("text", ["", "\n\n", "stats:\n a: 1\n",
                                   "NIC statistics:\n a: -1\n", "NIC statistics:\n a: 1x\n", 12])
 def test_bad_ethtool_text_is_a_parse_error(text):
     with pytest.raises(ParseError):
         parse_ethtool_stats(text)
+
+
+@pytest.mark.parametrize("line", ["a 1", ": 1"])
+def test_a_line_that_is_not_a_counter_is_skipped_and_counted(line):
+    skipped: list = []
+    stats = parse_ethtool_stats(f"NIC statistics:\n {line}\n  b: 2\n", skipped=skipped)
+    assert stats.counters == {"b": 2}
+    assert [s.text for s in skipped] == [line]
 
 
 def test_parse_u64_boundaries():

@@ -44,13 +44,23 @@ def test_pfc_counters_read_rx_and_tx_and_skip_na():
 @pytest.mark.parametrize("text", [
     PFC.replace("PFC3", "PFC8"), PFC.replace("PFC3", "PFC0"), PFC.replace("Port Tx", "Port Xx"),
     PFC.replace("Port Tx", "Port Rx"), PFC.replace("Ethernet4", "Ethernet0"), PFC.replace("Ethernet4", "4thernet"),
-    PFC.replace("      7", "   x7"), PFC.replace("---------  ------  ------\nEthernet0   1,200", "Ethernet0   1,200"),
-    PFC.replace("Ethernet4       0       7", "Ethernet4       0"),
-    "  Port Rx\n---------\n",
+    PFC.replace("      7", "   x7"), "  Port Rx\n---------\n",
 ])
 def test_bad_pfc_tables_are_parse_errors(text):
     with pytest.raises(ParseError):
         p.parse_pfc_counters(text)
+
+
+@pytest.mark.parametrize("text, lost", [
+    # no dash line: the Rx block is no table; its lines are skipped and counted, never read as rows
+    (PFC.replace("---------  ------  ------\nEthernet0   1,200", "Ethernet0   1,200"), "Ethernet4       0       7"),
+    # a row short of a cell cannot be aligned with its header: skipped, never shifted
+    (PFC.replace("Ethernet4       0       7", "Ethernet4       0"), "Ethernet4       0"),
+])
+def test_rows_that_do_not_fit_are_skipped_and_counted(text, lost):
+    skipped: list = []
+    c = p.parse_pfc_counters(text, skipped=skipped)
+    assert "Ethernet4" not in c.rx and lost in [s.text for s in skipped]
 
 
 def test_tables_after_a_namespace_line_and_blank_lines():
