@@ -37,9 +37,11 @@ from pysnmp.hlapi.v3arch.asyncio import (
     usmNoPrivProtocol,
 )
 from pysnmp.proto import errind, rfc1902, rfc1905
+from pysnmp.proto.mpmod.rfc3412 import SnmpV3MessageProcessingModel
+from pysnmp.proto.secmod.rfc3414.service import SnmpUSMSecurityModel
 from pysnmp.smi.rfc1902 import ObjectIdentity, ObjectType
 
-from ..config import Host, SNMPCredential, TargetGroup
+from ..config import SNMPV3_MIN_KEY_LENGTH, Host, SNMPCredential, TargetGroup
 from ..errors import AuthError, ConnectError, PollError, PollTimeout
 # Value kinds a varbind is reduced to (pyasn1 objects are expensive to keep around): one record type
 # for both paths, defined beside the fast path's decoder.
@@ -169,7 +171,13 @@ def _community(cred: SNMPCredential) -> bytes:
             raise AuthError(f"credential {cred.name}: no community")
         return cred.community.read().encode()
     except (OSError, ValueError) as e:  # unreadable secret file, unset env var
-        raise AuthError(f"credential {cred.name}: cannot read secret: {e}") from None
+        raise _read_secret_error(cred, e) from None
+
+
+def _read_secret_error(cred: SNMPCredential, e: Exception) -> AuthError:
+    # OSError names the file, our ValueError the variable; a decode error would quote the secret's bytes
+    detail = "not valid UTF-8" if isinstance(e, UnicodeDecodeError) else str(e)
+    return AuthError(f"credential {cred.name}: cannot read secret: {detail}")
 
 
 def _auth_data(cred: SNMPCredential) -> CommunityData | UsmUserData:
@@ -180,22 +188,44 @@ def _auth_data(cred: SNMPCredential) -> CommunityData | UsmUserData:
             return CommunityData(cred.community.read(), mpModel=1)
         auth_proto = _AUTH[cred.auth_protocol] if cred.auth_protocol else usmNoAuthProtocol
         priv_proto = _PRIV[cred.priv_protocol] if cred.priv_protocol else usmNoPrivProtocol
-        return UsmUserData(
-            cred.username or "",
-            authKey=cred.auth_password.read() if cred.auth_password else None,
-            privKey=cred.priv_password.read() if cred.priv_password else None,
-            authProtocol=auth_proto,
-            privProtocol=priv_proto,
-        )
+        keys = {}
+        for name, secret in (("authKey", cred.auth_password), ("privKey", cred.priv_password)):
+            keys[name] = secret.read() if secret else None
+            # pysnmp would refuse it deep in its MIB code, with the key in the exception text
+            if keys[name] is not None and len(keys[name].encode()) < SNMPV3_MIN_KEY_LENGTH:
+                raise AuthError(f"credential {cred.name}: the {'auth' if name == 'authKey' else 'priv'}_password "
+                                f"is shorter than {SNMPV3_MIN_KEY_LENGTH} characters (RFC 3414)")
+        return UsmUserData(cred.username or "", authProtocol=auth_proto, privProtocol=priv_proto, **keys)
     except (OSError, ValueError) as e:  # unreadable secret file, unset env var
-        raise AuthError(f"credential {cred.name}: cannot read secret: {e}") from None
+        raise _read_secret_error(cred, e) from None
+
+
+def secret_values(cred: SNMPCredential) -> list[str]:
+    """The credential's secrets as text, to scrub from any message that might quote them."""
+    out = []
+    for secret in (cred.community, cred.auth_password, cred.priv_password):
+        if secret is not None:
+            try:
+                out.append(secret.read())
+            except (OSError, ValueError):
+                pass
+    return [v for v in out if v]
 
 
 class SnmpSession(SnmpSessionBase):
-    """Requests to one agent through pysnmp (SNMPv3, and v2c where ``snmp_engine: pysnmp`` asks for it)."""
+    """Requests to one agent through pysnmp (SNMPv3, and v2c where ``snmp_engine: pysnmp`` asks for it).
+
+    SNMPv3: pysnmp caches the agent's engine ID (300 s) and its boots/time, and by RFC 3414 it will
+    not move that clock backwards. An agent restarted with a new engine ID (or with its clock reset
+    while keeping the ID) then ignores or refuses every request until the cache expires -- minutes
+    without data. So a report of ``unknownEngineID``/``notInTimeWindow``, or a timeout from an agent
+    we had discovered, makes the session forget what it knew about the agent and try once more,
+    which rediscovers it. A wrong password then shows as what it is (``auth``), not as a timeout.
+    """
 
     def __init__(self, engine: SnmpEngine, auth: CommunityData | UsmUserData, address: str, port: int,
-                 *, timeout: float, retries: int, max_repetitions: int, context: str = ""):
+                 *, timeout: float, retries: int, max_repetitions: int, context: str = "",
+                 secrets: list[str] | tuple[str, ...] = ()):
         super().__init__(f"snmp://{address}:{port}", timeout=timeout, retries=retries,
                          max_repetitions=max_repetitions)
         self.engine = engine
@@ -204,6 +234,10 @@ class SnmpSession(SnmpSessionBase):
         self.port = port
         self.context = ContextData(contextName=context) if context else ContextData()
         self._target: UdpTransportTarget | None = None
+        self._v3 = isinstance(auth, UsmUserData)
+        self._secrets = tuple(sorted((v for v in secrets if v), key=len, reverse=True))
+        #: times this session forgot the agent's engine and rediscovered it
+        self.rediscoveries = 0
         if isinstance(auth, CommunityData):
             self.timeout_hint = " (SNMPv2c agents also stay silent on a wrong community)"
 
@@ -213,8 +247,13 @@ class SnmpSession(SnmpSessionBase):
                 self._target = await UdpTransportTarget.create((self.address, self.port), timeout=self.timeout,
                                                                retries=self.retries)
             except Exception as e:  # pysnmp raises PySnmpError for unresolvable names
-                raise ConnectError(f"{self.description}: cannot resolve address: {e}") from None
+                raise ConnectError(self._redact(f"{self.description}: cannot resolve address: {e}")) from None
         return self._target
+
+    def _redact(self, text: str) -> str:
+        for value in self._secrets:
+            text = text.replace(value, "<secret>")
+        return text
 
     def _raise_for(self, what: str, error_indication: Any, error_status: Any, error_index: Any) -> None:
         if error_indication:
@@ -227,20 +266,67 @@ class SnmpSession(SnmpSessionBase):
         if error_status:
             raise self.status_error(what, int(error_status), int(error_index))
 
+    def _forget_agent(self) -> bool:
+        """Drop pysnmp's cached engine ID and clock of this agent; True if there was any."""
+        if self._target is None:
+            return False
+        peer = tuple(self._target.transport_address)[:2]
+        mp = self.engine.message_processing_subsystems.get(SnmpV3MessageProcessingModel.MESSAGE_PROCESSING_MODEL_ID)
+        usm = self.engine.security_models.get(SnmpUSMSecurityModel.SECURITY_MODEL_ID)
+        cache = getattr(mp, "_SnmpV3MessageProcessingModel__engineIdCache", None)
+        expiry = getattr(mp, "_SnmpV3MessageProcessingModel__engineIdCacheExpQueue", None)
+        timeline = getattr(usm, "_SnmpUSMSecurityModel__timeline", None)
+        if cache is None or expiry is None or timeline is None:  # a pysnmp whose internals moved
+            return False
+        forgotten = [k for k in cache if tuple(k[1])[:2] == peer]
+        for key in forgotten:
+            timeline.pop(cache.pop(key)["securityEngineId"], None)
+            for keys in expiry.values():  # pysnmp's expiry would otherwise delete the entry again
+                while key in keys:
+                    keys.remove(key)
+        return bool(forgotten)
+
+    def _engine_is_stale(self, error_indication: Any) -> bool:
+        if not self._v3 or not error_indication:
+            return False
+        if isinstance(error_indication, (errind.UnknownEngineID, errind.NotInTimeWindow)):
+            self._forget_agent()
+            return True
+        return isinstance(error_indication, errind.RequestTimedOut) and self._forget_agent()
+
+    async def _call(self, what: str, request: Any) -> list[Varbind]:
+        """Run a pysnmp request (a coroutine factory); rediscover once if the agent's engine looks stale."""
+        for attempt in (1, 2):
+            try:
+                ei, es, ex, vbs = await request()
+            except PollError:
+                raise
+            except Exception as e:  # pysnmp failing inside: its text (and traceback) may quote a key
+                raise PollError(f"{self.description}: {what}: pysnmp failed: {type(e).__name__}") from None
+            if attempt == 1 and self._engine_is_stale(ei):
+                self.rediscoveries += 1
+                log.info("SNMPv3 agent %s: %s; rediscovering its engine", self.description,
+                         type(ei).__name__)
+                continue
+            break
+        try:
+            self._raise_for(what, ei, es, ex)
+        except PollError as e:
+            e.args = (self._redact(str(e.args[0])),)
+            raise
+        return [_convert_any(name, value) for name, value in vbs]
+
     async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
         target = await self._get_target()
-        ei, es, ex, vbs = await get_cmd(self.engine, self.auth, target, self.context,
-                                        *[ObjectType(ObjectIdentity(format_oid(o))) for o in oids],
-                                        lookupMib=False)
-        self._raise_for(what, ei, es, ex)
-        return [_convert_any(name, value) for name, value in vbs]
+        objects = [ObjectType(ObjectIdentity(format_oid(o))) for o in oids]
+        return await self._call(what, lambda: get_cmd(self.engine, self.auth, target, self.context, *objects,
+                                                      lookupMib=False))
 
     async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
         target = await self._get_target()
-        ei, es, ex, vbs = await bulk_cmd(self.engine, self.auth, target, self.context, 0, max_repetitions,
-                                         ObjectType(ObjectIdentity(format_oid(oid))), lookupMib=False)
-        self._raise_for(what, ei, es, ex)
-        return [_convert_any(name, value) for name, value in vbs]
+        obj = ObjectType(ObjectIdentity(format_oid(oid)))
+        return await self._call(what, lambda: bulk_cmd(self.engine, self.auth, target, self.context, 0,
+                                                       max_repetitions, obj, lookupMib=False))
 
 
 #: ``snmp_engine`` option values: "fast" serves SNMPv2c with snmp_fast (SNMPv3 stays on pysnmp);
@@ -272,7 +358,8 @@ def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSession
         state.fast_sessions.add(session)
         return session
     return SnmpSession(_engine_for(transports, cred), _auth_data(cred), host.address, port,
-                       timeout=timeout, retries=retries, max_repetitions=reps, context=cred.context)
+                       timeout=timeout, retries=retries, max_repetitions=reps, context=cred.context,
+                       secrets=secret_values(cred))
 
 
 __all__ = ["SnmpSession", "SnmpSessionBase", "MAX_WALK_VARBINDS", "ENGINES", "Varbind", "open_session", "close_state", "format_oid", "parse_oid",
