@@ -1,26 +1,28 @@
-"""SNMP polling cost: fabric-exporter's snmp_switch vs prometheus/snmp_exporter vs net-snmp snmpbulkwalk.
+"""SNMP polling cost: fabric-exporter's two request paths vs prometheus/snmp_exporter vs snmpbulkwalk.
 
-N simulated 64-port switches (IF-MIB + IEEE8021-PFC-MIB data) are served by ONE snmpsim process on
-127.0.0.1 (one community per switch). The same if_mib walks -- 14 IF-MIB counter/state columns plus
-ifName and ifAlias, GETBULK max-repetitions 25 -- are done by:
+Real agents with real interfaces: the script creates a private network namespace, gives it
+``--veth-pairs`` veth pairs (2 interfaces each, plus lo: 257 interfaces by default), starts
+``--agents`` net-snmp snmpd processes inside it on 127.0.0.1 (ports 16100+), and runs every client
+inside it too -- no address outside that namespace's loopback is used. Every client walks the same
+if_mib columns (14 IF-MIB counter/state columns + ifName + ifAlias, GETBULK max-repetitions 25) of
+every agent, SNMPv2c and SNMPv3 authPriv (SHA/AES-128), with 1 and with 8 agents polled at once:
 
-* fabric-exporter: the snmp_switch collector (modules [if_mib]) through the real Scheduler, all
-  switches concurrently under the default limits, collectors kept across rounds as in the daemon
-  (so ifName/ifAlias come from its cache: 14 columns per round, where the others walk 16);
-* snmp_exporter (Debian's prometheus-snmp-exporter): one /snmp scrape per switch, 64 at a time;
-  the Debian package ships no generated snmp.yml (MIB licensing), so this script writes the module
-  the generator would produce for these columns (numeric OIDs, ifName/ifAlias lookups);
-* snmpbulkwalk: one process per switch and column group (ifTable columns, ifXTable columns),
-  16 at a time.
+* ``fast`` / ``pysnmp`` -- fabric-exporter's sessions (transport.snmp_fast / transport.snmp) walking
+  the 16 columns: the transport's own cost;
+* ``fast+poll`` / ``pysnmp+poll`` -- the snmp_switch collector through the Scheduler, as the daemon
+  polls (ifName/ifAlias cached after round 0), samples rendered into the store: what a varbind costs
+  end to end;
+* snmp_exporter (Debian's prometheus-snmp-exporter 0.21; its CPU from /proc/<pid>/stat): one /snmp
+  scrape per agent with a generated module for the same 16 columns;
+* snmpbulkwalk: one process per agent and table entry (ifEntry, ifXEntry; CPU from rusage).
 
-Reported per tool: varbinds, wall seconds, varbinds per second, CPU seconds per 10k varbinds (the
-tool's own process(es) only: this process for fabric-exporter, the snmp_exporter daemon's
-/proc/<pid>/stat, children rusage for snmpbulkwalk) and ratios against fabric-exporter.
-snmpsim (pure Python) answers every request and is usually the throughput bound on a small
-machine: varbinds/s say more about the agent than the poller; CPU per varbind is the poller's.
+Reported: CPU microseconds per varbind (the tool's own process(es), agents excluded), varbinds per
+wall second, and the CPU ratio against snmp_exporter measured in the same run (the baseline the
+issue names). The machine is shared and noisy: compare ratios, not absolute figures. Needs root
+(ip netns) and Debian's snmpd, snmp, prometheus-snmp-exporter.
 
-    PYTHONPATH=exporter python bench/bench_snmp.py                 # N = 10, 50, 200
-    PYTHONPATH=exporter python bench/bench_snmp.py --switches 10 --rounds 2
+    python bench/bench_snmp.py                       # 8 agents x 257 interfaces, 3 rounds
+    python bench/bench_snmp.py --agents 4 --rounds 2 --versions 2c
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import resource
 import shutil
 import socket
 import subprocess
@@ -42,103 +42,192 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "exporter"))
-
-from fabric_exporter.collectors import PollContext  # noqa: E402
-from fabric_exporter.collectors.snmp_modules import IF_ALIAS, IF_MIB, IF_NAME  # noqa: E402
-from fabric_exporter.config import parse_config  # noqa: E402
-from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim  # noqa: E402
-from fabric_exporter.scheduler import Scheduler  # noqa: E402
-from fabric_exporter.store import SnapshotStore  # noqa: E402
-from fabric_exporter.transport.factory import Transports  # noqa: E402
-from fabric_exporter.transport.snmp import format_oid  # noqa: E402
-
-from cputime import process_cpu as proc_cpu  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 MAX_REPETITIONS = 25
-COLUMNS = [c.oid for t in IF_MIB.tables for c in t.columns] + [IF_NAME, IF_ALIAS]
-IFTABLE_COLS = [c for c in COLUMNS if c[:9] == (1, 3, 6, 1, 2, 1, 2, 2, 1)]
-IFXTABLE_COLS = [c for c in COLUMNS if c not in IFTABLE_COLS]
+BASE_PORT = 16100
+V3_USER, V3_AUTH, V3_PRIV = "benchuser", "bench-auth-pass", "bench-priv-pass"
 
 
-def switch_names(n: int) -> list[str]:
-    return [f"sw{i:04d}" for i in range(n)]
+# -- the namespace and its agents (run as root, outside) --------------------------------------------
 
-
-# -- fabric-exporter ----------------------------------------------------------------------------
-
-async def run_fabric_exporter(port: int, names: list[str], rounds: int, workdir: Path) -> dict:
-    secrets = workdir / "communities"
-    secrets.mkdir(exist_ok=True)
-    creds, targets = {}, []
-    for name in names:
-        (secrets / name).write_text(name)
-        creds[name] = {"type": "snmp", "version": "2c", "community_file": str(secrets / name)}
-        targets.append({"name": name, "fabric": "bench", "collector": "snmp_switch", "transport": "snmp",
-                        "credentials": name, "hosts": [{"name": name, "address": "127.0.0.1", "port": port}],
-                        "interval": "10m", "timeout": "9m",  # deadline includes queueing for a slot
-                        "options": {"modules": ["if_mib"], "max_repetitions": MAX_REPETITIONS,
-                                    "snmp_timeout": "5s", "snmp_retries": 2, "max_concurrent_walks": 2}})
-    # 32 switches at a time x 2 walks each = 64 requests in flight, as snmp_exporter's 64 scrapes
-    # (each walks one OID at a time): one snmpsim process serves them all and must not be flooded.
-    cfg = parse_config({"credentials": creds, "targets": targets, "limits": {"per_transport": {"snmp": 32}}},
-                       base_dir=workdir)
-    transports = Transports()
-    sched = Scheduler(transports, SnapshotStore())
-    sched.apply(cfg, start_tasks=False)
-    totals = {"varbinds": 0, "wall": 0.0, "cpu": 0.0, "failed": 0}
-    # Collectors live across rounds as in the daemon; round 0 (engine start, first ifName/ifAlias
-    # walk, page sizing) is not counted.
-    collectors = {key: cls(PollContext(g, h, transports)) for key, (g, h, cls) in sched.targets(cfg).items()}
+def run_in_namespace(args: argparse.Namespace) -> int:
+    ns = f"fxbench{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        for round_no in range(rounds + 1):
-            if round_no == 1:
-                totals = {"varbinds": 0, "wall": 0.0, "cpu": 0.0, "failed": 0}
+        batch = [f"link add fxa{i} type veth peer name fxb{i}" for i in range(args.veth_pairs)]
+        batch += [f"link set fxa{i} up" for i in range(args.veth_pairs)]
+        batch += [f"link set fxb{i} up" for i in range(args.veth_pairs)]
+        batch += ["link set lo up"]
+        subprocess.run(["ip", "-n", ns, "-batch", "-"], input="\n".join(batch) + "\n", text=True, check=True)
+        argv = ["ip", "netns", "exec", ns, sys.executable, __file__, "--inside"] + sys.argv[1:]
+        return subprocess.run(argv).returncode
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the bench dies, however it dies (no orphaned agents)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def start_agents(n: int, workdir: Path) -> list[subprocess.Popen]:
+    snmpd = shutil.which("snmpd") or "/usr/sbin/snmpd"
+    procs = []
+    for i in range(n):
+        d = workdir / f"agent{i}"
+        (d / "persist").mkdir(parents=True)
+        conf = d / "snmpd.conf"
+        conf.write_text(f"agentAddress udp:127.0.0.1:{BASE_PORT + i}\n"
+                        f"rocommunity bench{i} 127.0.0.1\n"
+                        f"createUser {V3_USER} SHA \"{V3_AUTH}\" AES \"{V3_PRIV}\"\n"
+                        f"rouser {V3_USER} priv\n")
+        env = {**os.environ, "SNMP_PERSISTENT_DIR": str(d / "persist")}
+        procs.append(subprocess.Popen([snmpd, "-f", "-I", "-smux", "-Lf", str(d / "snmpd.log"), "-C", "-c", str(conf),
+                                       f"--persistentDir={d / 'persist'}"], env=env, preexec_fn=_die_with_parent,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    deadline = time.monotonic() + 30
+    for i in range(n):  # ready when it answers
+        while subprocess.run(["snmpget", "-v2c", f"-cbench{i}", "-t", "1", "-r", "0", f"127.0.0.1:{BASE_PORT + i}",
+                              "1.3.6.1.2.1.1.3.0"], capture_output=True).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"snmpd {i} did not answer: {(workdir / f'agent{i}' / 'snmpd.log').read_text()}")
+            time.sleep(0.2)
+    return procs
+
+
+# -- clients (inside) -----------------------------------------------------------------------------
+
+def columns():
+    from fabric_exporter.collectors.snmp_modules import IF_ALIAS, IF_MIB, IF_NAME
+
+    return [c.oid for t in IF_MIB.tables for c in t.columns] + [IF_NAME, IF_ALIAS]
+
+
+def credential(version: str, i: int) -> dict:
+    if version == "2c":
+        return {"type": "snmp", "version": "2c", "community": f"bench{i}"}
+    return {"type": "snmp", "version": "3", "username": V3_USER, "auth_protocol": "sha", "auth_password": V3_AUTH,
+            "priv_protocol": "aes128", "priv_password": V3_PRIV}
+
+
+def config(version: str, engine: str, agents: int):
+    from fabric_exporter.config import parse_config
+
+    creds, targets = {}, []
+    for i in range(agents):
+        creds[f"c{i}"] = credential(version, i)
+        targets.append({"name": f"a{i}", "fabric": "bench", "collector": "snmp_switch", "transport": "snmp",
+                        "credentials": f"c{i}", "hosts": [{"name": f"a{i}", "address": "127.0.0.1",
+                                                           "port": BASE_PORT + i}],
+                        "interval": "10m", "timeout": "9m",
+                        "options": {"modules": ["if_mib"], "max_repetitions": MAX_REPETITIONS, "snmp_timeout": "5s",
+                                    "snmp_retries": 2, "snmp_engine": engine, "max_concurrent_walks": 1}})
+    return parse_config({"credentials": creds, "targets": targets}, base_dir=Path("."))
+
+
+async def bench_sessions(version: str, engine: str, agents: int, concurrency: int, rounds: int) -> dict:
+    """The transport alone: each agent's 16 columns walked one after another, ``concurrency`` agents at once."""
+    from fabric_exporter.transport.factory import Transports
+
+    cfg = config(version, engine, agents)
+    transports = Transports()
+    sessions = [transports.snmp(g, g.hosts[0]) for g in cfg.targets]
+    cols = columns()
+    sem = asyncio.Semaphore(concurrency)
+
+    async def agent(s) -> int:
+        async with sem:
+            n = 0
+            for c in cols:
+                n += len(await s.walk(c))
+            return n
+
+    try:
+        await asyncio.gather(*(agent(s) for s in sessions))  # round 0: discovery, sockets, warm caches
+        t = {"varbinds": 0, "wall": 0.0, "cpu": 0.0}
+        for _ in range(rounds):
             cpu0, wall0 = time.process_time(), time.perf_counter()
-            states = await asyncio.gather(*(sched.poll(k, c) for k, c in collectors.items()))
-            totals["wall"] += time.perf_counter() - wall0
-            totals["cpu"] += time.process_time() - cpu0
-            totals["varbinds"] += sum(c.last_varbinds for c in collectors.values())
-            totals["failed"] += sum(1 for s in states if s.state != "ok")
-            for s in states:
-                if s.state != "ok":
-                    print(f"  fabric-exporter {s.key}: {s.state} {s.last_error}", file=sys.stderr)
+            t["varbinds"] += sum(await asyncio.gather(*(agent(s) for s in sessions)))
+            t["wall"] += time.perf_counter() - wall0
+            t["cpu"] += time.process_time() - cpu0
+        return t
     finally:
         await transports.close()
-    return totals
 
 
-# -- snmp_exporter ------------------------------------------------------------------------------
+async def bench_collector(version: str, engine: str, agents: int, concurrency: int, rounds: int) -> dict:
+    """The snmp_switch collector through the Scheduler, samples rendered into the store, as the daemon polls."""
+    from fabric_exporter.collectors import PollContext
+    from fabric_exporter.scheduler import Scheduler
+    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.transport.factory import Transports
 
-def snmp_exporter_config(names: list[str]) -> str:
-    """The module prometheus-snmp-generator would write for these columns, once per community."""
+    cfg = config(version, engine, agents)
+    transports = Transports()
+    store = SnapshotStore()
+    sched = Scheduler(transports, store)
+    sched.apply(cfg, start_tasks=False)
+    collectors = {key: cls(PollContext(g, h, transports)) for key, (g, h, cls) in sched.targets(cfg).items()}
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(key, c):
+        async with sem:
+            st = await sched.poll(key, c)
+            if st.state != "ok":
+                raise RuntimeError(f"{key}: {st.state} {st.last_error}")
+
+    try:
+        await asyncio.gather(*(one(k, c) for k, c in collectors.items()))
+        t = {"varbinds": 0, "wall": 0.0, "cpu": 0.0}
+        for _ in range(rounds):
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(one(k, c) for k, c in collectors.items()))
+            t["wall"] += time.perf_counter() - wall0
+            t["cpu"] += time.process_time() - cpu0
+            t["varbinds"] += sum(c.last_varbinds for c in collectors.values())
+        return t
+    finally:
+        await transports.close()
+
+
+def snmp_exporter_modules(version: str, agents: int) -> str:
+    from fabric_exporter.collectors.snmp_modules import IF_ALIAS, IF_MIB, IF_NAME
+    from fabric_exporter.transport.snmp import format_oid
+
     lookups = [{"labels": ["ifIndex"], "labelname": "ifName", "oid": format_oid(IF_NAME), "type": "DisplayString"},
                {"labels": ["ifIndex"], "labelname": "ifAlias", "oid": format_oid(IF_ALIAS), "type": "DisplayString"}]
-    metrics = []
-    for table in IF_MIB.tables:
-        for col in table.columns:
-            metrics.append({"name": col.object, "oid": format_oid(col.oid),
-                            "type": "gauge" if col.object in ("ifOperStatus", "ifHighSpeed") else "counter",
-                            "help": col.object, "indexes": [{"labelname": "ifIndex", "type": "gauge"}],
-                            "lookups": lookups})
-    walk = [format_oid(c) for c in COLUMNS]
-    modules = {name: {"walk": walk, "metrics": metrics, "version": 2, "max_repetitions": MAX_REPETITIONS,
-                      "retries": 2, "timeout": "5s", "auth": {"community": name}} for name in names}
+    metrics = [{"name": col.object, "oid": format_oid(col.oid), "help": col.object,
+                "type": "gauge" if col.object in ("ifOperStatus", "ifHighSpeed") else "counter",
+                "indexes": [{"labelname": "ifIndex", "type": "gauge"}], "lookups": lookups}
+               for table in IF_MIB.tables for col in table.columns]
+    modules = {}
+    for i in range(agents):
+        if version == "2c":
+            auth = {"community": f"bench{i}"}
+        else:
+            auth = {"security_level": "authPriv", "username": V3_USER, "password": V3_AUTH, "auth_protocol": "SHA",
+                    "priv_protocol": "AES", "priv_password": V3_PRIV}
+        modules[f"m{i}"] = {"walk": [format_oid(c) for c in columns()], "metrics": metrics,
+                            "version": 2 if version == "2c" else 3, "max_repetitions": MAX_REPETITIONS,
+                            "retries": 2, "timeout": "5s", "auth": auth}
     return json.dumps(modules)  # JSON is YAML
 
 
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+async def bench_snmp_exporter(version: str, agents: int, concurrency: int, rounds: int, workdir: Path) -> dict | None:
+    from cputime import process_cpu
 
-
-async def run_snmp_exporter(port: int, names: list[str], rounds: int, workdir: Path) -> dict | None:
     exe = shutil.which("prometheus-snmp-exporter")
     if not exe:
         return None
-    conf = workdir / "snmp.yml"
-    conf.write_text(snmp_exporter_config(names))
-    http_port = free_tcp_port()
+    conf = workdir / f"snmp-{version}.yml"
+    conf.write_text(snmp_exporter_modules(version, agents))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
     proc = subprocess.Popen([exe, f"--config.file={conf}", f"--web.listen-address=127.0.0.1:{http_port}",
                              "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -151,30 +240,30 @@ async def run_snmp_exporter(port: int, names: list[str], rounds: int, workdir: P
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"snmp_exporter did not start: {proc.stderr.read().decode()[-1000:]}")
                 time.sleep(0.1)
-        sem = asyncio.Semaphore(64)
-        pdus_re = re.compile(rb"^snmp_scrape_pdus_returned (\S+)$", re.M)
-        totals = {"varbinds": 0, "wall": 0.0, "cpu": 0.0, "failed": 0}
+        sem = asyncio.Semaphore(concurrency)
 
-        def scrape(name: str) -> bytes:
-            url = f"http://127.0.0.1:{http_port}/snmp?target=127.0.0.1:{port}&module={name}"
-            return urllib.request.urlopen(url, timeout=60).read()
+        def scrape(i: int) -> int:
+            url = f"http://127.0.0.1:{http_port}/snmp?target=127.0.0.1:{BASE_PORT + i}&module=m{i}"
+            body = urllib.request.urlopen(url, timeout=120).read()
+            for line in body.splitlines():
+                if line.startswith(b"snmp_scrape_pdus_returned "):
+                    if b"ifHCInOctets{" not in body:
+                        raise RuntimeError(f"snmp_exporter scrape of agent {i} has no data")
+                    return int(float(line.split()[1]))
+            raise RuntimeError(f"snmp_exporter scrape of agent {i} failed")
 
-        async def one(name: str) -> int:
+        async def one(i: int) -> int:
             async with sem:
-                body = await asyncio.to_thread(scrape, name)
-            m = pdus_re.search(body)
-            if not m or b"ifHCInOctets{" not in body:
-                totals["failed"] += 1
-                return 0
-            return int(float(m.group(1)))
+                return await asyncio.to_thread(scrape, i)
 
+        await asyncio.gather(*(one(i) for i in range(agents)))
+        t = {"varbinds": 0, "wall": 0.0, "cpu": 0.0}
         for _ in range(rounds):
-            cpu0, wall0 = proc_cpu(proc.pid), time.perf_counter()
-            counts = await asyncio.gather(*(one(n) for n in names))
-            totals["wall"] += time.perf_counter() - wall0
-            totals["cpu"] += proc_cpu(proc.pid) - cpu0
-            totals["varbinds"] += sum(counts)
-        return totals
+            cpu0, wall0 = process_cpu(proc.pid), time.perf_counter()
+            t["varbinds"] += sum(await asyncio.gather(*(one(i) for i in range(agents))))
+            t["wall"] += time.perf_counter() - wall0
+            t["cpu"] += process_cpu(proc.pid) - cpu0
+        return t
     finally:
         proc.terminate()
         try:
@@ -184,94 +273,99 @@ async def run_snmp_exporter(port: int, names: list[str], rounds: int, workdir: P
             proc.wait()
 
 
-# -- snmpbulkwalk -------------------------------------------------------------------------------
+async def bench_snmpbulkwalk(version: str, agents: int, concurrency: int, rounds: int) -> dict | None:
+    from cputime import children_cpu
 
-async def run_snmpbulkwalk(port: int, names: list[str], rounds: int) -> dict | None:
     exe = shutil.which("snmpbulkwalk")
     if not exe:
         return None
-    sem = asyncio.Semaphore(16)
-    totals = {"varbinds": 0, "wall": 0.0, "cpu": 0.0, "failed": 0}
+    cols = columns()
+    roots = sorted({".".join(map(str, c[:-1])) for c in cols})  # ifEntry, ifXEntry
+    sem = asyncio.Semaphore(concurrency)
 
-    async def walk(name: str, cols: list[tuple[int, ...]]) -> int:
-        # net-snmp walks one subtree per invocation: one process per table entry (a process per
-        # column would mostly measure process start-up). The entry also holds ifIndex/ifDescr:
-        # every varbind fetched is counted, so CPU per varbind stays comparable.
-        root = format_oid(cols[0][:-1])
+    async def walk(i: int, root: str) -> int:
+        auth = (["-v2c", f"-cbench{i}"] if version == "2c" else
+                ["-v3", "-l", "authPriv", "-u", V3_USER, "-a", "SHA", "-A", V3_AUTH, "-x", "AES", "-X", V3_PRIV])
         async with sem:
             proc = await asyncio.create_subprocess_exec(
-                exe, "-v2c", "-c", name, "-On", "-Oq", f"-Cr{MAX_REPETITIONS}", "-t", "5", "-r", "2",
-                f"127.0.0.1:{port}", root, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            out, _ = await proc.communicate()
+                exe, *auth, "-On", "-Oq", f"-Cr{MAX_REPETITIONS}", "-t", "5", "-r", "2",
+                f"127.0.0.1:{BASE_PORT + i}", root, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await proc.communicate()
         if proc.returncode != 0:
-            totals["failed"] += 1
-        return len(out.decode().splitlines())
+            raise RuntimeError(f"snmpbulkwalk: {err.decode()[-300:]}")
+        return len(out.splitlines())  # every varbind fetched (the entries also hold columns we skip)
 
+    t = {"varbinds": 0, "wall": 0.0, "cpu": 0.0}
     for _ in range(rounds):
-        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        wall0 = time.perf_counter()
-        results = await asyncio.gather(*(walk(n, cols) for n in names for cols in (IFTABLE_COLS, IFXTABLE_COLS)))
-        totals["wall"] += time.perf_counter() - wall0
-        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        totals["cpu"] += (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-        totals["varbinds"] += sum(results)
-    return totals
+        cpu0, wall0 = children_cpu(), time.perf_counter()
+        t["varbinds"] += sum(await asyncio.gather(*(walk(i, r) for i in range(agents) for r in roots)))
+        t["wall"] += time.perf_counter() - wall0
+        t["cpu"] += children_cpu() - cpu0
+    return t
 
-
-# -- main ---------------------------------------------------------------------------------------
 
 def row(tool: str, t: dict | None, ref: dict | None) -> str:
     if t is None:
-        return f"| {tool} | not installed | | | | | |"
-    vbs = t["varbinds"]
-    rate = vbs / t["wall"] if t["wall"] else 0.0
-    cpu10k = t["cpu"] / vbs * 10_000 if vbs else float("nan")
-    if ref is not None and ref["varbinds"] and vbs:
-        ref_rate = ref["varbinds"] / ref["wall"]
-        ref_cpu10k = ref["cpu"] / ref["varbinds"] * 10_000
-        ratios = f"{rate / ref_rate:.2f} | {cpu10k / ref_cpu10k:.2f}"
-    else:
-        ratios = "- | -"
-    return (f"| {tool} | {vbs} | {t['wall']:.2f} | {rate:,.0f} | {cpu10k:.3f} | {ratios} |"
-            + (f" ({t['failed']} failed)" if t["failed"] else ""))
+        return f"| {tool} | not installed | | | | |"
+    us = t["cpu"] / t["varbinds"] * 1e6 if t["varbinds"] else float("nan")
+    ratio = ""
+    if ref and ref["varbinds"] and ref["cpu"]:
+        ratio = f"{us / (ref['cpu'] / ref['varbinds'] * 1e6):.2f}"
+    return f"| {tool} | {t['varbinds']} | {t['wall']:.2f} | {t['varbinds'] / t['wall']:,.0f} | {us:.1f} | {ratio} |"
 
 
-async def bench(n: int, rounds: int, tools: set[str]) -> list[str]:
-    ref = None
-    names = switch_names(n)
-    switches = [SimulatedSwitch(name, "ieee", ports=64, seed=i + 1) for i, name in enumerate(names)]
+async def inside(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-snmp-"))
-    sim = SnmpSim(switches, workdir=work / "sim")
-    t0 = time.perf_counter()
-    sim.start(timeout=120 + n)
-    # snmpsim indexes each data file on first use: touch every community once before timing
-    await run_fabric_exporter(sim.port, names, 0, work)
-    print(f"N={n}: snmpsim up and warmed in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    procs = start_agents(args.agents, work)
     try:
-        ours = ref = await run_fabric_exporter(sim.port, names, rounds, work) if "fabric" in tools else None
-        exp = await run_snmp_exporter(sim.port, names, rounds, work) if "snmp_exporter" in tools else None
-        walk = await run_snmpbulkwalk(sim.port, names, rounds) if "snmpbulkwalk" in tools else None
+        n_if = len(os.listdir("/sys/class/net"))
+        print(f"# SNMP bench: {args.agents} net-snmp agents x {n_if} interfaces (private netns), "
+              f"{args.rounds} round(s), max-repetitions {MAX_REPETITIONS}, {os.cpu_count()} CPUs, "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n", flush=True)
+        for version in args.versions:
+            for conc in args.concurrency:
+                results = {}
+                results["snmp_exporter 0.21"] = await bench_snmp_exporter(version, args.agents, conc, args.rounds, work)
+                results["snmpbulkwalk"] = await bench_snmpbulkwalk(version, args.agents, conc, args.rounds)
+                # the fast path serves v2c; SNMPv3 goes through pysnmp whatever snmp_engine says
+                for engine in (args.engines if version == "2c" else ["pysnmp"]):
+                    results[f"fabric-exporter {engine} (transport)"] = await bench_sessions(
+                        version, engine, args.agents, conc, args.rounds)
+                    results[f"fabric-exporter {engine} (poll + render)"] = await bench_collector(
+                        version, engine, args.agents, conc, args.rounds)
+                ref = results["snmp_exporter 0.21"]
+                label = "v2c" if version == "2c" else "v3 authPriv (SHA/AES128)"
+                print(f"### {label}, {conc} agent(s) at once\n")
+                print("| tool | varbinds | wall s | varbinds/s | CPU us per varbind | CPU ratio vs snmp_exporter |")
+                print("|---|---|---|---|---|---|")
+                for tool, t in results.items():
+                    print(row(tool, t, ref))
+                print(flush=True)
     finally:
-        sim.stop()
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
         shutil.rmtree(work, ignore_errors=True)
-    lines = [f"### N = {n} switches x 64 ports, {rounds} round(s), max-repetitions {MAX_REPETITIONS}", "",
-             "| tool | varbinds | wall s | varbinds/s | CPU s per 10k varbinds | rate ratio | CPU ratio |",
-             "|---|---|---|---|---|---|---|",
-             row("fabric-exporter (pysnmp 7)", ours, ref), row("snmp_exporter 0.21", exp, ref),
-             row("snmpbulkwalk (net-snmp)", walk, ref), ""]
-    return lines
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--switches", type=int, nargs="+", default=[10, 50, 200])
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--tools", nargs="+", default=["fabric", "snmp_exporter", "snmpbulkwalk"])
+    ap.add_argument("--agents", type=int, default=8)
+    ap.add_argument("--veth-pairs", type=int, default=128, help="interfaces = 2 x pairs + lo")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--versions", nargs="+", default=["2c", "3"], choices=["2c", "3"])
+    ap.add_argument("--engines", nargs="+", default=["fast", "pysnmp"], choices=["fast", "pysnmp"])
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    print(f"# SNMP bench ({os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M:%S')})\n")
-    for n in args.switches:
-        for line in asyncio.run(bench(n, args.rounds, set(args.tools))):
-            print(line, flush=True)
+    if args.inside:
+        asyncio.run(inside(args))
+    else:
+        sys.exit(run_in_namespace(args))
 
 
 if __name__ == "__main__":

@@ -569,12 +569,31 @@ def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credenti
                 chk.err(path, "priv_protocol needs priv_password_file (or priv_password: env:VAR)")
             if priv_proto and not auth_proto:
                 chk.err(path, "privacy without authentication is not allowed by SNMPv3")
+            for key, secret in (("auth_password", auth_pw), ("priv_password", priv_pw)):
+                _check_v3_key_length(chk, f"{path}.{key}", secret)
             return SNMPCredential(name=name, version="3", username=username, auth_protocol=auth_proto,
                                   auth_password=auth_pw, priv_protocol=priv_proto, priv_password=priv_pw,
                                   context=cred.context)
         return None
     chk.err(f"{path}.type", f"must be ssh or snmp, got {ctype!r}")
     return None
+
+
+#: RFC 3414 section 11.2: SNMPv3 passwords are at least 8 octets (agents and pysnmp refuse shorter)
+SNMPV3_MIN_KEY_LENGTH = 8
+
+
+def _check_v3_key_length(chk: Any, path: str, secret: Secret | None) -> None:
+    """Refuse a short SNMPv3 password at check-config, saying where it is but never what it is."""
+    if secret is None or (secret.kind != "inline" and not CHECK_FILES.get()):
+        return
+    try:
+        value = secret.read()
+    except (OSError, ValueError, UnicodeDecodeError):
+        return  # a missing file or unset variable is reported elsewhere, or at run time
+    if len(value.encode()) < SNMPV3_MIN_KEY_LENGTH:
+        chk.err(path, f"SNMPv3 passwords need at least {SNMPV3_MIN_KEY_LENGTH} characters (RFC 3414); "
+                      f"the one in {secret.describe()} has {len(value.encode())}")
 
 
 def load_config(path: str | os.PathLike, *, options_parsers: dict[str, Any] | None = None,

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from ..errors import AuthError, PollError
 from ..samples import PollResult, Sample
-from ..transport.snmp import COUNTER32, STRING, Varbind
+from ..transport.snmp import COUNTER32, DEFAULT_ENGINE, ENGINES, STRING, Varbind
 from .base import Collector, ErrorSink
 from .options import OptionReader
 from .snmp_modules import (
@@ -57,6 +57,8 @@ class SnmpSwitchOptions:
     interface_include: re.Pattern | None = None
     interface_exclude: re.Pattern | None = None
     oper_up_only: bool = False
+    #: "fast" (SNMPv2c without pysnmp per request) or "pysnmp" (pysnmp for every request)
+    snmp_engine: str = DEFAULT_ENGINE
 
 
 @dataclass
@@ -89,6 +91,7 @@ class SnmpSwitchCollector(Collector):
             interface_include=r.regex("interface_include"),
             interface_exclude=r.regex("interface_exclude"),
             oper_up_only=r.boolean("oper_up_only", False),
+            snmp_engine=r.string("snmp_engine", DEFAULT_ENGINE, choices=ENGINES) or DEFAULT_ENGINE,
         )
         r.done()
         if not opts.modules:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,13 +37,28 @@ from pysnmp.hlapi.v3arch.asyncio import (
     usmNoPrivProtocol,
 )
 from pysnmp.proto import errind, rfc1902, rfc1905
+from pysnmp.proto.mpmod.rfc3412 import SnmpV3MessageProcessingModel
+from pysnmp.proto.secmod.rfc3414.service import SnmpUSMSecurityModel
 from pysnmp.smi.rfc1902 import ObjectIdentity, ObjectType
 
-from ..config import Host, SNMPCredential, TargetGroup
+from ..config import SNMPV3_MIN_KEY_LENGTH, Host, SNMPCredential, TargetGroup
 from ..errors import AuthError, ConnectError, PollError, PollTimeout
 # Value kinds a varbind is reduced to (pyasn1 objects are expensive to keep around): one record type
 # for both paths, defined beside the fast path's decoder.
-from .snmp_ber import COUNTER32, COUNTER64, GAUGE, INTEGER, OTHER, STRING, TIMETICKS, Varbind
+from .snmp_ber import (
+    COUNTER32,
+    COUNTER64,
+    END_OF_MIB_VIEW,
+    GAUGE,
+    INTEGER,
+    NO_SUCH_INSTANCE,
+    NO_SUCH_OBJECT,
+    OTHER,
+    STRING,
+    TIMETICKS,
+    Varbind,
+)
+from .snmp_session import MAX_WALK_VARBINDS, SnmpSessionBase, format_oid, parse_oid
 
 log = logging.getLogger("fabric_exporter.snmp")
 
@@ -50,8 +66,6 @@ DEFAULT_PORT = 161
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_RETRIES = 2
 DEFAULT_MAX_REPETITIONS = 25
-#: a walk longer than this is a looping or misbehaving agent, not a table
-MAX_WALK_VARBINDS = 2_000_000
 
 _AUTH = {"md5": usmHMACMD5AuthProtocol, "sha": usmHMACSHAAuthProtocol,
          "sha256": usmHMAC192SHA256AuthProtocol, "sha512": usmHMAC384SHA512AuthProtocol}
@@ -84,16 +98,14 @@ def _convert(name: Any, value: Any) -> Varbind:
     return Varbind(oid, OTHER, value.prettyPrint())
 
 
-def _is_exception(value: Any) -> bool:
-    return isinstance(value, (rfc1905.NoSuchObject, rfc1905.NoSuchInstance, rfc1905.EndOfMibView))
+_EXCEPTION_KINDS = {rfc1905.NoSuchObject: NO_SUCH_OBJECT, rfc1905.NoSuchInstance: NO_SUCH_INSTANCE,
+                    rfc1905.EndOfMibView: END_OF_MIB_VIEW}
 
 
-def format_oid(oid: tuple[int, ...]) -> str:
-    return ".".join(map(str, oid))
-
-
-def parse_oid(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.strip(".").split("."))
+def _convert_any(name: Any, value: Any) -> Varbind:
+    """A pysnmp varbind, SNMPv2 exceptions included (as the fast path's decoder reports them)."""
+    kind = _EXCEPTION_KINDS.get(type(value))
+    return Varbind(tuple(name), kind, None) if kind else _convert(name, value)
 
 
 @dataclass
@@ -106,9 +118,12 @@ class _SnmpState:
     loop: asyncio.AbstractEventLoop
     engines: dict[str, SnmpEngine] = field(default_factory=dict)
     v3_users: dict[str, str] = field(default_factory=dict)  # user name -> credential that owns it
+    #: the fast path's bound on requests in flight per agent (address, port), shared by its sessions
+    agent_limits: dict[tuple[str, int], asyncio.Semaphore] = field(default_factory=dict)
+    fast_sessions: weakref.WeakSet = field(default_factory=weakref.WeakSet)
 
 
-def _engine_for(transports: Any, cred: SNMPCredential | None = None) -> SnmpEngine:
+def _state_for(transports: Any) -> _SnmpState:
     loop = asyncio.get_running_loop()
     state: _SnmpState | None = transports._snmp_state
     if state is None or state.loop is not loop:
@@ -117,6 +132,11 @@ def _engine_for(transports: Any, cred: SNMPCredential | None = None) -> SnmpEngi
                 _close_engine(engine)
         state = _SnmpState(loop)
         transports._snmp_state = state
+    return state
+
+
+def _engine_for(transports: Any, cred: SNMPCredential | None = None) -> SnmpEngine:
+    state = _state_for(transports)
     key = ""
     if cred is not None and cred.version == "3" and cred.username:
         owner = state.v3_users.setdefault(cred.username, cred.name)
@@ -140,7 +160,24 @@ async def close_state(state: _SnmpState) -> None:
     for engine in state.engines.values():
         _close_engine(engine)
     state.engines.clear()
+    for session in list(state.fast_sessions):
+        session.close()
     await asyncio.sleep(0)
+
+
+def _community(cred: SNMPCredential) -> bytes:
+    try:
+        if cred.community is None:
+            raise AuthError(f"credential {cred.name}: no community")
+        return cred.community.read().encode()
+    except (OSError, ValueError) as e:  # unreadable secret file, unset env var
+        raise _read_secret_error(cred, e) from None
+
+
+def _read_secret_error(cred: SNMPCredential, e: Exception) -> AuthError:
+    # OSError names the file, our ValueError the variable; a decode error would quote the secret's bytes
+    detail = "not valid UTF-8" if isinstance(e, UnicodeDecodeError) else str(e)
+    return AuthError(f"credential {cred.name}: cannot read secret: {detail}")
 
 
 def _auth_data(cred: SNMPCredential) -> CommunityData | UsmUserData:
@@ -151,35 +188,58 @@ def _auth_data(cred: SNMPCredential) -> CommunityData | UsmUserData:
             return CommunityData(cred.community.read(), mpModel=1)
         auth_proto = _AUTH[cred.auth_protocol] if cred.auth_protocol else usmNoAuthProtocol
         priv_proto = _PRIV[cred.priv_protocol] if cred.priv_protocol else usmNoPrivProtocol
-        return UsmUserData(
-            cred.username or "",
-            authKey=cred.auth_password.read() if cred.auth_password else None,
-            privKey=cred.priv_password.read() if cred.priv_password else None,
-            authProtocol=auth_proto,
-            privProtocol=priv_proto,
-        )
+        keys = {}
+        for name, secret in (("authKey", cred.auth_password), ("privKey", cred.priv_password)):
+            keys[name] = secret.read() if secret else None
+            # pysnmp would refuse it deep in its MIB code, with the key in the exception text
+            if keys[name] is not None and len(keys[name].encode()) < SNMPV3_MIN_KEY_LENGTH:
+                raise AuthError(f"credential {cred.name}: the {'auth' if name == 'authKey' else 'priv'}_password "
+                                f"is shorter than {SNMPV3_MIN_KEY_LENGTH} characters (RFC 3414)")
+        return UsmUserData(cred.username or "", authProtocol=auth_proto, privProtocol=priv_proto, **keys)
     except (OSError, ValueError) as e:  # unreadable secret file, unset env var
-        raise AuthError(f"credential {cred.name}: cannot read secret: {e}") from None
+        raise _read_secret_error(cred, e) from None
 
 
-class SnmpSession:
-    """Requests to one agent. Every method raises PollTimeout, AuthError, ConnectError or PollError."""
+def secret_values(cred: SNMPCredential) -> list[str]:
+    """The credential's secrets as text, to scrub from any message that might quote them."""
+    out = []
+    for secret in (cred.community, cred.auth_password, cred.priv_password):
+        if secret is not None:
+            try:
+                out.append(secret.read())
+            except (OSError, ValueError):
+                pass
+    return [v for v in out if v]
+
+
+class SnmpSession(SnmpSessionBase):
+    """Requests to one agent through pysnmp (SNMPv3, and v2c where ``snmp_engine: pysnmp`` asks for it).
+
+    SNMPv3: pysnmp caches the agent's engine ID (300 s) and its boots/time, and by RFC 3414 it will
+    not move that clock backwards. An agent restarted with a new engine ID (or with its clock reset
+    while keeping the ID) then ignores or refuses every request until the cache expires -- minutes
+    without data. So a report of ``unknownEngineID``/``notInTimeWindow``, or a timeout from an agent
+    we had discovered, makes the session forget what it knew about the agent and try once more,
+    which rediscovers it. A wrong password then shows as what it is (``auth``), not as a timeout.
+    """
 
     def __init__(self, engine: SnmpEngine, auth: CommunityData | UsmUserData, address: str, port: int,
-                 *, timeout: float, retries: int, max_repetitions: int, context: str = ""):
+                 *, timeout: float, retries: int, max_repetitions: int, context: str = "",
+                 secrets: list[str] | tuple[str, ...] = ()):
+        super().__init__(f"snmp://{address}:{port}", timeout=timeout, retries=retries,
+                         max_repetitions=max_repetitions)
         self.engine = engine
         self.auth = auth
         self.address = address
         self.port = port
-        self.timeout = timeout
-        self.retries = retries
-        self.max_repetitions = max_repetitions
         self.context = ContextData(contextName=context) if context else ContextData()
-        self.description = f"snmp://{address}:{port}"
         self._target: UdpTransportTarget | None = None
-        #: PDUs sent and varbinds received by this session (for benchmarks and debugging)
-        self.requests = 0
-        self.varbinds = 0
+        self._v3 = isinstance(auth, UsmUserData)
+        self._secrets = tuple(sorted((v for v in secrets if v), key=len, reverse=True))
+        #: times this session forgot the agent's engine and rediscovered it
+        self.rediscoveries = 0
+        if isinstance(auth, CommunityData):
+            self.timeout_hint = " (SNMPv2c agents also stay silent on a wrong community)"
 
     async def _get_target(self) -> UdpTransportTarget:
         if self._target is None:
@@ -187,91 +247,95 @@ class SnmpSession:
                 self._target = await UdpTransportTarget.create((self.address, self.port), timeout=self.timeout,
                                                                retries=self.retries)
             except Exception as e:  # pysnmp raises PySnmpError for unresolvable names
-                raise ConnectError(f"{self.description}: cannot resolve address: {e}") from None
+                raise ConnectError(self._redact(f"{self.description}: cannot resolve address: {e}")) from None
         return self._target
+
+    def _redact(self, text: str) -> str:
+        for value in self._secrets:
+            text = text.replace(value, "<secret>")
+        return text
 
     def _raise_for(self, what: str, error_indication: Any, error_status: Any, error_index: Any) -> None:
         if error_indication:
             if isinstance(error_indication, errind.RequestTimedOut):
-                tries = self.retries + 1
-                hint = " (SNMPv2c agents also stay silent on a wrong community)" if isinstance(
-                    self.auth, CommunityData) else ""
-                raise PollTimeout(f"{self.description}: {what}: no response after {tries} "
-                                  f"request{'s' if tries > 1 else ''} of {self.timeout:g}s{hint}")
+                raise self.timeout_error(what)
             if isinstance(error_indication, _AUTH_FAILURES):
                 raise AuthError(f"{self.description}: {what}: SNMPv3 refused: {error_indication} "
                                 f"({type(error_indication).__name__})")
             raise ConnectError(f"{self.description}: {what}: {error_indication}")
         if error_status:
-            raise PollError(f"{self.description}: {what}: agent error {error_status.prettyPrint()} "
-                            f"at varbind {int(error_index)}", reason="partial")
+            raise self.status_error(what, int(error_status), int(error_index))
 
-    async def get(self, oids: list[tuple[int, ...]]) -> dict[tuple[int, ...], Varbind | None]:
-        """GET scalars; a missing object maps to None."""
+    def _forget_agent(self) -> bool:
+        """Drop pysnmp's cached engine ID and clock of this agent; True if there was any."""
+        if self._target is None:
+            return False
+        peer = tuple(self._target.transport_address)[:2]
+        mp = self.engine.message_processing_subsystems.get(SnmpV3MessageProcessingModel.MESSAGE_PROCESSING_MODEL_ID)
+        usm = self.engine.security_models.get(SnmpUSMSecurityModel.SECURITY_MODEL_ID)
+        cache = getattr(mp, "_SnmpV3MessageProcessingModel__engineIdCache", None)
+        expiry = getattr(mp, "_SnmpV3MessageProcessingModel__engineIdCacheExpQueue", None)
+        timeline = getattr(usm, "_SnmpUSMSecurityModel__timeline", None)
+        if cache is None or expiry is None or timeline is None:  # a pysnmp whose internals moved
+            return False
+        forgotten = [k for k in cache if tuple(k[1])[:2] == peer]
+        for key in forgotten:
+            timeline.pop(cache.pop(key)["securityEngineId"], None)
+            for keys in expiry.values():  # pysnmp's expiry would otherwise delete the entry again
+                while key in keys:
+                    keys.remove(key)
+        return bool(forgotten)
+
+    def _engine_is_stale(self, error_indication: Any) -> bool:
+        if not self._v3 or not error_indication:
+            return False
+        if isinstance(error_indication, (errind.UnknownEngineID, errind.NotInTimeWindow)):
+            self._forget_agent()
+            return True
+        return isinstance(error_indication, errind.RequestTimedOut) and self._forget_agent()
+
+    async def _call(self, what: str, request: Any) -> list[Varbind]:
+        """Run a pysnmp request (a coroutine factory); rediscover once if the agent's engine looks stale."""
+        for attempt in (1, 2):
+            try:
+                ei, es, ex, vbs = await request()
+            except PollError:
+                raise
+            except Exception as e:  # pysnmp failing inside: its text (and traceback) may quote a key
+                raise PollError(f"{self.description}: {what}: pysnmp failed: {type(e).__name__}") from None
+            if attempt == 1 and self._engine_is_stale(ei):
+                self.rediscoveries += 1
+                log.info("SNMPv3 agent %s: %s; rediscovering its engine", self.description,
+                         type(ei).__name__)
+                continue
+            break
+        try:
+            self._raise_for(what, ei, es, ex)
+        except PollError as e:
+            e.args = (self._redact(str(e.args[0])),)
+            raise
+        return [_convert_any(name, value) for name, value in vbs]
+
+    async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
         target = await self._get_target()
-        self.requests += 1
-        ei, es, ex, vbs = await get_cmd(self.engine, self.auth, target, self.context,
-                                        *[ObjectType(ObjectIdentity(format_oid(o))) for o in oids],
-                                        lookupMib=False)
-        self._raise_for("get", ei, es, ex)
-        out: dict[tuple[int, ...], Varbind | None] = {}
-        for name, value in vbs:
-            self.varbinds += 1
-            oid = tuple(name)
-            out[oid] = None if _is_exception(value) else _convert(name, value)
-        return out
+        objects = [ObjectType(ObjectIdentity(format_oid(o))) for o in oids]
+        return await self._call(what, lambda: get_cmd(self.engine, self.auth, target, self.context, *objects,
+                                                      lookupMib=False))
 
-    async def walk(self, root: tuple[int, ...], *, max_repetitions: int | None = None,
-                   expected_rows: int | None = None) -> list[Varbind]:
-        """Every varbind under ``root``, in OID order, fetched with GETBULK. Complete or an exception.
-
-        ``expected_rows`` (the row count of the previous walk) spreads the rows evenly over the
-        fewest pages: 64 rows at max-repetitions 25 are fetched as 3 x 22 rather than 3 x 25, since
-        every varbind past the subtree costs as much to decode as a useful one.
-        """
+    async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
         target = await self._get_target()
-        reps = max_repetitions or self.max_repetitions
-        if expected_rows:
-            wanted = expected_rows + 1  # one past the end shows where the subtree ends
-            pages = -(-wanted // reps)
-            reps = -(-wanted // pages)
-        n = len(root)
-        out: list[Varbind] = []
-        current = root
-        what = f"walk {format_oid(root)}"
-        while True:
-            self.requests += 1
-            ei, es, ex, vbs = await bulk_cmd(self.engine, self.auth, target, self.context, 0, reps,
-                                             ObjectType(ObjectIdentity(format_oid(current))), lookupMib=False)
-            if ei or es:
-                got = f" after {len(out)} varbinds" if out else ""
-                try:
-                    self._raise_for(what + got, ei, es, ex)
-                except PollError as e:
-                    if out:  # the table was cut off: say so, never hand back the first part as all of it
-                        e.args = (f"{e.args[0]} (table incomplete)",)
-                    raise
-            if not vbs:
-                raise PollError(f"{self.description}: {what}: empty GETBULK response", reason="partial")
-            for name, value in vbs:
-                oid = tuple(name)
-                if oid[:n] != root or isinstance(value, rfc1905.EndOfMibView):
-                    return out
-                if _is_exception(value):
-                    continue
-                if oid <= current:
-                    raise PollError(f"{self.description}: {what}: agent returned non-increasing OID "
-                                    f"{format_oid(oid)} after {format_oid(current)} (table incomplete)",
-                                    reason="partial")
-                current = oid
-                out.append(_convert(name, value))
-                self.varbinds += 1
-            if len(out) > MAX_WALK_VARBINDS:
-                raise PollError(f"{self.description}: {what}: more than {MAX_WALK_VARBINDS} varbinds; "
-                                f"stopping (agent loop?)", reason="partial")
+        obj = ObjectType(ObjectIdentity(format_oid(oid)))
+        return await self._call(what, lambda: bulk_cmd(self.engine, self.auth, target, self.context, 0,
+                                                       max_repetitions, obj, lookupMib=False))
 
 
-def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSession:
+#: ``snmp_engine`` option values: "fast" serves SNMPv2c with snmp_fast (SNMPv3 stays on pysnmp);
+#: "pysnmp" forces pysnmp for every request, for agents the fast path cannot serve
+ENGINES = ("fast", "pysnmp")
+DEFAULT_ENGINE = "fast"
+
+
+def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSessionBase:
     """A session for ``host`` of ``group``: credentials from the group, timing from its options."""
     cred = group.credentials
     if not isinstance(cred, SNMPCredential):
@@ -280,9 +344,23 @@ def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSession
     timeout = float(getattr(opts, "snmp_timeout", None) or DEFAULT_TIMEOUT)
     retries = int(getattr(opts, "snmp_retries", DEFAULT_RETRIES))
     reps = int(getattr(opts, "max_repetitions", None) or DEFAULT_MAX_REPETITIONS)
-    return SnmpSession(_engine_for(transports, cred), _auth_data(cred), host.address, host.port or DEFAULT_PORT,
-                       timeout=timeout, retries=retries, max_repetitions=reps, context=cred.context)
+    engine = getattr(opts, "snmp_engine", None) or DEFAULT_ENGINE
+    port = host.port or DEFAULT_PORT
+    if cred.version == "2c" and engine == "fast":
+        from .snmp_fast import MAX_IN_FLIGHT_PER_AGENT, FastSession
+
+        state = _state_for(transports)
+        limiter = state.agent_limits.get((host.address, port))
+        if limiter is None:
+            limiter = state.agent_limits[(host.address, port)] = asyncio.Semaphore(MAX_IN_FLIGHT_PER_AGENT)
+        session = FastSession(_community(cred), host.address, port, timeout=timeout, retries=retries, max_repetitions=reps,
+                              limiter=limiter)
+        state.fast_sessions.add(session)
+        return session
+    return SnmpSession(_engine_for(transports, cred), _auth_data(cred), host.address, port,
+                       timeout=timeout, retries=retries, max_repetitions=reps, context=cred.context,
+                       secrets=secret_values(cred))
 
 
-__all__ = ["SnmpSession", "Varbind", "open_session", "close_state", "format_oid", "parse_oid",
+__all__ = ["SnmpSession", "SnmpSessionBase", "MAX_WALK_VARBINDS", "ENGINES", "Varbind", "open_session", "close_state", "format_oid", "parse_oid",
            "COUNTER32", "COUNTER64", "GAUGE", "INTEGER", "TIMETICKS", "STRING", "OTHER"]

@@ -1,0 +1,138 @@
+"""What every SNMP session does whatever moves its PDUs: GET scalars, and GETBULK walks that stop at
+the subtree's end, refuse non-increasing OIDs, bound their length and shrink max-repetitions when the
+agent answers tooBig. Subclasses (pysnmp in snmp.py, the plain UDP client in snmp_fast.py) implement
+one request each and raise a PollError subclass on every failure, so a walk that stops half-way is
+never returned as if it were the whole table.
+"""
+
+from __future__ import annotations
+
+from ..errors import PollError, PollTimeout
+from .snmp_ber import END_OF_MIB_VIEW, EXCEPTIONS, Varbind
+
+#: a walk longer than this is a looping or misbehaving agent, not a table
+MAX_WALK_VARBINDS = 2_000_000
+
+#: RFC 3416 error-status names, by value
+ERROR_STATUS = ("noError", "tooBig", "noSuchName", "badValue", "readOnly", "genErr", "noAccess", "wrongType",
+                "wrongLength", "wrongEncoding", "wrongValue", "noCreation", "inconsistentValue",
+                "resourceUnavailable", "commitFailed", "undoFailed", "authorizationError", "notWritable",
+                "inconsistentName")
+TOO_BIG = 1
+
+
+def format_oid(oid: tuple[int, ...]) -> str:
+    return ".".join(map(str, oid))
+
+
+def parse_oid(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.strip(".").split("."))
+
+
+class TooBig(PollError):
+    """The agent answered tooBig: the response would not fit its message size."""
+
+    reason = "partial"
+
+
+class SnmpSessionBase:
+    """Requests to one agent. ``get``/``walk`` raise PollTimeout, AuthError, ConnectError or PollError."""
+
+    description: str
+    timeout: float
+    retries: int
+    max_repetitions: int
+    #: a hint appended to timeouts (v2c agents stay silent on a wrong community)
+    timeout_hint = ""
+
+    def __init__(self, description: str, *, timeout: float, retries: int, max_repetitions: int):
+        self.description = description
+        self.timeout = timeout
+        self.retries = retries
+        self.max_repetitions = max_repetitions
+        #: PDUs sent and varbinds received by this session (for benchmarks and debugging)
+        self.requests = 0
+        self.varbinds = 0
+
+    # -- one request each; subclasses -----------------------------------------------------------
+
+    async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
+        raise NotImplementedError
+
+    async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
+        raise NotImplementedError
+
+    # -- errors both paths report alike ---------------------------------------------------------
+
+    def timeout_error(self, what: str) -> PollTimeout:
+        tries = self.retries + 1
+        return PollTimeout(f"{self.description}: {what}: no response after {tries} "
+                           f"request{'s' if tries > 1 else ''} of {self.timeout:g}s{self.timeout_hint}")
+
+    def status_error(self, what: str, status: int, index: int) -> PollError:
+        name = ERROR_STATUS[status] if 0 <= status < len(ERROR_STATUS) else f"error-status {status}"
+        cls = TooBig if status == TOO_BIG else PollError
+        return cls(f"{self.description}: {what}: agent error {name} at varbind {index}", reason="partial")
+
+    # -- the operations collectors use ----------------------------------------------------------
+
+    async def get(self, oids: list[tuple[int, ...]]) -> dict[tuple[int, ...], Varbind | None]:
+        """GET scalars; a missing object maps to None."""
+        self.requests += 1
+        vbs = await self._get_request("get", oids)
+        out: dict[tuple[int, ...], Varbind | None] = {}
+        for vb in vbs:
+            self.varbinds += 1
+            out[vb.oid] = None if vb.kind in EXCEPTIONS else vb
+        return out
+
+    async def walk(self, root: tuple[int, ...], *, max_repetitions: int | None = None,
+                   expected_rows: int | None = None) -> list[Varbind]:
+        """Every varbind under ``root``, in OID order, fetched with GETBULK. Complete or an exception.
+
+        ``expected_rows`` (the row count of the previous walk) spreads the rows evenly over the
+        fewest pages: 64 rows at max-repetitions 25 are fetched as 3 x 22 rather than 3 x 25, since
+        every varbind past the subtree costs as much to decode as a useful one. An agent answering
+        tooBig gets half as many repetitions, down to one, and keeps the smaller size from then on.
+        """
+        reps = min(max_repetitions or self.max_repetitions, self.max_repetitions)
+        if expected_rows:
+            wanted = expected_rows + 1  # one past the end shows where the subtree ends
+            pages = -(-wanted // reps)
+            reps = -(-wanted // pages)
+        n = len(root)
+        out: list[Varbind] = []
+        current = root
+        what = f"walk {format_oid(root)}"
+        while True:
+            self.requests += 1
+            try:
+                vbs = await self._bulk_request(what, current, reps)
+            except TooBig:
+                if reps > 1:
+                    reps = max(1, reps // 2)
+                    self.max_repetitions = min(self.max_repetitions, reps)
+                    continue
+                raise
+            except PollError as e:
+                if out:  # the table was cut off: say so, never hand back the first part as all of it
+                    e.args = (f"{e.args[0]} (table incomplete: cut off after {len(out)} varbinds)",)
+                raise
+            if not vbs:
+                raise PollError(f"{self.description}: {what}: empty GETBULK response", reason="partial")
+            for vb in vbs:
+                oid = vb.oid
+                if oid[:n] != root or vb.kind == END_OF_MIB_VIEW:
+                    return out
+                if vb.kind in EXCEPTIONS:
+                    continue
+                if oid <= current:
+                    raise PollError(f"{self.description}: {what}: agent returned non-increasing OID "
+                                    f"{format_oid(oid)} after {format_oid(current)} (table incomplete)",
+                                    reason="partial")
+                current = oid
+                out.append(vb)
+                self.varbinds += 1
+            if len(out) > MAX_WALK_VARBINDS:
+                raise PollError(f"{self.description}: {what}: more than {MAX_WALK_VARBINDS} varbinds; "
+                                f"stopping (agent loop?)", reason="partial")
