@@ -404,7 +404,7 @@ def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credenti
         passphrase = chk.secret(d, "private_key_passphrase", path, inline_key="private_key_passphrase")
         if passphrase is not None and not key:
             chk.err(f"{path}.private_key_passphrase", "only with private_key_file")
-        if key and CHECK_FILES.get():
+        if key and CHECK_FILES.get() and Path(key).is_file():  # a missing file is reported above
             problem = private_key_problem(key, passphrase)
             if problem:
                 chk.err(f"{path}.private_key_file", problem)
