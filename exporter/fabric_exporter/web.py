@@ -212,8 +212,9 @@ class ConnectionGuard:
       A silent connection is closed at the same deadline.
     - ``idle_timeout``: aiohttp's keep-alive timeout: a connection between requests is closed after it.
     - ``max_connections``: at the limit a new connection evicts the connection that has been sending
-      its headers longest (a trickler), else the one idle longest (nothing received for 5 s);
-      otherwise it is refused. So a scraper that sends its request at once always gets a slot,
+      its headers longest (a trickler: part of a head, for 0.5 s or more), else the one idle longest
+      (nothing received for 5 s), else the longest-silent one (1 s or more); otherwise the new
+      connection is refused. A connection in its first half second is never evicted. So a scraper that sends its request at once always gets a slot,
       and the process never runs out of file descriptors.
     The TLS handshake is bounded by ``header_timeout`` too (asyncio's ssl_handshake_timeout).
     """
@@ -242,11 +243,16 @@ class ConnectionGuard:
         return True
 
     def _victim(self, now: float) -> _GuardedProtocol | None:
-        heading = [c for c in self.connections if c.head_started is not None]
-        if heading:
-            return min(heading, key=lambda c: c.head_started)
-        idle = [c for c in self.connections if now - c.last_received > 5.0]
-        return min(idle, key=lambda c: c.last_received) if idle else None
+        # A connection younger than a second may be a scraper whose request is not read yet: spared.
+        heading = [c for c in self.connections if c.head_started is not None and now - c.head_started >= 0.5]
+        trickling = [c for c in heading if c.received]
+        if trickling:  # sent part of a head and not the rest
+            return min(trickling, key=lambda c: c.head_started)
+        idle = [c for c in self.connections if c.head_started is None and now - c.last_received > 5.0]
+        if idle:
+            return min(idle, key=lambda c: c.last_received)
+        silent = [c for c in heading if now - c.head_started >= 1.0]
+        return min(silent, key=lambda c: c.head_started) if silent else None
 
 
 class _GuardedProtocol(asyncio.Protocol):
@@ -259,6 +265,7 @@ class _GuardedProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.head_started: float | None = None  # set while a request head is still arriving
         self.last_received = self._loop.time()
+        self.received = 0  # bytes of the request head now arriving
         self._tail = b""  # the last 3 bytes seen, to find a blank line split across reads
         self._timer: asyncio.TimerHandle | None = None
 
@@ -279,6 +286,7 @@ class _GuardedProtocol(asyncio.Protocol):
         self.last_received = self._loop.time()
         if self.head_started is None:
             self._start_head()
+        self.received += len(data)
         # Look for the end of the head; bytes after it start the next request (GETs carry no body).
         seen = self._tail + data
         end = seen.rfind(b"\r\n\r\n")
@@ -315,6 +323,7 @@ class _GuardedProtocol(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
         self.head_started = self._loop.time()
+        self.received = 0
         self._timer = self._loop.call_later(self.guard.header_timeout, self._head_timed_out)
 
     def _end_head(self) -> None:
