@@ -109,6 +109,7 @@ class SSHCredential:
     name: str
     username: str
     private_key_file: str | None = None
+    private_key_passphrase: Secret | None = None  # for an encrypted private_key_file
     password: Secret | None = None
     known_hosts_file: str | None = None
     insecure_ignore_host_key: bool = False
@@ -515,18 +516,56 @@ def read_hosts_file(path: str) -> list[Any]:
 # The loader
 
 
+def private_key_problem(key_file: str, passphrase: Secret | None) -> str | None:
+    """Why an SSH private key cannot be used as configured (encrypted without a passphrase, wrong
+    passphrase, unreadable), or None. Files that are not PEM/OpenSSH keys are left to the login."""
+    try:
+        head = Path(key_file).read_bytes()[:64]
+    except OSError as e:
+        return f"cannot read {key_file}: {e.strerror or e}"
+    if not head.lstrip().startswith(b"-----BEGIN"):
+        return None
+    import asyncssh  # only here: check-config and reloads, not every import of config
+
+    try:
+        secret = passphrase.read() if passphrase is not None else None
+    except (OSError, ValueError) as e:
+        return f"cannot read the private key passphrase ({passphrase.describe()}): {e}"
+    try:
+        asyncssh.read_private_key(key_file, secret)
+    except asyncssh.KeyEncryptionError:
+        return f"{key_file}: the passphrase ({passphrase.describe() if passphrase else '-'}) does not decrypt it"
+    except asyncssh.KeyImportError as e:
+        message = str(e)
+        if "assphrase must be specified" in message:
+            return (f"{key_file} is encrypted: give its passphrase with private_key_passphrase_file "
+                    "(or private_key_passphrase: env:VAR)")
+        return f"{key_file}: not a usable private key ({message})"
+    except (OSError, ValueError) as e:
+        return f"{key_file}: not a usable private key ({e})"
+    return None
+
+
 def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credential | None:
     if not isinstance(raw, dict):
         chk.err(path, "expected a mapping")
         return None
     ctype = raw.get("type")
     if ctype == "ssh":
-        d = chk.mapping(raw, path, {"type", "username", "private_key_file", "password", "password_file",
+        d = chk.mapping(raw, path, {"type", "username", "private_key_file", "private_key_passphrase",
+                                     "private_key_passphrase_file", "password", "password_file",
                                      "known_hosts_file", "insecure_ignore_host_key", "connect_timeout",
                                      "keepalive_interval", "max_sessions"}, {"username"})
         insecure = chk.boolean(d, "insecure_ignore_host_key", path, False)
         known_hosts = chk.path(d, "known_hosts_file", path)
         key = chk.path(d, "private_key_file", path)
+        passphrase = chk.secret(d, "private_key_passphrase", path, inline_key="private_key_passphrase")
+        if passphrase is not None and not key:
+            chk.err(f"{path}.private_key_passphrase", "only with private_key_file")
+        if key and CHECK_FILES.get() and Path(key).is_file():  # a missing file is reported above
+            problem = private_key_problem(key, passphrase)
+            if problem:
+                chk.err(f"{path}.private_key_file", problem)
         password = chk.secret(d, "password", path, inline_key="password")
         if not key and not password:
             chk.err(path, "needs private_key_file or password_file")
@@ -534,6 +573,7 @@ def _parse_credential(name: str, raw: Any, path: str, chk: _Checker) -> Credenti
             name=name,
             username=chk.string(d, "username", path) or "",
             private_key_file=key,
+            private_key_passphrase=passphrase,
             password=password,
             known_hosts_file=known_hosts,
             insecure_ignore_host_key=insecure,

@@ -214,10 +214,12 @@ class ConnectionGuard:
       the whole request head (up to the blank line) must arrive within this; else 408 and close.
       A silent connection is closed at the same deadline.
     - ``idle_timeout``: aiohttp's keep-alive timeout: a connection between requests is closed after it.
-    - ``max_connections``: at the limit a new connection evicts the connection that has been sending
-      its headers longest (a trickler), else the one idle longest (nothing received for 5 s);
-      otherwise it is refused. So a scraper that sends its request at once always gets a slot,
-      and the process never runs out of file descriptors.
+    - ``max_connections``: past the limit, within a quarter second, the connections that have been
+      sending their headers longest (tricklers: part of a head and not the rest) are closed, else
+      the longest idle (nothing received for 5 s), else the longest silent. Newcomers get that
+      quarter second to send their request, so a scraper is never mistaken for a trickler. A quarter
+      over the limit, a newcomer evicts at once or (every connection busy) is refused. So a scraper
+      that sends its request at once always gets a slot, and file descriptors stay bounded.
     The TLS handshake is bounded by ``header_timeout`` too (asyncio's ssl_handshake_timeout).
     """
 
@@ -228,28 +230,48 @@ class ConnectionGuard:
         self.connections: set[_GuardedProtocol] = set()
         self.evicted = 0
         self.refused = 0
+        self._sweep: asyncio.TimerHandle | None = None
         self.header_timeouts = 0
 
     def wrap(self, factory):
         return lambda: _GuardedProtocol(factory(), self)
 
     def admit(self, conn: _GuardedProtocol) -> bool:
-        if len(self.connections) >= self.max_connections:
-            victim = self._victim(conn._loop.time())
+        # Over max_connections a newcomer is let in for a moment (up to a quarter more): its request
+        # is not read yet, so a scraper and a trickler look alike now, but not 0.25 s later.
+        loop = conn._loop
+        if len(self.connections) >= self.max_connections + max(8, self.max_connections // 4):
+            victim = self._victim(loop.time(), grace=0.0)
             if victim is None:
                 self.refused += 1
                 return False
             self.evicted += 1
             victim.drop()
         self.connections.add(conn)
+        if len(self.connections) > self.max_connections and self._sweep is None:
+            self._sweep = loop.call_later(0.25, self._trim, loop)
         return True
 
-    def _victim(self, now: float) -> _GuardedProtocol | None:
-        heading = [c for c in self.connections if c.head_started is not None]
-        if heading:
-            return min(heading, key=lambda c: c.head_started)
-        idle = [c for c in self.connections if now - c.last_received > 5.0]
-        return min(idle, key=lambda c: c.last_received) if idle else None
+    def _trim(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._sweep = None
+        while len(self.connections) > self.max_connections:
+            victim = self._victim(loop.time(), grace=0.25)
+            if victim is None:
+                break
+            self.evicted += 1
+            victim.drop()
+        if len(self.connections) > self.max_connections:
+            self._sweep = loop.call_later(0.25, self._trim, loop)
+
+    def _victim(self, now: float, grace: float) -> _GuardedProtocol | None:
+        heading = [c for c in self.connections if c.head_started is not None and now - c.head_started >= grace]
+        trickling = [c for c in heading if c.received]
+        if trickling:  # sent part of a request head and not the rest
+            return min(trickling, key=lambda c: c.head_started)
+        idle = [c for c in self.connections if c.head_started is None and now - c.last_received > 5.0]
+        if idle:
+            return min(idle, key=lambda c: c.last_received)
+        return min(heading, key=lambda c: c.head_started) if heading else None  # silent
 
 
 class _GuardedProtocol(asyncio.Protocol):
@@ -262,6 +284,7 @@ class _GuardedProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.head_started: float | None = None  # set while a request head is still arriving
         self.last_received = self._loop.time()
+        self.received = 0  # bytes of the request head now arriving
         self._tail = b""  # the last 3 bytes seen, to find a blank line split across reads
         self._timer: asyncio.TimerHandle | None = None
 
@@ -282,6 +305,7 @@ class _GuardedProtocol(asyncio.Protocol):
         self.last_received = self._loop.time()
         if self.head_started is None:
             self._start_head()
+        self.received += len(data)
         # Look for the end of the head; bytes after it start the next request (GETs carry no body).
         seen = self._tail + data
         end = seen.rfind(b"\r\n\r\n")
@@ -318,6 +342,7 @@ class _GuardedProtocol(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
         self.head_started = self._loop.time()
+        self.received = 0
         self._timer = self._loop.call_later(self.guard.header_timeout, self._head_timed_out)
 
     def _end_head(self) -> None:

@@ -19,6 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fabric_exporter.catalog import exporter as exporter_catalog
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 from tests.harness.sshd import SSHD
 
@@ -40,9 +41,24 @@ def gpu_host_sshd(tmp: Path, name: str, *, extra_ethtool_bytes: int = 0, hang: b
             f.writelines(line.format(i) for i in range(count))
     if hang:
         ethtool = bin_dir / "ethtool"
-        ethtool.write_text("#!/bin/sh\nsleep 600\n")
+        ethtool.write_text("#!/bin/sh\nexec sleep 611\n")  # 611: findable among the machine's processes
         ethtool.chmod(0o755)
     return model, SSHD(d, path_dirs=[bin_dir], sysfs_tree=sysfs)
+
+
+def restart_on_same_port(sshd: SSHD) -> None:
+    """Start a stopped SSHD again on its previous port (SSHD.start picks a new one), so the
+    daemon's config still points at it: an sshd killed and brought back by its init system."""
+    import subprocess
+
+    assert sshd.proc is None and sshd.port
+    with open(sshd.log_file, "ab") as log:
+        sshd.proc = subprocess.Popen(sshd._command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=log, start_new_session=True)
+    ok, error = sshd._wait_ready()
+    if not ok:
+        sshd.stop()
+        raise RuntimeError(f"sshd did not restart on port {sshd.port}: {error}\n{sshd.log()}")
 
 
 def process_status(pid: int) -> dict[str, int]:
@@ -55,6 +71,9 @@ def process_status(pid: int) -> dict[str, int]:
     out["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
     return out
 
+
+# The exporter's own per-target series (selfmetrics), published whether or not the target is fresh.
+SELF_PER_TARGET = {m.name for m in exporter_catalog.METRICS}
 
 _SERIES = re.compile(r'^(fabric_poll_duration_seconds|fabric_up)\{([^}]*)\} (\S+)$')
 
@@ -72,6 +91,9 @@ class Sampler:
     up: dict[str, list[float]] = field(default_factory=dict)
     status: list[dict[str, int]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    # One entry per scrape: (monotonic time, {host: {"up", "stale", "data", "duration"}}); "data" counts
+    # the series of the host that are not the exporter's own per-target metrics.
+    views: list[tuple[float, dict[str, dict[str, float]]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -104,6 +126,27 @@ class Sampler:
             self._stop.wait(max(0.0, self.every - (time.monotonic() - started)))
 
     def _record(self, body: str) -> None:
+        view: dict[str, dict[str, float]] = {}
+        for line in body.splitlines():
+            if line.startswith("#"):
+                continue
+            # A target's series carry host= (switch metrics: switch=) with the target's name.
+            key = 'host="' if 'host="' in line else 'switch="' if 'switch="' in line else None
+            if key is None:
+                continue
+            name = line.split("{", 1)[0]
+            host = line.split(key, 1)[1].split('"', 1)[0]
+            facts = view.setdefault(host, {"data": 0})
+            value = float(line.rsplit(" ", 1)[1])
+            if name == "fabric_up":
+                facts["up"] = value
+            elif name == "fabric_target_stale":
+                facts["stale"] = value
+            elif name == "fabric_poll_duration_seconds":
+                facts["duration"] = value
+            elif name not in SELF_PER_TARGET:
+                facts["data"] += 1
+        self.views.append((time.monotonic(), view))
         for line in body.splitlines():
             m = _SERIES.match(line)
             if m is None:

@@ -52,6 +52,22 @@ class SSHConnection:
     def _lost(self) -> None:
         self._conn = None
 
+    def _client_keys(self) -> list | None:
+        """The private key, decrypted with its passphrase if it has one. A key that cannot be used
+        (encrypted without passphrase, wrong passphrase, unreadable) fails the poll as ``auth``
+        with a message naming the file, never the passphrase."""
+        cred = self.endpoint.credential
+        if not cred.private_key_file:
+            return None
+        try:
+            passphrase = cred.private_key_passphrase.read() if cred.private_key_passphrase else None
+            return [asyncssh.read_private_key(cred.private_key_file, passphrase)]
+        except (asyncssh.KeyImportError, OSError, ValueError) as e:
+            what = "encrypted and no private_key_passphrase is configured" \
+                if "assphrase must be specified" in str(e) else str(e)
+            raise AuthError(f"{self.description}: cannot use private_key_file {cred.private_key_file}: "
+                            f"{what}") from None
+
     async def _connect(self) -> asyncssh.SSHClientConnection:
         cred = self.endpoint.credential
         options = dict(
@@ -62,7 +78,7 @@ class SSHConnection:
             login_timeout=cred.connect_timeout,
             keepalive_interval=cred.keepalive_interval,
             keepalive_count_max=3,
-            client_keys=[cred.private_key_file] if cred.private_key_file else None,
+            client_keys=self._client_keys(),
             password=cred.password.read() if cred.password else None,
             agent_path=None,
             # The login shell's rc files must not matter: commands are exec'd, not sourced.
