@@ -219,7 +219,8 @@ def test_a_full_slot_queue_times_out_within_the_interval(scripted):
                             "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
                                          "hosts": ["a", "b", "c"], "interval": "400ms", "timeout": "300ms"}]})
         sched = Scheduler(None, SnapshotStore())
-        sched.apply(cfg, start_tasks=False)
+        sched.apply(config(hosts=("a", "b", "c")), start_tasks=False)  # default limits first:
+        sched.apply(cfg, start_tasks=False)  # new limits take effect on reload
         BEHAVIOUR["a"] = BEHAVIOUR["c"] = "sleep"
         first = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))  # holds the only slot 0-300 ms
         await asyncio.sleep(0.02)
