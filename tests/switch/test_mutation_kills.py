@@ -177,3 +177,9 @@ def test_records_are_immutable():
     (row,) = p.parse_wred_counters(WRED)
     with pytest.raises(dataclasses.FrozenInstanceError):
         row.port = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("fn", [p.parse_ethtool_stats, p.parse_tables, p.parse_cumulus_ethtool])
+def test_not_text_is_a_parse_error(fn):
+    with pytest.raises(ParseError):
+        fn(None)  # type: ignore[arg-type]
