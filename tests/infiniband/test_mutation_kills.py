@@ -162,3 +162,8 @@ def test_perfquery_blocks_and_every_field():
 def test_perfquery_errors_are_parse_errors(text):
     with pytest.raises(ParseError):
         ib_perfquery.parse(text)
+
+
+def test_perfquery_refuses_non_text():
+    with pytest.raises(ParseError):
+        ib_perfquery.parse(None)  # type: ignore[arg-type]
