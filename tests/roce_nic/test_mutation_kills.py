@@ -129,3 +129,21 @@ def test_driver_family(driver, device, family):
     from fabric_exporter.collectors.roce_nic import driver_family
 
     assert driver_family(driver, device) == family
+
+
+def test_options_defaults_and_values():
+    from fabric_exporter.collectors.roce_nic import RoceNicCollector
+
+    errors = []
+    o = RoceNicCollector.parse_options({}, "options", lambda p, m: errors.append(p))
+    assert (o.devices, o.hw_counters_from, o.ethtool, o.expose_unmapped, o.include_infiniband_ports) == (
+        (), "sysfs", True, False, False)
+    o = RoceNicCollector.parse_options({"devices": ["mlx5_0"], "hw_counters_from": "rdma", "ethtool": False,
+                                        "expose_unmapped": True, "include_infiniband_ports": True},
+                                       "options", lambda p, m: errors.append(p))
+    assert (o.devices, o.hw_counters_from, o.ethtool, o.expose_unmapped, o.include_infiniband_ports) == (
+        ("mlx5_0",), "rdma", False, True, True)
+    assert errors == []
+    RoceNicCollector.parse_options({"hw_counters_from": "magic", "devices": ["bad name"]}, "options",
+                                   lambda p, m: errors.append(p))
+    assert sorted(errors) == ["options.devices[0]", "options.hw_counters_from"]
