@@ -383,7 +383,6 @@ LATENCY = group_config("latency_probe", hosts=[{"name": "a", "address": "127.0.0
 def test_latency_probe_explains_every_fuzzed_report(out):
     states = poll_once(LATENCY, latency_answer(out))
     assert_explained(states)
-    assert states[0].state in ("ok", "failed")  # both probes read the same text: all or nothing
 
 
 def test_latency_probe_reports_the_overflowing_json_as_a_parse_failure():

@@ -220,7 +220,8 @@ def test_a_full_slot_queue_times_out_within_the_interval(scripted):
                             "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
                                          "hosts": ["a", "b", "c"], "interval": "400ms", "timeout": "300ms"}]})
         sched = Scheduler(None, SnapshotStore())
-        sched.apply(cfg, start_tasks=False)
+        sched.apply(config(hosts=("a", "b", "c")), start_tasks=False)  # default limits first:
+        sched.apply(cfg, start_tasks=False)  # new limits take effect on reload
         BEHAVIOUR["a"] = BEHAVIOUR["c"] = "sleep"
         first = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))  # holds the only slot 0-300 ms
         await asyncio.sleep(0.02)
@@ -286,3 +287,67 @@ def test_a_running_task_polls_and_backs_off(scripted):
 def test_group_scoped_targets_use_the_group_host_label():
     assert GROUP_HOST == "all"
     assert math.isclose(backoff_delay(0.5, 1, 60), 0.5)
+
+
+class _UpperRng:
+    """uniform(a, b) -> b: the start delay and jitter at their bound, deterministically."""
+
+    def uniform(self, a, b):
+        return b
+
+
+def test_the_first_poll_is_spread_over_at_most_two_seconds(scripted):
+    async def main():
+        cfg = parse_config({"defaults": {"jitter": 0.5},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a"], "interval": "100s", "timeout": "1s"}]})
+        sched = Scheduler(None, SnapshotStore(), rng=_UpperRng())
+        sched.apply(cfg)
+        state = sched.states[("g", "a")]
+        await asyncio.sleep(1.0)
+        early = state.polls
+        for _ in range(40):  # bounded: 4 s at most
+            if state.polls:
+                break
+            await asyncio.sleep(0.1)
+        polls = state.polls
+        await sched.stop()
+        return early, polls, state.key
+
+    early, polls, key = asyncio.run(main())
+    assert early == 0 and polls == 1  # min(100 s x 0.5, 2 s) = 2 s after the start, not sooner, not later
+    assert key == ("g", "a")
+
+
+def test_a_target_retired_while_polling_returns_a_blank_state(scripted):
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a", "b"))
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = "sleep"
+        pending = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))
+        await asyncio.sleep(0.05)
+        sched.apply(config(hosts=("b",)), start_tasks=False)
+        return await pending
+
+    state = asyncio.run(main())
+    assert state is not None and (state.group, state.host, state.polls, state.state) == ("g", "a", 0, "pending")
+
+
+def test_poll_failures_are_logged_with_their_target(scripted, caplog):
+    import logging
+
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = PollError("refused", reason="connect")
+        await poll(sched, cfg, ("g", "a"))
+
+    with caplog.at_level(logging.WARNING, logger="fabric_exporter.scheduler"):
+        asyncio.run(main())
+    # Whatever the message, a failure's log record names its target and reason.
+    records = [r for r in caplog.records if getattr(r, "fields", {}).get("reason") == "connect"]
+    assert records, [r.getMessage() for r in caplog.records]
+    assert {k: records[0].fields.get(k) for k in ("group", "host", "collector")} == {
+        "group": "g", "host": "a", "collector": "test_scripted"}

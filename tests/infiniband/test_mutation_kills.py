@@ -128,3 +128,42 @@ def test_failed_queries_from_stderr():
            "IB_GSI_PORT_COUNTERS_EXT query failed on x, Lid 9 port 1\n")
     assert ib_queryerrors.failed_queries(err) == [("leaf-01", 12, 3), ("spine 2", 7, 0), ("x", 9, 1)]
     assert ib_queryerrors.failed_queries("") == []
+
+
+# -- perfquery ---------------------------------------------------------------------------------------
+
+from fabric_exporter.parsers import ib_perfquery  # noqa: E402
+
+PQ = ("# Port extended counters: Lid 1719 port 7 (CapMask: 0x5A00 CapMask2: 0x0000002)\n"
+      "PortSelect:......................7\nCounterSelect:...................0x0000\n"
+      "PortXmitData:....................18446744073709551615\nSymbolErrorCounter:..............0\n"
+      "\n# PortSamplesControl: Lid 1 port 1\nTick:............................0x1f\n"
+      "# Port counters: Lid 3 port 2\nPortXmitWait:....................5\n")
+
+
+def test_perfquery_blocks_and_every_field():
+    a, b, c = ib_perfquery.parse(PQ)
+    assert (a.kind, a.lid, a.port, a.cap_mask, a.cap_mask2) == ("extended", 1719, 7, 0x5A00, 2)
+    assert a.values == {"PortSelect": 7, "CounterSelect": 0, "PortXmitData": 2**64 - 1, "SymbolErrorCounter": 0}
+    assert (b.kind, b.lid, b.port, b.cap_mask, b.cap_mask2, b.values) == ("samples_control", 1, 1, None, None, {"Tick": 31})
+    assert (c.kind, c.lid, c.port, c.values) == ("counters", 3, 2, {"PortXmitWait": 5})
+
+
+@pytest.mark.parametrize("text", [
+    "perfquery: iberror: failed: operation Performance Get: Failed\n" + PQ,
+    PQ + "perfquery: iberror: [pid 1] failed\n",
+    "PortXmitData:....................1\n" + PQ,  # a value before any header
+    PQ + "PortXmitWait:....................6\n",  # twice in one block
+    PQ + "garbage line\n",
+    PQ + "# garbage header\n",
+    PQ.replace("0x0000\n", "0xZZ\n"),
+    "", "\n\n",
+])
+def test_perfquery_errors_are_parse_errors(text):
+    with pytest.raises(ParseError):
+        ib_perfquery.parse(text)
+
+
+def test_perfquery_refuses_non_text():
+    with pytest.raises(ParseError):
+        ib_perfquery.parse(None)  # type: ignore[arg-type]

@@ -126,3 +126,32 @@ def test_patterns_match_whole_names_only():
     v = values(dump("mlx5_core", "  rx_prio8_pause: 1\n  rx_prio3_pause_x: 2\n  xrx_prio3_pause: 3\n"
                                  "  rx_discard_packets_cos123: 4\n"))
     assert not any(name.startswith(("fabric_roce_pfc", "fabric_roce_nic_queue")) for name, _ in v)
+
+
+@pytest.mark.parametrize("driver,device,family", [
+    ("mlx5_core", "mlx5_0", "mlx5"), ("bnxt_en", "bnxt_re0", "bnxt"), ("ice", "irdma0", "intel"),
+    ("irdma", "x", "intel"), ("i40e", "x", "intel"), (None, "mlx5_3", "mlx5"), (None, "irdma1", "intel"),
+    ("virtio_net", "rxe0", None), (None, "rxe0", None),
+])
+def test_driver_family(driver, device, family):
+    from fabric_exporter.collectors.roce_nic import driver_family
+
+    assert driver_family(driver, device) == family
+
+
+def test_options_defaults_and_values():
+    from fabric_exporter.collectors.roce_nic import RoceNicCollector
+
+    errors = []
+    o = RoceNicCollector.parse_options({}, "options", lambda p, m: errors.append(p))
+    assert (o.devices, o.hw_counters_from, o.ethtool, o.expose_unmapped, o.include_infiniband_ports) == (
+        (), "sysfs", True, False, False)
+    o = RoceNicCollector.parse_options({"devices": ["mlx5_0"], "hw_counters_from": "rdma", "ethtool": False,
+                                        "expose_unmapped": True, "include_infiniband_ports": True},
+                                       "options", lambda p, m: errors.append(p))
+    assert (o.devices, o.hw_counters_from, o.ethtool, o.expose_unmapped, o.include_infiniband_ports) == (
+        ("mlx5_0",), "rdma", False, True, True)
+    assert errors == []
+    RoceNicCollector.parse_options({"hw_counters_from": "magic", "devices": ["bad name"]}, "options",
+                                   lambda p, m: errors.append(p))
+    assert sorted(errors) == ["options.devices[0]", "options.hw_counters_from"]

@@ -168,3 +168,28 @@ def test_cumulus_ethtool():
                 f"NIC statistics:\n     a: {2**64}\n", "NIC statistics:\nnoindent: 1\n"):
         with pytest.raises(ParseError):
             p.parse_ethtool_stats(bad)
+
+
+def test_trim_columns_and_keys_of_newer_releases():
+    text = ("     Port    TxQ    Counter/pkts    Trim/pkts    TrimSent/pkts    TrimDrop/pkts\n"
+            "---------  -----  --------------  -----------  ---------------  ---------------\n"
+            "Ethernet0    UC1               1            2                3                4\n")
+    (row,) = p.parse_queue_counters(text)
+    assert row.values == {"tx_packets": 1, "trimmed_packets": 2, "trim_sent_packets": 3, "trim_dropped_packets": 4}
+    (row,) = p.parse_queue_counters_json(json.dumps({"Ethernet0": {"UC1": {
+        "totalpacket": 1, "trimpkt": 2, "trimsentpkt": 3, "trimdroppkt": 4, "unknownkey": 9}}}))
+    assert row.values == {"tx_packets": 1, "trimmed_packets": 2, "trim_sent_packets": 3, "trim_dropped_packets": 4}
+
+
+def test_records_are_immutable():
+    import dataclasses
+
+    (row,) = p.parse_wred_counters(WRED)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.port = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("fn", [p.parse_ethtool_stats, p.parse_tables, p.parse_cumulus_ethtool])
+def test_not_text_is_a_parse_error(fn):
+    with pytest.raises(ParseError):
+        fn(None)  # type: ignore[arg-type]
