@@ -48,10 +48,13 @@ def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_a
     assert declared["infiniband"] >= {"ibnetdiscover", "ibqueryerrors", "perfquery", "ibdiagnet2.pm"}
     assert declared["switch_cli"] >= {"sonic_pfc_counters", "sonic_queue_counters"}
     assert declared["latency_probe"] == {"perftest"}
-    sched = Scheduler(transports=None, store=SnapshotStore())
+    from fabric_exporter.store import SnapshotStore
+
+    metrics = SelfMetrics(ReloadStatus())
+    sched = Scheduler(transports=None, store=SnapshotStore(), self_metrics=metrics)
     sched.apply(parse_config({"targets": [{"name": "g", "fabric": "lab", "collector": "roce_nic",
                                            "transport": "local"}]}), start_tasks=False)
     (state,) = sched.states.values()
-    text = generate_latest(self_registry(sched, SnapshotStore(), ReloadStatus())).decode()
+    text = metrics.render().decode()
     assert 'collector="roce_nic",fabric="lab",group="g",host="localhost",source="ethtool"} 0.0' in text
     assert dict(state.skipped_lines) == {s: 0 for s in declared["roce_nic"]}
