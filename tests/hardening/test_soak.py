@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import os
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
