@@ -152,16 +152,25 @@ def test_perfquery_blocks_and_every_field():
 @pytest.mark.parametrize("text", [
     "perfquery: iberror: failed: operation Performance Get: Failed\n" + PQ,
     PQ + "perfquery: iberror: [pid 1] failed\n",
-    "PortXmitData:....................1\n" + PQ,  # a value before any header
     PQ + "PortXmitWait:....................6\n",  # twice in one block
-    PQ + "garbage line\n",
-    PQ + "# garbage header\n",
     PQ.replace("0x0000\n", "0xZZ\n"),
     "", "\n\n",
 ])
 def test_perfquery_errors_are_parse_errors(text):
     with pytest.raises(ParseError):
         ib_perfquery.parse(text)
+
+
+@pytest.mark.parametrize("text, line", [
+    ("PortXmitData:....................1\n" + PQ, "PortXmitData:....................1"),  # before any header
+    (PQ + "garbage line\n", "garbage line"),
+    (PQ + "# garbage header\n", "# garbage header"),
+])
+def test_perfquery_unknown_lines_are_skipped_and_counted_not_read(text, line):
+    skipped: list = []
+    blocks = ib_perfquery.parse(text, skipped=skipped)
+    assert blocks == ib_perfquery.parse(PQ)  # nothing read from the unknown line
+    assert line in [s.text for s in skipped]
 
 
 def test_perfquery_refuses_non_text():
