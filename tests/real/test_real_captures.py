@@ -266,12 +266,99 @@ def test_perfquery_captures_feed_qp1_dropped(name, guid, ports, expected):
     assert not [p for p in problems if "QP1Dropped" in p]
 
 
+# -- perftest latency reports through the latency_probe collector's parse + record path ----------
+
+def latency_samples(name: str, message_bytes: int):
+    from fabric_exporter.collectors.latency_plan import Probe
+    from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
+    from fabric_exporter.parsers.perftest import parse_report
+
+    group = parse_config({"targets": [{
+        "name": "lat", "fabric": "lab", "collector": "latency_probe", "transport": "local",
+        "hosts": [{"name": h, "address": "127.0.0.1"} for h in ("a", "b")],
+        "options": {"message_bytes": message_bytes}}]}).targets[0]
+    collector = LatencyProbeCollector(PollContext(group, None, None))
+    skipped: list = []
+    report = parse_report(text(name), message_bytes=message_bytes, skipped=skipped)
+    collector._record(Probe("a", "b"), report, 1000.0)
+    samples = collector._samples(1000.0, 1, 0, 0)
+    valid(samples)
+    return samples, skipped
+
+
+# file, message size, {statistic: seconds} read by hand from that row (None: the report has no such column)
+PERFTEST_CASES = [
+    # 9 columns, tab-padded rows with blank lines between them (Soft-RoCE rxe, loopback)
+    ("perftest_ib_write_lat_rxe_linux_rdma.txt", 64,
+     {"min": 1.65e-6, "median": 1.84e-6, "avg": 1.99e-6, "p99": 3.92e-6, "p999": 8.58e-6, "max": 8.58e-6}),
+    # 3 columns (t_min t_max t_typical), perftest of MLNX_OFED 4.5, ConnectX-5 VF on Azure HC44rs
+    ("perftest_ib_send_lat_3col_azure_hc44rs.txt", 16384,
+     {"min": 5.68e-6, "median": 5.88e-6, "avg": None, "p99": None, "p999": None, "max": 27.13e-6}),
+]
+
+
+@pytest.mark.parametrize("name,size,expected", PERFTEST_CASES)
+def test_perftest_captures(name, size, expected):
+    samples, skipped = latency_samples(name, size)
+    for stat, value in expected.items():
+        got = find(samples, f"fabric_rdma_latency_{stat}_seconds", source="a", destination="b")
+        assert got == ([] if value is None else [value]), stat
+    has_histogram = bool(find(samples, "fabric_rdma_latency_pair_seconds_count"))
+    assert has_histogram == (expected["p99"] is not None)  # no percentiles: no histogram shape, not guessed
+    assert skipped == []
+
+
+# -- ibqueryerrors (error sweep) through the infiniband collector's assemble + sample path -----------
+
+def error_sweep_samples(name: str, ports_by_node: dict[int, tuple[str, tuple[int, ...]]], nodes_checked: int):
+    """The error sweep capture as the collector reads it, beside a counter sweep that listed these ports
+    (built here as records: the capture is the error sweep, the counter sweep only names the ports)."""
+    skipped: list = []
+    errors = ib_queryerrors.parse(text(name), skipped=skipped)
+    counters = ib_queryerrors.QueryErrorsReport(
+        [ib_queryerrors.NodeCounters("data", guid, node_name,
+                                     [ib_queryerrors.PortCounters(p, guid) for p in ports])
+         for guid, (node_name, ports) in ports_by_node.items()],
+        ib_queryerrors.Summary(nodes_checked, 0))
+    collector = ib_collector()
+    problems: list[str] = []
+    table = collector._assemble(counters, errors, "", problems)
+    latched = {key: collector._latched(p) for key, p in table.items()}
+    samples = collector._samples(table, latched, problems, {})
+    valid(samples)
+    return samples, skipped, problems
+
+
+SX6036 = 0x2C903006E29B0
+
+
+def test_ibqueryerrors_default_sweep_sx6036():
+    samples, skipped, problems = error_sweep_samples(
+        "ibqueryerrors_linux_rdma_sx6036.txt", {SX6036: ("MF0;ys23ib4:SX6036/U1", tuple(range(1, 9)))}, 4)
+    assert skipped == []
+    port = {"node_guid": "0x0002c903006e29b0"}
+    assert find(samples, "fabric_ib_link_downed_total", port="6", **port) == [9]
+    assert find(samples, "fabric_ib_port_transmit_discards_total", port="6", **port) == [14176]
+    # SymbolErrorCounter 65535 is the 16-bit field pinned at all-ones: published, and flagged as latched
+    assert find(samples, "fabric_ib_symbol_error_total", port="5", **port) == [65535]
+    assert find(samples, "fabric_ib_port_latched", port="5", **port) == [1.0]
+    assert find(samples, "fabric_ib_port_latched", port="8", **port) == [0.0]
+    # a counter the error sweep did not print, on a port of a fully checked node, is 0 (threshold 0)
+    assert find(samples, "fabric_ib_symbol_error_total", port="8", **port) == [0]
+    # the three CA blocks (no node GUID printed in errors mode) concern nodes this counter sweep did not list
+    assert any("did not return" in p for p in problems)
+
+
+EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt"}  # files with a test function of their own
+
+
 # -- the corpus itself ------------------------------------------------------------------------------
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
-              | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"})
+              | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
+              | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)
     files = {p.name for p in REAL.iterdir() if p.name != "README.md"}
     assert files == tested
     assert len(files) >= 40
