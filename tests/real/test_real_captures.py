@@ -349,7 +349,41 @@ def test_ibqueryerrors_default_sweep_sx6036():
     assert any("did not return" in p for p in problems)
 
 
-EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt"}  # files with a test function of their own
+# -- rdma link show / rdma statistic show through the roce_nic collector's rdma-tool path -------------
+
+def rdma_poll(link_name: str, statistic_name: str | None):
+    """The collector's dump in ``hw_counters_from: rdma`` mode, its two sections holding the captures
+    (an empty statistic section when only ``rdma link`` was published)."""
+    statistic = text(statistic_name).rstrip("\n") if statistic_name else None
+    parts = ["@@fabric-roce 1 rdma", "@@rdma_link 0", text(link_name).rstrip("\n"), "@@rdma_statistic 0"]
+    parts += [statistic] if statistic else []
+    result = result_from_dump(parse_host_dump("\n".join(parts) + "\n@@end\n"), "host-a",
+                              RoceNicOptions(expose_unmapped=True))
+    valid(result.samples)
+    return result, result.skipped
+
+
+def test_rdma_link_and_statistic_oci_bm_optimized3():
+    result, skipped = rdma_poll("rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt")
+    assert skipped == [] and result.problems == []
+    active = {s.labels["device"]: s.value for s in result.samples if s.name == "fabric_roce_nic_port_active"}
+    assert active == {"mlx5_0": 1, "mlx5_1": 1, "mlx5_2": 1, "mlx5_3": 0}  # mlx5_3/1 state DOWN
+    port = {"device": "mlx5_2", "netdev": "rdma0"}
+    assert find(result.samples, "fabric_roce_nic_unmapped_value", counter="rx_write_requests", **port) == [18747]
+    assert find(result.samples, "fabric_roce_nic_rdma_out_of_buffer_total", **port) == [0]
+    assert find(result.samples, "fabric_roce_ecn_marked_packets_total", **port) == [0]
+    # the ports rdma statistic did not list (grep kept mlx5_2 only) publish no counters, not zeros
+    assert find(result.samples, "fabric_roce_nic_rdma_out_of_buffer_total", device="mlx5_0") == []
+
+
+def test_rdma_link_daocloud_connectx5():
+    result, skipped = rdma_poll("rdma_link_daocloud_connectx5.txt", None)
+    assert skipped == []
+    assert find(result.samples, "fabric_roce_nic_port_active", device="mlx5_1", netdev="enp4s0f1np1") == [1]
+
+
+EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
+                "rdma_link_daocloud_connectx5.txt"}  # files with a test function of their own
 
 
 # -- the corpus itself ------------------------------------------------------------------------------
