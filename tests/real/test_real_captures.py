@@ -63,6 +63,12 @@ NIC_CASES = [
     ("ethtool_ethq_ice.txt", "ice", "fabric_roce_rx_bytes_total", {}, 848255752),  # rx_bytes.nic
     ("ethtool_ethq_ice.txt", "ice", "fabric_roce_rx_discards_total", {}, 0),  # rx_dropped.nic
     ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_local_ack_timeouts_total", {}, 131),
+    # mlx5 `ethtool -S` with its `NIC statistics:` header (linux bpf list, an XDP_DROP/XDP_TX test port)
+    ("ethtool_mlx5_xdp_kernel5.15.txt", "mlx5_core", "fabric_roce_rx_discards_total", {}, 58591428329),
+    ("ethtool_mlx5_xdp_kernel5.15.txt", "mlx5_core", "fabric_roce_nic_rx_out_of_buffer_packets_total", {}, 990473555),
+    ("ethtool_mlx5_xdp_kernel6.5.txt", "mlx5_core", "fabric_roce_nic_priority_rx_discards_total", {"priority": "0"},
+     441063206498),
+    ("ethtool_mlx5_xdp_kernel6.5.txt", "mlx5_core", "fabric_roce_nic_link_pause_tx_frames_total", {}, 44414017),
     ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_duplicate_requests_total", {}, 41),
 ]
 # Drivers with no RoCE mapping: the capture still reads, every counter under its own name (expose_unmapped).
