@@ -300,6 +300,12 @@ PERFTEST_CASES = [
     # 3 columns (t_min t_max t_typical), perftest of MLNX_OFED 4.5, ConnectX-5 VF on Azure HC44rs
     ("perftest_ib_send_lat_3col_azure_hc44rs.txt", 16384,
      {"min": 5.68e-6, "median": 5.88e-6, "avg": None, "p99": None, "p999": None, "max": 27.13e-6}),
+    # 9 columns, "Conflicting CPU frequency" warnings printed between the header and the row (ConnectX-5 RoCE)
+    ("perftest_ib_read_lat_cpufreq_spiderpool.txt", 2,
+     {"min": 6.88e-6, "median": 7.04e-6, "avg": 7.06e-6, "p99": 7.38e-6, "p999": 16.81e-6, "max": 16.81e-6}),
+    # the same from an SR-IOV VF, libibverbs "couldn't stat" warnings before the banner
+    ("perftest_ib_read_lat_sriov_spiderpool.txt", 2,
+     {"min": 6.66e-6, "median": 6.74e-6, "avg": 6.82e-6, "p99": 7.15e-6, "p999": 20.37e-6, "max": 20.37e-6}),
 ]
 
 
@@ -382,6 +388,14 @@ def test_rdma_link_and_statistic_oci_bm_optimized3():
     assert find(result.samples, "fabric_roce_nic_rdma_out_of_buffer_total", device="mlx5_0") == []
 
 
+def test_rdma_link_older_iproute2_without_netdev():
+    # `IDX/PORT: dev/port:` prefix and no netdev field (iproute2 in a Pod of a shared-mode RoCE host)
+    result, skipped = rdma_poll("rdma_link_old_format_spiderpool_pod.txt", None)
+    assert skipped == []
+    assert find(result.samples, "fabric_roce_nic_port_active", device="mlx5_1", port="1", netdev="") == [1]
+    assert len(find(result.samples, "fabric_roce_nic_port_active")) == 2
+
+
 def test_rdma_link_daocloud_connectx5():
     result, skipped = rdma_poll("rdma_link_daocloud_connectx5.txt", None)
     assert skipped == []
@@ -389,7 +403,7 @@ def test_rdma_link_daocloud_connectx5():
 
 
 EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
-                "rdma_link_daocloud_connectx5.txt"}  # files with a test function of their own
+                "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt"}  # files with a test function of their own
 
 
 # -- the corpus itself ------------------------------------------------------------------------------
