@@ -320,6 +320,14 @@ def test_perftest_captures(name, size, expected):
     assert skipped == []
 
 
+def test_perftest_out_json_with_unquoted_keys_is_refused_with_its_reason():
+    # what perftest wrote before linux-rdma/perftest#216 was fixed: not JSON, no text report beside it
+    from fabric_exporter.errors import ParseError
+
+    with pytest.raises(ParseError, match="unquoted keys"):
+        latency_samples("perftest_out_json_unquoted_issue216.json", 128)
+
+
 # -- ibqueryerrors (error sweep) through the infiniband collector's assemble + sample path -----------
 
 def error_sweep_samples(name: str, ports_by_node: dict[int, tuple[str, tuple[int, ...]]], nodes_checked: int):
@@ -402,7 +410,7 @@ def test_rdma_link_daocloud_connectx5():
     assert find(result.samples, "fabric_roce_nic_port_active", device="mlx5_1", netdev="enp4s0f1np1") == [1]
 
 
-EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
+EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquoted_issue216.json", "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
                 "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt"}  # files with a test function of their own
 
 
