@@ -410,8 +410,10 @@ def test_rdma_link_daocloud_connectx5():
     assert find(result.samples, "fabric_roce_nic_port_active", device="mlx5_1", netdev="enp4s0f1np1") == [1]
 
 
-EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquoted_issue216.json", "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
-                "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt"}  # files with a test function of their own
+# files checked by a test function of their own (above)
+EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquoted_issue216.json",
+                "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
+                "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt"}
 
 
 # -- the corpus itself ------------------------------------------------------------------------------
