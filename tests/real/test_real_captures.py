@@ -63,6 +63,12 @@ NIC_CASES = [
     ("ethtool_ethq_ice.txt", "ice", "fabric_roce_rx_bytes_total", {}, 848255752),  # rx_bytes.nic
     ("ethtool_ethq_ice.txt", "ice", "fabric_roce_rx_discards_total", {}, 0),  # rx_dropped.nic
     ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_local_ack_timeouts_total", {}, 131),
+    # mlx5 `ethtool -S` with its `NIC statistics:` header (linux bpf list, an XDP_DROP/XDP_TX test port)
+    ("ethtool_mlx5_xdp_kernel5.15.txt", "mlx5_core", "fabric_roce_rx_discards_total", {}, 58591428329),
+    ("ethtool_mlx5_xdp_kernel5.15.txt", "mlx5_core", "fabric_roce_nic_rx_out_of_buffer_packets_total", {}, 990473555),
+    ("ethtool_mlx5_xdp_kernel6.5.txt", "mlx5_core", "fabric_roce_nic_priority_rx_discards_total", {"priority": "0"},
+     441063206498),
+    ("ethtool_mlx5_xdp_kernel6.5.txt", "mlx5_core", "fabric_roce_nic_link_pause_tx_frames_total", {}, 44414017),
     ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_duplicate_requests_total", {}, 41),
 ]
 # Drivers with no RoCE mapping: the capture still reads, every counter under its own name (expose_unmapped).
@@ -266,12 +272,157 @@ def test_perfquery_captures_feed_qp1_dropped(name, guid, ports, expected):
     assert not [p for p in problems if "QP1Dropped" in p]
 
 
+# -- perftest latency reports through the latency_probe collector's parse + record path ----------
+
+def latency_samples(name: str, message_bytes: int):
+    from fabric_exporter.collectors.latency_plan import Probe
+    from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
+    from fabric_exporter.parsers.perftest import parse_report
+
+    group = parse_config({"targets": [{
+        "name": "lat", "fabric": "lab", "collector": "latency_probe", "transport": "local",
+        "hosts": [{"name": h, "address": "127.0.0.1"} for h in ("a", "b")],
+        "options": {"message_bytes": message_bytes}}]}).targets[0]
+    collector = LatencyProbeCollector(PollContext(group, None, None))
+    skipped: list = []
+    report = parse_report(text(name), message_bytes=message_bytes, skipped=skipped)
+    collector._record(Probe("a", "b"), report, 1000.0)
+    samples = collector._samples(1000.0, 1, 0, 0)
+    valid(samples)
+    return samples, skipped
+
+
+# file, message size, {statistic: seconds} read by hand from that row (None: the report has no such column)
+PERFTEST_CASES = [
+    # 9 columns, tab-padded rows with blank lines between them (Soft-RoCE rxe, loopback)
+    ("perftest_ib_write_lat_rxe_linux_rdma.txt", 64,
+     {"min": 1.65e-6, "median": 1.84e-6, "avg": 1.99e-6, "p99": 3.92e-6, "p999": 8.58e-6, "max": 8.58e-6}),
+    # 3 columns (t_min t_max t_typical), perftest of MLNX_OFED 4.5, ConnectX-5 VF on Azure HC44rs
+    ("perftest_ib_send_lat_3col_azure_hc44rs.txt", 16384,
+     {"min": 5.68e-6, "median": 5.88e-6, "avg": None, "p99": None, "p999": None, "max": 27.13e-6}),
+    # 9 columns, "Conflicting CPU frequency" warnings printed between the header and the row (ConnectX-5 RoCE)
+    ("perftest_ib_read_lat_cpufreq_spiderpool.txt", 2,
+     {"min": 6.88e-6, "median": 7.04e-6, "avg": 7.06e-6, "p99": 7.38e-6, "p999": 16.81e-6, "max": 16.81e-6}),
+    # the same from an SR-IOV VF, libibverbs "couldn't stat" warnings before the banner
+    ("perftest_ib_read_lat_sriov_spiderpool.txt", 2,
+     {"min": 6.66e-6, "median": 6.74e-6, "avg": 6.82e-6, "p99": 7.15e-6, "p999": 20.37e-6, "max": 20.37e-6}),
+]
+
+
+@pytest.mark.parametrize("name,size,expected", PERFTEST_CASES)
+def test_perftest_captures(name, size, expected):
+    samples, skipped = latency_samples(name, size)
+    for stat, value in expected.items():
+        got = find(samples, f"fabric_rdma_latency_{stat}_seconds", source="a", destination="b")
+        assert got == ([] if value is None else [value]), stat
+    has_histogram = bool(find(samples, "fabric_rdma_latency_pair_seconds_count"))
+    assert has_histogram == (expected["p99"] is not None)  # no percentiles: no histogram shape, not guessed
+    assert skipped == []
+
+
+def test_perftest_out_json_with_unquoted_keys_is_refused_with_its_reason():
+    # what perftest wrote before linux-rdma/perftest#216 was fixed: not JSON, no text report beside it
+    from fabric_exporter.errors import ParseError
+
+    with pytest.raises(ParseError, match="unquoted keys"):
+        latency_samples("perftest_out_json_unquoted_issue216.json", 128)
+
+
+# -- ibqueryerrors (error sweep) through the infiniband collector's assemble + sample path -----------
+
+def error_sweep_samples(name: str, ports_by_node: dict[int, tuple[str, tuple[int, ...]]], nodes_checked: int):
+    """The error sweep capture as the collector reads it, beside a counter sweep that listed these ports
+    (built here as records: the capture is the error sweep, the counter sweep only names the ports)."""
+    skipped: list = []
+    errors = ib_queryerrors.parse(text(name), skipped=skipped)
+    counters = ib_queryerrors.QueryErrorsReport(
+        [ib_queryerrors.NodeCounters("data", guid, node_name,
+                                     [ib_queryerrors.PortCounters(p, guid) for p in ports])
+         for guid, (node_name, ports) in ports_by_node.items()],
+        ib_queryerrors.Summary(nodes_checked, 0))
+    collector = ib_collector()
+    problems: list[str] = []
+    table = collector._assemble(counters, errors, "", problems)
+    latched = {key: collector._latched(p) for key, p in table.items()}
+    samples = collector._samples(table, latched, problems, {})
+    valid(samples)
+    return samples, skipped, problems
+
+
+SX6036 = 0x2C903006E29B0
+
+
+def test_ibqueryerrors_default_sweep_sx6036():
+    samples, skipped, problems = error_sweep_samples(
+        "ibqueryerrors_linux_rdma_sx6036.txt", {SX6036: ("MF0;ys23ib4:SX6036/U1", tuple(range(1, 9)))}, 4)
+    assert skipped == []
+    port = {"node_guid": "0x0002c903006e29b0"}
+    assert find(samples, "fabric_ib_link_downed_total", port="6", **port) == [9]
+    assert find(samples, "fabric_ib_port_transmit_discards_total", port="6", **port) == [14176]
+    # SymbolErrorCounter 65535 is the 16-bit field pinned at all-ones: published, and flagged as latched
+    assert find(samples, "fabric_ib_symbol_error_total", port="5", **port) == [65535]
+    assert find(samples, "fabric_ib_port_latched", port="5", **port) == [1.0]
+    assert find(samples, "fabric_ib_port_latched", port="8", **port) == [0.0]
+    # a counter the error sweep did not print, on a port of a fully checked node, is 0 (threshold 0)
+    assert find(samples, "fabric_ib_symbol_error_total", port="8", **port) == [0]
+    # the three CA blocks (no node GUID printed in errors mode) concern nodes this counter sweep did not list
+    assert any("did not return" in p for p in problems)
+
+
+# -- rdma link show / rdma statistic show through the roce_nic collector's rdma-tool path -------------
+
+def rdma_poll(link_name: str, statistic_name: str | None):
+    """The collector's dump in ``hw_counters_from: rdma`` mode, its two sections holding the captures
+    (an empty statistic section when only ``rdma link`` was published)."""
+    statistic = text(statistic_name).rstrip("\n") if statistic_name else None
+    parts = ["@@fabric-roce 1 rdma", "@@rdma_link 0", text(link_name).rstrip("\n"), "@@rdma_statistic 0"]
+    parts += [statistic] if statistic else []
+    result = result_from_dump(parse_host_dump("\n".join(parts) + "\n@@end\n"), "host-a",
+                              RoceNicOptions(expose_unmapped=True))
+    valid(result.samples)
+    return result, result.skipped
+
+
+def test_rdma_link_and_statistic_oci_bm_optimized3():
+    result, skipped = rdma_poll("rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt")
+    assert skipped == [] and result.problems == []
+    active = {s.labels["device"]: s.value for s in result.samples if s.name == "fabric_roce_nic_port_active"}
+    assert active == {"mlx5_0": 1, "mlx5_1": 1, "mlx5_2": 1, "mlx5_3": 0}  # mlx5_3/1 state DOWN
+    port = {"device": "mlx5_2", "netdev": "rdma0"}
+    assert find(result.samples, "fabric_roce_nic_unmapped_value", counter="rx_write_requests", **port) == [18747]
+    assert find(result.samples, "fabric_roce_nic_rdma_out_of_buffer_total", **port) == [0]
+    assert find(result.samples, "fabric_roce_ecn_marked_packets_total", **port) == [0]
+    # the ports rdma statistic did not list (grep kept mlx5_2 only) publish no counters, not zeros
+    assert find(result.samples, "fabric_roce_nic_rdma_out_of_buffer_total", device="mlx5_0") == []
+
+
+def test_rdma_link_older_iproute2_without_netdev():
+    # `IDX/PORT: dev/port:` prefix and no netdev field (iproute2 in a Pod of a shared-mode RoCE host)
+    result, skipped = rdma_poll("rdma_link_old_format_spiderpool_pod.txt", None)
+    assert skipped == []
+    assert find(result.samples, "fabric_roce_nic_port_active", device="mlx5_1", port="1", netdev="") == [1]
+    assert len(find(result.samples, "fabric_roce_nic_port_active")) == 2
+
+
+def test_rdma_link_daocloud_connectx5():
+    result, skipped = rdma_poll("rdma_link_daocloud_connectx5.txt", None)
+    assert skipped == []
+    assert find(result.samples, "fabric_roce_nic_port_active", device="mlx5_1", netdev="enp4s0f1np1") == [1]
+
+
+# files checked by a test function of their own (above)
+EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquoted_issue216.json",
+                "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
+                "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt"}
+
+
 # -- the corpus itself ------------------------------------------------------------------------------
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
-              | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"})
+              | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
+              | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)
     files = {p.name for p in REAL.iterdir() if p.name != "README.md"}
     assert files == tested
     assert len(files) >= 40

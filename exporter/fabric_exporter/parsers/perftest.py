@@ -11,7 +11,9 @@ Two forms, both written by perftest's ``print_report_lat``:
   values detected ...``, PCIe relaxed-ordering notes) may be interleaved when stderr is merged.
 * ``--out_json``: ``{"test_info": {...}, "results": {"MsgSize": 2, "n_iterations": 10000,
   "t_min": ..., "percentile_99": ..., "percentile_99.9": ...}}``; with ``--out_json_file=/dev/stdout``
-  it lands in the same stream as the text report, before it.
+  it lands in the same stream as the text report, before it. perftest before the fix of
+  linux-rdma/perftest#216 wrote that object with unquoted keys (not JSON): it is not read, the text
+  report beside it is; alone, it is refused with that reason.
 
 Older perftest (2.x and before) prints only ``t_min t_max t_typical`` (3 latency columns), some
 versions ``t_min t_max t_typical t_avg t_stdev`` (5): the header names the columns, and a report
@@ -47,6 +49,8 @@ _FLOAT_RE = re.compile(r"\d+\.\d\d")
 _TITLE_RE = re.compile(r"^\s+(?P<title>[\w ]*Latency Test)\s*$")
 _FIELD_RE = re.compile(r"(?P<key>Device|Link type|Transport type)\s*:\s*(?P<value>\S+)")
 _WARNING_RE = re.compile(r"(?i)\b(warning|conflicting cpu frequency|cpu frequency is not max)\b")
+# `--out_json` of perftest before linux-rdma/perftest#216: `results: {` with unquoted keys, not JSON.
+_UNQUOTED_JSON_RE = re.compile(r"(?m)^\s*results\s*:\s*\{")
 _MAX_ITERATIONS = 10**12  # far above anything perftest can hold in memory
 
 
@@ -241,7 +245,14 @@ def parse_report(text: str, message_bytes: int | None = None,
     if isinstance(text, str) and re.search(r"(?m)^\{", text) and _find_json_object(text) is not None:
         reports = [parse_json(text)]
     else:
-        reports = parse_text(text, skipped=skipped)
+        try:
+            reports = parse_text(text, skipped=skipped)
+        except ParseError:
+            if isinstance(text, str) and _UNQUOTED_JSON_RE.search(text):
+                raise ParseError("perftest --out_json: not valid JSON (unquoted keys, as perftest printed it before "
+                                 "linux-rdma/perftest#216 was fixed) and no text report beside it; use report: text "
+                                 "or a newer perftest") from None
+            raise
     if message_bytes is not None:
         reports = [r for r in reports if r.message_bytes == message_bytes]
         if not reports:
