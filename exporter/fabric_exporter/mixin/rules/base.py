@@ -177,11 +177,14 @@ class Ctx:
                 return start + k
         raise ValueError(f"full value {full} never exceeds threshold {threshold}")
 
-    def ramp_alert(self, name: str, start: int, threshold: float, cap: float | None = None) -> Ramp:
-        """The recipe of a threshold alert on a rate: a counter ramp from ``start`` (see ``ramp_plan``)
-        long enough to cover the alert's onset, ``for:`` and a margin."""
-        full, onset = self.ramp_plan(start, threshold, cap)
-        return Ramp(self, start, full, onset, self.length(name, onset))
+    def ramp_alert(self, name: str, threshold: str, cap: float | None = None) -> tuple[float, Ramp]:
+        """The recipe of a threshold alert on a rate: ``thresholds.<threshold>`` from the settings and
+        a counter ramp starting just after the first full rate window (see ``ramp_plan``), long
+        enough to cover the alert's onset, ``for:`` and a margin."""
+        thr = self.s[f"thresholds.{threshold}"]
+        start = self.window_steps() + 2
+        full, onset = self.ramp_plan(start, thr, cap)
+        return thr, Ramp(self, start, full, onset, self.length(name, onset))
 
     def alert(self, name: str, severity: str, expr: str, summary: str, description: str,
               scenario: Scenario, extra: tuple[Scenario, ...] = ()) -> AlertRule:

@@ -10,7 +10,6 @@ def _target_where() -> str:
             "(target group {{ $labels.group }})")
 
 
-
 def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     w, sel = c.w, c.sel
     rec = []
@@ -48,9 +47,7 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_up, f"1x9 0x{minutes(c.s.for_(n)) + 10}"),), 10, labels)))
 
     n = "FabricPollsFailing"
-    thr = c.s["thresholds.poll_error_ratio"]
-    start = c.window_steps() + 2
-    r = c.ramp_alert(n, start, thr, cap=1.0)
+    thr, r = c.ramp_alert(n, "poll_error_ratio", cap=1.0)
     alerts.append(c.alert(
         n, WARNING, f"fabric:poll_failures:ratio{sel()} > {fmt(thr)}",
         "Many polls of a fabric target fail.",

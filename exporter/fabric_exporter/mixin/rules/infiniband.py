@@ -12,7 +12,6 @@ def _ib_where() -> str:
             " -> {{ $labels.peer_node_name }} port {{ $labels.peer_port }}")
 
 
-
 def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     w, sel = c.w, c.sel
     rec = []
@@ -61,9 +60,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     alerts = []
     n = "FabricIBXmitWaitHigh"
-    thr = c.s["thresholds.ib_xmit_wait_ratio"]
-    start = c.window_steps() + 2
-    r = c.ramp_alert(n, start, thr, cap=1.0)
+    thr, r = c.ramp_alert(n, "ib_xmit_wait_ratio", cap=1.0)
     alerts.append(c.alert(
         n, WARNING, f"fabric:ib_port_xmit_wait:ratio{sel()} > {fmt(thr)}",
         "An InfiniBand port is congested: it often has data to send and no credits.",
@@ -73,9 +70,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_wait, c.ramp(r.start, r.full * 100 * 60, r.length)), (s_rate, f"100x{r.length}")), r.onset, port)))
 
     n = "FabricLinkSymbolErrors"
-    thr = c.s["thresholds.symbol_errors_per_window"]
-    start = c.window_steps() + 2
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "symbol_errors_per_window")
     symbol_ib = c.alert(
         n, WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}]) > {fmt(thr)}",
         "A link is taking bit errors.",
@@ -112,9 +107,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_deg, f"0x9 1x{minutes(c.s.for_(n)) + 10}"),), 10, port))
 
     n = "FabricPortErrors"
-    thr = c.s["thresholds.port_errors_per_second"]
-    start = c.window_steps() + 2
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "port_errors_per_second")
     errors_ib = c.alert(
         n, WARNING, f"sum without (counter) (fabric:ib_port_errors:rate{sel()}) > {fmt(thr)}",
         "A port is receiving errors.",
@@ -123,8 +116,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_rcv, r.counter(60)),), r.onset, port))
 
     n = "FabricPortDiscards"
-    thr = c.s["thresholds.port_discards_per_second"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "port_discards_per_second")
     discards_ib = c.alert(
         n, WARNING, f"fabric:ib_port_transmit_discards:rate{sel()} > {fmt(thr)}",
         "A port is discarding packets.",

@@ -87,9 +87,7 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(series, onset, grp, step=1 if c.s["latency_baseline"] == "median_7d" else 60)))
 
     n = "FabricLatencyProbeLoss"
-    thr = c.s["thresholds.probe_loss_ratio"]
-    start = c.window_steps() + 2
-    r = c.ramp_alert(n, start, thr, cap=1.0)
+    thr, r = c.ramp_alert(n, "probe_loss_ratio", cap=1.0)
     alerts.append(c.alert(
         n, WARNING, f"fabric:rdma_latency_probe_failures:ratio{sel()} > {fmt(thr)}",
         "Latency probes are failing.",

@@ -17,7 +17,6 @@ def _switch_where() -> str:
     return "fabric {{ $labels.fabric }}: switch {{ $labels.switch }} interface {{ $labels.interface }}"
 
 
-
 def _direction_union(metrics: tuple[tuple[str, str], ...], sel: str, w: str) -> str:
     return " or ".join(f'label_replace(rate({m}{sel}[{w}]), "direction", "{d}", "", "")' for m, d in metrics)
 
@@ -101,8 +100,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     # -- PFC pause storm
     n = "FabricRocePfcPauseStorm"
-    thr = c.s["thresholds.pfc_pause_fraction"]
-    r = c.ramp_alert(n, start, thr, cap=1.0)
+    thr, r = c.ramp_alert(n, "pfc_pause_fraction", cap=1.0)
     s_storm, _ = c.series("fabric_roce_nic_pause_storm_error_events_total", NIC_PORT)
     storm_length = c.length(n, start)
     # Two signs of one fault on a NIC port, so one rule: time paused near 100% on the lossless
@@ -126,8 +124,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_wd, f"0x9 1x{minutes(c.s.for_(n)) + 10}"),), 10, sw_q)))
 
     n = "FabricRocePfcPausesSustained"
-    thr = c.s["thresholds.pfc_pause_frames_per_second"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "pfc_pause_frames_per_second")
     for where, s_name, labels, direction in ((_nic_where(), s_rx_pause, nic_prio, "rx"),
                                               (_switch_where(), s_sw_tx_pause, sw_prio, "tx")):
         side = "host" if "host" in labels else "switch"
@@ -142,8 +139,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
             Scenario(((s_name, r.counter(60)),), r.onset, {**labels, "direction": direction})))
 
     n = "FabricRoceEcnMarkingHigh"
-    thr = c.s["thresholds.ecn_marked_ratio"]
-    r = c.ramp_alert(n, start, thr, cap=1.0)
+    thr, r = c.ramp_alert(n, "ecn_marked_ratio", cap=1.0)
     alerts.append(c.alert(
         n, INFO, f"fabric:roce_ecn_marked:ratio{host_sel} > {fmt(thr)}",
         "Many RoCE packets arrive ECN-marked.",
@@ -158,8 +154,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_sw_ecn, r.counter(6000)), (s_sw_qtx, f"0+6000x{r.length}")), r.onset, sw_q)))
 
     n = "FabricRoceCnpIgnored"
-    thr = c.s["thresholds.cnp_ignored_per_second"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "cnp_ignored_per_second")
     alerts.append(c.alert(
         n, WARNING, f"fabric:roce_cnp:rate{ignored_sel} > {fmt(thr)}",
         "A RoCE sender ignores congestion notifications.",
@@ -187,8 +182,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_pd, c.ramp(start, 60, length)),), onset, nic_prio)))
 
     n = "FabricRoceRetransmitTimeouts"
-    thr = c.s["thresholds.retransmit_timeouts_per_second"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "retransmit_timeouts_per_second")
     alerts.append(c.alert(
         n, WARNING, f"fabric:roce_retransmits:rate{timeout_sel} > {fmt(thr)}",
         "RoCE retransmissions on timeout are rising.",
@@ -198,8 +192,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     # -- link health on RoCE ports
     n = "FabricLinkSymbolErrors"
-    thr = c.s["thresholds.symbol_errors_per_window"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "symbol_errors_per_window")
     s_pcs, _ = c.series("fabric_roce_nic_rx_pcs_symbol_errors_total", NIC_PORT)
     alerts.append(c.alert(
         n, WARNING, f"increase(fabric_roce_nic_rx_pcs_symbol_errors_total{sel()}[{w}]) > {fmt(thr)}",
@@ -260,8 +253,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_speed, f"50000000000x9 25000000000x{minutes(c.s.for_(n)) + 10}"),), 10, sw)))
 
     n = "FabricPortErrors"
-    thr = c.s["thresholds.port_errors_per_second"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "port_errors_per_second")
     alerts.append(c.alert(
         n, WARNING, f"sum without (direction) (fabric:roce_switch_if_errors:rate{sel()}) > {fmt(thr)}",
         "A port is receiving errors.",
@@ -277,8 +269,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         Scenario(((s_crc, r.counter(60)),), r.onset, nic)))
 
     n = "FabricPortDiscards"
-    thr = c.s["thresholds.port_discards_per_second"]
-    r = c.ramp_alert(n, start, thr)
+    thr, r = c.ramp_alert(n, "port_discards_per_second")
     s_sw_rxd, _ = c.series("fabric_roce_rx_discards_total", SWITCH_IF)
     for where, sel_side, s_name, labels in ((_nic_where(), host_sel, s_rxd, nic),
                                             (_switch_where(), switch_sel, s_sw_rxd, sw)):
