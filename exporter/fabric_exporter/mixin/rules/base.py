@@ -186,6 +186,11 @@ class Ctx:
         full, onset = self.ramp_plan(start, thr, cap)
         return thr, Ramp(self, start, full, onset, self.length(name, onset))
 
+    def step(self, name: str, series: str, before: str, after: str, labels: dict) -> Scenario:
+        """The recipe of an alert on a state: ``series`` reads ``before`` for ten minutes, then ``after``
+        long enough to cover the alert's ``for:`` and a margin; the expression holds from minute 10."""
+        return Scenario(((series, f"{before}x9 {after}x{minutes(self.s.for_(name)) + 10}"),), 10, labels)
+
     def alert(self, name: str, severity: str, expr: str, summary: str, description: str,
               scenario: Scenario, extra: tuple[Scenario, ...] = ()) -> AlertRule:
         return AlertRule(name, severity, expr, self.s.for_(name), summary, description,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from .base import CRITICAL, TARGET, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes, pct
 
 
-def _target_where() -> str:
-    return ("fabric {{ $labels.fabric }}: the {{ $labels.collector }} poll of {{ $labels.host }} "
-            "(target group {{ $labels.group }})")
+# Where an alert's description says the series is, from its labels.
+TARGET_WHERE = ("fabric {{ $labels.fabric }}: the {{ $labels.collector }} poll of {{ $labels.host }} "
+                "(target group {{ $labels.group }})")
 
 
 def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
@@ -42,16 +42,16 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"fabric_up{sel()} == 0",
         "A fabric target's polls are failing.",
-        _target_where() + f" has failed or been stale for more than {c.s.for_(n)}; "
+        TARGET_WHERE + f" has failed or been stale for more than {c.s.for_(n)}; "
         "its fabric metrics are missing. fabric_poll_errors_total{reason} says why.",
-        Scenario(((s_up, f"1x9 0x{minutes(c.s.for_(n)) + 10}"),), 10, labels)))
+        c.step(n, s_up, "1", "0", labels)))
 
     n = "FabricPollsFailing"
     thr, r = c.ramp_alert(n, "poll_error_ratio", cap=1.0)
     alerts.append(c.alert(
         n, WARNING, f"fabric:poll_failures:ratio{sel()} > {fmt(thr)}",
         "Many polls of a fabric target fail.",
-        _target_where() + f": more than {pct(thr)} of polls failed over {w}, for {c.s.for_(n)}; "
+        TARGET_WHERE + f": more than {pct(thr)} of polls failed over {w}, for {c.s.for_(n)}; "
         "the target publishes partial or old data.",
         Scenario(((s_polls, f"0+60x{r.length}"), (s_err_t, r.counter(60))), r.onset, target)))
 
@@ -61,7 +61,7 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         # latency probe rounds spend their deadline by design (probes carry over); not a symptom there
         n, WARNING, f"fabric:poll_duration_over_interval:ratio{not_probes} > {fmt(thr)}",
         "Polls of a fabric target take nearly their whole interval.",
-        _target_where() + f" takes more than {pct(thr)} of its poll interval on average over {w}; "
+        TARGET_WHERE + f" takes more than {pct(thr)} of its poll interval on average over {w}; "
         "it is about to hit its deadline and time out.",
         # Interval 10 s; the duration jumps from 1 s to 10 s at minute 10: the average over w minutes
         # passes thr once (k+1) of its w+1 samples are slow.
@@ -72,9 +72,9 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"fabric_target_stale{sel()} == 1",
         "A fabric target's data is stale and withheld.",
-        _target_where() + " has not succeeded within its stale_after; the exporter withholds the target's "
+        TARGET_WHERE + " has not succeeded within its stale_after; the exporter withholds the target's "
         f"series, so its dashboards are empty (for {c.s.for_(n)}).",
-        Scenario(((s_stale, f"0x9 1x{minutes(c.s.for_(n)) + 10}"),), 10, labels)))
+        c.step(n, s_stale, "0", "1", labels)))
 
     n = "FabricExporterConfigReloadFailed"
     s_cfg, labels = c.series("fabric_config_last_reload_successful", ())
@@ -83,7 +83,7 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "The fabric exporter failed to load its configuration.",
         "The fabric-exporter at {{ $labels.instance }} failed to (re)load its configuration and keeps running "
         "the previous one; its log (and fabric-exporter check-config) says which key is wrong.",
-        Scenario(((s_cfg, f"1x9 0x{minutes(c.s.for_(n)) + 10}"),), 10, labels)))
+        c.step(n, s_cfg, "1", "0", labels)))
 
     n = "FabricExporterAbsent"
     s_build, _ = c.series("fabric_build_info", (), version="0.1.0", python_version="3.11.7")

@@ -7,8 +7,8 @@ import math
 from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes, pct
 
 
-def _ib_where() -> str:
-    return ("fabric {{ $labels.fabric }}: {{ $labels.node_name }} ({{ $labels.node_guid }}) port {{ $labels.port }}"
+# Where an alert's description says the series is, from its labels.
+IB_WHERE = ("fabric {{ $labels.fabric }}: {{ $labels.node_name }} ({{ $labels.node_guid }}) port {{ $labels.port }}"
             " -> {{ $labels.peer_node_name }} port {{ $labels.peer_port }}")
 
 
@@ -64,7 +64,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"fabric:ib_port_xmit_wait:ratio{sel()} > {fmt(thr)}",
         "An InfiniBand port is congested: it often has data to send and no credits.",
-        _ib_where() + f" stalled for lack of credits more than {pct(thr)} of the time over {w}, for "
+        IB_WHERE + f" stalled for lack of credits more than {pct(thr)} of the time over {w}, for "
         f"{c.s.for_(n)}: congestion downstream of this port (or a slow receiver) is spreading back.",
         # 100 B/s link, no tick multiplier: ticks/s = ratio x 100.
         Scenario(((s_wait, c.ramp(r.start, r.full * 100 * 60, r.length)), (s_rate, f"100x{r.length}")), r.onset, port)))
@@ -74,7 +74,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     symbol_ib = c.alert(
         n, WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}]) > {fmt(thr)}",
         "A link is taking bit errors.",
-        _ib_where() + f" counted more than {fmt(thr)} symbol errors in {w}, for {c.s.for_(n)}: "
+        IB_WHERE + f" counted more than {fmt(thr)} symbol errors in {w}, for {c.s.for_(n)}: "
         "a failing cable, transceiver or dirty connector.",
         Scenario(((s_sym, c.ramp(r.start, r.full / c.window_steps(), r.length)),), r.onset, port))
 
@@ -85,7 +85,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     flap_ib = c.alert(
         n, WARNING, f"increase(fabric_ib_link_downed_total{sel()}[1h]) > {fmt(thr)}",
         "A link keeps going down and up.",
-        _ib_where() + f" went down more than {fmt(thr)} times in the last hour: every flap reroutes traffic "
+        IB_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap reroutes traffic "
         "and stalls collectives.",
         Scenario(((s_down, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, port))
 
@@ -94,24 +94,24 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     down_ib = c.alert(
         n, WARNING, f"fabric_ib_port_link_down_unexpected{sel()} == 1",
         "A link that should be up is down.",
-        _ib_where() + f" is down although the topology had its link up, for {c.s.for_(n)}.",
-        Scenario(((s_unexp, f"0x9 1x{minutes(c.s.for_(n)) + 10}"),), 10, port))
+        IB_WHERE + f" is down although the topology had its link up, for {c.s.for_(n)}.",
+        c.step(n, s_unexp, "0", "1", port))
 
     n = "FabricLinkDegraded"
     s_deg, _ = c.series("fabric_ib_port_degraded", IB_PORT)
     degraded_ib = c.alert(
         n, WARNING, f"fabric_ib_port_degraded{sel()} == 1",
         "A link runs below its supported width or speed.",
-        _ib_where() + f" is up but narrower or slower than both ends support, for {c.s.for_(n)}: "
+        IB_WHERE + f" is up but narrower or slower than both ends support, for {c.s.for_(n)}: "
         "its bandwidth is cut and it congests first.",
-        Scenario(((s_deg, f"0x9 1x{minutes(c.s.for_(n)) + 10}"),), 10, port))
+        c.step(n, s_deg, "0", "1", port))
 
     n = "FabricPortErrors"
     thr, r = c.ramp_alert(n, "port_errors_per_second")
     errors_ib = c.alert(
         n, WARNING, f"sum without (counter) (fabric:ib_port_errors:rate{sel()}) > {fmt(thr)}",
         "A port is receiving errors.",
-        _ib_where() + f" counts more than {fmt(thr)} receive/link errors per second over {w}, for {c.s.for_(n)} "
+        IB_WHERE + f" counts more than {fmt(thr)} receive/link errors per second over {w}, for {c.s.for_(n)} "
         "(PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries).",
         Scenario(((s_rcv, r.counter(60)),), r.onset, port))
 
@@ -120,7 +120,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     discards_ib = c.alert(
         n, WARNING, f"fabric:ib_port_transmit_discards:rate{sel()} > {fmt(thr)}",
         "A port is discarding packets.",
-        _ib_where() + f" discards more than {fmt(thr)} outbound packets per second over {w}, for "
+        IB_WHERE + f" discards more than {fmt(thr)} outbound packets per second over {w}, for "
         f"{c.s.for_(n)}: its link is down or congestion timed packets out.",
         Scenario(((s_disc, r.counter(60)),), r.onset, port))
     return rec, [alerts[0], symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]

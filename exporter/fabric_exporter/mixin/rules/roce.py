@@ -8,13 +8,10 @@ from .base import (CRITICAL, INFO, NIC_PORT, SWITCH_IF, WARNING, AlertRule, Ctx,
                    minutes, pct)
 
 
-def _nic_where() -> str:
-    return ("fabric {{ $labels.fabric }}: host {{ $labels.host }} {{ $labels.device }} port {{ $labels.port }}"
-            " ({{ $labels.netdev }})")
-
-
-def _switch_where() -> str:
-    return "fabric {{ $labels.fabric }}: switch {{ $labels.switch }} interface {{ $labels.interface }}"
+# Where an alert's description says the series is, from its labels.
+NIC_WHERE = ("fabric {{ $labels.fabric }}: host {{ $labels.host }} {{ $labels.device }} port {{ $labels.port }}"
+             " ({{ $labels.netdev }})")
+SWITCH_WHERE = "fabric {{ $labels.fabric }}: switch {{ $labels.switch }} interface {{ $labels.interface }}"
 
 
 def _direction_union(metrics: tuple[tuple[str, str], ...], sel: str, w: str) -> str:
@@ -110,7 +107,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         f"fabric:roce_pfc_pause_time:fraction{prio_sel} > {fmt(thr)}"
         f" or increase(fabric_roce_nic_pause_storm_error_events_total{sel()}[{w}]) > 0",
         "A RoCE port is held in a PFC pause storm.",
-        _nic_where() + f" is in a PFC pause storm: paused more than {pct(thr)} of the time on the lossless "
+        NIC_WHERE + f" is in a PFC pause storm: paused more than {pct(thr)} of the time on the lossless "
         f"priority over {w}, or its NIC's pause-storm watchdog fired, for {c.s.for_(n)}. A stuck receiver "
         "is freezing the lossless class and the pause spreads through the fabric.",
         Scenario(((s_rx_psec, r.counter(60)),), r.onset, {**nic_prio, "direction": "rx"}),
@@ -119,14 +116,14 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, CRITICAL, f"fabric_roce_switch_pfcwd_storm_active{sel()} == 1",
         "A RoCE port is held in a PFC pause storm.",
-        _switch_where() + " queue {{ $labels.queue }} is held in a PFC storm by the switch's PFC watchdog: "
+        SWITCH_WHERE + " queue {{ $labels.queue }} is held in a PFC storm by the switch's PFC watchdog: "
         "it drops or forwards the queue's traffic while the peer keeps pausing it.",
-        Scenario(((s_wd, f"0x9 1x{minutes(c.s.for_(n)) + 10}"),), 10, sw_q)))
+        c.step(n, s_wd, "0", "1", sw_q)))
 
     n = "FabricRocePfcPausesSustained"
     thr, r = c.ramp_alert(n, "pfc_pause_frames_per_second")
-    for where, s_name, labels, direction in ((_nic_where(), s_rx_pause, nic_prio, "rx"),
-                                              (_switch_where(), s_sw_tx_pause, sw_prio, "tx")):
+    for where, s_name, labels, direction in ((NIC_WHERE, s_rx_pause, nic_prio, "rx"),
+                                              (SWITCH_WHERE, s_sw_tx_pause, sw_prio, "tx")):
         side = "host" if "host" in labels else "switch"
         side_sel = sel(f'priority="{p}",{side}!=""')
         alerts.append(c.alert(
@@ -143,13 +140,13 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, INFO, f"fabric:roce_ecn_marked:ratio{host_sel} > {fmt(thr)}",
         "Many RoCE packets arrive ECN-marked.",
-        _nic_where() + f" receives more than {pct(thr)} of its packets CE-marked over {w}, for {c.s.for_(n)}: "
+        NIC_WHERE + f" receives more than {pct(thr)} of its packets CE-marked over {w}, for {c.s.for_(n)}: "
         "the path to this host is congested and DCQCN is slowing its senders.",
         Scenario(((s_ecn, r.counter(6000)), (s_rxp, f"0+6000x{r.length}")), r.onset, nic)))
     alerts.append(c.alert(
         n, INFO, f"fabric:roce_ecn_marked:ratio{switch_sel} > {fmt(thr)}",
         "Many RoCE packets leave a switch queue ECN-marked.",
-        _switch_where() + " queue {{ $labels.queue }}" + f" CE-marks more than {pct(thr)} of the packets it "
+        SWITCH_WHERE + " queue {{ $labels.queue }}" + f" CE-marks more than {pct(thr)} of the packets it "
         f"sends over {w}, for {c.s.for_(n)}: the egress port is congested.",
         Scenario(((s_sw_ecn, r.counter(6000)), (s_sw_qtx, f"0+6000x{r.length}")), r.onset, sw_q)))
 
@@ -158,7 +155,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"fabric:roce_cnp:rate{ignored_sel} > {fmt(thr)}",
         "A RoCE sender ignores congestion notifications.",
-        _nic_where() + f" ignored more than {fmt(thr)} CNPs per second over {w}, for {c.s.for_(n)}: congestion "
+        NIC_WHERE + f" ignored more than {fmt(thr)} CNPs per second over {w}, for {c.s.for_(n)}: congestion "
         "control (DCQCN) is off or the CNP priority/DSCP does not match, so this sender never slows down.",
         Scenario(((s_cnp_ign, r.counter(60)),), r.onset, {**nic, "kind": "ignored"})))
 
@@ -169,7 +166,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         n, CRITICAL,
         f"fabric:roce_switch_queue_dropped_packets:rate{queue_sel} > 0",
         "A switch drops packets in the lossless RoCE queue.",
-        _switch_where() + " drops packets in lossless queue {{ $labels.queue }}" + f" (over {w}, for "
+        SWITCH_WHERE + " drops packets in lossless queue {{ $labels.queue }}" + f" (over {w}, for "
         f"{c.s.for_(n)}): PFC is not protecting the class, so RDMA retransmits and tail latency explodes.",
         Scenario(((s_qdrop, c.ramp(start, 60, length)),), onset, sw_q)))
     s_pd, _ = c.series("fabric_roce_nic_priority_rx_discards_total", NIC_PORT + ("priority",), priority=p)
@@ -177,7 +174,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         n, CRITICAL,
         f"rate(fabric_roce_nic_priority_rx_discards_total{prio_sel}[{w}]) > 0",
         "A NIC drops packets in the lossless RoCE priority.",
-        _nic_where() + " drops received packets on lossless priority {{ $labels.priority }}" + f" (over {w}, for "
+        NIC_WHERE + " drops received packets on lossless priority {{ $labels.priority }}" + f" (over {w}, for "
         f"{c.s.for_(n)}): its buffer overflowed although PFC should have paused the sender.",
         Scenario(((s_pd, c.ramp(start, 60, length)),), onset, nic_prio)))
 
@@ -186,7 +183,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"fabric:roce_retransmits:rate{timeout_sel} > {fmt(thr)}",
         "RoCE retransmissions on timeout are rising.",
-        _nic_where() + f" retransmits more than {fmt(thr)} times per second on ACK timeout over {w}, for "
+        NIC_WHERE + f" retransmits more than {fmt(thr)} times per second on ACK timeout over {w}, for "
         f"{c.s.for_(n)}: packets are lost in the fabric and each loss costs a full timeout of tail latency.",
         Scenario(((s_lat, r.counter(60)),), r.onset, {**nic, "kind": "local_ack_timeout"})))
 
@@ -197,7 +194,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"increase(fabric_roce_nic_rx_pcs_symbol_errors_total{sel()}[{w}]) > {fmt(thr)}",
         "A link is taking bit errors.",
-        _nic_where() + f" counted more than {fmt(thr)} symbol errors FEC could not correct in {w}, for "
+        NIC_WHERE + f" counted more than {fmt(thr)} symbol errors FEC could not correct in {w}, for "
         f"{c.s.for_(n)}: a failing cable, transceiver or dirty connector.",
         Scenario(((s_pcs, c.ramp(r.start, r.full / c.window_steps(), r.length)),), r.onset, nic)))
 
@@ -208,7 +205,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"increase(fabric_roce_nic_link_down_events_total{sel()}[1h]) > {fmt(thr)}",
         "A link keeps going down and up.",
-        _nic_where() + f" went down more than {fmt(thr)} times in the last hour: every flap breaks the host's "
+        NIC_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap breaks the host's "
         "RDMA connections.",
         Scenario(((s_lde, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, nic)))
     s_oper, _ = c.series("fabric_roce_switch_if_oper_status", SWITCH_IF)
@@ -217,7 +214,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     alerts.append(c.alert(
         n, WARNING, f"changes(fabric_roce_switch_if_oper_status{sel()}[1h]) / 2 > {fmt(thr)}",
         "A link keeps going down and up.",
-        _switch_where() + f" changed its operational state more than {fmt(2 * thr)} times in the last hour "
+        SWITCH_WHERE + f" changed its operational state more than {fmt(2 * thr)} times in the last hour "
         "(as polled): the link is flapping.",
         Scenario(((s_oper, flap_values),), 70 + flips - 1, sw)))
 
@@ -228,17 +225,17 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         n, WARNING,
         f"fabric_roce_nic_port_active{sel()} == 0 and max_over_time(fabric_roce_nic_port_active{sel()}[{lookback}]) == 1",
         "A link that should be up is down.",
-        _nic_where() + f" is not ACTIVE although it was within {lookback}, for {c.s.for_(n)}.",
-        Scenario(((s_act, f"1x9 0x{minutes(c.s.for_(n)) + 10}"),), 10, nic)))
+        NIC_WHERE + f" is not ACTIVE although it was within {lookback}, for {c.s.for_(n)}.",
+        c.step(n, s_act, "1", "0", nic)))
     # ifOperStatus: 1 up is the smallest code, so min over the lookback == 1 means "was up".
     alerts.append(c.alert(
         n, WARNING,
         f"fabric_roce_switch_if_oper_status{sel()} != 1"
         f" and min_over_time(fabric_roce_switch_if_oper_status{sel()}[{lookback}]) == 1",
         "A link that should be up is down.",
-        _switch_where() + f" is not up (ifOperStatus) although it was within {lookback}, "
+        SWITCH_WHERE + f" is not up (ifOperStatus) although it was within {lookback}, "
         f"for {c.s.for_(n)}.",
-        Scenario(((s_oper, f"1x9 2x{minutes(c.s.for_(n)) + 10}"),), 10, sw)))
+        c.step(n, s_oper, "1", "2", sw)))
 
     n = "FabricLinkDegraded"
     s_speed, _ = c.series("fabric_roce_switch_if_speed_bytes_per_second", SWITCH_IF)
@@ -248,31 +245,31 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         f" < max_over_time(fabric_roce_switch_if_speed_bytes_per_second{sel()}[{lookback}])"
         f" and fabric_roce_switch_if_speed_bytes_per_second{sel()} > 0",
         "A link runs below its supported width or speed.",
-        _switch_where() + f" runs slower than it did within {lookback} (for {c.s.for_(n)}): it renegotiated "
+        SWITCH_WHERE + f" runs slower than it did within {lookback} (for {c.s.for_(n)}): it renegotiated "
         "down, its bandwidth is cut and it congests first.",
-        Scenario(((s_speed, f"50000000000x9 25000000000x{minutes(c.s.for_(n)) + 10}"),), 10, sw)))
+        c.step(n, s_speed, "50000000000", "25000000000", sw)))
 
     n = "FabricPortErrors"
     thr, r = c.ramp_alert(n, "port_errors_per_second")
     alerts.append(c.alert(
         n, WARNING, f"sum without (direction) (fabric:roce_switch_if_errors:rate{sel()}) > {fmt(thr)}",
         "A port is receiving errors.",
-        _switch_where() + f" counts more than {fmt(thr)} receive/transmit errors per second over {w}, for "
+        SWITCH_WHERE + f" counts more than {fmt(thr)} receive/transmit errors per second over {w}, for "
         f"{c.s.for_(n)}.",
         Scenario(((s_sw_rxe, r.counter(60)),), r.onset, sw)))
     s_crc, _ = c.series("fabric_roce_nic_rx_crc_errors_total", NIC_PORT)
     alerts.append(c.alert(
         n, WARNING, f"rate(fabric_roce_nic_rx_crc_errors_total{sel()}[{w}]) > {fmt(thr)}",
         "A port is receiving errors.",
-        _nic_where() + f" receives more than {fmt(thr)} packets per second with a bad FCS over {w}, for "
+        NIC_WHERE + f" receives more than {fmt(thr)} packets per second with a bad FCS over {w}, for "
         f"{c.s.for_(n)}.",
         Scenario(((s_crc, r.counter(60)),), r.onset, nic)))
 
     n = "FabricPortDiscards"
     thr, r = c.ramp_alert(n, "port_discards_per_second")
     s_sw_rxd, _ = c.series("fabric_roce_rx_discards_total", SWITCH_IF)
-    for where, sel_side, s_name, labels in ((_nic_where(), host_sel, s_rxd, nic),
-                                            (_switch_where(), switch_sel, s_sw_rxd, sw)):
+    for where, sel_side, s_name, labels in ((NIC_WHERE, host_sel, s_rxd, nic),
+                                            (SWITCH_WHERE, switch_sel, s_sw_rxd, sw)):
         alerts.append(c.alert(
             n, WARNING, f"fabric:roce_port_discards:rate{sel_side} > {fmt(thr)}",
             "A port is discarding packets.",
