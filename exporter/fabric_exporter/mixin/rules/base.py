@@ -215,6 +215,11 @@ class Ramp:
         """The input series of a counter rising by ``full * per_unit`` each minute from ``start``."""
         return self.c.ramp(self.start, self.full * per_unit, self.length)
 
+    def per_second(self, series: str, labels: dict) -> Scenario:
+        """The scenario of an alert on a per-second rate: ``series`` counts ``full`` per second
+        (60 x full per 1m step) from ``start``; the alert has ``labels``."""
+        return Scenario(((series, self.counter(60)),), self.onset, labels)
+
 
 def component_of(labels: dict) -> str:
     """The component an alert's series belong to, from the labels that identify it."""

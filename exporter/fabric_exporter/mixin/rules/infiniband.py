@@ -113,7 +113,7 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "A port is receiving errors.",
         IB_WHERE + f" counts more than {fmt(thr)} receive/link errors per second over {w}, for {c.s.for_(n)} "
         "(PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries).",
-        Scenario(((s_rcv, r.counter(60)),), r.onset, port))
+        r.per_second(s_rcv, port))
 
     n = "FabricPortDiscards"
     thr, r = c.ramp_alert(n, "port_discards_per_second")
@@ -122,5 +122,5 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "A port is discarding packets.",
         IB_WHERE + f" discards more than {fmt(thr)} outbound packets per second over {w}, for "
         f"{c.s.for_(n)}: its link is down or congestion timed packets out.",
-        Scenario(((s_disc, r.counter(60)),), r.onset, port))
+        r.per_second(s_disc, port))
     return rec, [alerts[0], symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]

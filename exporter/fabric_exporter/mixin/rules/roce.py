@@ -110,7 +110,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         NIC_WHERE + f" is in a PFC pause storm: paused more than {pct(thr)} of the time on the lossless "
         f"priority over {w}, or its NIC's pause-storm watchdog fired, for {c.s.for_(n)}. A stuck receiver "
         "is freezing the lossless class and the pause spreads through the fabric.",
-        Scenario(((s_rx_psec, r.counter(60)),), r.onset, {**nic_prio, "direction": "rx"}),
+        r.per_second(s_rx_psec, {**nic_prio, "direction": "rx"}),
         extra=(Scenario(((s_storm, c.ramp(start, 1, storm_length)),), start, nic),)))
     s_wd, _ = c.series("fabric_roce_switch_pfcwd_storm_active", SWITCH_IF, queue=c.s["lossless_queue"])
     alerts.append(c.alert(
@@ -133,7 +133,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
             where + " {{ $labels.direction }} more than " + fmt(thr) + " PFC pause frames per second on lossless "
             "priority {{ $labels.priority }}" + f" over {w}, for {c.s.for_(n)}: sustained congestion that PFC, "
             "not ECN, is absorbing.",
-            Scenario(((s_name, r.counter(60)),), r.onset, {**labels, "direction": direction})))
+            r.per_second(s_name, {**labels, "direction": direction})))
 
     n = "FabricRoceEcnMarkingHigh"
     thr, r = c.ramp_alert(n, "ecn_marked_ratio", cap=1.0)
@@ -157,7 +157,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "A RoCE sender ignores congestion notifications.",
         NIC_WHERE + f" ignored more than {fmt(thr)} CNPs per second over {w}, for {c.s.for_(n)}: congestion "
         "control (DCQCN) is off or the CNP priority/DSCP does not match, so this sender never slows down.",
-        Scenario(((s_cnp_ign, r.counter(60)),), r.onset, {**nic, "kind": "ignored"})))
+        r.per_second(s_cnp_ign, {**nic, "kind": "ignored"})))
 
     n = "FabricRoceLosslessQueueDrops"
     onset = c.ramp_onset(start, 1.0, 0)
@@ -185,7 +185,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "RoCE retransmissions on timeout are rising.",
         NIC_WHERE + f" retransmits more than {fmt(thr)} times per second on ACK timeout over {w}, for "
         f"{c.s.for_(n)}: packets are lost in the fabric and each loss costs a full timeout of tail latency.",
-        Scenario(((s_lat, r.counter(60)),), r.onset, {**nic, "kind": "local_ack_timeout"})))
+        r.per_second(s_lat, {**nic, "kind": "local_ack_timeout"})))
 
     # -- link health on RoCE ports
     n = "FabricLinkSymbolErrors"
@@ -256,14 +256,14 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "A port is receiving errors.",
         SWITCH_WHERE + f" counts more than {fmt(thr)} receive/transmit errors per second over {w}, for "
         f"{c.s.for_(n)}.",
-        Scenario(((s_sw_rxe, r.counter(60)),), r.onset, sw)))
+        r.per_second(s_sw_rxe, sw)))
     s_crc, _ = c.series("fabric_roce_nic_rx_crc_errors_total", NIC_PORT)
     alerts.append(c.alert(
         n, WARNING, f"rate(fabric_roce_nic_rx_crc_errors_total{sel()}[{w}]) > {fmt(thr)}",
         "A port is receiving errors.",
         NIC_WHERE + f" receives more than {fmt(thr)} packets per second with a bad FCS over {w}, for "
         f"{c.s.for_(n)}.",
-        Scenario(((s_crc, r.counter(60)),), r.onset, nic)))
+        r.per_second(s_crc, nic)))
 
     n = "FabricPortDiscards"
     thr, r = c.ramp_alert(n, "port_discards_per_second")
@@ -275,5 +275,5 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
             "A port is discarding packets.",
             where + f" discards more than {fmt(thr)} " + "{{ $labels.direction }} packets per second over "
             f"{w}, for {c.s.for_(n)}: its buffers overflow.",
-            Scenario(((s_name, r.counter(60)),), r.onset, {**labels, "direction": "rx"})))
+            r.per_second(s_name, {**labels, "direction": "rx"})))
     return rec, alerts
