@@ -138,7 +138,6 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters": (sonic_cli.parse_wred_counters, SONIC["show_queue_wredcounters.txt"]),
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
-    "sonic_cli.parse_ethtool_stats": (sonic_cli.parse_ethtool_stats, ETH),
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
 }
 

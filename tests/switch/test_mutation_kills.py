@@ -159,15 +159,23 @@ def test_bad_pfcwd_stats_are_parse_errors(text):
 
 
 def test_cumulus_ethtool():
+    # Cumulus ethtool -S is read by the one ethtool parser (parsers/ethtool.py): its rules hold here too.
     text = ("NIC statistics:\n     HwIfInPfc3Pkt: 5\n     HwIfOutPfc3Pkt: 0\n     HwIfOutQ3WredDrops: 9\n"
             f"     HwIfInOctets: {2**64 - 1}\n")
-    assert p.parse_ethtool_stats(text)["HwIfInOctets"] == 2**64 - 1
     c = p.parse_cumulus_ethtool(text)
+    assert c.raw["HwIfInOctets"] == 2**64 - 1
     assert (c.pfc_rx, c.pfc_tx, c.wred_dropped) == ({3: 5}, {3: 0}, {3: 9})
-    for bad in ("", "stats:\n a: 1\n", "NIC statistics:\n     a: 1\n     a: 2\n",
-                f"NIC statistics:\n     a: {2**64}\n", "NIC statistics:\nnoindent: 1\n"):
+    # a name printed twice with different values is left out, not guessed; equal repeats are one counter
+    c = p.parse_cumulus_ethtool("NIC statistics:\n     HwIfInPfc3Pkt: 1\n     HwIfInPfc3Pkt: 2\n"
+                                "     HwIfOutPfc3Pkt: 4\n     HwIfOutPfc3Pkt: 4\n")
+    assert (c.pfc_rx, c.pfc_tx, c.ambiguous) == ({}, {3: 4}, frozenset({"HwIfInPfc3Pkt"}))
+    skipped: list = []
+    c = p.parse_cumulus_ethtool("NIC statistics:\n     Port counters\n     HwIfOutQ1WredDrops: 3\n", skipped)
+    assert c.wred_dropped == {1: 3} and [s.text for s in skipped] == ["Port counters"]
+    for bad in ("", "stats:\n a: 1\n", f"NIC statistics:\n     a: {2**64}\n", "NIC statistics:\n     a: 1x\n",
+                "NIC statistics:\n     HwIfInPfc3Pkt:\n"):
         with pytest.raises(ParseError):
-            p.parse_ethtool_stats(bad)
+            p.parse_cumulus_ethtool(bad)
 
 
 def test_trim_columns_and_keys_of_newer_releases():
@@ -189,7 +197,7 @@ def test_records_are_immutable():
         row.port = "x"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("fn", [p.parse_ethtool_stats, p.parse_tables, p.parse_cumulus_ethtool])
+@pytest.mark.parametrize("fn", [p.parse_tables, p.parse_cumulus_ethtool])
 def test_not_text_is_a_parse_error(fn):
     with pytest.raises(ParseError):
         fn(None)  # type: ignore[arg-type]

@@ -12,6 +12,10 @@ and the command's exit status, so one session (one channel) carries the whole po
 
 A command that fails or prints what its parser cannot read makes the poll partial (its samples are
 left out, the problem is reported); when every command fails the poll fails.
+
+Dialects are a table (``DIALECTS``): each names its commands, their parsers and the mapping of the
+parsed records to samples (``CliCommand``), and how a poll runs them -- one batched script of named
+commands (SONiC), or ethtool per interface (Cumulus). A new switch OS is a new entry.
 """
 
 from __future__ import annotations
@@ -21,23 +25,14 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Awaitable, Callable, ClassVar
 
 from ..errors import CommandFailed, ParseError, PollError
 from ..parsers import sonic_cli as p
+from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
-
-SONIC_COMMANDS = ("pfc", "queue", "wred", "pfcwd")
-DIALECTS = ("sonic", "cumulus")
-
-_SONIC_ARGV = {
-    "pfc": ("show", "pfc", "counters"),
-    "queue": ("show", "queue", "counters"),
-    "wred": ("show", "queue", "wredcounters"),
-    "pfcwd": ("show", "pfcwd", "stats"),
-}
 
 QUEUE_METRICS = {"tx_packets": "fabric_roce_switch_queue_tx_packets_total",
                  "tx_bytes": "fabric_roce_switch_queue_tx_bytes_total",
@@ -51,6 +46,92 @@ PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_to
                  "storms_restored": "fabric_roce_switch_pfcwd_storms_restored_total",
                  "tx_dropped": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
                  "rx_dropped": "fabric_roce_switch_pfcwd_rx_dropped_packets_total"}
+
+
+# -- parsed records -> samples (pure; ``wanted`` is the interface filter) ------------------------------
+
+Wanted = Callable[[str], bool]
+
+
+def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
+    out: list[Sample] = []
+    for direction, table in (("rx", counters.rx), ("tx", counters.tx)):
+        metric = f"fabric_roce_pfc_{direction}_pause_frames_total"
+        for port, prios in table.items():
+            if wanted(port):
+                out.extend(Sample(metric, {"switch": switch, "interface": port, "priority": str(prio)}, float(v))
+                           for prio, v in sorted(prios.items()))
+    return out
+
+
+def queue_samples(metrics: dict[str, str], switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
+    out: list[Sample] = []
+    for row in rows:
+        if not wanted(row.port):
+            continue
+        labels = {"switch": switch, "interface": row.port, "queue": row.queue}
+        out.extend(Sample(metric, labels, float(row.values[stat]))
+                   for stat, metric in metrics.items() if stat in row.values)
+    return out
+
+
+def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list[Sample]:
+    out: list[Sample] = []
+    for row in rows:
+        if not wanted(row.port):
+            continue
+        # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
+        labels = {"switch": switch, "interface": row.port, "queue": f"UC{row.queue}"}
+        out.extend(Sample(metric, labels, float(row.values[stat]))
+                   for stat, metric in PFCWD_METRICS.items() if stat in row.values)
+        if row.status is not None:
+            out.append(Sample("fabric_roce_switch_pfcwd_storm_active", labels,
+                              1.0 if row.status == "stormed" else 0.0))
+    return out
+
+
+def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
+    base = {"switch": switch, "interface": interface}
+    return ([Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
+             for k, v in sorted(c.pfc_rx.items())]
+            + [Sample("fabric_roce_pfc_tx_pause_frames_total", {**base, "priority": str(k)}, float(v))
+               for k, v in sorted(c.pfc_tx.items())]
+            + [Sample("fabric_roce_switch_queue_wred_dropped_packets_total", {**base, "queue": f"UC{k}"}, float(v))
+               for k, v in sorted(c.wred_dropped.items())])
+
+
+# -- the dialect table ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CliCommand:
+    """One CLI command of a dialect: what runs, which parser reads its output, how records map to samples."""
+    argv: tuple[str, ...]
+    parse: Callable[..., Any]  # (text, skipped=) -> records
+    to_samples: Callable[[str, Any, Wanted], list[Sample]]  # (switch, records, wanted)
+    # the same records as JSON: ``argv + ("--json",)``, tried first under ``json: auto``
+    parse_json: Callable[..., Any] | None = None
+
+
+SONIC = {
+    "pfc": CliCommand(("show", "pfc", "counters"), p.parse_pfc_counters, pfc_samples),
+    "queue": CliCommand(("show", "queue", "counters"), p.parse_queue_counters,
+                        functools.partial(queue_samples, QUEUE_METRICS), p.parse_queue_counters_json),
+    "wred": CliCommand(("show", "queue", "wredcounters"), p.parse_wred_counters,
+                       functools.partial(queue_samples, WRED_METRICS), p.parse_wred_counters_json),
+    "pfcwd": CliCommand(("show", "pfcwd", "stats"), p.parse_pfcwd_stats, pfcwd_samples),
+}
+SONIC_COMMANDS = tuple(SONIC)
+_SONIC_ARGV = {name: c.argv for name, c in SONIC.items()}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A switch OS: its named commands (the ``commands`` option picks among them; empty when the
+    dialect has no such choice), how one poll runs them, and what it reads (for messages)."""
+    name: str
+    commands: dict[str, CliCommand]
+    poll: Callable[[SwitchCliCollector], Awaitable[PollResult]]
+    reads: str
 
 
 @dataclass(frozen=True)
@@ -67,13 +148,6 @@ def _quote(argv: tuple[str, ...]) -> str:
     import shlex
 
     return " ".join(shlex.quote(a) for a in argv)
-
-
-@dataclass
-class Section:
-    name: str
-    exit_status: int
-    text: str
 
 
 def build_script(commands: list[tuple[str, tuple[str, ...]]], nonce: str) -> str:
@@ -103,33 +177,6 @@ def build_cumulus_script(nonce: str) -> str:
     )
 
 
-def split_sections(stdout: str, nonce: str) -> list[Section]:
-    """Cut a batched run's stdout into sections. Raises ParseError if the markers do not pair up."""
-    begin = f"@@{nonce} begin "
-    end = f"@@{nonce} end "
-    sections: list[Section] = []
-    current: str | None = None
-    body: list[str] = []
-    for line in stdout.split("\n"):
-        if line.startswith(begin):
-            if current is not None:
-                raise ParseError(f"batched output: section {current} has no end marker")
-            current, body = line[len(begin):], []
-        elif line.startswith(end):
-            name, _, status = line[len(end):].rpartition(" ")
-            if current is None or name != current or not re.fullmatch(r"-?[0-9]{1,3}", status):
-                raise ParseError(f"batched output: unexpected end marker {line[:80]!r}")
-            # The lines between the markers, joined, are exactly the command's output: the "\n"
-            # printed before the end marker is the one the join does not restore.
-            sections.append(Section(current, int(status), "\n".join(body)))
-            current = None
-        elif current is not None:
-            body.append(line)
-    if current is not None:
-        raise ParseError(f"batched output: section {current} was cut off (no end marker)")
-    return sections
-
-
 def _looks_like_no_json(section: Section) -> bool:
     return section.exit_status == 2  # click's usage error: "No such option: --json"
 
@@ -143,23 +190,27 @@ class SwitchCliCollector(Collector):
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
         r = OptionReader(raw, path, err, base_dir)
-        dialect = r.string("dialect", "sonic", choices=DIALECTS) or "sonic"
-        commands = r.string_list("commands", SONIC_COMMANDS, choices=SONIC_COMMANDS)
+        dialect = r.string("dialect", "sonic", choices=tuple(DIALECTS)) or "sonic"
+        names = tuple(DIALECTS.get(dialect, DIALECTS["sonic"]).commands) or SONIC_COMMANDS
+        commands = r.string_list("commands", names, choices=names)
         json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
         include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
         cumulus = r.regex("cumulus_interfaces")
         r.done()
         if not commands:
             err(f"{path}.commands", "needs at least one command")
-        if dialect == "cumulus" and "commands" in (raw or {}):
-            err(f"{path}.commands", "only for the sonic dialect (cumulus reads ethtool -S)")
+        d = DIALECTS.get(dialect)
+        if d is not None and not d.commands and "commands" in (raw or {}):
+            with_commands = " / ".join(n for n, x in DIALECTS.items() if x.commands)
+            err(f"{path}.commands", f"only for the {with_commands} dialect ({dialect} reads {d.reads})")
         return SwitchCliOptions(dialect, commands, json_mode, include, exclude,
                                 cumulus or SwitchCliOptions.cumulus_interfaces)
 
     def __init__(self, ctx: Any):
         super().__init__(ctx)
         self.options: SwitchCliOptions = self.options or SwitchCliOptions()
-        self._json = {"queue": self.options.json != "never", "wred": self.options.json != "never"}
+        self.dialect = DIALECTS[self.options.dialect]
+        self._json = {n: self.options.json != "never" for n, c in self.dialect.commands.items() if c.parse_json}
         self.switch = self.host.name if self.host else ""
 
     def _wanted(self, port: str) -> bool:
@@ -174,17 +225,15 @@ class SwitchCliCollector(Collector):
         return result.stdout, result.stderr
 
     async def poll(self) -> PollResult:
-        if self.options.dialect == "cumulus":
-            return await self._poll_cumulus()
-        return await self._poll_sonic()
+        return await self.dialect.poll(self)
 
-    # -- SONiC -------------------------------------------------------------------------------------
+    # -- named commands in one batched script (SONiC) -------------------------------------------------
 
     def _argv(self, name: str) -> tuple[str, ...]:
-        argv = _SONIC_ARGV[name]
+        argv = self.dialect.commands[name].argv
         return argv + ("--json",) if self._json.get(name) else argv
 
-    async def _poll_sonic(self) -> PollResult:
+    async def _poll_commands(self) -> PollResult:
         names = list(self.options.commands)
         nonce = secrets.token_hex(8)
         stdout, stderr = await self._run(build_script([(n, self._argv(n)) for n in names], nonce))
@@ -221,43 +270,9 @@ class SwitchCliCollector(Collector):
         return PollResult(samples, problems, self._skipped)
 
     def _samples(self, name: str, text: str) -> list[Sample]:
-        sw = self.switch
-        out: list[Sample] = []
-        if name == "pfc":
-            counters = p.parse_pfc_counters(text, skipped=self._skipped)
-            for direction, table in (("rx", counters.rx), ("tx", counters.tx)):
-                metric = f"fabric_roce_pfc_{direction}_pause_frames_total"
-                for port, prios in table.items():
-                    if self._wanted(port):
-                        out.extend(Sample(metric, {"switch": sw, "interface": port, "priority": str(prio)}, float(v))
-                                   for prio, v in sorted(prios.items()))
-        elif name in ("queue", "wred"):
-            if name == "queue":
-                rows = (p.parse_queue_counters_json if self._json["queue"] else p.parse_queue_counters)(
-                    text, skipped=self._skipped)
-                metrics = QUEUE_METRICS
-            else:
-                rows = (p.parse_wred_counters_json if self._json["wred"] else p.parse_wred_counters)(
-                    text, skipped=self._skipped)
-                metrics = WRED_METRICS
-            for row in rows:
-                if not self._wanted(row.port):
-                    continue
-                labels = {"switch": sw, "interface": row.port, "queue": row.queue}
-                out.extend(Sample(metric, labels, float(row.values[stat]))
-                           for stat, metric in metrics.items() if stat in row.values)
-        elif name == "pfcwd":
-            for row in p.parse_pfcwd_stats(text, skipped=self._skipped):
-                if not self._wanted(row.port):
-                    continue
-                # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
-                labels = {"switch": sw, "interface": row.port, "queue": f"UC{row.queue}"}
-                out.extend(Sample(metric, labels, float(row.values[stat]))
-                           for stat, metric in PFCWD_METRICS.items() if stat in row.values)
-                if row.status is not None:
-                    out.append(Sample("fabric_roce_switch_pfcwd_storm_active", labels,
-                                      1.0 if row.status == "stormed" else 0.0))
-        return out
+        command = self.dialect.commands[name]
+        parse = command.parse_json if self._json.get(name) else command.parse
+        return command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
 
     # -- Cumulus -----------------------------------------------------------------------------------
 
@@ -282,13 +297,13 @@ class SwitchCliCollector(Collector):
             except ParseError as e:
                 problems.append(f"ethtool -S {s.name}: {e}")
                 continue
-            base = {"switch": self.switch, "interface": s.name}
-            samples.extend(Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
-                           for k, v in sorted(c.pfc_rx.items()))
-            samples.extend(Sample("fabric_roce_pfc_tx_pause_frames_total", {**base, "priority": str(k)}, float(v))
-                           for k, v in sorted(c.pfc_tx.items()))
-            samples.extend(Sample("fabric_roce_switch_queue_wred_dropped_packets_total",
-                                  {**base, "queue": f"UC{k}"}, float(v)) for k, v in sorted(c.wred_dropped.items()))
+            samples.extend(cumulus_samples(self.switch, s.name, c))
         if len(problems) == len(sections):
             raise CommandFailed(problems[0])
         return PollResult(samples, problems, skipped)
+
+
+DIALECTS: dict[str, Dialect] = {
+    "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands"),
+    "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S"),
+}

@@ -1,6 +1,6 @@
 """The five dashboards, built from the settings with our panel factory (``panels.py``).
 
-Congestion, error and latency panels read the recording rules in ``rules.py`` (so a panel shows
+Congestion, error and latency panels read the recording rules in ``rules/`` (so a panel shows
 exactly what an alert evaluates); throughput panels compute their own rates with
 ``$__rate_interval``. Every panel filters by ``$fabric`` and the dashboard's own variables.
 """

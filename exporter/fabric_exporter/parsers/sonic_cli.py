@@ -1,4 +1,4 @@
-"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and Cumulus ``ethtool -S``.
+"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and the Cumulus ``ethtool -S`` counter names.
 
 Pure functions: text in, records out; only ParseError on bad input. Layouts are those of
 sonic-utilities (tabulate "simple": a header line, a line of dash groups giving each column's
@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
+from .ethtool import parse_ethtool_stats
 from .guard import parser_entry
 from .skipped import SkippedLine, note
 
@@ -325,8 +326,9 @@ def parse_pfcwd_stats(text: str, skipped: list[SkippedLine] | None = None) -> li
 
 
 # -- Cumulus: ethtool -S swpN -----------------------------------------------------------------------
+# The table itself is read by parsers/ethtool.py, the one ethtool parser (same header, skip-and-count
+# and duplicate rules as a NIC's); here only the Cumulus counter names are mapped.
 
-_ETHTOOL_LINE = re.compile(r"^[ \t]+([A-Za-z0-9_.\-\[\]]+):[ \t]+([0-9]+)[ \t]*$")
 _CUMULUS_PFC = re.compile(r"^HwIf(In|Out)Pfc([0-7])Pkt$")
 _CUMULUS_WRED = re.compile(r"^HwIfOutQ([0-9]+)WredDrops$")
 
@@ -337,42 +339,17 @@ class CumulusPortCounters:
     pfc_tx: dict[int, int]
     wred_dropped: dict[int, int]  # queue -> packets
     raw: dict[str, int]
-
-
-@parser_entry
-def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> dict[str, int]:
-    """``ethtool -S`` output -> {counter: value}. Needs the 'NIC statistics:' header; a line that
-    is not ``name: value`` is skipped and counted, a counter line with a bad value fails."""
-    if not isinstance(text, str):
-        raise ParseError("expected text")
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or lines[0].strip() != "NIC statistics:":
-        raise ParseError("ethtool -S: missing 'NIC statistics:' header")
-    out: dict[str, int] = {}
-    for n, line in enumerate(lines[1:], 2):
-        m = _ETHTOOL_LINE.match(line)
-        if not m:
-            name, sep, value = line.partition(":")
-            if sep and re.fullmatch(r"\s*[A-Za-z0-9_.\-\[\]]+", name) and value.strip():
-                raise ParseError(f"ethtool -S: line {n}: bad value {line.strip()[:80]!r}")
-            note(skipped, "ethtool", n, line)
-            continue
-        value = int(m.group(2))
-        if value > MAX_COUNTER:
-            raise ParseError(f"ethtool -S: {m.group(1)}: value out of range")
-        if m.group(1) in out:
-            raise ParseError(f"ethtool -S: {m.group(1)} listed twice")
-        out[m.group(1)] = value
-    return out
+    # names printed twice with different values: left out of everything above, never guessed
+    ambiguous: frozenset[str] = field(default_factory=frozenset)
 
 
 @parser_entry
 def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -> CumulusPortCounters:
-    raw = parse_ethtool_stats(text, skipped)
+    stats = parse_ethtool_stats(text, skipped)
     rx, tx, wred = {}, {}, {}
-    for name, value in raw.items():
+    for name, value in stats.counters.items():
         if m := _CUMULUS_PFC.match(name):
             (rx if m.group(1) == "In" else tx)[int(m.group(2))] = value
         elif m := _CUMULUS_WRED.match(name):
             wred[int(m.group(1))] = value
-    return CumulusPortCounters(rx, tx, wred, raw)
+    return CumulusPortCounters(rx, tx, wred, dict(stats.counters), stats.ambiguous)

@@ -1,0 +1,126 @@
+"""InfiniBand port rules: transmit wait, errors, discards, link flaps/down/degraded."""
+
+from __future__ import annotations
+
+import math
+
+from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes, pct
+
+
+# Where an alert's description says the series is, from its labels.
+IB_WHERE = ("fabric {{ $labels.fabric }}: {{ $labels.node_name }} ({{ $labels.node_guid }}) port {{ $labels.port }}"
+            " -> {{ $labels.peer_node_name }} port {{ $labels.peer_port }}")
+
+
+def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
+    w, sel = c.w, c.sel
+    rec = []
+    s_wait, port = c.series("fabric_ib_port_transmit_wait_total", IB_PORT)
+    s_rate, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT)
+    s_tick, _ = c.series("fabric_ib_node_xmit_wait_tick_multiplier", ("fabric", "node_guid", "node_name"))
+    s_wait2, port2 = c.series("fabric_ib_port_transmit_wait_total", IB_PORT, port="2")
+    s_rate2, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT, port="2")
+    # Lost bytes per second = rate(PortXmitWait) x (Tick+1) on Quantum-class switches (NVIDIA's
+    # conversion); over the link's bytes/s this is the fraction of time the port stalled. Where the
+    # tick multiplier is not readable one tick is taken as one byte time. Down ports (rate 0) drop out.
+    xmit_wait_ratio = (
+        f"clamp_max(("
+        f"rate(fabric_ib_port_transmit_wait_total{sel()}[{w}])"
+        f" * ignoring (port, peer_node_name, peer_port) group_left ()"
+        f" (fabric_ib_node_xmit_wait_tick_multiplier{sel()} + 1)"
+        f" or rate(fabric_ib_port_transmit_wait_total{sel()}[{w}])"
+        f") / (fabric_ib_port_rate_bytes_per_second{sel()} > 0), 1)")
+    rec.append(Recording(
+        "fabric:ib_port_xmit_wait:ratio", xmit_wait_ratio,
+        # port 1: 600 ticks/min = 10/s, tick multiplier 3 (x4) -> 40 lost bytes/s over 100 B/s = 0.4;
+        # port 2 of another node without a readable tick: 25/s over 100 B/s = 0.25.
+        ((s_wait, "0+600x20"), (s_rate, "100x20"), (s_tick, "3x20"),
+         (s_wait2.replace(EXAMPLE["node_guid"], "0x0002c90300000002"), "0+1500x20"),
+         (s_rate2.replace(EXAMPLE["node_guid"], "0x0002c90300000002"), "100x20")),
+        10, ((port, 0.4), ({**port2, "node_guid": "0x0002c90300000002"}, 0.25))))
+
+    s_sym, _ = c.series("fabric_ib_symbol_error_total", IB_PORT)
+    s_rcv, _ = c.series("fabric_ib_port_receive_errors_total", IB_PORT)
+    error_counters = (
+        ("fabric_ib_port_receive_errors_total", "PortRcvErrors"),
+        ("fabric_ib_port_receive_remote_physical_errors_total", "PortRcvRemotePhysicalErrors"),
+        ("fabric_ib_local_link_integrity_errors_total", "LocalLinkIntegrityErrors"),
+        ("fabric_ib_excessive_buffer_overrun_errors_total", "ExcessiveBufferOverrunErrors"),
+        ("fabric_ib_link_error_recovery_total", "LinkErrorRecoveryCounter"),
+    )
+    rec.append(Recording(
+        "fabric:ib_port_errors:rate",
+        " or ".join(f'label_replace(rate({m}{sel()}[{w}]), "counter", "{cn}", "", "")' for m, cn in error_counters),
+        ((s_rcv, "0+120x20"),), 10, (({**port, "counter": "PortRcvErrors"}, 2.0),)))
+    s_disc, _ = c.series("fabric_ib_port_transmit_discards_total", IB_PORT)
+    rec.append(Recording(
+        "fabric:ib_port_transmit_discards:rate",
+        f"rate(fabric_ib_port_transmit_discards_total{sel()}[{w}])",
+        ((s_disc, "0+30x20"),), 10, ((port, 0.5),)))
+
+    alerts = []
+    n = "FabricIBXmitWaitHigh"
+    thr, r = c.ramp_alert(n, "ib_xmit_wait_ratio", cap=1.0)
+    alerts.append(c.alert(
+        n, WARNING, f"fabric:ib_port_xmit_wait:ratio{sel()} > {fmt(thr)}",
+        "An InfiniBand port is congested: it often has data to send and no credits.",
+        IB_WHERE + f" stalled for lack of credits more than {pct(thr)} of the time over {w}, for "
+        f"{c.s.for_(n)}: congestion downstream of this port (or a slow receiver) is spreading back.",
+        # 100 B/s link, no tick multiplier: ticks/s = ratio x 100.
+        Scenario(((s_wait, c.ramp(r.start, r.full * 100 * 60, r.length)), (s_rate, f"100x{r.length}")), r.onset, port)))
+
+    n = "FabricLinkSymbolErrors"
+    thr, r = c.ramp_alert(n, "symbol_errors_per_window")
+    symbol_ib = c.alert(
+        n, WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}]) > {fmt(thr)}",
+        "A link is taking bit errors.",
+        IB_WHERE + f" counted more than {fmt(thr)} symbol errors in {w}, for {c.s.for_(n)}: "
+        "a failing cable, transceiver or dirty connector.",
+        Scenario(((s_sym, c.ramp(r.start, r.full / c.window_steps(), r.length)),), r.onset, port))
+
+    n = "FabricLinkFlapping"
+    thr = c.s["thresholds.link_flaps_per_hour"]
+    s_down, _ = c.series("fabric_ib_link_downed_total", IB_PORT)
+    jump = math.floor(thr) + 1
+    flap_ib = c.alert(
+        n, WARNING, f"increase(fabric_ib_link_downed_total{sel()}[1h]) > {fmt(thr)}",
+        "A link keeps going down and up.",
+        IB_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap reroutes traffic "
+        "and stalls collectives.",
+        Scenario(((s_down, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, port))
+
+    n = "FabricLinkDown"
+    s_unexp, _ = c.series("fabric_ib_port_link_down_unexpected", IB_PORT)
+    down_ib = c.alert(
+        n, WARNING, f"fabric_ib_port_link_down_unexpected{sel()} == 1",
+        "A link that should be up is down.",
+        IB_WHERE + f" is down although the topology had its link up, for {c.s.for_(n)}.",
+        c.step(n, s_unexp, "0", "1", port))
+
+    n = "FabricLinkDegraded"
+    s_deg, _ = c.series("fabric_ib_port_degraded", IB_PORT)
+    degraded_ib = c.alert(
+        n, WARNING, f"fabric_ib_port_degraded{sel()} == 1",
+        "A link runs below its supported width or speed.",
+        IB_WHERE + f" is up but narrower or slower than both ends support, for {c.s.for_(n)}: "
+        "its bandwidth is cut and it congests first.",
+        c.step(n, s_deg, "0", "1", port))
+
+    n = "FabricPortErrors"
+    thr, r = c.ramp_alert(n, "port_errors_per_second")
+    errors_ib = c.alert(
+        n, WARNING, f"sum without (counter) (fabric:ib_port_errors:rate{sel()}) > {fmt(thr)}",
+        "A port is receiving errors.",
+        IB_WHERE + f" counts more than {fmt(thr)} receive/link errors per second over {w}, for {c.s.for_(n)} "
+        "(PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries).",
+        r.per_second(s_rcv, port))
+
+    n = "FabricPortDiscards"
+    thr, r = c.ramp_alert(n, "port_discards_per_second")
+    discards_ib = c.alert(
+        n, WARNING, f"fabric:ib_port_transmit_discards:rate{sel()} > {fmt(thr)}",
+        "A port is discarding packets.",
+        IB_WHERE + f" discards more than {fmt(thr)} outbound packets per second over {w}, for "
+        f"{c.s.for_(n)}: its link is down or congestion timed packets out.",
+        r.per_second(s_disc, port))
+    return rec, [alerts[0], symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]

@@ -1,0 +1,279 @@
+"""RoCE rules, NIC and switch: PFC, ECN, CNPs, retransmits, lossless-queue drops, link health."""
+
+from __future__ import annotations
+
+import math
+
+from .base import (CRITICAL, INFO, NIC_PORT, SWITCH_IF, WARNING, AlertRule, Ctx, Recording, Scenario, fmt,
+                   minutes, pct)
+
+
+# Where an alert's description says the series is, from its labels.
+NIC_WHERE = ("fabric {{ $labels.fabric }}: host {{ $labels.host }} {{ $labels.device }} port {{ $labels.port }}"
+             " ({{ $labels.netdev }})")
+SWITCH_WHERE = "fabric {{ $labels.fabric }}: switch {{ $labels.switch }} interface {{ $labels.interface }}"
+
+
+def _direction_union(metrics: tuple[tuple[str, str], ...], sel: str, w: str) -> str:
+    return " or ".join(f'label_replace(rate({m}{sel}[{w}]), "direction", "{d}", "", "")' for m, d in metrics)
+
+
+def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
+    w, sel, p = c.w, c.sel, c.p
+    rec = []
+    s_rx_pause, nic_prio = c.series("fabric_roce_pfc_rx_pause_frames_total", NIC_PORT + ("priority",), priority=p)
+    s_sw_tx_pause, sw_prio = c.series("fabric_roce_pfc_tx_pause_frames_total", SWITCH_IF + ("priority",), priority=p)
+    rec.append(Recording(
+        "fabric:roce_pfc_pause_frames:rate",
+        _direction_union((("fabric_roce_pfc_rx_pause_frames_total", "rx"),
+                          ("fabric_roce_pfc_tx_pause_frames_total", "tx")), sel(), w),
+        ((s_rx_pause, "0+6000x20"), (s_sw_tx_pause, "0+600x20")), 10,
+        (({**nic_prio, "direction": "rx"}, 100.0), ({**sw_prio, "direction": "tx"}, 10.0))))
+    s_rx_psec, _ = c.series("fabric_roce_nic_pfc_rx_pause_seconds_total", NIC_PORT + ("priority",), priority=p)
+    rec.append(Recording(
+        "fabric:roce_pfc_pause_time:fraction",
+        _direction_union((("fabric_roce_nic_pfc_rx_pause_seconds_total", "rx"),
+                          ("fabric_roce_nic_pfc_tx_pause_seconds_total", "tx")), sel(), w),
+        ((s_rx_psec, "0+30x20"),), 10, (({**nic_prio, "direction": "rx"}, 0.5),)))
+    s_ecn, nic = c.series("fabric_roce_ecn_marked_packets_total", NIC_PORT)
+    s_rxp, _ = c.series("fabric_roce_rx_packets_total", NIC_PORT)
+    s_sw_ecn, sw_q = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=c.s["lossless_queue"])
+    s_sw_qtx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=c.s["lossless_queue"])
+    rec.append(Recording(
+        "fabric:roce_ecn_marked_packets:rate", f"rate(fabric_roce_ecn_marked_packets_total{sel()}[{w}])",
+        ((s_ecn, "0+600x20"), (s_sw_ecn, "0+60x20")), 10, ((nic, 10.0), (sw_q, 1.0))))
+    # NIC: marked packets it received over all it received; switch: marked over sent, per queue.
+    rec.append(Recording(
+        "fabric:roce_ecn_marked:ratio",
+        f"fabric:roce_ecn_marked_packets:rate{sel()} / rate(fabric_roce_rx_packets_total{sel()}[{w}])"
+        f" or fabric:roce_ecn_marked_packets:rate{sel()} / rate(fabric_roce_switch_queue_tx_packets_total{sel()}[{w}])",
+        ((s_ecn, "0+600x20"), (s_rxp, "0+6000x20"), (s_sw_ecn, "0+60x20"), (s_sw_qtx, "0+240x20")), 10,
+        ((nic, 0.1), (sw_q, 0.25))))
+    cnp_kinds = (("fabric_roce_nic_cnp_sent_total", "sent"), ("fabric_roce_nic_cnp_received_total", "received"),
+                 ("fabric_roce_nic_cnp_handled_total", "handled"), ("fabric_roce_nic_cnp_ignored_total", "ignored"))
+    s_cnp_ign, _ = c.series("fabric_roce_nic_cnp_ignored_total", NIC_PORT)
+    s_cnp_hdl, _ = c.series("fabric_roce_nic_cnp_handled_total", NIC_PORT)
+    rec.append(Recording(
+        "fabric:roce_cnp:rate",
+        " or ".join(f'label_replace(rate({m}{sel()}[{w}]), "kind", "{k}", "", "")' for m, k in cnp_kinds),
+        ((s_cnp_ign, "0+120x20"), (s_cnp_hdl, "0+60x20")), 10,
+        (({**nic, "kind": "ignored"}, 2.0), ({**nic, "kind": "handled"}, 1.0))))
+    retrans_kinds = (("fabric_roce_nic_local_ack_timeouts_total", "local_ack_timeout"),
+                     ("fabric_roce_nic_adaptive_retransmit_timeouts_total", "adaptive_retransmit_timeout"),
+                     ("fabric_roce_nic_packet_sequence_errors_total", "packet_sequence_error"),
+                     ("fabric_roce_nic_out_of_sequence_packets_total", "out_of_sequence"),
+                     ("fabric_roce_nic_implied_nak_sequence_errors_total", "implied_nak_sequence_error"),
+                     ("fabric_roce_nic_duplicate_requests_total", "duplicate_request"))
+    s_lat, _ = c.series("fabric_roce_nic_local_ack_timeouts_total", NIC_PORT)
+    rec.append(Recording(
+        "fabric:roce_retransmits:rate",
+        " or ".join(f'label_replace(rate({m}{sel()}[{w}]), "kind", "{k}", "", "")' for m, k in retrans_kinds),
+        ((s_lat, "0+6x20"),), 10, (({**nic, "kind": "local_ack_timeout"}, 0.1),)))
+    s_rxd, _ = c.series("fabric_roce_rx_discards_total", NIC_PORT)
+    s_sw_txd, sw = c.series("fabric_roce_tx_discards_total", SWITCH_IF)
+    rec.append(Recording(
+        "fabric:roce_port_discards:rate",
+        _direction_union((("fabric_roce_rx_discards_total", "rx"), ("fabric_roce_tx_discards_total", "tx")), sel(), w),
+        ((s_rxd, "0+60x20"), (s_sw_txd, "0+120x20")), 10,
+        (({**nic, "direction": "rx"}, 1.0), ({**sw, "direction": "tx"}, 2.0))))
+    s_qdrop, _ = c.series("fabric_roce_switch_queue_dropped_packets_total", SWITCH_IF, queue=c.s["lossless_queue"])
+    rec.append(Recording(
+        "fabric:roce_switch_queue_dropped_packets:rate",
+        f"rate(fabric_roce_switch_queue_dropped_packets_total{sel()}[{w}])",
+        ((s_qdrop, "0+30x20"),), 10, ((sw_q, 0.5),)))
+    s_sw_rxe, _ = c.series("fabric_roce_switch_if_rx_errors_total", SWITCH_IF)
+    rec.append(Recording(
+        "fabric:roce_switch_if_errors:rate",
+        _direction_union((("fabric_roce_switch_if_rx_errors_total", "rx"),
+                          ("fabric_roce_switch_if_tx_errors_total", "tx")), sel(), w),
+        ((s_sw_rxe, "0+60x20"),), 10, (({**sw, "direction": "rx"}, 1.0),)))
+
+    alerts: list[AlertRule] = []
+    start = c.window_steps() + 2
+    prio_sel = sel(f'priority="{p}"')
+    queue_sel = sel(f'queue="{c.s["lossless_queue"]}"')
+    host_sel, switch_sel = sel('host!=""'), sel('switch!=""')
+    ignored_sel, timeout_sel = sel('kind="ignored"'), sel('kind="local_ack_timeout"')
+
+    # -- PFC pause storm
+    n = "FabricRocePfcPauseStorm"
+    thr, r = c.ramp_alert(n, "pfc_pause_fraction", cap=1.0)
+    s_storm, _ = c.series("fabric_roce_nic_pause_storm_error_events_total", NIC_PORT)
+    storm_length = c.length(n, start)
+    # Two signs of one fault on a NIC port, so one rule: time paused near 100% on the lossless
+    # priority, or the NIC's own stall watchdog firing (it stops pausing to save the fabric).
+    alerts.append(c.alert(
+        n, CRITICAL,
+        f"fabric:roce_pfc_pause_time:fraction{prio_sel} > {fmt(thr)}"
+        f" or increase(fabric_roce_nic_pause_storm_error_events_total{sel()}[{w}]) > 0",
+        "A RoCE port is held in a PFC pause storm.",
+        NIC_WHERE + f" is in a PFC pause storm: paused more than {pct(thr)} of the time on the lossless "
+        f"priority over {w}, or its NIC's pause-storm watchdog fired, for {c.s.for_(n)}. A stuck receiver "
+        "is freezing the lossless class and the pause spreads through the fabric.",
+        r.per_second(s_rx_psec, {**nic_prio, "direction": "rx"}),
+        extra=(Scenario(((s_storm, c.ramp(start, 1, storm_length)),), start, nic),)))
+    s_wd, _ = c.series("fabric_roce_switch_pfcwd_storm_active", SWITCH_IF, queue=c.s["lossless_queue"])
+    alerts.append(c.alert(
+        n, CRITICAL, f"fabric_roce_switch_pfcwd_storm_active{sel()} == 1",
+        "A RoCE port is held in a PFC pause storm.",
+        SWITCH_WHERE + " queue {{ $labels.queue }} is held in a PFC storm by the switch's PFC watchdog: "
+        "it drops or forwards the queue's traffic while the peer keeps pausing it.",
+        c.step(n, s_wd, "0", "1", sw_q)))
+
+    n = "FabricRocePfcPausesSustained"
+    thr, r = c.ramp_alert(n, "pfc_pause_frames_per_second")
+    for where, s_name, labels, direction in ((NIC_WHERE, s_rx_pause, nic_prio, "rx"),
+                                              (SWITCH_WHERE, s_sw_tx_pause, sw_prio, "tx")):
+        side = "host" if "host" in labels else "switch"
+        side_sel = sel(f'priority="{p}",{side}!=""')
+        alerts.append(c.alert(
+            n, WARNING,
+            f"fabric:roce_pfc_pause_frames:rate{side_sel} > {fmt(thr)}",
+            "A RoCE port sends or receives PFC pause frames continuously.",
+            where + " {{ $labels.direction }} more than " + fmt(thr) + " PFC pause frames per second on lossless "
+            "priority {{ $labels.priority }}" + f" over {w}, for {c.s.for_(n)}: sustained congestion that PFC, "
+            "not ECN, is absorbing.",
+            r.per_second(s_name, {**labels, "direction": direction})))
+
+    n = "FabricRoceEcnMarkingHigh"
+    thr, r = c.ramp_alert(n, "ecn_marked_ratio", cap=1.0)
+    alerts.append(c.alert(
+        n, INFO, f"fabric:roce_ecn_marked:ratio{host_sel} > {fmt(thr)}",
+        "Many RoCE packets arrive ECN-marked.",
+        NIC_WHERE + f" receives more than {pct(thr)} of its packets CE-marked over {w}, for {c.s.for_(n)}: "
+        "the path to this host is congested and DCQCN is slowing its senders.",
+        Scenario(((s_ecn, r.counter(6000)), (s_rxp, f"0+6000x{r.length}")), r.onset, nic)))
+    alerts.append(c.alert(
+        n, INFO, f"fabric:roce_ecn_marked:ratio{switch_sel} > {fmt(thr)}",
+        "Many RoCE packets leave a switch queue ECN-marked.",
+        SWITCH_WHERE + " queue {{ $labels.queue }}" + f" CE-marks more than {pct(thr)} of the packets it "
+        f"sends over {w}, for {c.s.for_(n)}: the egress port is congested.",
+        Scenario(((s_sw_ecn, r.counter(6000)), (s_sw_qtx, f"0+6000x{r.length}")), r.onset, sw_q)))
+
+    n = "FabricRoceCnpIgnored"
+    thr, r = c.ramp_alert(n, "cnp_ignored_per_second")
+    alerts.append(c.alert(
+        n, WARNING, f"fabric:roce_cnp:rate{ignored_sel} > {fmt(thr)}",
+        "A RoCE sender ignores congestion notifications.",
+        NIC_WHERE + f" ignored more than {fmt(thr)} CNPs per second over {w}, for {c.s.for_(n)}: congestion "
+        "control (DCQCN) is off or the CNP priority/DSCP does not match, so this sender never slows down.",
+        r.per_second(s_cnp_ign, {**nic, "kind": "ignored"})))
+
+    n = "FabricRoceLosslessQueueDrops"
+    onset = c.ramp_onset(start, 1.0, 0)
+    length = c.length(n, onset)
+    alerts.append(c.alert(
+        n, CRITICAL,
+        f"fabric:roce_switch_queue_dropped_packets:rate{queue_sel} > 0",
+        "A switch drops packets in the lossless RoCE queue.",
+        SWITCH_WHERE + " drops packets in lossless queue {{ $labels.queue }}" + f" (over {w}, for "
+        f"{c.s.for_(n)}): PFC is not protecting the class, so RDMA retransmits and tail latency explodes.",
+        Scenario(((s_qdrop, c.ramp(start, 60, length)),), onset, sw_q)))
+    s_pd, _ = c.series("fabric_roce_nic_priority_rx_discards_total", NIC_PORT + ("priority",), priority=p)
+    alerts.append(c.alert(
+        n, CRITICAL,
+        f"rate(fabric_roce_nic_priority_rx_discards_total{prio_sel}[{w}]) > 0",
+        "A NIC drops packets in the lossless RoCE priority.",
+        NIC_WHERE + " drops received packets on lossless priority {{ $labels.priority }}" + f" (over {w}, for "
+        f"{c.s.for_(n)}): its buffer overflowed although PFC should have paused the sender.",
+        Scenario(((s_pd, c.ramp(start, 60, length)),), onset, nic_prio)))
+
+    n = "FabricRoceRetransmitTimeouts"
+    thr, r = c.ramp_alert(n, "retransmit_timeouts_per_second")
+    alerts.append(c.alert(
+        n, WARNING, f"fabric:roce_retransmits:rate{timeout_sel} > {fmt(thr)}",
+        "RoCE retransmissions on timeout are rising.",
+        NIC_WHERE + f" retransmits more than {fmt(thr)} times per second on ACK timeout over {w}, for "
+        f"{c.s.for_(n)}: packets are lost in the fabric and each loss costs a full timeout of tail latency.",
+        r.per_second(s_lat, {**nic, "kind": "local_ack_timeout"})))
+
+    # -- link health on RoCE ports
+    n = "FabricLinkSymbolErrors"
+    thr, r = c.ramp_alert(n, "symbol_errors_per_window")
+    s_pcs, _ = c.series("fabric_roce_nic_rx_pcs_symbol_errors_total", NIC_PORT)
+    alerts.append(c.alert(
+        n, WARNING, f"increase(fabric_roce_nic_rx_pcs_symbol_errors_total{sel()}[{w}]) > {fmt(thr)}",
+        "A link is taking bit errors.",
+        NIC_WHERE + f" counted more than {fmt(thr)} symbol errors FEC could not correct in {w}, for "
+        f"{c.s.for_(n)}: a failing cable, transceiver or dirty connector.",
+        Scenario(((s_pcs, c.ramp(r.start, r.full / c.window_steps(), r.length)),), r.onset, nic)))
+
+    n = "FabricLinkFlapping"
+    thr = c.s["thresholds.link_flaps_per_hour"]
+    jump = math.floor(thr) + 1
+    s_lde, _ = c.series("fabric_roce_nic_link_down_events_total", NIC_PORT)
+    alerts.append(c.alert(
+        n, WARNING, f"increase(fabric_roce_nic_link_down_events_total{sel()}[1h]) > {fmt(thr)}",
+        "A link keeps going down and up.",
+        NIC_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap breaks the host's "
+        "RDMA connections.",
+        Scenario(((s_lde, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, nic)))
+    s_oper, _ = c.series("fabric_roce_switch_if_oper_status", SWITCH_IF)
+    flips = 2 * math.floor(thr) + 1  # changes()/2 > thr
+    flap_values = "1x69 " + " ".join("2" if i % 2 == 0 else "1" for i in range(flips + minutes(c.s.for_(n)) + 5))
+    alerts.append(c.alert(
+        n, WARNING, f"changes(fabric_roce_switch_if_oper_status{sel()}[1h]) / 2 > {fmt(thr)}",
+        "A link keeps going down and up.",
+        SWITCH_WHERE + f" changed its operational state more than {fmt(2 * thr)} times in the last hour "
+        "(as polled): the link is flapping.",
+        Scenario(((s_oper, flap_values),), 70 + flips - 1, sw)))
+
+    n = "FabricLinkDown"
+    lookback = c.s["link_lookback"]
+    s_act, _ = c.series("fabric_roce_nic_port_active", NIC_PORT)
+    alerts.append(c.alert(
+        n, WARNING,
+        f"fabric_roce_nic_port_active{sel()} == 0 and max_over_time(fabric_roce_nic_port_active{sel()}[{lookback}]) == 1",
+        "A link that should be up is down.",
+        NIC_WHERE + f" is not ACTIVE although it was within {lookback}, for {c.s.for_(n)}.",
+        c.step(n, s_act, "1", "0", nic)))
+    # ifOperStatus: 1 up is the smallest code, so min over the lookback == 1 means "was up".
+    alerts.append(c.alert(
+        n, WARNING,
+        f"fabric_roce_switch_if_oper_status{sel()} != 1"
+        f" and min_over_time(fabric_roce_switch_if_oper_status{sel()}[{lookback}]) == 1",
+        "A link that should be up is down.",
+        SWITCH_WHERE + f" is not up (ifOperStatus) although it was within {lookback}, "
+        f"for {c.s.for_(n)}.",
+        c.step(n, s_oper, "1", "2", sw)))
+
+    n = "FabricLinkDegraded"
+    s_speed, _ = c.series("fabric_roce_switch_if_speed_bytes_per_second", SWITCH_IF)
+    alerts.append(c.alert(
+        n, WARNING,
+        f"fabric_roce_switch_if_speed_bytes_per_second{sel()}"
+        f" < max_over_time(fabric_roce_switch_if_speed_bytes_per_second{sel()}[{lookback}])"
+        f" and fabric_roce_switch_if_speed_bytes_per_second{sel()} > 0",
+        "A link runs below its supported width or speed.",
+        SWITCH_WHERE + f" runs slower than it did within {lookback} (for {c.s.for_(n)}): it renegotiated "
+        "down, its bandwidth is cut and it congests first.",
+        c.step(n, s_speed, "50000000000", "25000000000", sw)))
+
+    n = "FabricPortErrors"
+    thr, r = c.ramp_alert(n, "port_errors_per_second")
+    alerts.append(c.alert(
+        n, WARNING, f"sum without (direction) (fabric:roce_switch_if_errors:rate{sel()}) > {fmt(thr)}",
+        "A port is receiving errors.",
+        SWITCH_WHERE + f" counts more than {fmt(thr)} receive/transmit errors per second over {w}, for "
+        f"{c.s.for_(n)}.",
+        r.per_second(s_sw_rxe, sw)))
+    s_crc, _ = c.series("fabric_roce_nic_rx_crc_errors_total", NIC_PORT)
+    alerts.append(c.alert(
+        n, WARNING, f"rate(fabric_roce_nic_rx_crc_errors_total{sel()}[{w}]) > {fmt(thr)}",
+        "A port is receiving errors.",
+        NIC_WHERE + f" receives more than {fmt(thr)} packets per second with a bad FCS over {w}, for "
+        f"{c.s.for_(n)}.",
+        r.per_second(s_crc, nic)))
+
+    n = "FabricPortDiscards"
+    thr, r = c.ramp_alert(n, "port_discards_per_second")
+    s_sw_rxd, _ = c.series("fabric_roce_rx_discards_total", SWITCH_IF)
+    for where, sel_side, s_name, labels in ((NIC_WHERE, host_sel, s_rxd, nic),
+                                            (SWITCH_WHERE, switch_sel, s_sw_rxd, sw)):
+        alerts.append(c.alert(
+            n, WARNING, f"fabric:roce_port_discards:rate{sel_side} > {fmt(thr)}",
+            "A port is discarding packets.",
+            where + f" discards more than {fmt(thr)} " + "{{ $labels.direction }} packets per second over "
+            f"{w}, for {c.s.for_(n)}: its buffers overflow.",
+            r.per_second(s_name, {**labels, "direction": "rx"})))
+    return rec, alerts
