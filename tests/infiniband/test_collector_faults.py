@@ -56,6 +56,39 @@ def test_unlink_reports_the_port_down_and_the_lost_hca_missing(fabric, harness):
     _wait_active(fabric, harness, "leaf-03", "1")
 
 
+def test_a_downed_switch_link_shows_within_one_poll_and_comes_back(fabric, harness):
+    """leaf-02 port 4 <-> spine-02 port 2. With the discovery cache, a sweep that loads the cache
+    prints the cached (stale) link: the live counter sweep must show both ends down in the very
+    poll after Unlink, and the next poll rediscovers."""
+    fabric.unlink("leaf-02", 4)
+    try:
+        result = harness.poll()
+        idx = index(result)
+        for (node, port), (peer, peer_port) in ((("leaf-02", "4"), ("spine-02", "2")),
+                                                (("spine-02", "2"), ("leaf-02", "4"))):
+            state = idx[("fabric_ib_port_state_id", node, port)]
+            assert state["value"] == 1.0, (node, port)  # Down
+            assert (state["labels"]["peer_node_name"], state["labels"]["peer_port"]) == (peer, peer_port)
+            assert idx[("fabric_ib_port_link_down_unexpected", node, port)]["value"] == 1.0
+            assert idx[("fabric_ib_port_active_width_lanes", node, port)]["value"] == 0.0
+        # both switches still answer: nothing is missing
+        assert set(values(result, "fabric_ib_port_sweep_missing").values()) == {0.0}
+        after = harness.poll()  # the change seen by the live sweep makes this poll rediscover
+        tools = {s.labels["tool"] for s in after.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+        if harness.collector._cache_path() is not None:
+            assert "ibnetdiscover" in tools
+        assert values(after, "fabric_ib_port_link_down_unexpected")[("leaf-02", "4")] == 1.0
+    finally:
+        fabric.relink("leaf-02", 4)
+    _wait_active(fabric, harness, "leaf-02", "4")
+    back = harness.poll()
+    idx = index(back)
+    for node, port in (("leaf-02", "4"), ("spine-02", "2")):
+        assert idx[("fabric_ib_port_state_id", node, port)]["value"] == 4.0
+        assert idx[("fabric_ib_port_link_down_unexpected", node, port)]["value"] == 0.0
+    assert back.problems == []
+
+
 def test_error_on_an_uplink_is_partial_data_not_a_healthy_fabric(fabric, harness):
     fabric.set_error_rate("spine-01", 1, 100)  # spine-01 port 1 <-> leaf-01 port 3: every MAD lost
     try:

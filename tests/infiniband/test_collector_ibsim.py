@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -136,17 +137,33 @@ def test_nodes_and_topology_series(first_poll, fabric):
     assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors", "ibnetdiscover"}
 
 
-def test_each_poll_discovers_once_and_both_sweeps_load_that_cache(first_poll):
+def test_steady_state_polls_sweep_live_and_load_the_cache_only_for_errors(first_poll):
+    """The counter sweep discovers live (fresh link state); the error sweep loads the cache, which is
+    rewritten only on topology_interval or a change: no ibnetdiscover in a steady-state poll."""
     harness, first = first_poll
     cache = harness.collector._cache_path()
     before = os.stat(cache).st_mtime_ns
     second = harness.poll()
     assert second.problems == []
-    assert os.stat(cache).st_mtime_ns > before  # rewritten right before the sweeps used it
+    assert os.stat(cache).st_mtime_ns == before  # not rewritten: nothing changed
     tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
+    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors"}
     for metric in ERROR_METRICS:
         assert values(second, metric) == values(first, metric)
+
+
+def test_the_cache_is_rewritten_on_topology_interval(injected):
+    harness = CollectorHarness(group_for({"env": injected.env(), "topology_interval": "1s"}))
+    harness.poll()
+    cache = harness.collector._cache_path()
+    before = os.stat(cache).st_mtime_ns
+    time.sleep(1.1)
+    second = harness.poll()
+    assert second.problems == []
+    assert os.stat(cache).st_mtime_ns > before
+    tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
+    harness.close()
 
 
 def test_close_removes_the_discovery_cache(injected):

@@ -241,6 +241,7 @@ class InfinibandCollector(Collector):
         self._topology_wall: float | None = None
         self._topology_stale = False
         self._topology_changes = 0
+        self._cache_nodes: frozenset[int] | None = None  # node GUIDs in the discovery cache file
         self._expected_ports: dict[tuple[int, int], _ExpectedPort] = {}
         self._nodes: dict[int, _NodeFacts] = {}
         self._ticks: dict[int, int] = {}
@@ -307,6 +308,7 @@ class InfinibandCollector(Collector):
         refresh = (self._topology is None or self._topology_stale
                    or now - (self._topology_at or 0) >= self.options.topology_interval)
         cache = self._cache_path()
+        cached_nodes: frozenset[int] | None = None  # nodes of the cache the error sweep loads
         tasks: list[asyncio.Task] = []
 
         def start(coro) -> asyncio.Task:
@@ -316,18 +318,25 @@ class InfinibandCollector(Collector):
 
         try:
             if cache is not None:
-                # One live discovery, written to the cache; both sweeps load it instead of
-                # discovering again: one discovery per poll instead of two (a third of the MADs).
-                # Rewritten right before every use, so never stale.
-                disc = await self._run(self._argv("ibnetdiscover", "--cache", cache), deadline, (0,), durations,
-                                       "ibnetdiscover")
-                with _gc_paused():
-                    self._apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout, skipped=self._skipped))
-                load = ("--load-cache", cache)
-                counters_task = start(self._run(self._argv("ibqueryerrors", *load, "--counters", "--report-port"),
+                # The counter sweep runs live: it discovers the fabric itself, so its link info
+                # (state, width, speed, peer) is today's and a link that went down shows in this
+                # poll. Loaded from a cache, a sweep prints the cached links instead (verified on
+                # ibsim: after Unlink a switch-switch link still read Active). The error sweep only
+                # needs the node/LID list, so it loads a cache that a live ibnetdiscover rewrites
+                # on topology_interval and at once when the live sweep shows a change.
+                if refresh or self._cache_nodes is None:
+                    disc = await self._run(self._argv("ibnetdiscover", "--cache", cache), deadline, (0,), durations,
+                                           "ibnetdiscover")
+                    with _gc_paused():
+                        self._apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout,
+                                                                  skipped=self._skipped))
+                    self._cache_nodes = frozenset(self._topology.nodes)
+                cached_nodes = self._cache_nodes
+                counters_task = start(self._run(self._argv("ibqueryerrors", "--counters", "--report-port"),
                                                 deadline, (0,), durations, "ibqueryerrors_counters"))
-                errors_task = start(self._run(self._argv("ibqueryerrors", *load, "--threshold-file", "/dev/null"),
-                                              deadline, (0, 1), durations, "ibqueryerrors_errors"))
+                errors_task = start(self._run(self._argv("ibqueryerrors", "--load-cache", cache, "--threshold-file",
+                                                         "/dev/null"), deadline, (0, 1), durations,
+                                              "ibqueryerrors_errors"))
                 topo_task = None
             else:
                 # No writable cache on the tool host: two live sweeps side by side, topology on its
@@ -351,7 +360,7 @@ class InfinibandCollector(Collector):
                 await asyncio.gather(*pending, return_exceptions=True)
         with _gc_paused():
             errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)
-            ports = self._assemble(counters, errors, errors_run.stderr, problems)
+            ports = self._assemble(counters, errors, errors_run.stderr, problems, cached_nodes)
             if self._sweep_shows_change(counters):
                 self._topology_stale = True
         if self.options.qp1_dropped:
@@ -410,24 +419,37 @@ class InfinibandCollector(Collector):
         return f"/tmp/fabric-exporter-ib-{re.sub(r'[^A-Za-z0-9_.-]', '_', who)}.ibnetdiscover-cache"
 
     def _sweep_shows_change(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
-        """True when the sweep sees a node, or an up link, that the topology does not know."""
+        """True when the live sweep differs from the topology: a node it does not know or no longer
+        finds, an up link it does not know, a link it has that is down now, or a LID that moved
+        (the error sweep addresses the cache's LIDs)."""
         topo = self._topology
         if topo is None:
             return True
         owners = self._owners
+        tnodes = topo.nodes
+        seen = 0
         for node in counters.nodes:
-            if node.guid not in topo.nodes:
+            tnode = tnodes.get(node.guid)
+            if tnode is None:
                 return True
-            tnode = topo.nodes[node.guid]
+            seen += 1
+            tports = tnode.ports
             for pc in node.ports:
                 link = pc.link
-                if pc.port is None or link is None or link.peer_port_guid is None:
+                if pc.port is None or link is None:
                     continue
-                tport = tnode.ports.get(pc.port)
+                tport = tports.get(pc.port)
+                if link.peer_port_guid is None:  # not linked now
+                    if tport is not None:
+                        return True
+                    continue
                 peer = owners.get(link.peer_port_guid)
                 if tport is None or peer is None or (tport.peer_guid, tport.peer_port) != (peer[0], link.peer_port):
                     return True
-        return False
+                lid = tport.lid if tnode.type != "switch" else tnode.lid
+                if lid is not None and link.lid != lid:
+                    return True
+        return seen != len(tnodes)
 
     def _load_name_map(self, problems: list[str]) -> None:
         path = self.options.node_name_map
@@ -444,7 +466,10 @@ class InfinibandCollector(Collector):
     # -- combining the sweeps -----------------------------------------------------------------
 
     def _assemble(self, counters: ib_queryerrors.QueryErrorsReport, errors: ib_queryerrors.QueryErrorsReport,
-                  errors_stderr: str, problems: list[str]) -> dict[tuple[int, int], _Port]:
+                  errors_stderr: str, problems: list[str],
+                  cached_nodes: frozenset[int] | None = None) -> dict[tuple[int, int], _Port]:
+        """Join the two sweeps. ``cached_nodes``: the nodes of the discovery cache the error sweep
+        loaded (None: it discovered live, like the counter sweep)."""
         ports: dict[tuple[int, int], _Port] = {}
         names: dict[str, set[int]] = {}
         self._sweep_names = {}
@@ -461,10 +486,23 @@ class InfinibandCollector(Collector):
         owners = self._owners
         # A port the error sweep did not list has all error counters at 0, but only if that sweep
         # checked its node: same node count as the counter sweep, and no failed query on it.
-        complete = errors.summary.nodes_checked == counters.summary.nodes_checked
-        if not complete:
-            problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes, counter sweep "
-                            f"{counters.summary.nodes_checked}: error counters withheld for ports it did not list")
+        if cached_nodes is None:
+            complete = errors.summary.nodes_checked == counters.summary.nodes_checked
+            if not complete:
+                problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes, counter sweep "
+                                f"{counters.summary.nodes_checked}: error counters withheld for ports it did not list")
+        else:
+            # The error sweep checked the cache's nodes (an unreachable one as failed queries); a
+            # node the live counter sweep found that the cache lacks was not checked at all.
+            complete = errors.summary.nodes_checked == len(cached_nodes)
+            if not complete:
+                problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes of the "
+                                f"{len(cached_nodes)} in the discovery cache: error counters withheld for ports "
+                                "it did not list")
+            new_nodes = {guid for guid, _port in ports if guid not in cached_nodes}
+            if new_nodes:
+                problems.append(f"{len(new_nodes)} node(s) not yet in the discovery cache: their error counters "
+                                "are withheld until the next discovery")
         failed_nodes: set[int] = set()
         failures = ib_queryerrors.failed_queries(errors_stderr)
         for name, _lid, _port in failures:
@@ -481,7 +519,7 @@ class InfinibandCollector(Collector):
                             "their error counters are withheld")
         if complete:
             for key, p in ports.items():
-                if p.node_guid not in failed_nodes:
+                if p.node_guid not in failed_nodes and (cached_nodes is None or p.node_guid in cached_nodes):
                     p.errors = {}
         unattributed = 0
         for node in errors.nodes:
