@@ -200,6 +200,28 @@ def test_node_name_map_names_nodes_and_peers(injected, tmp_path):
     assert idx[("fabric_ib_symbol_error_total", "leaf-b2", "4")]["value"] == 7
 
 
+def test_a_reloaded_name_map_renames_every_series_of_the_port(injected, tmp_path):
+    """The link/info series of a port are reused between polls while nothing they are made of
+    changes: a new name must still reach all of them, not only the counters."""
+    leaf2 = injected.topology.nodes["leaf-02"]
+    name_map = tmp_path / "map"
+    name_map.write_text(f'{leaf2.guid_hex} "leaf-b2"\n')
+    harness = CollectorHarness(group_for({"env": injected.env(), "node_name_map": str(name_map)}))
+    before = harness.poll()
+    assert ("fabric_ib_port_info", "leaf-b2", "4") in index(before)
+    name_map.write_text(f'{leaf2.guid_hex} "leaf-renamed"\n')
+    os.utime(name_map, ns=(time.time_ns(), os.stat(name_map).st_mtime_ns + 10**9))
+    after = harness.poll()
+    names = {s.labels["node_name"] for s in after.samples if s.labels.get("node_guid") == "0x" + leaf2.guid_hex[2:].zfill(16)
+             and s.name.startswith("fabric_ib_port_")}
+    assert names == {"leaf-renamed"}
+    peers = {s.labels["peer_node_name"] for s in after.samples
+             if s.name.startswith("fabric_ib_port_") and s.labels.get("node_name") == "spine-02"
+             and s.labels.get("port") == "2"}
+    assert peers == {"leaf-renamed"}
+    harness.close()
+
+
 def test_skip_sl_gives_the_same_data(first_poll, injected):
     _h, first = first_poll
     result = CollectorHarness(group_for({"env": injected.env(), "skip_sl": True})).poll()

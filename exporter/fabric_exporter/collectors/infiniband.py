@@ -85,6 +85,9 @@ RESET_BITS = {
     "ExcessiveBufferOverrunErrors": 10, "VL15Dropped": 11, "PortXmitData": 12, "PortRcvData": 13,
     "PortXmitPkts": 14, "PortRcvPkts": 15, "PortXmitWait": 16,
 }
+# Per-sample lookups, prepared once: raw name -> (metric, multiplier); error counters in catalog order.
+_DATA_METRICS = {raw: (metric, 4 if raw in WORD_COUNTERS else 1) for raw, (metric, _w) in DATA_COUNTERS.items()}
+_ERROR_METRICS = tuple((raw, metric) for raw, (metric, _w) in ERROR_COUNTERS.items())
 SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
 
 
@@ -242,6 +245,8 @@ class InfinibandCollector(Collector):
         self._topology_stale = False
         self._topology_changes = 0
         self._cache_nodes: frozenset[int] | None = None  # node GUIDs in the discovery cache file
+        # port -> (signature, labels, link/health/info samples, up): reused while the signature holds
+        self._port_static: dict[tuple[int, int], tuple] = {}
         self._expected_ports: dict[tuple[int, int], _ExpectedPort] = {}
         self._nodes: dict[int, _NodeFacts] = {}
         self._ticks: dict[int, int] = {}
@@ -398,6 +403,7 @@ class InfinibandCollector(Collector):
             self._topology_changes += 1
         self._topology = topology
         self._owners = topology.port_guid_owner()  # built once per discovery, read by every sweep
+        self._port_static = {}  # port GUIDs and node types may have changed
         self._topology_at = now
         self._topology_wall = time.time()
         self._topology_stale = False
@@ -678,6 +684,10 @@ class InfinibandCollector(Collector):
             seen_nodes.add(guid)
         state_counts = {"up": 0, "down": 0, "missing": 0}
 
+        static_cache = self._port_static
+        data_metrics = _DATA_METRICS
+        error_metrics = _ERROR_METRICS
+        new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__: ~60k per poll
         for key in sorted(ports):
             p = ports[key]
             link = p.entry.link
@@ -688,6 +698,7 @@ class InfinibandCollector(Collector):
             node_name = self._name(p.node_guid, node_desc)
             peer_guid = peer_type = None
             peer_name = peer_port = ""
+            was_linked = self._was_linked(key, now)
             if link is not None and link.peer_port_guid is not None:
                 owner = owners.get(link.peer_port_guid)
                 if owner is None and link.peer_port_guid in self._nodes:
@@ -697,7 +708,7 @@ class InfinibandCollector(Collector):
                     peer_type = self._nodes[peer_guid].type if peer_guid in self._nodes else None
                 peer_name = self._name(peer_guid, link.peer_name or "")
                 peer_port = str(link.peer_port)
-            elif self._was_linked(key, now):
+            elif was_linked:
                 # Down now: keep the peer the link had, so the series keep their identity and a
                 # dashboard can still say which link is down.
                 exp = self._expected_ports[key]
@@ -706,60 +717,39 @@ class InfinibandCollector(Collector):
                 peer_type = facts.type if facts else None
                 peer_name = self._name(peer_guid, self._sweep_names.get(peer_guid) or (facts.description if facts else ""))
                 peer_port = str(exp.peer_port) if exp.peer_port is not None else ""
-            labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
-                      "peer_node_name": peer_name, "peer_port": peer_port}
+            extended = _data_counters_64bit(p.entry)
+            is_latched = bool(latched.get(key))
+            # The link/health gauges and the info series change only with the link: reuse last
+            # poll's samples (and labels dict) while everything they are made of is the same.
+            signature = (node_name, peer_guid, peer_type, peer_name, peer_port, was_linked, is_latched, extended,
+                         None if link is None else (link.lid, link.state, link.phys_state, link.width, link.speed,
+                                                    link.peer_port_guid, link.peer_port, link.could_be_width,
+                                                    link.could_be_speed))
+            cached = static_cache.get(key)
+            if cached is not None and cached[0] == signature:
+                _sig, labels, static, up = cached
+            else:
+                labels, static, up = self._port_static_samples(p, link, node_name, peer_guid, peer_type, peer_name,
+                                                               peer_port, was_linked, is_latched, extended)
+                static_cache[key] = (signature, labels, static, up)
 
             # counters
-            counters = p.entry.counters
-            for raw, (metric, _w) in DATA_COUNTERS.items():
-                if raw in counters:
-                    add(Sample(metric, labels, float(counters[raw] * 4 if raw in WORD_COUNTERS else counters[raw])))
-            if p.errors is not None:
-                for raw, (metric, _w) in ERROR_COUNTERS.items():
-                    add(Sample(metric, labels, float(p.errors.get(raw, 0))))
+            for raw, value in p.entry.counters.items():
+                spec = data_metrics.get(raw)
+                if spec is not None:
+                    add(new(Sample, (spec[0], labels, float(value * spec[1]))))
+            errors = p.errors
+            if errors is not None:
+                get = errors.get
+                for raw, metric in error_metrics:
+                    add(new(Sample, (metric, labels, float(get(raw, 0)))))
             if p.qp1_dropped is not None:
                 add(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
-
-            # link
-            up = link is not None and link.width is not None and link.state_id >= 2
-            width = WIDTH_LANES.get(link.width, 0) if up else 0
-            lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
-            sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0) if up else 0
-            sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if up and link.speed else 0.0
-            if link is not None:
-                add(Sample("fabric_ib_port_state_id", labels, float(link.state_id)))
-                add(Sample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
-            add(Sample("fabric_ib_port_active_width_lanes", labels, float(width)))
-            add(Sample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
-            add(Sample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
-            if up and link.peer_port_guid is not None:
-                add(Sample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
-                add(Sample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
-                degraded = link.could_be_width is not None or link.could_be_speed is not None
-            else:
-                degraded = False
-            add(Sample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
-            expected = self._expected_ports.get(key)
-            # Down, but linked in the topology or a sweep within forget_missing_after: unexpected.
-            down_unexpected = (not up) and self._was_linked(key, now)
-            add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if down_unexpected else 0.0))
-            add(Sample("fabric_ib_port_latched", labels, 1.0 if latched.get(key) else 0.0))
-            add(Sample("fabric_ib_port_extended_counters", labels, 1.0 if _data_counters_64bit(p.entry) else 0.0))
-            add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
-            add(Sample("fabric_ib_port_info", {
-                **labels, "lid": str(link.lid) if link is not None else "",
-                "port_guid": self._port_guid(p.node_guid, p.port),
-                "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
-                "peer_node_type": peer_type or "",
-                "active_width": link.width if up and link.width else "",
-                "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
-                "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
-                "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "")
-                if up and link.peer_port_guid is not None else "",
-            }, 1.0))
+            out += static
             state_counts["up" if up else "down"] += 1
 
             # Remember every port swept (linked or not): absent from a later sweep, it is "missing".
+            expected = self._expected_ports.get(key)
             if up and peer_guid is not None:
                 if expected is None:
                     self._expected_ports[key] = _ExpectedPort(peer_guid, link.peer_port, now, now)
@@ -772,6 +762,10 @@ class InfinibandCollector(Collector):
                 self._expected_ports[key] = _ExpectedPort(None, None, None, now)
             if p.node_guid in self._nodes:
                 self._nodes[p.node_guid].last_seen = now
+        # forget ports no sweep returns any more (their samples would otherwise be kept forever)
+        if len(static_cache) > len(ports):
+            for key in static_cache.keys() - ports.keys():
+                del static_cache[key]
 
         # Ports the topology (or an earlier sweep) had up that this sweep did not return.
         missing_nodes: set[int] = set()
@@ -827,6 +821,50 @@ class InfinibandCollector(Collector):
             add(Sample("fabric_ib_topology_last_refresh_timestamp_seconds", {}, self._topology_wall))
         add(Sample("fabric_ib_topology_changes_total", {}, float(self._topology_changes)))
         return out
+
+    def _port_static_samples(self, p: _Port, link, node_name: str, peer_guid: int | None, peer_type: str | None,
+                             peer_name: str, peer_port: str, was_linked: bool, is_latched: bool,
+                             extended: bool) -> tuple[dict[str, str], list[Sample], bool]:
+        """A port's labels, link/health gauges and info series (everything but its counters)."""
+        labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
+                  "peer_node_name": peer_name, "peer_port": peer_port}
+        out: list[Sample] = []
+        add = out.append
+        up = link is not None and link.width is not None and link.state_id >= 2
+        width = WIDTH_LANES.get(link.width, 0) if up else 0
+        lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
+        sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0) if up else 0
+        sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if up and link.speed else 0.0
+        if link is not None:
+            add(Sample("fabric_ib_port_state_id", labels, float(link.state_id)))
+            add(Sample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
+        add(Sample("fabric_ib_port_active_width_lanes", labels, float(width)))
+        add(Sample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
+        add(Sample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
+        if up and link.peer_port_guid is not None:
+            add(Sample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
+            add(Sample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
+            degraded = link.could_be_width is not None or link.could_be_speed is not None
+        else:
+            degraded = False
+        add(Sample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
+        # Down, but linked in the topology or a sweep within forget_missing_after: unexpected.
+        add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if (not up) and was_linked else 0.0))
+        add(Sample("fabric_ib_port_latched", labels, 1.0 if is_latched else 0.0))
+        add(Sample("fabric_ib_port_extended_counters", labels, 1.0 if extended else 0.0))
+        add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
+        add(Sample("fabric_ib_port_info", {
+            **labels, "lid": str(link.lid) if link is not None else "",
+            "port_guid": self._port_guid(p.node_guid, p.port),
+            "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
+            "peer_node_type": peer_type or "",
+            "active_width": link.width if up and link.width else "",
+            "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
+            "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
+            "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "")
+            if up and link.peer_port_guid is not None else "",
+        }, 1.0))
+        return labels, out, up
 
     def _was_linked(self, key: tuple[int, int], now: float) -> bool:
         exp = self._expected_ports.get(key)
