@@ -1,17 +1,20 @@
 """InfiniBand fabric collector: the whole fabric from one management/SM node, with the stock tools.
 
-A poll never starts a process per port. It runs one live ``ibnetdiscover --cache <file>`` and then,
-side by side, two fabric-wide sweeps that load that cache (so neither discovers again):
+A poll never starts a process per port. A steady-state poll runs two fabric-wide sweeps side by side:
 
-* ``ibqueryerrors --counters --report-port``: data/packet counters (64-bit where the device has
-  them) and link info (state, physical state, width, speed, peer, "Could be" = what both ends
-  support) for every port, down ports included;
-* ``ibqueryerrors --threshold-file /dev/null``: every non-zero error counter and PortXmitWait. An
-  empty threshold file makes the threshold 0, so a port the sweep checked and did not list has all
-  its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
+* ``ibqueryerrors --counters --report-port``, live (it discovers the fabric itself): data/packet
+  counters (64-bit where the device has them) and link info (state, physical state, width, speed,
+  peer, "Could be" = what both ends support) for every port, down ports included. Live because a
+  sweep that loads a discovery cache prints the cached links: a link taken down would not show;
+* ``ibqueryerrors --load-cache <file> --threshold-file /dev/null``: every non-zero error counter and
+  PortXmitWait. An empty threshold file makes the threshold 0, so a port the sweep checked and did
+  not list has all its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
+
+``ibnetdiscover --cache <file>`` rewrites that cache every ``topology_interval`` and on the poll after
+the live sweep differs from the topology (a node or link appeared or went, a LID moved).
 
 Without the cache (``use_discovery_cache: false``) both sweeps discover live and ``ibnetdiscover``
-runs on its own slower interval, and at once when a sweep shows a node or link it does not know.
+runs on the same interval and triggers.
 
 Every port seen (in a discovery or a sweep) is remembered: one the sweep no longer returns is
 reported missing (its counters withheld, the poll partial) instead of vanishing as if healthy, and a
