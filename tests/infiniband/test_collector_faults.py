@@ -4,9 +4,13 @@ smaller fabric. Its own fabric: these tests break links."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 
 import pytest
+
+from fabric_exporter.parsers import ib_queryerrors
 
 from .conftest import CollectorHarness, group_for, index, needs_ibsim, values
 
@@ -105,3 +109,32 @@ def test_error_on_an_uplink_is_partial_data_not_a_healthy_fabric(fabric, harness
     after = harness.poll()
     assert after.problems == []
     assert set(values(after, "fabric_ib_port_sweep_missing").values()) == {0.0}
+
+
+def _link_state(fabric, node: str, port: int, *extra: str) -> str | None:
+    out = subprocess.run(["ibqueryerrors", *extra, "--counters", "--report-port"], env={**os.environ, **fabric.env()},
+                         capture_output=True, text=True, timeout=60).stdout
+    for n in ib_queryerrors.parse(out).nodes:
+        if n.name == node:
+            for pc in n.ports:
+                if pc.port == port and pc.link is not None:
+                    return pc.link.state
+    return None
+
+
+def test_why_the_counter_sweep_runs_live(fabric, tmp_path):
+    """The premise of the design, on the real tools: a sweep that loads a discovery cache prints the
+    cached link (a downed switch-switch link still Active); a live sweep prints it Down."""
+    cache = str(tmp_path / "cache")
+    subprocess.run(["ibnetdiscover", "--cache", cache], env={**os.environ, **fabric.env()}, capture_output=True,
+                   timeout=60, check=True)
+    fabric.unlink("leaf-02", 3)  # <-> spine-01 port 2
+    try:
+        assert _link_state(fabric, "leaf-02", 3, "--load-cache", cache) == "Active"
+        assert _link_state(fabric, "leaf-02", 3) == "Down"
+    finally:
+        fabric.relink("leaf-02", 3)
+    deadline = time.monotonic() + 40
+    while _link_state(fabric, "leaf-02", 3) != "Active":
+        assert time.monotonic() < deadline, "leaf-02 port 3 did not come back Active"
+        time.sleep(1)
