@@ -393,3 +393,19 @@ def test_ibdiagnet_files_locally_and_a_missing_directory(injected, tmp_path):
     missing = CollectorHarness(group_for({"env": injected.env(), "ibdiagnet_dir": str(tmp_path / "nope")})).poll()
     assert any("ibdiagnet files" in p for p in missing.problems)
     assert values(missing, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7  # the sweep is unaffected
+
+
+def test_error_counters_follow_the_fabric_between_polls(injected):
+    """A port's all-zero error samples are reused between polls: a counter that rises and a counter
+    that goes back to 0 must both show in the next poll of the same collector."""
+    harness = CollectorHarness(group_for({"env": injected.env()}))
+    assert values(harness.poll(), "fabric_ib_symbol_error_total")[("gpu-004 mlx5_0", "1")] == 0
+    injected.set_counter("gpu-004", 1, "SymbolErrorCounter", 5)
+    try:
+        assert values(harness.poll(), "fabric_ib_symbol_error_total")[("gpu-004 mlx5_0", "1")] == 5
+    finally:
+        injected.set_counter("gpu-004", 1, "SymbolErrorCounter", 0)
+    after = harness.poll()
+    assert values(after, "fabric_ib_symbol_error_total")[("gpu-004 mlx5_0", "1")] == 0
+    assert values(after, "fabric_ib_port_receive_errors_total")[("gpu-004 mlx5_0", "1")] == 0
+    harness.close()

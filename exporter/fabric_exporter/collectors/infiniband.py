@@ -248,7 +248,8 @@ class InfinibandCollector(Collector):
         self._topology_stale = False
         self._topology_changes = 0
         self._cache_nodes: frozenset[int] | None = None  # node GUIDs in the discovery cache file
-        # port -> (signature, labels, link/health/info samples, up): reused while the signature holds
+        # port -> [signature, labels, link/health/info samples, up, all-zero error samples or None]:
+        # reused while the signature holds
         self._port_static: dict[tuple[int, int], tuple] = {}
         self._expected_ports: dict[tuple[int, int], _ExpectedPort] = {}
         self._nodes: dict[int, _NodeFacts] = {}
@@ -729,12 +730,11 @@ class InfinibandCollector(Collector):
                                                     link.peer_port_guid, link.peer_port, link.could_be_width,
                                                     link.could_be_speed))
             cached = static_cache.get(key)
-            if cached is not None and cached[0] == signature:
-                _sig, labels, static, up = cached
-            else:
+            if cached is None or cached[0] != signature:
                 labels, static, up = self._port_static_samples(p, link, node_name, peer_guid, peer_type, peer_name,
                                                                peer_port, was_linked, is_latched, extended)
-                static_cache[key] = (signature, labels, static, up)
+                cached = static_cache[key] = [signature, labels, static, up, None]
+            _sig, labels, static, up, zero_errors = cached
 
             # counters
             for raw, value in p.entry.counters.items():
@@ -742,10 +742,14 @@ class InfinibandCollector(Collector):
                 if spec is not None:
                     add(new(Sample, (spec[0], labels, float(value * spec[1]))))
             errors = p.errors
-            if errors is not None:
+            if errors:
                 get = errors.get
                 for raw, metric in error_metrics:
                     add(new(Sample, (metric, labels, float(get(raw, 0)))))
+            elif errors is not None:  # every error counter 0 (most ports, most polls): reuse those samples
+                if zero_errors is None:
+                    zero_errors = cached[4] = [new(Sample, (metric, labels, 0.0)) for _raw, metric in error_metrics]
+                out += zero_errors
             if p.qp1_dropped is not None:
                 add(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
             out += static
