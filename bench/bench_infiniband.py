@@ -5,9 +5,10 @@
 Starts a simulated fat tree (ibsim + opensm; default 40 switches, 320 HCAs), then alternates a bare
 sweep (``ibqueryerrors``, what a site's cron job runs) with one full collector poll (both sweeps,
 parsing, samples; topology already known, as in the steady state: no ibnetdiscover) and one poll that
-rediscovers first (what every topology_interval, or a change the live sweep shows, costs). Reports the minimum over the rounds (or --stat median) and the ratios
-poll/bare for wall time and CPU time (the tools' CPU + the exporter's own; ibsim's CPU, the "fabric"
-side, is shown apart), the parse throughput in MB/s, and the series published per port.
+rediscovers first (what every topology_interval, or a change the live sweep shows, costs). Reports
+the minimum over the rounds (or --stat median) and the ratios poll/bare for wall time and CPU time
+(the tools' CPU + the exporter's own; ibsim's CPU, the "fabric" side, is shown apart), the parse
+throughput in MB/s, and the series published per port.
 Prints figures only: absolute times on a shared machine are noise, the ratios are the result.
 """
 

@@ -212,8 +212,9 @@ def test_a_reloaded_name_map_renames_every_series_of_the_port(injected, tmp_path
     name_map.write_text(f'{leaf2.guid_hex} "leaf-renamed"\n')
     os.utime(name_map, ns=(time.time_ns(), os.stat(name_map).st_mtime_ns + 10**9))
     after = harness.poll()
-    names = {s.labels["node_name"] for s in after.samples if s.labels.get("node_guid") == "0x" + leaf2.guid_hex[2:].zfill(16)
-             and s.name.startswith("fabric_ib_port_")}
+    guid = "0x" + leaf2.guid_hex[2:].zfill(16)
+    names = {s.labels["node_name"] for s in after.samples
+             if s.labels.get("node_guid") == guid and s.name.startswith("fabric_ib_port_")}
     assert names == {"leaf-renamed"}
     peers = {s.labels["peer_node_name"] for s in after.samples
              if s.name.startswith("fabric_ib_port_") and s.labels.get("node_name") == "spine-02"
