@@ -4,9 +4,13 @@ smaller fabric. Its own fabric: these tests break links."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 
 import pytest
+
+from fabric_exporter.parsers import ib_queryerrors
 
 from .conftest import CollectorHarness, group_for, index, needs_ibsim, values
 
@@ -21,12 +25,14 @@ def harness(fabric, request):
     return h
 
 
-def _wait_active(fabric, harness, node: str, port: str, timeout: float = 40.0) -> None:
+def _wait_active(fabric, harness, node: str, port: str, timeout: float = 40.0, *more: tuple[str, str]):
+    """Poll until these ports are Active (the SM arms and activates each end in turn) and the poll is whole."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = harness.poll()
-        if values(result, "fabric_ib_port_state_id").get((node, port)) == 4.0 and not result.problems:
-            return
+        states = values(result, "fabric_ib_port_state_id")
+        if all(states.get(p) == 4.0 for p in ((node, port), *more)) and not result.problems:
+            return result
         time.sleep(1)
     pytest.fail(f"{node} port {port} did not come back Active within {timeout}s")
 
@@ -56,6 +62,38 @@ def test_unlink_reports_the_port_down_and_the_lost_hca_missing(fabric, harness):
     _wait_active(fabric, harness, "leaf-03", "1")
 
 
+def test_a_downed_switch_link_shows_within_one_poll_and_comes_back(fabric, harness):
+    """leaf-02 port 4 <-> spine-02 port 2. With the discovery cache, a sweep that loads the cache
+    prints the cached (stale) link: the live counter sweep must show both ends down in the very
+    poll after Unlink, and the next poll rediscovers."""
+    fabric.unlink("leaf-02", 4)
+    try:
+        result = harness.poll()
+        idx = index(result)
+        for (node, port), (peer, peer_port) in ((("leaf-02", "4"), ("spine-02", "2")),
+                                                (("spine-02", "2"), ("leaf-02", "4"))):
+            state = idx[("fabric_ib_port_state_id", node, port)]
+            assert state["value"] == 1.0, (node, port)  # Down
+            assert (state["labels"]["peer_node_name"], state["labels"]["peer_port"]) == (peer, peer_port)
+            assert idx[("fabric_ib_port_link_down_unexpected", node, port)]["value"] == 1.0
+            assert idx[("fabric_ib_port_active_width_lanes", node, port)]["value"] == 0.0
+        # both switches still answer: nothing is missing
+        assert set(values(result, "fabric_ib_port_sweep_missing").values()) == {0.0}
+        after = harness.poll()  # the change seen by the live sweep makes this poll rediscover
+        tools = {s.labels["tool"] for s in after.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+        if harness.collector._cache_path() is not None:
+            assert "ibnetdiscover" in tools
+        assert values(after, "fabric_ib_port_link_down_unexpected")[("leaf-02", "4")] == 1.0
+    finally:
+        fabric.relink("leaf-02", 4)
+    back = _wait_active(fabric, harness, "leaf-02", "4", 40.0, ("spine-02", "2"))
+    idx = index(back)
+    for node, port in (("leaf-02", "4"), ("spine-02", "2")):
+        assert idx[("fabric_ib_port_state_id", node, port)]["value"] == 4.0
+        assert idx[("fabric_ib_port_link_down_unexpected", node, port)]["value"] == 0.0
+    assert back.problems == []
+
+
 def test_error_on_an_uplink_is_partial_data_not_a_healthy_fabric(fabric, harness):
     fabric.set_error_rate("spine-01", 1, 100)  # spine-01 port 1 <-> leaf-01 port 3: every MAD lost
     try:
@@ -72,3 +110,32 @@ def test_error_on_an_uplink_is_partial_data_not_a_healthy_fabric(fabric, harness
     after = harness.poll()
     assert after.problems == []
     assert set(values(after, "fabric_ib_port_sweep_missing").values()) == {0.0}
+
+
+def _link_state(fabric, node: str, port: int, *extra: str) -> str | None:
+    out = subprocess.run(["ibqueryerrors", *extra, "--counters", "--report-port"], env={**os.environ, **fabric.env()},
+                         capture_output=True, text=True, timeout=60).stdout
+    for n in ib_queryerrors.parse(out).nodes:
+        if n.name == node:
+            for pc in n.ports:
+                if pc.port == port and pc.link is not None:
+                    return pc.link.state
+    return None
+
+
+def test_why_the_counter_sweep_runs_live(fabric, tmp_path):
+    """The premise of the design, on the real tools: a sweep that loads a discovery cache prints the
+    cached link (a downed switch-switch link still Active); a live sweep prints it Down."""
+    cache = str(tmp_path / "cache")
+    subprocess.run(["ibnetdiscover", "--cache", cache], env={**os.environ, **fabric.env()}, capture_output=True,
+                   timeout=60, check=True)
+    fabric.unlink("leaf-02", 3)  # <-> spine-01 port 2
+    try:
+        assert _link_state(fabric, "leaf-02", 3, "--load-cache", cache) == "Active"
+        assert _link_state(fabric, "leaf-02", 3) == "Down"
+    finally:
+        fabric.relink("leaf-02", 3)
+    deadline = time.monotonic() + 40
+    while _link_state(fabric, "leaf-02", 3) != "Active":
+        assert time.monotonic() < deadline, "leaf-02 port 3 did not come back Active"
+        time.sleep(1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -136,17 +137,33 @@ def test_nodes_and_topology_series(first_poll, fabric):
     assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors", "ibnetdiscover"}
 
 
-def test_each_poll_discovers_once_and_both_sweeps_load_that_cache(first_poll):
+def test_steady_state_polls_sweep_live_and_load_the_cache_only_for_errors(first_poll):
+    """The counter sweep discovers live (fresh link state); the error sweep loads the cache, which is
+    rewritten only on topology_interval or a change: no ibnetdiscover in a steady-state poll."""
     harness, first = first_poll
     cache = harness.collector._cache_path()
     before = os.stat(cache).st_mtime_ns
     second = harness.poll()
     assert second.problems == []
-    assert os.stat(cache).st_mtime_ns > before  # rewritten right before the sweeps used it
+    assert os.stat(cache).st_mtime_ns == before  # not rewritten: nothing changed
     tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
+    assert tools == {"ibqueryerrors_counters", "ibqueryerrors_errors"}
     for metric in ERROR_METRICS:
         assert values(second, metric) == values(first, metric)
+
+
+def test_the_cache_is_rewritten_on_topology_interval(injected):
+    harness = CollectorHarness(group_for({"env": injected.env(), "topology_interval": "1s"}))
+    harness.poll()
+    cache = harness.collector._cache_path()
+    before = os.stat(cache).st_mtime_ns
+    time.sleep(1.1)
+    second = harness.poll()
+    assert second.problems == []
+    assert os.stat(cache).st_mtime_ns > before
+    tools = {s.labels["tool"] for s in second.samples if s.name == "fabric_ib_sweep_duration_seconds"}
+    assert tools == {"ibnetdiscover", "ibqueryerrors_counters", "ibqueryerrors_errors"}
+    harness.close()
 
 
 def test_close_removes_the_discovery_cache(injected):
@@ -181,6 +198,29 @@ def test_node_name_map_names_nodes_and_peers(injected, tmp_path):
     labels = idx[("fabric_ib_symbol_error_total", "leaf-b2", "4")]["labels"]
     assert (labels["peer_node_name"], labels["peer_port"]) == ("spine-a1", "2")
     assert idx[("fabric_ib_symbol_error_total", "leaf-b2", "4")]["value"] == 7
+
+
+def test_a_reloaded_name_map_renames_every_series_of_the_port(injected, tmp_path):
+    """The link/info series of a port are reused between polls while nothing they are made of
+    changes: a new name must still reach all of them, not only the counters."""
+    leaf2 = injected.topology.nodes["leaf-02"]
+    name_map = tmp_path / "map"
+    name_map.write_text(f'{leaf2.guid_hex} "leaf-b2"\n')
+    harness = CollectorHarness(group_for({"env": injected.env(), "node_name_map": str(name_map)}))
+    before = harness.poll()
+    assert ("fabric_ib_port_info", "leaf-b2", "4") in index(before)
+    name_map.write_text(f'{leaf2.guid_hex} "leaf-renamed"\n')
+    os.utime(name_map, ns=(time.time_ns(), os.stat(name_map).st_mtime_ns + 10**9))
+    after = harness.poll()
+    guid = "0x" + leaf2.guid_hex[2:].zfill(16)
+    names = {s.labels["node_name"] for s in after.samples
+             if s.labels.get("node_guid") == guid and s.name.startswith("fabric_ib_port_")}
+    assert names == {"leaf-renamed"}
+    peers = {s.labels["peer_node_name"] for s in after.samples
+             if s.name.startswith("fabric_ib_port_") and s.labels.get("node_name") == "spine-02"
+             and s.labels.get("port") == "2"}
+    assert peers == {"leaf-renamed"}
+    harness.close()
 
 
 def test_skip_sl_gives_the_same_data(first_poll, injected):
@@ -354,3 +394,19 @@ def test_ibdiagnet_files_locally_and_a_missing_directory(injected, tmp_path):
     missing = CollectorHarness(group_for({"env": injected.env(), "ibdiagnet_dir": str(tmp_path / "nope")})).poll()
     assert any("ibdiagnet files" in p for p in missing.problems)
     assert values(missing, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7  # the sweep is unaffected
+
+
+def test_error_counters_follow_the_fabric_between_polls(injected):
+    """A port's all-zero error samples are reused between polls: a counter that rises and a counter
+    that goes back to 0 must both show in the next poll of the same collector."""
+    harness = CollectorHarness(group_for({"env": injected.env()}))
+    assert values(harness.poll(), "fabric_ib_symbol_error_total")[("gpu-004 mlx5_0", "1")] == 0
+    injected.set_counter("gpu-004", 1, "SymbolErrorCounter", 5)
+    try:
+        assert values(harness.poll(), "fabric_ib_symbol_error_total")[("gpu-004 mlx5_0", "1")] == 5
+    finally:
+        injected.set_counter("gpu-004", 1, "SymbolErrorCounter", 0)
+    after = harness.poll()
+    assert values(after, "fabric_ib_symbol_error_total")[("gpu-004 mlx5_0", "1")] == 0
+    assert values(after, "fabric_ib_port_receive_errors_total")[("gpu-004 mlx5_0", "1")] == 0
+    harness.close()

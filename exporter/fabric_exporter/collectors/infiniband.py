@@ -1,17 +1,20 @@
 """InfiniBand fabric collector: the whole fabric from one management/SM node, with the stock tools.
 
-A poll never starts a process per port. It runs one live ``ibnetdiscover --cache <file>`` and then,
-side by side, two fabric-wide sweeps that load that cache (so neither discovers again):
+A poll never starts a process per port. A steady-state poll runs two fabric-wide sweeps side by side:
 
-* ``ibqueryerrors --counters --report-port``: data/packet counters (64-bit where the device has
-  them) and link info (state, physical state, width, speed, peer, "Could be" = what both ends
-  support) for every port, down ports included;
-* ``ibqueryerrors --threshold-file /dev/null``: every non-zero error counter and PortXmitWait. An
-  empty threshold file makes the threshold 0, so a port the sweep checked and did not list has all
-  its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
+* ``ibqueryerrors --counters --report-port``, live (it discovers the fabric itself): data/packet
+  counters (64-bit where the device has them) and link info (state, physical state, width, speed,
+  peer, "Could be" = what both ends support) for every port, down ports included. Live because a
+  sweep that loads a discovery cache prints the cached links: a link taken down would not show;
+* ``ibqueryerrors --load-cache <file> --threshold-file /dev/null``: every non-zero error counter and
+  PortXmitWait. An empty threshold file makes the threshold 0, so a port the sweep checked and did
+  not list has all its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
+
+``ibnetdiscover --cache <file>`` rewrites that cache every ``topology_interval`` and on the poll after
+the live sweep differs from the topology (a node or link appeared or went, a LID moved).
 
 Without the cache (``use_discovery_cache: false``) both sweeps discover live and ``ibnetdiscover``
-runs on its own slower interval, and at once when a sweep shows a node or link it does not know.
+runs on the same interval and triggers.
 
 Every port seen (in a discovery or a sweep) is remembered: one the sweep no longer returns is
 reported missing (its counters withheld, the poll partial) instead of vanishing as if healthy, and a
@@ -85,6 +88,9 @@ RESET_BITS = {
     "ExcessiveBufferOverrunErrors": 10, "VL15Dropped": 11, "PortXmitData": 12, "PortRcvData": 13,
     "PortXmitPkts": 14, "PortRcvPkts": 15, "PortXmitWait": 16,
 }
+# Per-sample lookups, prepared once: raw name -> (metric, multiplier); error counters in catalog order.
+_DATA_METRICS = {raw: (metric, 4 if raw in WORD_COUNTERS else 1) for raw, (metric, _w) in DATA_COUNTERS.items()}
+_ERROR_METRICS = tuple((raw, metric) for raw, (metric, _w) in ERROR_COUNTERS.items())
 SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
 
 
@@ -241,6 +247,10 @@ class InfinibandCollector(Collector):
         self._topology_wall: float | None = None
         self._topology_stale = False
         self._topology_changes = 0
+        self._cache_nodes: frozenset[int] | None = None  # node GUIDs in the discovery cache file
+        # port -> [signature, labels, link/health/info samples, up, all-zero error samples or None]:
+        # reused while the signature holds
+        self._port_static: dict[tuple[int, int], tuple] = {}
         self._expected_ports: dict[tuple[int, int], _ExpectedPort] = {}
         self._nodes: dict[int, _NodeFacts] = {}
         self._ticks: dict[int, int] = {}
@@ -307,6 +317,7 @@ class InfinibandCollector(Collector):
         refresh = (self._topology is None or self._topology_stale
                    or now - (self._topology_at or 0) >= self.options.topology_interval)
         cache = self._cache_path()
+        cached_nodes: frozenset[int] | None = None  # nodes of the cache the error sweep loads
         tasks: list[asyncio.Task] = []
 
         def start(coro) -> asyncio.Task:
@@ -316,18 +327,25 @@ class InfinibandCollector(Collector):
 
         try:
             if cache is not None:
-                # One live discovery, written to the cache; both sweeps load it instead of
-                # discovering again: one discovery per poll instead of two (a third of the MADs).
-                # Rewritten right before every use, so never stale.
-                disc = await self._run(self._argv("ibnetdiscover", "--cache", cache), deadline, (0,), durations,
-                                       "ibnetdiscover")
-                with _gc_paused():
-                    self._apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout, skipped=self._skipped))
-                load = ("--load-cache", cache)
-                counters_task = start(self._run(self._argv("ibqueryerrors", *load, "--counters", "--report-port"),
+                # The counter sweep runs live: it discovers the fabric itself, so its link info
+                # (state, width, speed, peer) is today's and a link that went down shows in this
+                # poll. Loaded from a cache, a sweep prints the cached links instead (verified on
+                # ibsim: after Unlink a switch-switch link still read Active). The error sweep only
+                # needs the node/LID list, so it loads a cache that a live ibnetdiscover rewrites
+                # on topology_interval and at once when the live sweep shows a change.
+                if refresh or self._cache_nodes is None:
+                    disc = await self._run(self._argv("ibnetdiscover", "--cache", cache), deadline, (0,), durations,
+                                           "ibnetdiscover")
+                    with _gc_paused():
+                        self._apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout,
+                                                                  skipped=self._skipped))
+                    self._cache_nodes = frozenset(self._topology.nodes)
+                cached_nodes = self._cache_nodes
+                counters_task = start(self._run(self._argv("ibqueryerrors", "--counters", "--report-port"),
                                                 deadline, (0,), durations, "ibqueryerrors_counters"))
-                errors_task = start(self._run(self._argv("ibqueryerrors", *load, "--threshold-file", "/dev/null"),
-                                              deadline, (0, 1), durations, "ibqueryerrors_errors"))
+                errors_task = start(self._run(self._argv("ibqueryerrors", "--load-cache", cache, "--threshold-file",
+                                                         "/dev/null"), deadline, (0, 1), durations,
+                                              "ibqueryerrors_errors"))
                 topo_task = None
             else:
                 # No writable cache on the tool host: two live sweeps side by side, topology on its
@@ -351,7 +369,7 @@ class InfinibandCollector(Collector):
                 await asyncio.gather(*pending, return_exceptions=True)
         with _gc_paused():
             errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)
-            ports = self._assemble(counters, errors, errors_run.stderr, problems)
+            ports = self._assemble(counters, errors, errors_run.stderr, problems, cached_nodes)
             if self._sweep_shows_change(counters):
                 self._topology_stale = True
         if self.options.qp1_dropped:
@@ -389,6 +407,7 @@ class InfinibandCollector(Collector):
             self._topology_changes += 1
         self._topology = topology
         self._owners = topology.port_guid_owner()  # built once per discovery, read by every sweep
+        self._port_static = {}  # port GUIDs and node types may have changed
         self._topology_at = now
         self._topology_wall = time.time()
         self._topology_stale = False
@@ -410,24 +429,37 @@ class InfinibandCollector(Collector):
         return f"/tmp/fabric-exporter-ib-{re.sub(r'[^A-Za-z0-9_.-]', '_', who)}.ibnetdiscover-cache"
 
     def _sweep_shows_change(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
-        """True when the sweep sees a node, or an up link, that the topology does not know."""
+        """True when the live sweep differs from the topology: a node it does not know or no longer
+        finds, an up link it does not know, a link it has that is down now, or a LID that moved
+        (the error sweep addresses the cache's LIDs)."""
         topo = self._topology
         if topo is None:
             return True
         owners = self._owners
+        tnodes = topo.nodes
+        seen = 0
         for node in counters.nodes:
-            if node.guid not in topo.nodes:
+            tnode = tnodes.get(node.guid)
+            if tnode is None:
                 return True
-            tnode = topo.nodes[node.guid]
+            seen += 1
+            tports = tnode.ports
             for pc in node.ports:
                 link = pc.link
-                if pc.port is None or link is None or link.peer_port_guid is None:
+                if pc.port is None or link is None:
                     continue
-                tport = tnode.ports.get(pc.port)
+                tport = tports.get(pc.port)
+                if link.peer_port_guid is None:  # not linked now
+                    if tport is not None:
+                        return True
+                    continue
                 peer = owners.get(link.peer_port_guid)
                 if tport is None or peer is None or (tport.peer_guid, tport.peer_port) != (peer[0], link.peer_port):
                     return True
-        return False
+                lid = tport.lid if tnode.type != "switch" else tnode.lid
+                if lid is not None and link.lid != lid:
+                    return True
+        return seen != len(tnodes)
 
     def _load_name_map(self, problems: list[str]) -> None:
         path = self.options.node_name_map
@@ -444,7 +476,10 @@ class InfinibandCollector(Collector):
     # -- combining the sweeps -----------------------------------------------------------------
 
     def _assemble(self, counters: ib_queryerrors.QueryErrorsReport, errors: ib_queryerrors.QueryErrorsReport,
-                  errors_stderr: str, problems: list[str]) -> dict[tuple[int, int], _Port]:
+                  errors_stderr: str, problems: list[str],
+                  cached_nodes: frozenset[int] | None = None) -> dict[tuple[int, int], _Port]:
+        """Join the two sweeps. ``cached_nodes``: the nodes of the discovery cache the error sweep
+        loaded (None: it discovered live, like the counter sweep)."""
         ports: dict[tuple[int, int], _Port] = {}
         names: dict[str, set[int]] = {}
         self._sweep_names = {}
@@ -461,10 +496,23 @@ class InfinibandCollector(Collector):
         owners = self._owners
         # A port the error sweep did not list has all error counters at 0, but only if that sweep
         # checked its node: same node count as the counter sweep, and no failed query on it.
-        complete = errors.summary.nodes_checked == counters.summary.nodes_checked
-        if not complete:
-            problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes, counter sweep "
-                            f"{counters.summary.nodes_checked}: error counters withheld for ports it did not list")
+        if cached_nodes is None:
+            complete = errors.summary.nodes_checked == counters.summary.nodes_checked
+            if not complete:
+                problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes, counter sweep "
+                                f"{counters.summary.nodes_checked}: error counters withheld for ports it did not list")
+        else:
+            # The error sweep checked the cache's nodes (an unreachable one as failed queries); a
+            # node the live counter sweep found that the cache lacks was not checked at all.
+            complete = errors.summary.nodes_checked == len(cached_nodes)
+            if not complete:
+                problems.append(f"error sweep checked {errors.summary.nodes_checked} nodes of the "
+                                f"{len(cached_nodes)} in the discovery cache: error counters withheld for ports "
+                                "it did not list")
+            new_nodes = {guid for guid, _port in ports if guid not in cached_nodes}
+            if new_nodes:
+                problems.append(f"{len(new_nodes)} node(s) not yet in the discovery cache: their error counters "
+                                "are withheld until the next discovery")
         failed_nodes: set[int] = set()
         failures = ib_queryerrors.failed_queries(errors_stderr)
         for name, _lid, _port in failures:
@@ -481,7 +529,7 @@ class InfinibandCollector(Collector):
                             "their error counters are withheld")
         if complete:
             for key, p in ports.items():
-                if p.node_guid not in failed_nodes:
+                if p.node_guid not in failed_nodes and (cached_nodes is None or p.node_guid in cached_nodes):
                     p.errors = {}
         unattributed = 0
         for node in errors.nodes:
@@ -640,6 +688,10 @@ class InfinibandCollector(Collector):
             seen_nodes.add(guid)
         state_counts = {"up": 0, "down": 0, "missing": 0}
 
+        static_cache = self._port_static
+        data_metrics = _DATA_METRICS
+        error_metrics = _ERROR_METRICS
+        new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__: ~60k per poll
         for key in sorted(ports):
             p = ports[key]
             link = p.entry.link
@@ -650,6 +702,7 @@ class InfinibandCollector(Collector):
             node_name = self._name(p.node_guid, node_desc)
             peer_guid = peer_type = None
             peer_name = peer_port = ""
+            was_linked = self._was_linked(key, now)
             if link is not None and link.peer_port_guid is not None:
                 owner = owners.get(link.peer_port_guid)
                 if owner is None and link.peer_port_guid in self._nodes:
@@ -659,7 +712,7 @@ class InfinibandCollector(Collector):
                     peer_type = self._nodes[peer_guid].type if peer_guid in self._nodes else None
                 peer_name = self._name(peer_guid, link.peer_name or "")
                 peer_port = str(link.peer_port)
-            elif self._was_linked(key, now):
+            elif was_linked:
                 # Down now: keep the peer the link had, so the series keep their identity and a
                 # dashboard can still say which link is down.
                 exp = self._expected_ports[key]
@@ -668,60 +721,42 @@ class InfinibandCollector(Collector):
                 peer_type = facts.type if facts else None
                 peer_name = self._name(peer_guid, self._sweep_names.get(peer_guid) or (facts.description if facts else ""))
                 peer_port = str(exp.peer_port) if exp.peer_port is not None else ""
-            labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
-                      "peer_node_name": peer_name, "peer_port": peer_port}
+            extended = _data_counters_64bit(p.entry)
+            is_latched = bool(latched.get(key))
+            # The link/health gauges and the info series change only with the link: reuse last
+            # poll's samples (and labels dict) while everything they are made of is the same.
+            signature = (node_name, peer_guid, peer_type, peer_name, peer_port, was_linked, is_latched, extended,
+                         None if link is None else (link.lid, link.state, link.phys_state, link.width, link.speed,
+                                                    link.peer_port_guid, link.peer_port, link.could_be_width,
+                                                    link.could_be_speed))
+            cached = static_cache.get(key)
+            if cached is None or cached[0] != signature:
+                labels, static, up = self._port_static_samples(p, link, node_name, peer_guid, peer_type, peer_name,
+                                                               peer_port, was_linked, is_latched, extended)
+                cached = static_cache[key] = [signature, labels, static, up, None]
+            _sig, labels, static, up, zero_errors = cached
 
             # counters
-            counters = p.entry.counters
-            for raw, (metric, _w) in DATA_COUNTERS.items():
-                if raw in counters:
-                    add(Sample(metric, labels, float(counters[raw] * 4 if raw in WORD_COUNTERS else counters[raw])))
-            if p.errors is not None:
-                for raw, (metric, _w) in ERROR_COUNTERS.items():
-                    add(Sample(metric, labels, float(p.errors.get(raw, 0))))
+            for raw, value in p.entry.counters.items():
+                spec = data_metrics.get(raw)
+                if spec is not None:
+                    add(new(Sample, (spec[0], labels, float(value * spec[1]))))
+            errors = p.errors
+            if errors:
+                get = errors.get
+                for raw, metric in error_metrics:
+                    add(new(Sample, (metric, labels, float(get(raw, 0)))))
+            elif errors is not None:  # every error counter 0 (most ports, most polls): reuse those samples
+                if zero_errors is None:
+                    zero_errors = cached[4] = [new(Sample, (metric, labels, 0.0)) for _raw, metric in error_metrics]
+                out += zero_errors
             if p.qp1_dropped is not None:
                 add(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
-
-            # link
-            up = link is not None and link.width is not None and link.state_id >= 2
-            width = WIDTH_LANES.get(link.width, 0) if up else 0
-            lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
-            sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0) if up else 0
-            sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if up and link.speed else 0.0
-            if link is not None:
-                add(Sample("fabric_ib_port_state_id", labels, float(link.state_id)))
-                add(Sample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
-            add(Sample("fabric_ib_port_active_width_lanes", labels, float(width)))
-            add(Sample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
-            add(Sample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
-            if up and link.peer_port_guid is not None:
-                add(Sample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
-                add(Sample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
-                degraded = link.could_be_width is not None or link.could_be_speed is not None
-            else:
-                degraded = False
-            add(Sample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
-            expected = self._expected_ports.get(key)
-            # Down, but linked in the topology or a sweep within forget_missing_after: unexpected.
-            down_unexpected = (not up) and self._was_linked(key, now)
-            add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if down_unexpected else 0.0))
-            add(Sample("fabric_ib_port_latched", labels, 1.0 if latched.get(key) else 0.0))
-            add(Sample("fabric_ib_port_extended_counters", labels, 1.0 if _data_counters_64bit(p.entry) else 0.0))
-            add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
-            add(Sample("fabric_ib_port_info", {
-                **labels, "lid": str(link.lid) if link is not None else "",
-                "port_guid": self._port_guid(p.node_guid, p.port),
-                "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
-                "peer_node_type": peer_type or "",
-                "active_width": link.width if up and link.width else "",
-                "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
-                "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
-                "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "")
-                if up and link.peer_port_guid is not None else "",
-            }, 1.0))
+            out += static
             state_counts["up" if up else "down"] += 1
 
             # Remember every port swept (linked or not): absent from a later sweep, it is "missing".
+            expected = self._expected_ports.get(key)
             if up and peer_guid is not None:
                 if expected is None:
                     self._expected_ports[key] = _ExpectedPort(peer_guid, link.peer_port, now, now)
@@ -734,6 +769,10 @@ class InfinibandCollector(Collector):
                 self._expected_ports[key] = _ExpectedPort(None, None, None, now)
             if p.node_guid in self._nodes:
                 self._nodes[p.node_guid].last_seen = now
+        # forget ports no sweep returns any more (their samples would otherwise be kept forever)
+        if len(static_cache) > len(ports):
+            for key in static_cache.keys() - ports.keys():
+                del static_cache[key]
 
         # Ports the topology (or an earlier sweep) had up that this sweep did not return.
         missing_nodes: set[int] = set()
@@ -789,6 +828,50 @@ class InfinibandCollector(Collector):
             add(Sample("fabric_ib_topology_last_refresh_timestamp_seconds", {}, self._topology_wall))
         add(Sample("fabric_ib_topology_changes_total", {}, float(self._topology_changes)))
         return out
+
+    def _port_static_samples(self, p: _Port, link, node_name: str, peer_guid: int | None, peer_type: str | None,
+                             peer_name: str, peer_port: str, was_linked: bool, is_latched: bool,
+                             extended: bool) -> tuple[dict[str, str], list[Sample], bool]:
+        """A port's labels, link/health gauges and info series (everything but its counters)."""
+        labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
+                  "peer_node_name": peer_name, "peer_port": peer_port}
+        out: list[Sample] = []
+        add = out.append
+        up = link is not None and link.width is not None and link.state_id >= 2
+        width = WIDTH_LANES.get(link.width, 0) if up else 0
+        lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
+        sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0) if up else 0
+        sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if up and link.speed else 0.0
+        if link is not None:
+            add(Sample("fabric_ib_port_state_id", labels, float(link.state_id)))
+            add(Sample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
+        add(Sample("fabric_ib_port_active_width_lanes", labels, float(width)))
+        add(Sample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
+        add(Sample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
+        if up and link.peer_port_guid is not None:
+            add(Sample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
+            add(Sample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
+            degraded = link.could_be_width is not None or link.could_be_speed is not None
+        else:
+            degraded = False
+        add(Sample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
+        # Down, but linked in the topology or a sweep within forget_missing_after: unexpected.
+        add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if (not up) and was_linked else 0.0))
+        add(Sample("fabric_ib_port_latched", labels, 1.0 if is_latched else 0.0))
+        add(Sample("fabric_ib_port_extended_counters", labels, 1.0 if extended else 0.0))
+        add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
+        add(Sample("fabric_ib_port_info", {
+            **labels, "lid": str(link.lid) if link is not None else "",
+            "port_guid": self._port_guid(p.node_guid, p.port),
+            "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
+            "peer_node_type": peer_type or "",
+            "active_width": link.width if up and link.width else "",
+            "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
+            "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
+            "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "")
+            if up and link.peer_port_guid is not None else "",
+        }, 1.0))
+        return labels, out, up
 
     def _was_linked(self, key: tuple[int, int], now: float) -> bool:
         exp = self._expected_ports.get(key)
