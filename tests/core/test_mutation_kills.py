@@ -367,3 +367,16 @@ def test_jitter_is_added_to_the_interval(scripted):
         return at_1_6
 
     assert asyncio.run(main()) == 1
+
+
+def test_help_text_is_escaped_like_prometheus_client():
+    import dataclasses
+
+    # The catalog allows one line only, so a backslash is what can need escaping.
+    spec = dataclasses.replace(family_of(NAME), help='back\\slash "quoted"')
+    assert family_header(spec).decode().splitlines()[0] == f'# HELP {spec.name} back\\\\slash "quoted"'
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    registry = CollectorRegistry()
+    Counter(spec.name.removesuffix("_total"), spec.help, registry=registry)
+    assert generate_latest(registry).decode().splitlines()[0] == family_header(spec).decode().splitlines()[0]
