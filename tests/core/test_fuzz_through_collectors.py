@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fabric_exporter.parsers as parsers_pkg
-from fabric_exporter.collectors import PollContext, registry
+from fabric_exporter.collectors import registry
 from fabric_exporter.config import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
@@ -246,7 +246,7 @@ def group_config(collector: str, **extra) -> dict:
     return {"targets": [g]}
 
 
-def poll_once(config: dict, answer, caplog=None) -> list:
+def poll_once(config: dict, answer) -> list:
     cfg = parse_config(config)
 
     async def main():

@@ -306,7 +306,7 @@ def test_the_first_poll_is_spread_over_at_most_two_seconds(scripted):
         state = sched.states[("g", "a")]
         await asyncio.sleep(1.0)
         early = state.polls
-        for _ in range(40):  # bounded: 4 s at most
+        for _ in range(20):  # bounded: 2 s at most (the first poll is due at 2 s, not 4 s)
             if state.polls:
                 break
             await asyncio.sleep(0.1)
@@ -351,3 +351,33 @@ def test_poll_failures_are_logged_with_their_target(scripted, caplog):
     assert records, [r.getMessage() for r in caplog.records]
     assert {k: records[0].fields.get(k) for k in ("group", "host", "collector")} == {
         "group": "g", "host": "a", "collector": "test_scripted"}
+
+
+def test_jitter_is_added_to_the_interval(scripted):
+    """With the jitter at its upper bound, polls come every interval x (1 + jitter), never sooner."""
+    async def main():
+        cfg = parse_config({"defaults": {"jitter": 0.5},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a"], "interval": "1s", "timeout": "500ms"}]})
+        sched = Scheduler(None, SnapshotStore(), rng=_UpperRng())
+        sched.apply(cfg)
+        state = sched.states[("g", "a")]
+        await asyncio.sleep(1.6)  # first poll at 0.5 s; the next is due at 2.0 s (1.0 s if jitter were subtracted)
+        at_1_6 = state.polls
+        await sched.stop()
+        return at_1_6
+
+    assert asyncio.run(main()) == 1
+
+
+def test_help_text_is_escaped_like_prometheus_client():
+    import dataclasses
+
+    # The catalog allows one line only, so a backslash is what can need escaping.
+    spec = dataclasses.replace(family_of(NAME), help='back\\slash "quoted"')
+    assert family_header(spec).decode().splitlines()[0] == f'# HELP {spec.name} back\\\\slash "quoted"'
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    registry = CollectorRegistry()
+    Counter(spec.name.removesuffix("_total"), spec.help, registry=registry)
+    assert generate_latest(registry).decode().splitlines()[0] == family_header(spec).decode().splitlines()[0]

@@ -176,3 +176,8 @@ def test_perfquery_unknown_lines_are_skipped_and_counted_not_read(text, line):
 def test_perfquery_refuses_non_text():
     with pytest.raises(ParseError):
         ib_perfquery.parse(None)  # type: ignore[arg-type]
+
+
+def test_perfquery_other_block_kinds_keep_their_name():
+    (block,) = ib_perfquery.parse("# Port RcvErrorDetails: Lid 4 port 2\nPortLocalPhysicalErrors:.........3\n")
+    assert (block.kind, block.lid, block.port, block.values) == ("port rcverrordetails", 4, 2, {"PortLocalPhysicalErrors": 3})

@@ -155,3 +155,46 @@ def test_options_defaults_and_values():
     RoceNicCollector.parse_options({"hw_counters_from": "magic", "devices": ["bad name"]}, "options",
                                    lambda p, m: errors.append(p))
     assert sorted(errors) == ["options.devices[0]", "options.hw_counters_from"]
+
+
+def test_the_remote_command_carries_the_options():
+    from fabric_exporter.collectors import PollContext
+    from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT, RoceNicCollector
+    from fabric_exporter.config import parse_config
+
+    def command(options):
+        cfg = parse_config({"targets": [{"name": "n", "fabric": "f", "collector": "roce_nic", "transport": "local",
+                                         "options": options}]})
+        group = cfg.targets[0]
+        return RoceNicCollector(PollContext(group, group.hosts[0], None)).command()
+
+    assert command({}) == ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1"]
+    assert command({"ethtool": False, "hw_counters_from": "rdma", "devices": ["mlx5_0", "mlx5_1"]}) == [
+        "sh", "-c", REMOTE_SCRIPT, "fabric-roce", "rdma", "0", "mlx5_0", "mlx5_1"]
+
+
+def test_ethtool_of_a_port_left_out_does_not_hide_the_next_ones():
+    text = ("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n"
+            "@@device mlx5_1 mlx5_core\n@@port mlx5_1 1 eth1 Ethernet 4: ACTIVE\n"
+            "@@ethtool eth0 0\nNIC statistics:\n  rx_bytes_phy: 1\n@@ethtool eth1 0\nNIC statistics:\n  rx_bytes_phy: 2\n@@end\n")
+    result = result_from_dump(parse_host_dump(text), "gpu-001", RoceNicOptions(devices=("mlx5_1",)))
+    got = {(s.labels["device"], s.name): s.value for s in result.samples if s.name == "fabric_roce_rx_bytes_total"}
+    assert got == {("mlx5_1", "fabric_roce_rx_bytes_total"): 2}
+
+
+def test_rdma_link_lid_bounds():
+    from fabric_exporter.parsers.rdma import parse_rdma_link
+
+    line = "link mlx5_2/1 subnet_prefix fe80:0000:0000:0000 lid {} sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP\n"
+    (link,) = parse_rdma_link(line.format(65535))
+    assert link.lid == 65535
+    with pytest.raises(ParseError):
+        parse_rdma_link(line.format(65536))
+
+
+def test_host_dump_sections_are_kept_and_short_port_lines_refused():
+    dump_ = parse_host_dump("@@fabric-roce 1 rdma\n@@rdma_link 0\nlink a\n@@rdma_statistic 3\nstat b\n@@end\n")
+    assert (dump_.rdma_link.exit_status, dump_.rdma_link.text) == (0, "link a\n")
+    assert (dump_.rdma_statistic.exit_status, dump_.rdma_statistic.text) == (3, "stat b\n")
+    with pytest.raises(ParseError):
+        parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1\n@@end\n")
