@@ -34,11 +34,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-import asyncssh
 import yaml
 
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
+from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 
 from cputime import CLK_TCK, process_cpu
 
@@ -66,15 +66,11 @@ def free_port() -> int:
 class Labs:
     def __init__(self, tmp: Path, hosts: int, switches: int, snmp_model: str):
         self.tmp = tmp
-        host_key, client_key = tmp / "host_key", tmp / "client_key"
-        asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
-        key = asyncssh.generate_private_key("ssh-ed25519")
-        key.write_private_key(str(client_key))
-        key.write_public_key(str(tmp / "authorized_keys"))
+        host_key, client_key, authorized = write_key_files(tmp)
         ports_file = tmp / "ports.json"
         self.ssh = subprocess.Popen(
             [sys.executable, "-m", "fabric_exporter.lab.roce_host", "--hosts", str(hosts), "--nics", "8",
-             "--host-key", str(host_key), "--authorized-keys", str(tmp / "authorized_keys"),
+             "--host-key", str(host_key), "--authorized-keys", str(authorized),
              "--ports-file", str(ports_file)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, stdin=subprocess.DEVNULL)
         self.ib = IbsimFabric(FatTree(spines=8, leaves=32, hcas_per_leaf=10), tmp / "ib", sockname=f"bf{os.getpid()}")
@@ -91,9 +87,8 @@ class Labs:
             time.sleep(0.2)
         time.sleep(0.5)  # the file is written whole once every host listens
         self.ports = json.loads(ports_file.read_text())
-        pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
         self.known_hosts = tmp / "known_hosts"
-        self.known_hosts.write_text("".join(f"[127.0.0.1]:{p} {pub}\n" for p in self.ports.values()))
+        self.known_hosts.write_text(known_hosts_lines(host_key, self.ports.values()))
         self.client_key = client_key
 
     def groups(self, interval: str, timeout: str) -> dict[str, tuple[dict, list[dict]]]:

@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import asyncssh
 
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.config import parse_config
 from fabric_exporter.lab.roce_host import RoceHost
+from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 from fabric_exporter.parsers.rdma import parse_host_dump
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore, build_snapshot
@@ -42,15 +42,11 @@ from cputime import process_cpu as cpu_of, self_cpu as cpu_self  # noqa: E402
 
 
 def start_server(tmp: Path, hosts: int, nics: int) -> tuple[subprocess.Popen, dict[str, int], Path, Path]:
-    host_key, client_key = tmp / "host_key", tmp / "client_key"
-    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    key.write_private_key(str(client_key))
-    key.write_public_key(str(tmp / "authorized_keys"))
+    host_key, client_key, authorized = write_key_files(tmp)
     ports_file = tmp / "ports.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "fabric_exporter.lab.roce_host", "--hosts", str(hosts), "--nics", str(nics),
-         "--host-key", str(host_key), "--authorized-keys", str(tmp / "authorized_keys"),
+         "--host-key", str(host_key), "--authorized-keys", str(authorized),
          "--ports-file", str(ports_file)],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -60,9 +56,8 @@ def start_server(tmp: Path, hosts: int, nics: int) -> tuple[subprocess.Popen, di
             raise SystemExit("lab SSH server did not start")
         time.sleep(0.1)
     ports = json.loads(ports_file.read_text())
-    pub = asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2]
     known_hosts = tmp / "known_hosts"
-    known_hosts.write_text("".join(f"[127.0.0.1]:{p} {' '.join(pub)}\n" for p in ports.values()))
+    known_hosts.write_text(known_hosts_lines(host_key, ports.values()))
     return proc, ports, client_key, known_hosts
 
 

@@ -8,27 +8,21 @@ import asyncio
 import threading
 from pathlib import Path
 
-import asyncssh
-
 from fabric_exporter.lab.roce_host import RoceHost, serve
+from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 
 
 class NicHosts:
     def __init__(self, tmp: Path, hosts: list[RoceHost]):
         self.hosts = hosts
-        host_key, self.client_key = tmp / "nic_host_key", tmp / "nic_client_key"
-        asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
-        key = asyncssh.generate_private_key("ssh-ed25519")
-        key.write_private_key(str(self.client_key))
-        key.write_public_key(str(tmp / "nic_authorized_keys"))
+        host_key, self.client_key, authorized = write_key_files(tmp, "nic_")
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="nic-hosts", daemon=True)
         self._thread.start()
         self.ports, self._server = asyncio.run_coroutine_threadsafe(
-            serve(hosts, str(host_key), str(tmp / "nic_authorized_keys")), self.loop).result(30)
-        pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
+            serve(hosts, str(host_key), str(authorized)), self.loop).result(30)
         self.known_hosts = tmp / "nic_known_hosts"
-        self.known_hosts.write_text("".join(f"[127.0.0.1]:{p} {pub}\n" for p in self.ports.values()))
+        self.known_hosts.write_text(known_hosts_lines(host_key, self.ports.values()))
 
     def credential(self) -> dict:
         return {"type": "ssh", "username": "lab", "private_key_file": str(self.client_key),

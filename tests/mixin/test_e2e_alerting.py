@@ -26,13 +26,12 @@ import subprocess
 import threading
 import time
 
-import asyncssh
 import pytest
 import yaml
 
 from fabric_exporter.catalog import CATALOG
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
-from fabric_exporter.lab.roce_host import RoceHost, serve
+from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 from fabric_exporter.mixin import dashboards, generate, rules
@@ -40,6 +39,7 @@ from fabric_exporter.mixin.panels import queries_of
 from fabric_exporter.mixin.settings import Settings
 from tests.harness.daemon import DaemonProcess, free_port
 from tests.harness.latency_sshd import LatencyLab
+from tests.harness.nic_hosts import NicHosts
 from tests.harness.sshd import SSHD
 from tests.harness.prometheus import ALERTMANAGER, PROMETHEUS, Alertmanager, Prometheus, WebhookReceiver, wait_until
 
@@ -72,27 +72,15 @@ SLOW_LATENCY = {"min": 20.0, "typical": 30.0, "avg": 31.0, "p99": 60.0, "p999": 
 NIC_HOST, NIC_DEVICE = "gpu-001", "mlx5_0"
 
 
-class NicLab:
-    """The lab's SSH server for simulated GPU hosts, on its own event loop in a thread; the hosts'
-    counters move as busy traffic between polls."""
+class NicLab(NicHosts):
+    """The lab's SSH server for one simulated GPU host, whose counters move as busy traffic
+    between polls."""
 
     def __init__(self, tmp):
         self.host = RoceHost.build(NIC_HOST, "mlx5", nics=1, seed=7)
         self.host.advance(10)
         self.storm = threading.Event()
-        host_key, self.client_key = tmp / "nic_host_key", tmp / "nic_client_key"
-        asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
-        key = asyncssh.generate_private_key("ssh-ed25519")
-        key.write_private_key(str(self.client_key))
-        key.write_public_key(str(tmp / "nic_authorized_keys"))
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="nic-lab", daemon=True)
-        self._thread.start()
-        self.ports, self._server = asyncio.run_coroutine_threadsafe(
-            serve([self.host], str(host_key), str(tmp / "nic_authorized_keys")), self.loop).result(30)
-        pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
-        self.known_hosts = tmp / "nic_known_hosts"
-        self.known_hosts.write_text("".join(f"[127.0.0.1]:{p} {pub}\n" for p in self.ports.values()))
+        super().__init__(tmp, [self.host])
         self._ticker = asyncio.run_coroutine_threadsafe(self._tick(), self.loop)
 
     async def _tick(self):
@@ -108,16 +96,11 @@ class NicLab:
             await asyncio.sleep(0.5)
 
     def credential(self) -> dict:
-        return {"type": "ssh", "username": "lab", "private_key_file": str(self.client_key),
-                "known_hosts_file": str(self.known_hosts), "connect_timeout": "2s"}
+        return {**super().credential(), "connect_timeout": "2s"}
 
     def stop(self):
-        async def close():
-            self._ticker.cancel()
-            await self._server.stop()
-        asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+        self._ticker.cancel()
+        super().stop()
         self.loop.close()
 
 

@@ -3,10 +3,10 @@ answers the collector exactly like a real host running the script (see test_ssh 
 
 from __future__ import annotations
 
-import asyncssh
 import pytest
 
 from fabric_exporter.lab.roce_host import RoceHost, answer, serve
+from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 
 from .conftest import Poller, group, one, run
 
@@ -27,16 +27,11 @@ def test_polls_against_the_lab_server(tmp_path):
     hosts = [RoceHost.build(f"gpu-{i:03d}", vendor, nics=2, seed=i) for i, vendor in enumerate(("mlx5", "bnxt"), 1)]
     for h in hosts:
         h.advance(20)
-    host_key, client_key = tmp_path / "host_key", tmp_path / "client_key"
-    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    key.write_private_key(str(client_key))
-    key.write_public_key(str(tmp_path / "authorized_keys"))
+    host_key, client_key, authorized = write_key_files(tmp_path)
 
     async def scenario():
-        ports, server = await serve(hosts, str(host_key), str(tmp_path / "authorized_keys"))
-        pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
-        (tmp_path / "known_hosts").write_text("".join(f"[127.0.0.1]:{p} {pub}\n" for p in ports.values()))
+        ports, server = await serve(hosts, str(host_key), str(authorized))
+        (tmp_path / "known_hosts").write_text(known_hosts_lines(host_key, ports.values()))
         cred = {"type": "ssh", "username": "lab", "private_key_file": str(client_key),
                 "known_hosts_file": str(tmp_path / "known_hosts"), "connect_timeout": "5s"}
         poller = Poller({"credentials": {"lab": cred}, "targets": [group("gpu", [

@@ -18,6 +18,23 @@ import asyncssh
 Answer = Callable[[str, list[str]], Awaitable[tuple[int, str, str]]]
 
 
+def write_key_files(directory: Path, prefix: str = "") -> tuple[Path, Path, Path]:
+    """New ed25519 keys under ``directory``: (host key, client key, authorized_keys of the client)."""
+    host_key, client_key = directory / f"{prefix}host_key", directory / f"{prefix}client_key"
+    authorized = directory / f"{prefix}authorized_keys"
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(host_key))
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    key.write_private_key(str(client_key))
+    key.write_public_key(str(authorized))
+    return host_key, client_key, authorized
+
+
+def known_hosts_lines(host_key: Path, ports) -> str:
+    """known_hosts entries for ``host_key`` at 127.0.0.1 on each of ``ports``."""
+    pub = " ".join(asyncssh.read_public_key(str(host_key)).export_public_key().decode().split()[:2])
+    return "".join(f"[127.0.0.1]:{p} {pub}\n" for p in ports)
+
+
 def strip_timeout_wrapper(argv: list[str]) -> list[str]:
     """``timeout -k 2 30 cmd ...`` -> ``cmd ...`` (the transport's remote deadline)."""
     if argv[:1] == ["timeout"]:
