@@ -166,8 +166,11 @@ def test_soak_faults_against_a_running_daemon(tmp_path):
                     cycle_status.append(sampler.status[-1])
             body = d.get("/metrics", headers=_auth(PASSWORD), timeout=10)[1]
             logs = d.logs()
-        time.sleep(3)  # the remote `timeout` wrappers end what the daemon left behind
-        leftovers = _remote_leftovers("sleep 611")
+        # The remote `timeout -k 2 N` wrappers end what the daemon left behind: a hung command
+        # started just before the stop lives at most the hung group's 5 s timeout + 2 s kill grace.
+        give_up = time.monotonic() + 5 + 2 + 3
+        while (leftovers := _remote_leftovers("sleep 611")) and time.monotonic() < give_up:
+            time.sleep(0.5)
     finally:
         for s in started:
             s.stop()
