@@ -1,0 +1,98 @@
+"""The parsers' error promise (parsers/guard.py) and the skip-and-count cap (parsers/skipped.py),
+pinned where scripts/mutation found them unpinned (modules guard and skipped).
+
+``parser_entry`` is tested on small entry points doing the very conversions it guards against
+(CPython's int() digit limit, float() of a huge int), and on a real parser: only ParseError may
+escape for those, while any other ValueError is a bug and must stay visible as one.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from fabric_exporter.errors import ParseError
+from fabric_exporter.parsers import ib_diagnet
+from fabric_exporter.parsers.guard import parser_entry
+from fabric_exporter.parsers.skipped import SkippedLine, note
+
+
+@parser_entry
+def _decimal(text: str) -> int:
+    return int(text)
+
+
+@parser_entry
+def _as_float(text: str) -> float:
+    return float(int(text))
+
+
+@parser_entry
+def _refuse(text: str) -> int:
+    raise ParseError(f"refused {text!r}")
+
+
+@parser_entry
+def _bug(text: str) -> int:
+    raise ValueError(f"not a conversion problem: {text}")
+
+
+def test_a_good_value_passes_through_unchanged():
+    assert _decimal("12345") == 12345
+    assert _as_float("7") == 7.0
+    assert _decimal.__name__ == "_decimal"  # functools.wraps: the entry point keeps its name
+
+
+def test_more_digits_than_int_accepts_becomes_a_parse_error():
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:
+        pytest.skip("this interpreter has no int() digit limit")
+    assert _decimal("9" * limit) == int("9" * limit)
+    with pytest.raises(ParseError, match="4300 digits"):
+        _decimal("9" * (limit + 1))
+
+
+def test_a_number_too_large_for_float_becomes_a_parse_error():
+    with pytest.raises(ParseError, match="out of range"):
+        _as_float("9" * 400)
+
+
+def test_a_parse_error_escapes_as_itself():
+    with pytest.raises(ParseError, match="refused 'x'"):
+        _refuse("x")
+
+
+def test_other_value_errors_are_not_disguised_as_parse_errors():
+    with pytest.raises(ValueError, match="not a conversion problem") as caught:
+        _bug("y")
+    assert not isinstance(caught.value, ParseError)
+    with pytest.raises(ValueError) as caught:
+        _decimal("twelve")  # int()'s own complaint, not the digit limit
+    assert not isinstance(caught.value, ParseError)
+
+
+def test_real_parser_raises_parse_error_not_none():
+    with pytest.raises(ParseError):
+        ib_diagnet.parse_pm("Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\nport_xmit_data=0xZZ\n")
+
+
+# -- skipped lines -------------------------------------------------------------------------------
+
+
+def test_a_flood_of_odd_lines_keeps_the_first_thousand():
+    skipped: list[SkippedLine] = []
+    text = "Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\n" + "".join(f"odd line {k}\n" for k in range(1500))
+    (port,) = ib_diagnet.parse_pm(text, skipped=skipped)
+    assert port.counters == {}
+    assert len(skipped) == 1000  # the documented per-parse cap
+    assert (skipped[0].line_no, skipped[0].text) == (2, "odd line 0")
+    assert (skipped[-1].line_no, skipped[-1].text) == (1001, "odd line 999")
+
+
+def test_note_cuts_the_stripped_line_to_200_characters():
+    kept: list[SkippedLine] = []
+    note(kept, "src", 3, "\t" + "a" * 199 + "bc  \n")
+    assert kept == [SkippedLine("src", 3, "a" * 199 + "b")]
+    note(None, "src", 4, "not kept: the caller did not ask")
+    assert len(kept) == 1
