@@ -170,6 +170,11 @@ def test_bad_names_are_refused_with_their_line_number(text, line):
         ib_nodenamemap.parse(text)
 
 
+def test_an_empty_quoted_name_is_reported_as_missing_not_unterminated():
+    with pytest.raises(ParseError, match=r"^line 2: missing"):
+        ib_nodenamemap.parse('0x1 "ok"\n0x2 ""\n')
+
+
 def test_a_name_may_hold_spaces_and_printable_punctuation():
     assert ib_nodenamemap.parse('0x1 " !~ x"\n') == {1: " !~ x"}
 
