@@ -19,7 +19,6 @@ Bounded: 5 cycles of 30 s (+ setup), every wait has a deadline. Marked slow; run
 from __future__ import annotations
 
 import base64
-import os
 import socket
 import threading
 import time
@@ -33,6 +32,7 @@ import yaml
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from tests.harness.daemon import DaemonProcess, metric_value
 from tests.harness.faultlab import Sampler, gpu_host_sshd, restart_on_same_port
+from tests.harness.processes import processes_mentioning
 
 HEALTHY = ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
 CYCLES = 5
@@ -81,19 +81,6 @@ def _attack_web(port: int, stop: threading.Event) -> None:
             s.close()
         for t in threads:
             t.join(15)
-
-
-def _remote_leftovers(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(f"{pid}: {cmdline}")
-    return found
 
 
 @pytest.mark.slow
@@ -169,7 +156,7 @@ def test_soak_faults_against_a_running_daemon(tmp_path):
         # The remote `timeout -k 2 N` wrappers end what the daemon left behind: a hung command
         # started just before the stop lives at most the hung group's 5 s timeout + 2 s kill grace.
         give_up = time.monotonic() + 5 + 2 + 3
-        while (leftovers := _remote_leftovers("sleep 611")) and time.monotonic() < give_up:
+        while (leftovers := processes_mentioning("sleep 611")) and time.monotonic() < give_up:
             time.sleep(0.5)
     finally:
         for s in started:

@@ -2,7 +2,6 @@
 Ctrl-C leaves nothing behind."""
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 
 from ..conftest import require_tool
 from ..harness.daemon import free_port, package_env
+from ..harness.processes import processes_mentioning
 
 
 def scrape(port: int) -> str:
@@ -27,20 +27,6 @@ def values(text: str, name: str, **labels) -> list[float]:
         if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
             out.append(float(line.rsplit(" ", 1)[1]))
     return out
-
-
-def processes_mentioning(needle: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if needle in cmdline:
-            found.append(f"{pid}: {cmdline}")
-    return found
 
 
 @pytest.fixture(scope="module")
