@@ -226,12 +226,9 @@ class SnmpSession(SnmpSessionBase):
     def __init__(self, engine: SnmpEngine, auth: CommunityData | UsmUserData, address: str, port: int,
                  *, timeout: float, retries: int, max_repetitions: int, context: str = "",
                  secrets: list[str] | tuple[str, ...] = ()):
-        super().__init__(f"snmp://{address}:{port}", timeout=timeout, retries=retries,
-                         max_repetitions=max_repetitions)
+        super().__init__(address, port, timeout=timeout, retries=retries, max_repetitions=max_repetitions)
         self.engine = engine
         self.auth = auth
-        self.address = address
-        self.port = port
         self.context = ContextData(contextName=context) if context else ContextData()
         self._target: UdpTransportTarget | None = None
         self._v3 = isinstance(auth, UsmUserData)

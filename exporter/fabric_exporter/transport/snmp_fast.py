@@ -66,10 +66,7 @@ class FastSession(SnmpSessionBase):
 
     def __init__(self, community: bytes, address: str, port: int, *, timeout: float, retries: int,
                  max_repetitions: int, limiter: asyncio.Semaphore):
-        super().__init__(f"snmp://{address}:{port}", timeout=timeout, retries=retries,
-                         max_repetitions=max_repetitions)
-        self.address = address
-        self.port = port
+        super().__init__(address, port, timeout=timeout, retries=retries, max_repetitions=max_repetitions)
         self._community = community
         self._limiter = limiter
         self._transport: asyncio.DatagramTransport | None = None

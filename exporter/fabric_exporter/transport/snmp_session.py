@@ -45,8 +45,10 @@ class SnmpSessionBase:
     #: a hint appended to timeouts (v2c agents stay silent on a wrong community)
     timeout_hint = ""
 
-    def __init__(self, description: str, *, timeout: float, retries: int, max_repetitions: int):
-        self.description = description
+    def __init__(self, address: str, port: int, *, timeout: float, retries: int, max_repetitions: int):
+        self.address = address
+        self.port = port
+        self.description = f"snmp://{address}:{port}"
         self.timeout = timeout
         self.retries = retries
         self.max_repetitions = max_repetitions
