@@ -37,6 +37,23 @@ def _wait_active(fabric, harness, node: str, port: str, timeout: float = 40.0, *
     pytest.fail(f"{node} port {port} did not come back Active within {timeout}s")
 
 
+def _wait_rerouted(fabric, nodes_expected: int, timeout: float) -> None:
+    """Until a bare live sweep reaches every node of the fabric, with no failed PMA query."""
+    def sweep() -> tuple[int, int]:
+        run = subprocess.run(["ibqueryerrors", "--counters", "--report-port"], env={**os.environ, **fabric.env()},
+                             capture_output=True, text=True, timeout=60)
+        report = ib_queryerrors.parse(run.stdout)
+        return len(report.nodes), len(ib_queryerrors.failed_queries(run.stderr)) + report.summary.pma_failures
+
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes, failures = sweep()
+        if failures == 0 and nodes == nodes_expected:
+            return
+        assert time.monotonic() < deadline, f"the SM did not reroute within {timeout}s ({nodes} nodes, {failures} failures)"
+        time.sleep(0.5)
+
+
 def test_unlink_reports_the_port_down_and_the_lost_hca_missing(fabric, harness):
     fabric.unlink("leaf-03", 1)
     try:
@@ -68,6 +85,10 @@ def test_a_downed_switch_link_shows_within_one_poll_and_comes_back(fabric, harne
     poll after Unlink, and the next poll rediscovers."""
     fabric.unlink("leaf-02", 4)
     try:
+        # The SM reroutes around the link after a trap; until it has, PMA queries routed over the
+        # dead link are lost and those ports are (rightly) missing. That race with opensm is not
+        # what this test is about: wait for it, with a bare sweep the collector does not see.
+        _wait_rerouted(fabric, len(harness.collector._topology.nodes), 40.0)
         result = harness.poll()
         idx = index(result)
         for (node, port), (peer, peer_port) in ((("leaf-02", "4"), ("spine-02", "2")),
@@ -78,7 +99,8 @@ def test_a_downed_switch_link_shows_within_one_poll_and_comes_back(fabric, harne
             assert idx[("fabric_ib_port_link_down_unexpected", node, port)]["value"] == 1.0
             assert idx[("fabric_ib_port_active_width_lanes", node, port)]["value"] == 0.0
         # both switches still answer: nothing is missing
-        assert set(values(result, "fabric_ib_port_sweep_missing").values()) == {0.0}
+        missing = {k for k, v in values(result, "fabric_ib_port_sweep_missing").items() if v}
+        assert not missing, (missing, result.problems)
         after = harness.poll()  # the change seen by the live sweep makes this poll rediscover
         tools = {s.labels["tool"] for s in after.samples if s.name == "fabric_ib_sweep_duration_seconds"}
         if harness.collector._cache_path() is not None:
