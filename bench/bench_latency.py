@@ -29,7 +29,8 @@ sys.path[:0] = [str(ROOT / "exporter"), str(ROOT)]
 
 from fabric_exporter.collectors import PollContext  # noqa: E402
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector  # noqa: E402
-from fabric_exporter.config import parse_config  # noqa: E402
+from fabric_exporter.collectors import registry  # noqa: E402
+from fabric_exporter.config_loader import parse_config  # noqa: E402
 from fabric_exporter.transport.factory import Transports  # noqa: E402
 from tests.harness.latency_sshd import LatencyLab  # noqa: E402
 
@@ -71,7 +72,7 @@ async def run(args, lab) -> dict:
                                  "plan": {"full_mesh": True, "sampled_peers": args.sampled_peers},
                                  "budget": {"max_probes_per_round": args.budget,
                                             "max_concurrent_probes": args.concurrency,
-                                            "max_probes_per_host": 1}}}]})
+                                            "max_probes_per_host": 1}}}]}, options_parsers=registry())
     group = cfg.targets[0]
     transports = Transports()
     col = LatencyProbeCollector(PollContext(group, None, transports))

@@ -30,7 +30,8 @@ from pathlib import Path
 
 
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
-from fabric_exporter.config import parse_config
+from fabric_exporter.collectors import registry
+from fabric_exporter.config_loader import parse_config
 from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 from fabric_exporter.parsers.rdma import parse_host_dump
@@ -71,7 +72,7 @@ async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
                      "credentials": "lab", "interval": "60s", "timeout": "50s",
                      "hosts": [{"name": name, "address": "127.0.0.1", "port": port} for name, port in ports.items()]}],
     }
-    cfg = parse_config(raw)
+    cfg = parse_config(raw, options_parsers=registry())
     group = cfg.targets[0]
     transports = Transports()
     store = SnapshotStore()

@@ -115,7 +115,8 @@ def credential(version: str, i: int) -> dict:
 
 
 def config(version: str, engine: str, agents: int):
-    from fabric_exporter.config import parse_config
+    from fabric_exporter.collectors import registry
+    from fabric_exporter.config_loader import parse_config
 
     creds, targets = {}, []
     for i in range(agents):
@@ -126,7 +127,7 @@ def config(version: str, engine: str, agents: int):
                         "interval": "10m", "timeout": "9m",
                         "options": {"modules": ["if_mib"], "max_repetitions": MAX_REPETITIONS, "snmp_timeout": "5s",
                                     "snmp_retries": 2, "snmp_engine": engine, "max_concurrent_walks": 1}})
-    return parse_config({"credentials": creds, "targets": targets}, base_dir=Path("."))
+    return parse_config({"credentials": creds, "targets": targets}, base_dir=Path("."), options_parsers=registry())
 
 
 async def bench_sessions(version: str, engine: str, agents: int, concurrency: int, rounds: int) -> dict:

@@ -26,7 +26,8 @@ import json, sys
 from fabric_exporter.cli import build_parser
 args = build_parser().parse_args(["run", "--config", "/nonexistent.yaml"])
 from fabric_exporter.daemon import Daemon
-from fabric_exporter.config import parse_config
+from fabric_exporter.collectors import registry
+from fabric_exporter.config_loader import parse_config
 collectors = sys.argv[1].split(",")
 transport = {"snmp_switch": "snmp", "latency_probe": "ssh"}
 creds = {"ssh": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"},
@@ -34,7 +35,7 @@ creds = {"ssh": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"
 cfg = parse_config({"credentials": creds, "targets": [
     {"name": c, "fabric": "f", "collector": c, "transport": transport.get(c, "local"), "interval": "30s",
      **({"credentials": transport[c]} if c in transport else {}),
-     "hosts": [{"name": "h1", "address": "127.0.0.1"}]} for c in collectors]})
+     "hosts": [{"name": "h1", "address": "127.0.0.1"}]} for c in collectors]}, options_parsers=registry())
 from fabric_exporter.transport.factory import Transports
 transports = Transports()
 getattr(transports, "prepare", lambda config: None)(cfg)  # what Scheduler.apply() loads for the config

@@ -32,7 +32,7 @@ def load_example(name: str, tmp_path: Path, *, base_dir: Path | None = None):
     """Parse examples/<name> as a deployed host would, with stand-in files for its key paths."""
     import yaml
 
-    from fabric_exporter.config import parse_config
+    from tests.harness.configs import parse_config
 
     raw = yaml.safe_load((EXAMPLES / name).read_text())
     for cred in (raw.get("credentials") or {}).values():

@@ -1,7 +1,7 @@
 """The ranges every configured duration and number must sit within.
 
-Both validators (config.py's checker and collectors/options.OptionReader) ask the same question —
-"is this value finite and within its range?" — so they share these ranges and this one check. A
+The one validator (validator.py: the config's keys and collectors' options alike) asks every number
+"is this value finite and within its range?" with these ranges and this one check. A
 value outside them is refused at check-config, never clamped: a 401-digit interval is infinite, a
 1 ms interval hammers every host, and neither is what the operator meant.
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from .durations import format_duration
 
 
 @dataclass(frozen=True)
@@ -22,11 +24,7 @@ class Range:
     unit: str = ""
 
     def _show(self, value: float) -> str:
-        if self.unit != "s":
-            return f"{value:g}"
-        from .config import format_duration  # config imports this module
-
-        return format_duration(value)
+        return format_duration(value) if self.unit == "s" else f"{value:g}"
 
     def problem(self, value: Any) -> str | None:
         """None when ``value`` is a finite number within the range; else what is wrong with it."""

@@ -114,10 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_check_config(args) -> int:
-    from .config import ConfigError, load_config
+    from .collectors import registry
+    from .config_loader import load_config
+    from .config_model import ConfigError
 
     try:
-        config = load_config(args.config, check_files=not args.syntax_only)
+        config = load_config(args.config, options_parsers=registry(), check_files=not args.syntax_only)
     except ConfigError as e:
         print(f"{args.config}: {len(e.problems)} problem(s):", file=sys.stderr)
         for p in e.problems:
@@ -150,14 +152,16 @@ def _only_target(config, name: str):
 
 
 async def _once(args) -> int:
-    from .config import ConfigError, load_config
+    from .collectors import registry
+    from .config_loader import load_config
+    from .config_model import ConfigError
     from .scheduler import Scheduler
     from .selfmetrics import ReloadStatus, SelfMetrics
     from .store import SnapshotStore
     from .transport.factory import Transports
 
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, options_parsers=registry())
     except ConfigError as e:
         for p in e.problems:
             print(f"config: {p}", file=sys.stderr)

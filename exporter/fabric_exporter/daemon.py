@@ -17,7 +17,9 @@ import time
 
 from aiohttp import web
 
-from .config import Config, ConfigError, load_config, parse_listen_address
+from .collectors import registry
+from .config_loader import load_config, parse_listen_address
+from .config_model import Config, ConfigError
 from .scheduler import Scheduler
 from .sharding import Shard
 from .selfmetrics import ReloadStatus, SelfMetrics
@@ -82,7 +84,7 @@ class Daemon:
     # -- config ---------------------------------------------------------------------------------
 
     def _load(self) -> Config:
-        return load_config(self.config_path)
+        return load_config(self.config_path, options_parsers=registry())
 
     def _remember_hosts_files(self, config: Config) -> None:
         self._hosts_mtimes = {}

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fabric_exporter.config import ConfigError, Secret, load_config, parse_config, parse_duration
+from fabric_exporter.config import ConfigError, Secret, parse_duration
+from tests.harness.configs import load_config, parse_config
 
 from . import plugin_collectors  # noqa: F401  registers test_command
 
@@ -144,7 +145,7 @@ def test_every_example_passes_check_config(example):
 
 
 def test_missing_files_are_problems_unless_syntax_only(tmp_path):
-    from fabric_exporter.config import load_config
+    from tests.harness.configs import load_config
 
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({

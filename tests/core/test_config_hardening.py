@@ -19,7 +19,8 @@ import yaml
 
 from fabric_exporter import bounds
 from fabric_exporter.collectors.options import OptionReader
-from fabric_exporter.config import ConfigError, load_config, parse_config, parse_duration, parse_listen_address
+from fabric_exporter.config import ConfigError, parse_duration, parse_listen_address
+from tests.harness.configs import load_config, parse_config
 
 from . import plugin_collectors  # noqa: F401  registers test_command
 
@@ -165,7 +166,7 @@ def test_option_reader_bounds_numbers_and_durations():
     assert r.number("ok", 1.0) == 2.5 and r.duration("dur", 9.0) == 2.0
     assert r.duration("dur", 9.0, within=bounds.Range(5.0, 10.0, "s")) == 9.0
     assert found[:5] == ["options.n: must be a finite number, got inf", "options.m: must be a finite number, got nan",
-                         "options.k: expected an integer >= 0 and <= 1000000000, got a value far too large",
+                         "options.k: expected an integer between 0 and 1000000000, got a value far too large",
                          "options.d: duration '111111111111'... (401 characters) is too large",
                          "options.e: must be between 10ms and 720h, got 5ms"]
     assert found[5] == "options.dur: must be between 5s and 10s, got 2s"

@@ -15,7 +15,7 @@ import pytest
 
 from fabric_exporter.collectors import Collector, register, unregister
 from fabric_exporter.collectors.base import PollContext, work_budget
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.samples import PollResult
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore

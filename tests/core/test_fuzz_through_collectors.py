@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import fabric_exporter.parsers as parsers_pkg
 from fabric_exporter.collectors import registry
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.parsers import (ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors,

@@ -63,10 +63,12 @@ def test_the_lab_command_still_has_all_its_arguments():
 LOCAL_DAEMON = r"""
 import json, sys
 import fabric_exporter.daemon
-from fabric_exporter.config import parse_config
+from fabric_exporter.collectors import registry
+from fabric_exporter.config_loader import parse_config
 from fabric_exporter.transport.factory import Transports
 cfg = parse_config({"targets": [{"name": c, "fabric": c, "collector": c, "transport": "local", "interval": "30s",
-                                 "hosts": [{"name": "h", "address": "localhost"}]} for c in ("infiniband", "roce_nic")]})
+                                 "hosts": [{"name": "h", "address": "localhost"}]} for c in ("infiniband", "roce_nic")]},
+                   options_parsers=registry())
 transports = Transports()
 transports.runner(cfg.targets[0], cfg.targets[0].hosts[0])
 print(json.dumps(sorted(sys.modules)))
@@ -91,13 +93,15 @@ def test_a_local_only_daemon_imports_neither_ssh_nor_snmp():
 def test_ssh_is_loaded_when_the_config_is_applied_not_inside_the_first_poll():
     code = r"""
 import asyncio, sys
-from fabric_exporter.config import parse_config
+from fabric_exporter.collectors import registry
+from fabric_exporter.config_loader import parse_config
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 cfg = parse_config({"credentials": {"c": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"}},
                     "targets": [{"name": "g", "fabric": "f", "collector": "roce_nic", "transport": "ssh",
-                                 "credentials": "c", "interval": "30s", "hosts": [{"name": "h", "address": "127.0.0.1"}]}]})
+                                 "credentials": "c", "interval": "30s", "hosts": [{"name": "h", "address": "127.0.0.1"}]}]},
+                   options_parsers=registry())
 async def main():
     sched = Scheduler(Transports(), SnapshotStore())
     before = "asyncssh" in sys.modules

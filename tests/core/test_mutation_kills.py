@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.utils import floatToGoString
 
 from fabric_exporter.collectors import Collector, register, unregister
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.errors import PollError
 from fabric_exporter.exposition import (UnknownMetric, family_header, format_value, render_chunks)
 from fabric_exporter.catalog import family_of

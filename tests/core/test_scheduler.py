@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 from fabric_exporter.collectors import PollContext
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.scheduler import Scheduler, backoff_delay
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports

@@ -57,7 +57,7 @@ def test_parse_shard():
 def test_replicas_split_a_config_between_them():
     import asyncio
 
-    from fabric_exporter.config import parse_config
+    from tests.harness.configs import parse_config
     from fabric_exporter.scheduler import Scheduler
     from fabric_exporter.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports

@@ -40,7 +40,7 @@ def test_counted_per_source_logged_once_and_published(caplog):
 
 def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_at_zero():
     from fabric_exporter.collectors import registry
-    from fabric_exporter.config import parse_config
+    from tests.harness.configs import parse_config
     from fabric_exporter.scheduler import Scheduler
 
     declared = {name: set(cls.parse_sources) for name, cls in registry().items() if cls.parse_sources}

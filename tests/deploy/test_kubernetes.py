@@ -253,7 +253,8 @@ def test_container_args_are_accepted_by_the_cli(overlay: str):
 
 def _check_config(config_path: Path) -> None:
     from fabric_exporter.collectors import registry
-    from fabric_exporter.config import ConfigError, parse_config
+    from fabric_exporter.config import ConfigError
+    from tests.harness.configs import parse_config
 
     raw = yaml.safe_load(config_path.read_text())
     known = registry()

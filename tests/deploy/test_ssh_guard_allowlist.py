@@ -24,7 +24,7 @@ from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
 from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.transport.factory import Transports
 
 from .test_ssh_guard import guard

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.errors import AuthError
 from fabric_exporter.transport.ssh import SSHConnection, SSHEndpoint
 from tests.harness.daemon import package_env
@@ -77,7 +77,7 @@ def test_the_passphrase_file_opens_the_key_against_a_real_sshd(tmp_path, encrypt
 
 
 def test_without_a_passphrase_a_poll_fails_as_auth_not_internal(tmp_path, encrypted_key_sshd):
-    from fabric_exporter.config import load_config
+    from tests.harness.configs import load_config
 
     sshd, key = encrypted_key_sshd
     path = tmp_path / "config.yaml"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric_exporter.config import SSHCredential, parse_config, ConfigError
+from fabric_exporter.config import SSHCredential, ConfigError
+from tests.harness.configs import parse_config
 from fabric_exporter.errors import ConnectError, OutputTooLarge
 from fabric_exporter.transport.base import OutputLimit
 from fabric_exporter.transport.local import LocalRunner

@@ -120,7 +120,8 @@ def test_silent_and_idle_connections_are_closed_at_their_timeouts(daemon):
 
 
 def test_web_timeouts_and_limit_are_validated(tmp_path):
-    from fabric_exporter.config import ConfigError, parse_config
+    from fabric_exporter.config import ConfigError
+    from tests.harness.configs import parse_config
 
     base = yaml.safe_load(_config(tmp_path).read_text())
     web = parse_config(base).web

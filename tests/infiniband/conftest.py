@@ -11,7 +11,7 @@ import pytest
 
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
 from fabric_exporter.samples import PollResult
 from fabric_exporter.transport.factory import Transports

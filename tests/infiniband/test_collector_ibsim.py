@@ -308,7 +308,7 @@ def test_through_the_scheduler_store_and_promtool(injected):
     import shutil
     import subprocess
 
-    from fabric_exporter.config import parse_config
+    from tests.harness.configs import parse_config
     from fabric_exporter.scheduler import Scheduler
     from fabric_exporter.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
@@ -361,7 +361,7 @@ def test_tick_multiplier_where_the_switch_answers(injected, tmp_path):
 
 
 def test_the_lab_config_polls_the_lab_fabric(injected):
-    from fabric_exporter.config import parse_config
+    from tests.harness.configs import parse_config
     from fabric_exporter.lab.ibsim import lab_config
 
     group = parse_config({"targets": [lab_config(injected)]}).targets[0]

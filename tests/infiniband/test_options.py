@@ -9,7 +9,8 @@ import pytest
 
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector, InfinibandOptions
-from fabric_exporter.config import ConfigError, parse_config
+from fabric_exporter.config import ConfigError
+from tests.harness.configs import parse_config
 from fabric_exporter.transport.factory import Transports
 
 from ..conftest import EXAMPLES, load_example

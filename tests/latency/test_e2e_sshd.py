@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports

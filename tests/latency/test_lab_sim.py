@@ -4,7 +4,7 @@ import asyncio
 
 from fabric_exporter.collectors import PollContext
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.lab.ssh_hosts import SimulatedHosts
 from fabric_exporter.transport.factory import Transports

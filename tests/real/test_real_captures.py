@@ -18,7 +18,7 @@ from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector, _Port
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.collectors.switch_cli import SwitchCliCollector
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors
 from fabric_exporter.parsers.rdma import parse_host_dump
 from fabric_exporter.store import build_snapshot

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore

@@ -160,7 +160,7 @@ def test_options_defaults_and_values():
 def test_the_remote_command_carries_the_options():
     from fabric_exporter.collectors import PollContext
     from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT, RoceNicCollector
-    from fabric_exporter.config import parse_config
+    from tests.harness.configs import parse_config
 
     def command(options):
         cfg = parse_config({"targets": [{"name": "n", "fabric": "f", "collector": "roce_nic", "transport": "local",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric_exporter.config import parse_config
+from tests.harness.configs import parse_config
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim, V3User
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore

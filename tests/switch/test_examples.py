@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric_exporter.config import ConfigError, load_config, parse_config
+from fabric_exporter.config import ConfigError
+from tests.harness.configs import load_config, parse_config
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 

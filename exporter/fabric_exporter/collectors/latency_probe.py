@@ -36,7 +36,7 @@ from typing import ClassVar
 from prometheus_client.utils import floatToGoString
 
 from ..catalog.latency import LATENCY_BUCKETS
-from ..config import Host
+from ..config_model import Host
 from ..errors import PollError
 from ..parsers.perftest import LatencyReport, parse_report
 from ..samples import PollResult, Sample
@@ -189,7 +189,7 @@ class LatencyProbeCollector(Collector):
         report = r.string("report", d.report, choices=("text", "json"))
         port_range = d.port_range
         if "port_range" in r.raw:
-            pr = r._get("port_range")
+            pr = r.value("port_range")
             if (isinstance(pr, list) and len(pr) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
                                                               for x in pr) and 1024 <= pr[0] <= pr[1] <= 65535):
                 port_range = (pr[0], pr[1])
@@ -223,7 +223,7 @@ class LatencyProbeCollector(Collector):
         full_mesh = p.boolean("full_mesh", d.full_mesh)
         sampled_peers = p.integer("sampled_peers", d.sampled_peers, minimum=0, maximum=1000)
         pairs: list[tuple[str, str]] = []
-        raw_pairs = p._get("pairs")
+        raw_pairs = p.value("pairs")
         if "pairs" in plan:
             if not isinstance(raw_pairs, list):
                 err(f"{path}.plan.pairs", "expected a list of [source, destination]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ..config import Host, TargetGroup
+from ..config_model import Host, TargetGroup
 from .base import CommandRunner, OutputLimit
 from .local import LocalRunner
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import asyncssh
 
-from ..config import SSHCredential
+from ..config_model import SSHCredential
 from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLarge, PollTimeout
 from .base import CommandResult, OutputLimit
 
