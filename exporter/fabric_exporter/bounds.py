@@ -45,6 +45,8 @@ TIMEOUT = Range(0.01, 3600.0, "s")
 CONNECT_TIMEOUT = Range(0.1, 300.0, "s")
 KEEPALIVE = Range(1.0, 3600.0, "s")
 MAX_BACKOFF = Range(1.0, 86400.0, "s")
+HEADER_TIMEOUT = Range(0.5, 300.0, "s")  # web: a request's headers (and a TLS handshake)
+IDLE_TIMEOUT = Range(1.0, 3600.0, "s")  # web: an idle keep-alive connection
 
 # Numbers.
 INTEGER_MAX = 10**9  # counts without a tighter maximum of their own

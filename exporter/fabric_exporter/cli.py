@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--syntax-only", action="store_true",
                        help="do not require the files the config refers to (keys, hosts files) to exist here")
 
+    sub.add_parser("config-schema", help="print the JSON Schema of the configuration (for editors)")
+
     cat = sub.add_parser("catalog", help="print the metric catalog")
     cat.add_argument("--format", choices=["markdown", "json"], default="markdown")
 
@@ -128,6 +130,14 @@ def cmd_check_config(args) -> int:
     print(f"{args.config}: OK, {len(config.targets)} target group(s)")
     for line in config.summary_lines():
         print(f"  {line}")
+    return 0
+
+
+def cmd_config_schema(args) -> int:
+    from .collectors import registry
+    from .config_schema import render
+
+    sys.stdout.write(render(registry()))
     return 0
 
 
@@ -219,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_check_config(args)
     if args.command == "catalog":
         return cmd_catalog(args)
+    if args.command == "config-schema":
+        return cmd_config_schema(args)
     if args.command == "generate":
         return cmd_generate(args)
     if args.command == "report":

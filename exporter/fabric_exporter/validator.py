@@ -44,6 +44,17 @@ CHECK_FILES: contextvars.ContextVar[bool] = contextvars.ContextVar("check_files"
 
 _MISSING = object()
 
+#: While set (config_schema.py), every read appends (key path, key or None, kind, facts) here, so the
+#: JSON Schema is generated from the same reads that validate, never written a second time.
+RECORDING: contextvars.ContextVar[list[tuple[str, str | None, str, dict]] | None] = \
+    contextvars.ContextVar("validator_recording", default=None)
+
+
+def _note(path: str, key: str | None, kind: str, **facts: Any) -> None:
+    reads = RECORDING.get()
+    if reads is not None:
+        reads.append((path, key, kind, facts))
+
 
 def closest(word: str, options: Iterable[str]) -> str | None:
     """The known word a typo most likely meant, or None."""
@@ -77,12 +88,13 @@ class Validator:
 
     def mapping(self, value: Any, path: str, allowed: Iterable[str], required: Iterable[str] = ()) -> dict:
         """``value`` as a mapping whose keys are all in ``allowed``; None is an empty mapping."""
+        allowed, required = set(allowed), set(required)
+        _note(path, None, "mapping", allowed=allowed, required=required)
         if value is None:
             value = {}
         if not isinstance(value, dict):
             self.err(path, f"expected a mapping, got {type(value).__name__}")
             return {}
-        allowed = set(allowed)
         for key in value:
             if key not in allowed:
                 hint = closest(str(key), allowed)
@@ -102,6 +114,7 @@ class Validator:
 
     def string(self, d: dict, key: str, path: str, default: str | None = None,
                choices: Iterable[str] | None = None) -> str | None:
+        _note(path, key, "string", default=default, choices=choices)
         if key not in d:
             return default
         v = self._string_value(d[key], self._at(path, key))
@@ -114,6 +127,7 @@ class Validator:
 
     def string_list(self, d: dict, key: str, path: str, default: Iterable[str] = (),
                     choices: Iterable[str] | None = None) -> tuple[str, ...]:
+        _note(path, key, "string_list", default=tuple(default), choices=choices)
         if key not in d:
             return tuple(default)
         v = d[key]
@@ -132,9 +146,10 @@ class Validator:
 
     def integer(self, d: dict, key: str, path: str, default: int, minimum: int = 0,
                 maximum: int | None = None) -> int:
+        maximum = bounds.INTEGER_MAX if maximum is None else maximum
+        _note(path, key, "integer", default=default, minimum=minimum, maximum=maximum)
         if key not in d:
             return default
-        maximum = bounds.INTEGER_MAX if maximum is None else maximum
         v = d[key]
         if not isinstance(v, int) or isinstance(v, bool) or not minimum <= v <= maximum:
             self.err(self._at(path, key), f"expected an integer between {minimum} and {maximum}, got {_shown_integer(v)}")
@@ -143,6 +158,7 @@ class Validator:
 
     def number(self, d: dict, key: str, path: str, default: float, minimum: float = 0.0,
                maximum: float = bounds.NUMBER_MAX) -> float:
+        _note(path, key, "number", default=default, minimum=minimum, maximum=maximum)
         if key not in d:
             return default
         v = d[key]
@@ -153,6 +169,7 @@ class Validator:
         return float(v)
 
     def boolean(self, d: dict, key: str, path: str, default: bool) -> bool:
+        _note(path, key, "boolean", default=default)
         if key not in d:
             return default
         v = d[key]
@@ -163,6 +180,7 @@ class Validator:
 
     def duration(self, d: dict, key: str, path: str, default: float | None,
                  within: bounds.Range = bounds.DURATION) -> float | None:
+        _note(path, key, "duration", default=default, within=within)
         if key not in d:
             return default
         try:
@@ -177,6 +195,7 @@ class Validator:
         return seconds
 
     def path(self, d: dict, key: str, path: str, must_exist: bool = True, directory: bool = False) -> str | None:
+        _note(path, key, "path", directory=directory)
         v = self.string(d, key, path)
         if v is None:
             return None
@@ -186,6 +205,7 @@ class Validator:
         return str(p)
 
     def regex(self, d: dict, key: str, path: str) -> re.Pattern | None:
+        _note(path, key, "regex")
         v = self.string(d, key, path)
         if v is None:
             return None
@@ -198,6 +218,9 @@ class Validator:
     def secret(self, d: dict, key: str, path: str, inline_key: str | None = None) -> Secret | None:
         """``<key>_file: path`` or ``<inline_key>: env:VAR`` / inline value."""
         file_key = f"{key}_file"
+        _note(path, file_key, "path", directory=False)
+        if inline_key:
+            _note(path, inline_key, "secret")
         if file_key in d and inline_key and inline_key in d:
             self.err(path, f"give only one of {file_key} and {inline_key}")
         if file_key in d:
@@ -236,6 +259,7 @@ class OptionReader:
 
     def value(self, key: str, default: Any = None) -> Any:
         """The key's raw value (``default`` when absent), for a shape the caller checks itself."""
+        _note(self.key_path, key, "any")
         return self.raw.get(self._read(key), default)
 
     def _get(self, key: str) -> Any:  # the name collectors used before value(); kept for them
@@ -270,6 +294,7 @@ class OptionReader:
 
     def mapping(self, key: str) -> dict | None:
         """A nested mapping (its keys are the caller's to check), or None when absent."""
+        _note(self.key_path, key, "object")
         v = self.raw.get(self._read(key), _MISSING)
         if v is _MISSING:
             return None
@@ -279,6 +304,7 @@ class OptionReader:
         return v
 
     def done(self) -> None:
+        _note(self.key_path, None, "mapping", allowed=set(self._seen), required=set())
         for key in self.raw:
             if key not in self._seen:
                 self.err(f"{self.key_path}.{key}", "unknown option")

@@ -188,8 +188,8 @@ class LatencyProbeCollector(Collector):
         prefix = r.string_list("command_prefix")
         report = r.string("report", d.report, choices=("text", "json"))
         port_range = d.port_range
+        pr = r.value("port_range")
         if "port_range" in r.raw:
-            pr = r.value("port_range")
             if (isinstance(pr, list) and len(pr) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
                                                               for x in pr) and 1024 <= pr[0] <= pr[1] <= 65535):
                 port_range = (pr[0], pr[1])
