@@ -27,7 +27,7 @@ from aiohttp import web
 from aiohttp.payload import Payload
 
 from . import __version__
-from .config_loader import load_yaml
+from .strict_yaml import load_yaml
 from .config_model import ConfigError
 
 log = logging.getLogger("fabric_exporter.web")
