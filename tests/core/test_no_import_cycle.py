@@ -4,7 +4,8 @@ The graph is read from the source with ``ast`` (every ``import`` statement, at t
 a function, except those under ``if TYPE_CHECKING:``), so a late import that merely dodges a cycle
 at run time still counts as an edge. Importing ``a.b.c`` also runs the packages ``a.b`` and ``a``:
 those count as edges too, except packages that contain the importing module (Python is already
-running them when the module's own import statement runs).
+running them when the module's own import statement runs). ``importlib.import_module`` calls (the
+collector registry's lazy loading) are not edges: they name no module in the source.
 
 ``python tests/core/test_no_import_cycle.py [MODULE ...]`` prints the edges of the named modules.
 """
