@@ -191,6 +191,12 @@ class Ctx:
         long enough to cover the alert's ``for:`` and a margin; the expression holds from minute 10."""
         return Scenario(((series, f"{before}x9 {after}x{minutes(self.s.for_(name)) + 10}"),), 10, labels)
 
+    def link_downs(self, name: str, series: str, labels: dict) -> Scenario:
+        """The recipe of a flapping alert on a link-down counter (its increase over 1h): an hour
+        without downs, then one more at once than ``link_flaps_per_hour`` allows, held past ``for:``."""
+        jump = math.floor(self.s["thresholds.link_flaps_per_hour"]) + 1
+        return Scenario(((series, f"0x69 {jump}x{minutes(self.s.for_(name)) + 10}"),), 70, labels)
+
     def alert(self, name: str, severity: str, expr: str, summary: str, description: str,
               scenario: Scenario, extra: tuple[Scenario, ...] = ()) -> AlertRule:
         return AlertRule(name, severity, expr, self.s.for_(name), summary, description,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes
+from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt
 
 
 # Where an alert's description says the series is, from its labels.
@@ -77,13 +75,12 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     n = "FabricLinkFlapping"
     thr = c.s["thresholds.link_flaps_per_hour"]
     s_down, _ = c.series("fabric_ib_link_downed_total", IB_PORT)
-    jump = math.floor(thr) + 1
     flap_ib = c.alert(
         n, WARNING, f"increase(fabric_ib_link_downed_total{sel()}[1h]) > {fmt(thr)}",
         "A link keeps going down and up.",
         IB_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap reroutes traffic "
         "and stalls collectives.",
-        Scenario(((s_down, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, port))
+        c.link_downs(n, s_down, port))
 
     n = "FabricLinkDown"
     s_unexp, _ = c.series("fabric_ib_port_link_down_unexpected", IB_PORT)

@@ -187,14 +187,13 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     n = "FabricLinkFlapping"
     thr = c.s["thresholds.link_flaps_per_hour"]
-    jump = math.floor(thr) + 1
     s_lde, _ = c.series("fabric_roce_nic_link_down_events_total", NIC_PORT)
     alerts.append(c.alert(
         n, WARNING, f"increase(fabric_roce_nic_link_down_events_total{sel()}[1h]) > {fmt(thr)}",
         "A link keeps going down and up.",
         NIC_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap breaks the host's "
         "RDMA connections.",
-        Scenario(((s_lde, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, nic)))
+        c.link_downs(n, s_lde, nic)))
     s_oper, _ = c.series("fabric_roce_switch_if_oper_status", SWITCH_IF)
     flips = 2 * math.floor(thr) + 1  # changes()/2 > thr
     flap_values = "1x69 " + " ".join("2" if i % 2 == 0 else "1" for i in range(flips + minutes(c.s.for_(n)) + 5))
