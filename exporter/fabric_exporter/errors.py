@@ -8,45 +8,52 @@ REASONS = ("timeout", "connect", "auth", "host_key", "command_failed", "output_t
 
 
 class PollError(Exception):
-    """A poll failed for a known reason; ``str()`` is the human-readable cause."""
+    """A poll failed for a known reason; ``str()`` is the human-readable cause. A subclass names its
+    reason as a class keyword (``class PollTimeout(PollError, reason="timeout")``), checked against
+    ``REASONS`` when the class is defined, as a ``reason=`` given to one error is when it is raised."""
 
     reason = "internal"
+
+    def __init_subclass__(cls, *, reason: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if reason is not None:
+            cls.reason = _known_reason(reason)
 
     def __init__(self, message: str, *, reason: str | None = None):
         super().__init__(message)
         if reason is not None:
-            if reason not in REASONS:
-                raise ValueError(f"unknown poll error reason {reason!r}")
-            self.reason = reason
+            self.reason = _known_reason(reason)
 
 
-class PollTimeout(PollError):
-    reason = "timeout"
+def _known_reason(reason: str) -> str:
+    if reason not in REASONS:
+        raise ValueError(f"unknown poll error reason {reason!r}")
+    return reason
 
 
-class ConnectError(PollError):
-    reason = "connect"
+class PollTimeout(PollError, reason="timeout"):
+    pass
 
 
-class AuthError(PollError):
-    reason = "auth"
+class ConnectError(PollError, reason="connect"):
+    pass
 
 
-class HostKeyError(PollError):
-    reason = "host_key"
+class AuthError(PollError, reason="auth"):
+    pass
 
 
-class CommandFailed(PollError):
-    reason = "command_failed"
+class HostKeyError(PollError, reason="host_key"):
+    pass
 
 
-class OutputTooLarge(PollError):
+class CommandFailed(PollError, reason="command_failed"):
+    pass
+
+
+class OutputTooLarge(PollError, reason="output_too_large"):
     """A command printed more than ``limits.max_output_bytes``: reading stopped, the command was ended."""
 
-    reason = "output_too_large"
 
-
-class ParseError(PollError, ValueError):
+class ParseError(PollError, ValueError, reason="parse"):
     """A parser met text it cannot read. Parsers raise only this, never anything else."""
-
-    reason = "parse"

@@ -13,6 +13,14 @@ from .settings import Settings
 
 RI = "$__rate_interval"
 
+# Legends naming a series by the labels that identify it in each domain.
+IB_PORT = "{{node_name}}:{{port}}"
+NIC = "{{host}} {{netdev}}"
+RDMA_DEVICE = "{{host}} {{device}}"
+SWITCH_IF = "{{switch}} {{interface}}"
+GROUP_PAIR = "{{source_group}} -> {{destination_group}}"
+TARGET = "{{group}}/{{host}}"
+
 
 def _uid(s: Settings, name: str) -> str:
     return f"{s['dashboard_uid_prefix']}{name}"
@@ -26,6 +34,22 @@ def _fabric_var(s: Settings):
     return query_variable("fabric", "Fabric", f"label_values(fabric_up{s.sel()}, fabric)")
 
 
+def _board(s: Settings, name: str, title: str, description: str, panels: list, variables: list = ()) -> dict:
+    """A dashboard with the house uid, tags and refresh; its variables follow the fabric variable."""
+    return dashboard(_uid(s, name), title, description, panels, [_fabric_var(s), *variables],
+                     tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+
+
+def _rate(metric: str, selector: str, fn: str = "rate") -> str:
+    """``fn`` (rate, increase, changes) of a metric over Grafana's rate interval."""
+    return f"{fn}({metric}{selector}[{RI}])"
+
+
+def _fabric_total(metric: str, selector: str, legend: str = "", fn: str = "rate") -> Q:
+    """The overview's view of a per-port counter: its rate summed per fabric."""
+    return Q(f"sum by (fabric) ({_rate(metric, selector, fn)})", "{{fabric}}" + (f" {legend}" if legend else ""))
+
+
 def overview(s: Settings) -> dict:
     f = s.sel('fabric=~"$fabric"')
     p = s["lossless_priority"]
@@ -37,12 +61,11 @@ def overview(s: Settings) -> dict:
     panels = [
         row("Throughput"),
         timeseries("InfiniBand throughput (transmitted)", [
-            Q(f"sum by (fabric) (rate(fabric_ib_port_data_transmitted_bytes_total{f}[{RI}]))", "{{fabric}}")],
+            _fabric_total("fabric_ib_port_data_transmitted_bytes_total", f)],
             "Bps", description="Bytes sent by all IB ports (PortXmitData x 4), per fabric.",
             links=[("InfiniBand ports", _link(s, "infiniband", "var-fabric=${fabric}"))]),
         timeseries("RoCE throughput (NIC transmit)", [
-            Q(f"sum by (fabric) (rate(fabric_roce_tx_bytes_total{nic_f}[{RI}]))",
-              "{{fabric}}")],
+            _fabric_total("fabric_roce_tx_bytes_total", nic_f)],
             "Bps", description="Bytes sent by all RoCE NIC ports, per fabric.",
             links=[("RoCE congestion", _link(s, "roce", "var-fabric=${fabric}"))]),
         row("Congestion"),
@@ -81,19 +104,19 @@ def overview(s: Settings) -> dict:
         row("Stability"),
         timeseries("InfiniBand errors and link downs", [
             Q(f"sum by (fabric, counter) (fabric:ib_port_errors:rate{f})", "{{fabric}} {{counter}}"),
-            Q(f"sum by (fabric) (rate(fabric_ib_symbol_error_total{f}[{RI}]))", "{{fabric}} SymbolErrors"),
-            Q(f"sum by (fabric) (rate(fabric_ib_link_downed_total{f}[{RI}]))", "{{fabric}} LinkDowned")],
+            _fabric_total("fabric_ib_symbol_error_total", f, "SymbolErrors"),
+            _fabric_total("fabric_ib_link_downed_total", f, "LinkDowned")],
             "cps", description="Error counters per second summed over all IB ports."),
         timeseries("RoCE errors and link downs", [
             Q(f"sum by (fabric, direction) (fabric:roce_switch_if_errors:rate{f})", "{{fabric}} switch {{direction}} errors"),
-            Q(f"sum by (fabric) (rate(fabric_roce_nic_rx_crc_errors_total{f}[{RI}]))", "{{fabric}} NIC CRC errors"),
-            Q(f"sum by (fabric) (rate(fabric_roce_nic_link_down_events_total{f}[{RI}]))", "{{fabric}} NIC link downs"),
-            Q(f"sum by (fabric) (changes(fabric_roce_switch_if_oper_status{f}[{RI}]))", "{{fabric}} switch state changes")],
+            _fabric_total("fabric_roce_nic_rx_crc_errors_total", f, "NIC CRC errors"),
+            _fabric_total("fabric_roce_nic_link_down_events_total", f, "NIC link downs"),
+            _fabric_total("fabric_roce_switch_if_oper_status", f, "switch state changes", fn="changes")],
             "cps", description="Error and link-down events per second over NIC ports and switch interfaces."),
     ]
-    return dashboard(_uid(s, "overview"), "Fabric overview",
-                     "InfiniBand and RoCE side by side: throughput, congestion, tail latency and stability.",
-                     panels, [_fabric_var(s)], tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+    return _board(s, "overview", "Fabric overview",
+                  "InfiniBand and RoCE side by side: throughput, congestion, tail latency and stability.",
+                  panels)
 
 
 def _congestion_recovery(s: Settings, f: str) -> list:
@@ -136,37 +159,37 @@ def infiniband(s: Settings) -> dict:
               links=[("Select this port", port_link)],
               description="Most congested ports now, with their peer; click a node to select it."),
         timeseries("Transmit-wait ratio (selected ports)", [
-            Q(f"fabric:ib_port_xmit_wait:ratio{fp}", "{{node_name}}:{{port}} -> {{peer_node_name}}:{{peer_port}}")],
+            Q(f"fabric:ib_port_xmit_wait:ratio{fp}", IB_PORT + " -> {{peer_node_name}}:{{peer_port}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
             description="Fraction of time the port had data to send but no credits."),
         timeseries("Transmit wait ticks (selected ports)", [
-            Q(f"rate(fabric_ib_port_transmit_wait_total{fp}[{RI}])", "{{node_name}}:{{port}}")],
+            Q(_rate("fabric_ib_port_transmit_wait_total", fp), IB_PORT)],
             "cps", description="Raw PortXmitWait ticks per second (not comparable across link generations)."),
         row("Traffic"),
         timeseries("Transmitted (selected ports)", [
-            Q(f"rate(fabric_ib_port_data_transmitted_bytes_total{fp}[{RI}])", "{{node_name}}:{{port}}")],
+            Q(_rate("fabric_ib_port_data_transmitted_bytes_total", fp), IB_PORT)],
             "Bps", description="PortXmitData x 4 per second."),
         timeseries("Received (selected ports)", [
-            Q(f"rate(fabric_ib_port_data_received_bytes_total{fp}[{RI}])", "{{node_name}}:{{port}}")],
+            Q(_rate("fabric_ib_port_data_received_bytes_total", fp), IB_PORT)],
             "Bps", description="PortRcvData x 4 per second."),
         timeseries("Packets (selected ports)", [
-            Q(f"rate(fabric_ib_port_packets_transmitted_total{fp}[{RI}])", "{{node_name}}:{{port}} tx"),
-            Q(f"rate(fabric_ib_port_packets_received_total{fp}[{RI}])", "{{node_name}}:{{port}} rx")],
+            Q(_rate("fabric_ib_port_packets_transmitted_total", fp), IB_PORT + " tx"),
+            Q(_rate("fabric_ib_port_packets_received_total", fp), IB_PORT + " rx")],
             "pps", description="PortXmitPkts and PortRcvPkts per second."),
         timeseries("Utilisation (selected ports)", [
-            Q(f"rate(fabric_ib_port_data_transmitted_bytes_total{fp}[{RI}]) / (fabric_ib_port_rate_bytes_per_second{fp} > 0)",
-              "{{node_name}}:{{port}}")],
+            Q(f"{_rate('fabric_ib_port_data_transmitted_bytes_total', fp)} / (fabric_ib_port_rate_bytes_per_second{fp} > 0)",
+              IB_PORT)],
             "percentunit", max_one=True, description="Transmitted bytes over the link's effective rate."),
         row("Errors"),
         timeseries("Port errors by counter (selected ports)", [
-            Q(f"fabric:ib_port_errors:rate{fp}", "{{node_name}}:{{port}} {{counter}}")],
+            Q(f"fabric:ib_port_errors:rate{fp}", IB_PORT + " {{counter}}")],
             "cps", description="PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries."),
         timeseries("Symbol errors and link downs (selected ports)", [
-            Q(f"rate(fabric_ib_symbol_error_total{fp}[{RI}])", "{{node_name}}:{{port}} symbol"),
-            Q(f"rate(fabric_ib_link_downed_total{fp}[{RI}])", "{{node_name}}:{{port}} link downed")],
+            Q(_rate("fabric_ib_symbol_error_total", fp), IB_PORT + " symbol"),
+            Q(_rate("fabric_ib_link_downed_total", fp), IB_PORT + " link downed")],
             "cps", description="SymbolErrorCounter and LinkDownedCounter per second."),
         timeseries("Transmit discards (selected ports)", [
-            Q(f"fabric:ib_port_transmit_discards:rate{fp}", "{{node_name}}:{{port}}")],
+            Q(f"fabric:ib_port_transmit_discards:rate{fp}", IB_PORT)],
             "pps", description="PortXmitDiscards per second: link down or congestion timeouts."),
         table("Ports with latched 32-bit counters or missing from the sweep", [
             Q(f"fabric_ib_port_latched{f} + fabric_ib_port_sweep_missing{f}")],
@@ -182,25 +205,24 @@ def infiniband(s: Settings) -> dict:
             "short", hide=["node_guid"],
             description="1: the link runs below what both ends support, or is down while the topology had it up."),
         timeseries("Active width and lane rate (selected ports)", [
-            Q(f"fabric_ib_port_active_width_lanes{fp}", "{{node_name}}:{{port}} lanes"),
-            Q(f"fabric_ib_port_supported_width_lanes{fp}", "{{node_name}}:{{port}} supported lanes")],
+            Q(f"fabric_ib_port_active_width_lanes{fp}", IB_PORT + " lanes"),
+            Q(f"fabric_ib_port_supported_width_lanes{fp}", IB_PORT + " supported lanes")],
             "short", description="LinkWidthActive against the widest width both ends support."),
         timeseries("Port state (selected ports)", [
-            Q(f"fabric_ib_port_state_id{fp}", "{{node_name}}:{{port}} logical"),
-            Q(f"fabric_ib_port_physical_state_id{fp}", "{{node_name}}:{{port}} physical")],
+            Q(f"fabric_ib_port_state_id{fp}", IB_PORT + " logical"),
+            Q(f"fabric_ib_port_physical_state_id{fp}", IB_PORT + " physical")],
             "short", description="Logical 1 Down .. 4 Active; physical 5 LinkUp."),
         table("Port identity and peers (selected ports)", [Q(f"fabric_ib_port_info{fp}")], "short",
               description="LID, GUIDs, peer and the width/speed strings as the tools print them."),
     ]
     fn = s.sel('fabric=~"$fabric",node_name=~"$node"')
     variables = [
-        _fabric_var(s),
         query_variable("node", "Node", f'label_values(fabric_ib_port_rate_bytes_per_second{f}, node_name)'),
         query_variable("port", "Port", f"label_values(fabric_ib_port_rate_bytes_per_second{fn}, port)"),
     ]
-    return dashboard(_uid(s, "infiniband"), "Fabric / InfiniBand ports",
-                     "Per-port congestion (PortXmitWait), traffic, errors and link state of an InfiniBand fabric.",
-                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+    return _board(s, "infiniband", "Fabric / InfiniBand ports",
+                  "Per-port congestion (PortXmitWait), traffic, errors and link state of an InfiniBand fabric.",
+                  panels, variables)
 
 
 def roce(s: Settings) -> dict:
@@ -215,34 +237,34 @@ def roce(s: Settings) -> dict:
     panels = [
         row("PFC on NIC ports"),
         timeseries("NIC PFC pause frames per priority", [
-            Q(f"fabric:roce_pfc_pause_frames:rate{nicp}", "{{host}} {{netdev}} prio {{priority}} {{direction}}")],
+            Q(f"fabric:roce_pfc_pause_frames:rate{nicp}", NIC + " prio {{priority}} {{direction}}")],
             "pps", thresholds=[s["thresholds.pfc_pause_frames_per_second"]],
             description="rx: the fabric pauses this NIC; tx: the NIC cannot absorb and pauses its switch."),
         timeseries("NIC time paused per priority", [
-            Q(f"fabric:roce_pfc_pause_time:fraction{nicp}", "{{host}} {{netdev}} prio {{priority}} {{direction}}")],
+            Q(f"fabric:roce_pfc_pause_time:fraction{nicp}", NIC + " prio {{priority}} {{direction}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
             description="Fraction of time paused (pause duration counters); near 100% is a storm."),
         row("PFC on switch interfaces"),
         timeseries("Switch PFC pause frames per priority", [
-            Q(f"fabric:roce_pfc_pause_frames:rate{swp}", "{{switch}} {{interface}} prio {{priority}} {{direction}}")],
+            Q(f"fabric:roce_pfc_pause_frames:rate{swp}", SWITCH_IF + " prio {{priority}} {{direction}}")],
             "pps", thresholds=[s["thresholds.pfc_pause_frames_per_second"]],
             description="Per-priority PFC frames received (rx) and sent (tx) by switch interfaces."),
         timeseries("Switch PFC frames, all priorities", [
-            Q(f"rate(fabric_roce_switch_pfc_rx_frames_total{sw}[{RI}])", "{{switch}} {{interface}} rx"),
-            Q(f"rate(fabric_roce_switch_pfc_tx_frames_total{sw}[{RI}])", "{{switch}} {{interface}} tx")],
+            Q(_rate("fabric_roce_switch_pfc_rx_frames_total", sw), SWITCH_IF + " rx"),
+            Q(_rate("fabric_roce_switch_pfc_tx_frames_total", sw), SWITCH_IF + " tx")],
             "pps", description="IEEE8021-PFC-MIB totals, for switches without per-priority counters."),
         row("ECN and congestion notification"),
         timeseries("ECN-marked packets", [
-            Q(f"fabric:roce_ecn_marked_packets:rate{nic}", "{{host}} {{netdev}} received"),
-            Q(f"fabric:roce_ecn_marked_packets:rate{sw}", "{{switch}} {{interface}} {{queue}} marked")],
+            Q(f"fabric:roce_ecn_marked_packets:rate{nic}", NIC + " received"),
+            Q(f"fabric:roce_ecn_marked_packets:rate{sw}", SWITCH_IF + " {{queue}} marked")],
             "pps", description="CE-marked packets a NIC received, and packets a switch queue marked."),
         timeseries("ECN-marked share", [
-            Q(f"fabric:roce_ecn_marked:ratio{nic}", "{{host}} {{netdev}}"),
-            Q(f"fabric:roce_ecn_marked:ratio{sw}", "{{switch}} {{interface}} {{queue}}")],
+            Q(f"fabric:roce_ecn_marked:ratio{nic}", NIC),
+            Q(f"fabric:roce_ecn_marked:ratio{sw}", SWITCH_IF + " {{queue}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.ecn_marked_ratio"]],
             description="Marked packets over received (NIC) or sent from the queue (switch)."),
         timeseries("CNPs sent / received / handled / ignored", [
-            Q(f"fabric:roce_cnp:rate{nic}", "{{host}} {{device}} {{kind}}")],
+            Q(f"fabric:roce_cnp:rate{nic}", RDMA_DEVICE + " {{kind}}")],
             "pps", thresholds=[s["thresholds.cnp_ignored_per_second"]],
             description="DCQCN: receivers send CNPs, senders handle them; ignored CNPs mean misconfiguration."),
         table(f"Most paused NIC ports now (priority {s['lossless_priority']})", [
@@ -251,35 +273,34 @@ def roce(s: Settings) -> dict:
             description="Click a host to select it on this dashboard."),
         row("Retransmits and drops"),
         timeseries("Retransmits and sequence errors", [
-            Q(f"fabric:roce_retransmits:rate{nic}", "{{host}} {{device}} {{kind}}")],
+            Q(f"fabric:roce_retransmits:rate{nic}", RDMA_DEVICE + " {{kind}}")],
             "cps", thresholds=[s["thresholds.retransmit_timeouts_per_second"]],
             description="ACK timeouts (tail latency), sequence NAKs and out-of-sequence drops (go-back-N)."),
         timeseries("Port discards", [
-            Q(f"fabric:roce_port_discards:rate{nic}", "{{host}} {{netdev}} {{direction}}"),
-            Q(f"fabric:roce_port_discards:rate{sw}", "{{switch}} {{interface}} {{direction}}")],
+            Q(f"fabric:roce_port_discards:rate{nic}", NIC + " {{direction}}"),
+            Q(f"fabric:roce_port_discards:rate{sw}", SWITCH_IF + " {{direction}}")],
             "pps", thresholds=[s["thresholds.port_discards_per_second"]],
             description="Packets dropped by ports for lack of buffer."),
         timeseries(f"Lossless drops (switch queue {s['lossless_queue']}, NIC priority)", [
-            Q(f"fabric:roce_switch_queue_dropped_packets:rate{lq}", "{{switch}} {{interface}} {{queue}}"),
-            Q(f"rate(fabric_roce_nic_priority_rx_discards_total{nicp}[{RI}])", "{{host}} {{netdev}} prio {{priority}}")],
+            Q(f"fabric:roce_switch_queue_dropped_packets:rate{lq}", SWITCH_IF + " {{queue}}"),
+            Q(_rate("fabric_roce_nic_priority_rx_discards_total", nicp), NIC + " prio {{priority}}")],
             "pps", description="Any drop in the lossless class is a fault: PFC did not protect it."),
         timeseries("Host-side receive drops", [
-            Q(f"rate(fabric_roce_nic_rx_out_of_buffer_packets_total{nic}[{RI}])", "{{host}} {{netdev}} no rx buffer"),
-            Q(f"rate(fabric_roce_nic_rdma_out_of_buffer_total{nic}[{RI}])", "{{host}} {{device}} no RDMA WQE")],
+            Q(_rate("fabric_roce_nic_rx_out_of_buffer_packets_total", nic), NIC + " no rx buffer"),
+            Q(_rate("fabric_roce_nic_rdma_out_of_buffer_total", nic), RDMA_DEVICE + " no RDMA WQE")],
             "pps", description="Drops because the host did not post buffers: not the fabric's fault."),
         row("PFC storm watchdog"),
         timeseries("Switch PFC watchdog", [
-            Q(f"fabric_roce_switch_pfcwd_storm_active{sw}", "{{switch}} {{interface}} {{queue}} stormed"),
-            Q(f"increase(fabric_roce_switch_pfcwd_storms_detected_total{sw}[{RI}])", "{{switch}} {{interface}} {{queue}} detected")],
+            Q(f"fabric_roce_switch_pfcwd_storm_active{sw}", SWITCH_IF + " {{queue}} stormed"),
+            Q(_rate("fabric_roce_switch_pfcwd_storms_detected_total", sw, "increase"), SWITCH_IF + " {{queue}} detected")],
             "short", description="1 while the watchdog holds a queue in a storm; storms detected per interval."),
         timeseries("NIC pause-storm events", [
-            Q(f"increase(fabric_roce_nic_pause_storm_error_events_total{nic}[{RI}])", "{{host}} {{netdev}} error"),
-            Q(f"increase(fabric_roce_nic_pause_storm_warning_events_total{nic}[{RI}])", "{{host}} {{netdev}} warning")],
+            Q(_rate("fabric_roce_nic_pause_storm_error_events_total", nic, "increase"), NIC + " error"),
+            Q(_rate("fabric_roce_nic_pause_storm_warning_events_total", nic, "increase"), NIC + " warning")],
             "short", description="The NIC's own stall watchdog: warning = paused too long, error = stopped pausing."),
     ]
     fsw = s.sel('fabric=~"$fabric",switch=~"$switch"')
     variables = [
-        _fabric_var(s),
         query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{f}, host)"),
         query_variable("switch", "Switch", f"label_values(fabric_roce_switch_if_oper_status{f}, switch)"),
         query_variable("interface", "Interface",
@@ -287,9 +308,9 @@ def roce(s: Settings) -> dict:
         query_variable("priority", "Priority", f"label_values(fabric_roce_pfc_rx_pause_frames_total{f}, priority)",
                        default=s["lossless_priority"]),
     ]
-    return dashboard(_uid(s, "roce"), "Fabric / RoCE congestion",
-                     "PFC per priority on NICs and switches, ECN marks, CNPs, retransmits, drops and storm watchdogs.",
-                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+    return _board(s, "roce", "Fabric / RoCE congestion",
+                  "PFC per priority on NICs and switches, ECN marks, CNPs, retransmits, drops and storm watchdogs.",
+                  panels, variables)
 
 
 def latency(s: Settings) -> dict:
@@ -306,21 +327,21 @@ def latency(s: Settings) -> dict:
     panels = [
         row("Quantiles against baseline"),
         timeseries("p50 / p99 / p99.9 and the p99 baseline", [
-            Q(f"fabric:rdma_latency_seconds:p50{{{g}}}", "{{source_group}} -> {{destination_group}} p50"),
-            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}", "{{source_group}} -> {{destination_group}} p99"),
-            Q(f"fabric:rdma_latency_seconds:p999{{{g}}}", "{{source_group}} -> {{destination_group}} p99.9"),
-            Q(f"{baseline}{{{g}}}", "{{source_group}} -> {{destination_group}} p99 baseline"),
+            Q(f"fabric:rdma_latency_seconds:p50{{{g}}}", GROUP_PAIR + " p50"),
+            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}", GROUP_PAIR + " p99"),
+            Q(f"fabric:rdma_latency_seconds:p999{{{g}}}", GROUP_PAIR + " p99.9"),
+            Q(f"{baseline}{{{g}}}", GROUP_PAIR + " p99 baseline"),
             Q(f"{s['thresholds.latency_regression_factor']} * {baseline}{{{g}}}",
-              "{{source_group}} -> {{destination_group}} regression threshold")],
+              GROUP_PAIR + " regression threshold")],
             "s", width=24, height=10, thresholds=[s["thresholds.latency_p99_seconds"]],
             description="Quantiles from the probe histogram per group pair; the baseline is what the regression "
                         "alert compares with."),
         heatmap("Latency distribution", Q(
-            f"sum by (le) (rate(fabric_rdma_latency_seconds_bucket{gs}[{RI}]))"), "s",
+            f"sum by (le) ({_rate('fabric_rdma_latency_seconds_bucket', gs)})"), "s",
             description="All probe exchanges of the selected group pairs, by latency bucket."),
         timeseries("p99 against the same time yesterday", [
-            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}", "{{source_group}} -> {{destination_group}} now"),
-            Q(f"fabric:rdma_latency_seconds:p99_1d_ago{{{g}}}", "{{source_group}} -> {{destination_group}} yesterday")],
+            Q(f"fabric:rdma_latency_seconds:p99{{{g}}}", GROUP_PAIR + " now"),
+            Q(f"fabric:rdma_latency_seconds:p99_1d_ago{{{g}}}", GROUP_PAIR + " yesterday")],
             "s", description="Day-over-day view of the p99."),
         row("Who is slow"),
         table("p99 by source group (rows) and destination group (columns)", [
@@ -342,7 +363,6 @@ def latency(s: Settings) -> dict:
             description="Share of probes with no latency result, per host and role."),
     ]
     variables = [
-        _fabric_var(s),
         query_variable("source_group", "Source group",
                        f"label_values(fabric_rdma_latency_seconds_count{lv}, source_group)"),
         query_variable("destination_group", "Destination group",
@@ -351,9 +371,9 @@ def latency(s: Settings) -> dict:
         query_variable("message_bytes", "Message size",
                        f"label_values(fabric_rdma_latency_seconds_count{lv}, message_bytes)"),
     ]
-    return dashboard(_uid(s, "latency"), "Fabric / Tail latency",
-                     "RDMA probe latency: quantiles against their baseline, distribution, group matrix, worst pairs.",
-                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+    return _board(s, "latency", "Fabric / Tail latency",
+                  "RDMA probe latency: quantiles against their baseline, distribution, group matrix, worst pairs.",
+                  panels, variables)
 
 
 def exporter(s: Settings) -> dict:
@@ -368,22 +388,22 @@ def exporter(s: Settings) -> dict:
               description="1 = last poll succeeded and fresh."),
         row("Polls"),
         timeseries("Poll duration over interval", [
-            Q(f"fabric:poll_duration_over_interval:ratio{t}", "{{group}}/{{host}}")],
+            Q(f"fabric:poll_duration_over_interval:ratio{t}", TARGET)],
             "percentunit", thresholds=[s["thresholds.poll_slow_ratio"]],
             description="Average poll time as a share of the poll interval; near 100% times out."),
-        timeseries("Poll duration", [Q(f"fabric_poll_duration_seconds{t}", "{{group}}/{{host}}")], "s"),
+        timeseries("Poll duration", [Q(f"fabric_poll_duration_seconds{t}", TARGET)], "s"),
         timeseries("Poll errors by reason", [
-            Q(f"sum by (group, reason) (rate(fabric_poll_errors_total{t}[{RI}]))", "{{group}} {{reason}}")],
+            Q(f"sum by (group, reason) ({_rate('fabric_poll_errors_total', t)})", "{{group}} {{reason}}")],
             "ops", description="Failed (and partial) polls per second by reason."),
-        timeseries("Failed poll share", [Q(f"fabric:poll_failures:ratio{t}", "{{group}}/{{host}}")],
+        timeseries("Failed poll share", [Q(f"fabric:poll_failures:ratio{t}", TARGET)],
                    "percentunit", max_one=True, thresholds=[s["thresholds.poll_error_ratio"]]),
         timeseries("Age of last successful poll", [
-            Q(f"time() - fabric_last_success_timestamp_seconds{t}", "{{group}}/{{host}}")], "s"),
-        timeseries("Backoff", [Q(f"fabric_poll_backoff_seconds{t}", "{{group}}/{{host}}")], "s",
+            Q(f"time() - fabric_last_success_timestamp_seconds{t}", TARGET)], "s"),
+        timeseries("Backoff", [Q(f"fabric_poll_backoff_seconds{t}", TARGET)], "s",
                    description="Extra delay after consecutive failures (0 when healthy)."),
-        timeseries("Samples per target", [Q(f"fabric_samples{t}", "{{group}}/{{host}}")], "short"),
+        timeseries("Samples per target", [Q(f"fabric_samples{t}", TARGET)], "short"),
         timeseries("Skipped unknown lines", [
-            Q(f"sum by (collector, source) (rate(fabric_parse_skipped_lines_total{t}[{RI}]))",
+            Q(f"sum by (collector, source) ({_rate('fabric_parse_skipped_lines_total', t)})",
               "{{collector}} {{source}}")], "ops",
             description="Lines of tool output a parser did not know and skipped (values on them are not "
                         "published): a tool, firmware or driver printing something new. The exporter's debug "
@@ -393,13 +413,12 @@ def exporter(s: Settings) -> dict:
     ]
     f = s.sel('fabric=~"$fabric"')
     variables = [
-        _fabric_var(s),
         query_variable("group", "Target group", f"label_values(fabric_up{f}, group)"),
         query_variable("collector", "Collector", f"label_values(fabric_up{f}, collector)"),
     ]
-    return dashboard(_uid(s, "exporter"), "Fabric / Exporter health",
-                     "Is fabric-exporter polling every target on time? Status, durations, errors, staleness.",
-                     panels, variables, tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
+    return _board(s, "exporter", "Fabric / Exporter health",
+                  "Is fabric-exporter polling every target on time? Status, durations, errors, staleness.",
+                  panels, variables)
 
 
 BUILDERS = {"overview": overview, "infiniband": infiniband, "roce": roce, "latency": latency,

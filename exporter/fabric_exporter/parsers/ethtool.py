@@ -14,6 +14,7 @@ different values is ambiguous and is kept out of ``counters`` (listed in ``ambig
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
@@ -57,28 +58,39 @@ def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> 
     first_no, first = lines[0]
     if first.strip() != HEADER:
         raise ParseError(f"ethtool -S line {first_no}: expected {HEADER!r}, got {first.strip()[:60]!r}")
-    counters: dict[str, int] = {}
-    ambiguous: set[str] = set()
     body = text[text.index(HEADER) + len(HEADER):]
     fast = _LINE.findall(body)
     if len(fast) == len(lines) - 1:  # every non-blank line after the header is a counter line
-        for name, value in fast:
-            number = int(value)
-            if number > U64_MAX:
-                raise ParseError(f"ethtool -S: {name}: {value} does not fit in 64 bits")
-            if name in counters and counters[name] != number:
-                ambiguous.add(name)
-            counters.setdefault(name, number)
-        for name in ambiguous:
-            del counters[name]
-        return EthtoolStats(counters, frozenset(ambiguous))
-    for n, line in lines[1:]:
+        return _stats(_fast_counters(fast))
+    return _stats(_checked_counters(lines[1:], skipped))
+
+
+def _fast_counters(matches: list[tuple[str, str]]) -> Iterator[tuple[str, int]]:
+    """(name, value) of the one-pass match, whose values are already decimal."""
+    for name, value in matches:
+        number = int(value)
+        if number > U64_MAX:
+            raise ParseError(f"ethtool -S: {name}: {value} does not fit in 64 bits")
+        yield name, number
+
+
+def _checked_counters(lines: list[tuple[int, str]],
+                      skipped: list[SkippedLine] | None) -> Iterator[tuple[str, int]]:
+    """(name, value) line by line, naming the bad line; lines without a counter shape are skipped."""
+    for n, line in lines:
         name, sep, value = line.rpartition(":")
         name = name.strip()
         if not sep or not name or not _NAME.fullmatch(name):
             note(skipped, "ethtool", n, line)  # not a counter line: a heading or note
             continue
-        number = parse_u64(value.strip(), f"ethtool -S line {n} ({name})")
+        yield name, parse_u64(value.strip(), f"ethtool -S line {n} ({name})")
+
+
+def _stats(pairs: Iterable[tuple[str, int]]) -> EthtoolStats:
+    """The counters, without the names printed twice with different values (listed as ambiguous)."""
+    counters: dict[str, int] = {}
+    ambiguous: set[str] = set()
+    for name, number in pairs:
         if name in counters and counters[name] != number:
             ambiguous.add(name)
         counters.setdefault(name, number)

@@ -49,25 +49,30 @@ def _empty(ax, what: str):
     ax.set_yticks([])
 
 
+def _finish(ax, drawn: bool, title: str, missing: str, *, time_axis: bool = True) -> None:
+    """Every section's last step: a drawn axes gets its time axis, an empty one a note naming the
+    ``missing`` data (never a blank that reads as zero); both get their title."""
+    if not drawn:
+        _empty(ax, missing)
+    elif time_axis:
+        _time_axis(ax)
+    ax.set_title(title)
+
+
 def throughput(data: dict) -> str:
     fig, (a, b) = plt.subplots(1, 2, figsize=SIZE, gridspec_kw={"width_ratios": [3, 2]})
     if data["host_tx"]:
         a.plot(_times(data["host_tx"]), [v * 8 / 1e9 for _, v in data["host_tx"]], color="#1f77b4", lw=1)
         a.set_ylabel("host transmit (Gb/s)")
         a.set_ylim(bottom=0)
-        _time_axis(a)
-    else:
-        _empty(a, "throughput data")
-    a.set_title("Throughput (host adapters)")
-    if sum(data["hist"]):
-        total = sum(data["hist"])
+    _finish(a, bool(data["host_tx"]), "Throughput (host adapters)", "throughput data")
+    total = sum(data["hist"])
+    if total:
         b.bar([lo + 0.05 for lo in UTIL_BINS[:-1]], [n / total for n in data["hist"]], width=0.09, color="#2ca02c")
         b.set_xlim(0, 1)
         b.set_xlabel("link utilisation")
         b.set_ylabel("share of port-samples")
-    else:
-        _empty(b, "utilisation data")
-    b.set_title("Link utilisation distribution")
+    _finish(b, bool(total), "Link utilisation distribution", "utilisation data", time_axis=False)
     return _svg(fig)
 
 
@@ -82,10 +87,7 @@ def latency(data: dict) -> str:
         ax.set_yscale("log")
         ax.set_ylabel("latency (µs)")
         ax.legend(loc="upper left")
-        _time_axis(ax)
-    else:
-        _empty(ax, "latency probes")
-    ax.set_title("Probed RDMA latency (fabric-wide quantiles)")
+    _finish(ax, drawn, "Probed RDMA latency (fabric-wide quantiles)", "latency probes")
     return _svg(fig)
 
 
@@ -109,10 +111,8 @@ def congestion(data: dict) -> str:
         ax.set_ylim(bottom=0)
         ax.set_ylabel("signal / threshold")
         ax.legend(loc="upper right", fontsize=6)
-        _time_axis(ax)
-    else:
-        _empty(ax, "congestion severity (are the congestion rules loaded?)")
-    ax.set_title(f"Congestion episodes ({len(data['episodes'])}) and recovery")
+    _finish(ax, bool(data["severity"]), f"Congestion episodes ({len(data['episodes'])}) and recovery",
+            "congestion severity (are the congestion rules loaded?)")
     return _svg(fig)
 
 
@@ -141,10 +141,7 @@ def stability(data: dict) -> str:
         ax.set_ylabel("errors per second")
         ax.set_ylim(bottom=0)
         ax.legend(loc="upper left", fontsize=6)
-        _time_axis(ax)
-    else:
-        _empty(ax, "stability data")
-    ax.set_title("Stability: errors, link downs, probe loss, pause storms")
+    _finish(ax, drawn, "Stability: errors, link downs, probe loss, pause storms", "stability data")
     return _svg(fig)
 
 
@@ -159,9 +156,8 @@ def completeness(data: dict) -> str:
         ax.set_xlabel("share of the window with fresh data (%)")
         ax.invert_yaxis()
         ax.tick_params(axis="y", labelsize=6)
-    else:
-        _empty(ax, "targets")
-    ax.set_title("Data completeness per target" + (" (25 least complete)" if len(data["targets"]) > 25 else ""))
+    title = "Data completeness per target" + (" (25 least complete)" if len(data["targets"]) > 25 else "")
+    _finish(ax, bool(targets), title, "targets", time_axis=False)
     return _svg(fig)
 
 

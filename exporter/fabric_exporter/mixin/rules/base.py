@@ -177,19 +177,25 @@ class Ctx:
                 return start + k
         raise ValueError(f"full value {full} never exceeds threshold {threshold}")
 
-    def ramp_alert(self, name: str, threshold: str, cap: float | None = None) -> tuple[float, Ramp]:
+    def ramp_alert(self, name: str, threshold: str, cap: float | None = None) -> Ramp:
         """The recipe of a threshold alert on a rate: ``thresholds.<threshold>`` from the settings and
         a counter ramp starting just after the first full rate window (see ``ramp_plan``), long
-        enough to cover the alert's onset, ``for:`` and a margin."""
+        enough to cover the alert's onset, ``for:`` and a margin. ``Ramp.alert`` builds the rule."""
         thr = self.s[f"thresholds.{threshold}"]
         start = self.window_steps() + 2
         full, onset = self.ramp_plan(start, thr, cap)
-        return thr, Ramp(self, start, full, onset, self.length(name, onset))
+        return Ramp(self, name, thr, start, full, onset, self.length(name, onset))
 
     def step(self, name: str, series: str, before: str, after: str, labels: dict) -> Scenario:
         """The recipe of an alert on a state: ``series`` reads ``before`` for ten minutes, then ``after``
         long enough to cover the alert's ``for:`` and a margin; the expression holds from minute 10."""
         return Scenario(((series, f"{before}x9 {after}x{minutes(self.s.for_(name)) + 10}"),), 10, labels)
+
+    def link_downs(self, name: str, series: str, labels: dict) -> Scenario:
+        """The recipe of a flapping alert on a link-down counter (its increase over 1h): an hour
+        without downs, then one more at once than ``link_flaps_per_hour`` allows, held past ``for:``."""
+        jump = math.floor(self.s["thresholds.link_flaps_per_hour"]) + 1
+        return Scenario(((series, f"0x69 {jump}x{minutes(self.s.for_(name)) + 10}"),), 70, labels)
 
     def alert(self, name: str, severity: str, expr: str, summary: str, description: str,
               scenario: Scenario, extra: tuple[Scenario, ...] = ()) -> AlertRule:
@@ -203,13 +209,40 @@ class Ctx:
 
 @dataclass(frozen=True)
 class Ramp:
-    """A ramp scenario planned by ``Ctx.ramp_alert``: the counter rises at ``full`` (per unit) from
-    ``start``; the alert's expression first holds at ``onset``; test series run for ``length`` steps."""
+    """A threshold alert planned by ``Ctx.ramp_alert``: alert ``name`` fires when its expression
+    exceeds ``threshold``; in its scenario the counter rises at ``full`` (per unit) from ``start``,
+    the expression first holds at ``onset`` and test series run for ``length`` steps."""
     c: Ctx
+    name: str
+    threshold: float
     start: int
     full: float
     onset: int
     length: int
+
+    @property
+    def value(self) -> str:
+        """The threshold as the expression and descriptions print it."""
+        return fmt(self.threshold)
+
+    @property
+    def percent(self) -> str:
+        """The threshold of a ratio, as a percentage."""
+        return pct(self.threshold)
+
+    @property
+    def for_(self) -> str:
+        return self.c.s.for_(self.name)
+
+    @property
+    def window(self) -> str:
+        """How descriptions name the rate window and the alert's ``for:``."""
+        return f"over {self.c.w}, for {self.for_}"
+
+    def alert(self, severity: str, measure: str, summary: str, description: str, scenario: Scenario,
+              extra: tuple[Scenario, ...] = ()) -> AlertRule:
+        """The rule: ``measure`` (a PromQL expression) above the threshold."""
+        return self.c.alert(self.name, severity, f"{measure} > {self.value}", summary, description, scenario, extra)
 
     def counter(self, per_unit: float) -> str:
         """The input series of a counter rising by ``full * per_unit`` each minute from ``start``."""
@@ -219,6 +252,12 @@ class Ramp:
         """The scenario of an alert on a per-second rate: ``series`` counts ``full`` per second
         (60 x full per 1m step) from ``start``; the alert has ``labels``."""
         return Scenario(((series, self.counter(60)),), self.onset, labels)
+
+    def per_window(self, series: str, labels: dict) -> Scenario:
+        """The scenario of an alert on an increase over the rate window: ``series`` counts ``full``
+        per window from ``start``; the alert has ``labels``."""
+        return Scenario(((series, self.c.ramp(self.start, self.full / self.c.window_steps(), self.length)),),
+                        self.onset, labels)
 
 
 def component_of(labels: dict) -> str:

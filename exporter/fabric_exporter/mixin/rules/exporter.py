@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import CRITICAL, TARGET, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes, pct
+from .base import CRITICAL, TARGET, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, pct
 
 
 # Where an alert's description says the series is, from its labels.
@@ -46,13 +46,11 @@ def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "its fabric metrics are missing. fabric_poll_errors_total{reason} says why.",
         c.step(n, s_up, "1", "0", labels)))
 
-    n = "FabricPollsFailing"
-    thr, r = c.ramp_alert(n, "poll_error_ratio", cap=1.0)
-    alerts.append(c.alert(
-        n, WARNING, f"fabric:poll_failures:ratio{sel()} > {fmt(thr)}",
-        "Many polls of a fabric target fail.",
-        TARGET_WHERE + f": more than {pct(thr)} of polls failed over {w}, for {c.s.for_(n)}; "
-        "the target publishes partial or old data.",
+    r = c.ramp_alert("FabricPollsFailing", "poll_error_ratio", cap=1.0)
+    alerts.append(r.alert(
+        WARNING, f"fabric:poll_failures:ratio{sel()}", "Many polls of a fabric target fail.",
+        TARGET_WHERE + f": more than {r.percent} of polls failed {r.window}; the target publishes partial or "
+        "old data.",
         Scenario(((s_polls, f"0+60x{r.length}"), (s_err_t, r.counter(60))), r.onset, target)))
 
     n = "FabricPollsSlow"

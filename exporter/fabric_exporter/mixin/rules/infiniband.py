@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes, pct
+from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt
 
 
 # Where an alert's description says the series is, from its labels.
@@ -58,36 +56,31 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         f"rate(fabric_ib_port_transmit_discards_total{sel()}[{w}])",
         ((s_disc, "0+30x20"),), 10, ((port, 0.5),)))
 
-    alerts = []
-    n = "FabricIBXmitWaitHigh"
-    thr, r = c.ramp_alert(n, "ib_xmit_wait_ratio", cap=1.0)
-    alerts.append(c.alert(
-        n, WARNING, f"fabric:ib_port_xmit_wait:ratio{sel()} > {fmt(thr)}",
+    r = c.ramp_alert("FabricIBXmitWaitHigh", "ib_xmit_wait_ratio", cap=1.0)
+    xmit_wait_ib = r.alert(
+        WARNING, f"fabric:ib_port_xmit_wait:ratio{sel()}",
         "An InfiniBand port is congested: it often has data to send and no credits.",
-        IB_WHERE + f" stalled for lack of credits more than {pct(thr)} of the time over {w}, for "
-        f"{c.s.for_(n)}: congestion downstream of this port (or a slow receiver) is spreading back.",
+        IB_WHERE + f" stalled for lack of credits more than {r.percent} of the time {r.window}: congestion "
+        "downstream of this port (or a slow receiver) is spreading back.",
         # 100 B/s link, no tick multiplier: ticks/s = ratio x 100.
-        Scenario(((s_wait, c.ramp(r.start, r.full * 100 * 60, r.length)), (s_rate, f"100x{r.length}")), r.onset, port)))
+        Scenario(((s_wait, c.ramp(r.start, r.full * 100 * 60, r.length)), (s_rate, f"100x{r.length}")), r.onset, port))
 
-    n = "FabricLinkSymbolErrors"
-    thr, r = c.ramp_alert(n, "symbol_errors_per_window")
-    symbol_ib = c.alert(
-        n, WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}]) > {fmt(thr)}",
-        "A link is taking bit errors.",
-        IB_WHERE + f" counted more than {fmt(thr)} symbol errors in {w}, for {c.s.for_(n)}: "
-        "a failing cable, transceiver or dirty connector.",
-        Scenario(((s_sym, c.ramp(r.start, r.full / c.window_steps(), r.length)),), r.onset, port))
+    r = c.ramp_alert("FabricLinkSymbolErrors", "symbol_errors_per_window")
+    symbol_ib = r.alert(
+        WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}])", "A link is taking bit errors.",
+        IB_WHERE + f" counted more than {r.value} symbol errors in {w}, for {r.for_}: a failing cable, "
+        "transceiver or dirty connector.",
+        r.per_window(s_sym, port))
 
     n = "FabricLinkFlapping"
     thr = c.s["thresholds.link_flaps_per_hour"]
     s_down, _ = c.series("fabric_ib_link_downed_total", IB_PORT)
-    jump = math.floor(thr) + 1
     flap_ib = c.alert(
         n, WARNING, f"increase(fabric_ib_link_downed_total{sel()}[1h]) > {fmt(thr)}",
         "A link keeps going down and up.",
         IB_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap reroutes traffic "
         "and stalls collectives.",
-        Scenario(((s_down, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, port))
+        c.link_downs(n, s_down, port))
 
     n = "FabricLinkDown"
     s_unexp, _ = c.series("fabric_ib_port_link_down_unexpected", IB_PORT)
@@ -106,21 +99,17 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "its bandwidth is cut and it congests first.",
         c.step(n, s_deg, "0", "1", port))
 
-    n = "FabricPortErrors"
-    thr, r = c.ramp_alert(n, "port_errors_per_second")
-    errors_ib = c.alert(
-        n, WARNING, f"sum without (counter) (fabric:ib_port_errors:rate{sel()}) > {fmt(thr)}",
-        "A port is receiving errors.",
-        IB_WHERE + f" counts more than {fmt(thr)} receive/link errors per second over {w}, for {c.s.for_(n)} "
-        "(PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries).",
+    r = c.ramp_alert("FabricPortErrors", "port_errors_per_second")
+    errors_ib = r.alert(
+        WARNING, f"sum without (counter) (fabric:ib_port_errors:rate{sel()})", "A port is receiving errors.",
+        IB_WHERE + f" counts more than {r.value} receive/link errors per second {r.window} (PortRcvErrors, "
+        "remote physical, link integrity, buffer overrun, link recoveries).",
         r.per_second(s_rcv, port))
 
-    n = "FabricPortDiscards"
-    thr, r = c.ramp_alert(n, "port_discards_per_second")
-    discards_ib = c.alert(
-        n, WARNING, f"fabric:ib_port_transmit_discards:rate{sel()} > {fmt(thr)}",
-        "A port is discarding packets.",
-        IB_WHERE + f" discards more than {fmt(thr)} outbound packets per second over {w}, for "
-        f"{c.s.for_(n)}: its link is down or congestion timed packets out.",
+    r = c.ramp_alert("FabricPortDiscards", "port_discards_per_second")
+    discards_ib = r.alert(
+        WARNING, f"fabric:ib_port_transmit_discards:rate{sel()}", "A port is discarding packets.",
+        IB_WHERE + f" discards more than {r.value} outbound packets per second {r.window}: its link is down "
+        "or congestion timed packets out.",
         r.per_second(s_disc, port))
-    return rec, [alerts[0], symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]
+    return rec, [xmit_wait_ib, symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .base import EXAMPLE, LAT_GROUP_PAIR, WARNING, AlertRule, Ctx, Recording, Scenario, _strip, fmt, labels_text, minutes, pct
+from .base import EXAMPLE, LAT_GROUP_PAIR, WARNING, AlertRule, Ctx, Recording, Scenario, _strip, fmt, labels_text, minutes
 
 
 LAT_BY = "fabric, source_group, destination_group, tool, message_bytes"
@@ -86,14 +86,12 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         f"{baseline_text}, for {c.s.for_(n)}.",
         Scenario(series, onset, grp, step=1 if c.s["latency_baseline"] == "median_7d" else 60)))
 
-    n = "FabricLatencyProbeLoss"
-    thr, r = c.ramp_alert(n, "probe_loss_ratio", cap=1.0)
-    alerts.append(c.alert(
-        n, WARNING, f"fabric:rdma_latency_probe_failures:ratio{sel()} > {fmt(thr)}",
-        "Latency probes are failing.",
-        "fabric {{ $labels.fabric }}: more than " + pct(thr) + " of the latency probes of {{ $labels.host }} "
-        "(as {{ $labels.role }}, group {{ $labels.host_group }})" + f" gave no result over {w}, for "
-        f"{c.s.for_(n)}: the host is unreachable over RDMA, or its probes time out.",
+    r = c.ramp_alert("FabricLatencyProbeLoss", "probe_loss_ratio", cap=1.0)
+    alerts.append(r.alert(
+        WARNING, f"fabric:rdma_latency_probe_failures:ratio{sel()}", "Latency probes are failing.",
+        "fabric {{ $labels.fabric }}: more than " + r.percent + " of the latency probes of {{ $labels.host }} "
+        "(as {{ $labels.role }}, group {{ $labels.host_group }})" + f" gave no result {r.window}: the host is "
+        "unreachable over RDMA, or its probes time out.",
         Scenario(((s_pf, r.counter(600)), (s_pt, f"0+600x{r.length}")), r.onset, host_role)))
     return rec, alerts
 

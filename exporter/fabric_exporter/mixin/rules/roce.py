@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .base import (CRITICAL, INFO, NIC_PORT, SWITCH_IF, WARNING, AlertRule, Ctx, Recording, Scenario, fmt,
-                   minutes, pct)
+from .base import CRITICAL, INFO, NIC_PORT, SWITCH_IF, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes
 
 
 # Where an alert's description says the series is, from its labels.
@@ -97,18 +96,18 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     # -- PFC pause storm
     n = "FabricRocePfcPauseStorm"
-    thr, r = c.ramp_alert(n, "pfc_pause_fraction", cap=1.0)
+    r = c.ramp_alert(n, "pfc_pause_fraction", cap=1.0)
     s_storm, _ = c.series("fabric_roce_nic_pause_storm_error_events_total", NIC_PORT)
     storm_length = c.length(n, start)
     # Two signs of one fault on a NIC port, so one rule: time paused near 100% on the lossless
     # priority, or the NIC's own stall watchdog firing (it stops pausing to save the fabric).
     alerts.append(c.alert(
         n, CRITICAL,
-        f"fabric:roce_pfc_pause_time:fraction{prio_sel} > {fmt(thr)}"
+        f"fabric:roce_pfc_pause_time:fraction{prio_sel} > {r.value}"
         f" or increase(fabric_roce_nic_pause_storm_error_events_total{sel()}[{w}]) > 0",
         "A RoCE port is held in a PFC pause storm.",
-        NIC_WHERE + f" is in a PFC pause storm: paused more than {pct(thr)} of the time on the lossless "
-        f"priority over {w}, or its NIC's pause-storm watchdog fired, for {c.s.for_(n)}. A stuck receiver "
+        NIC_WHERE + f" is in a PFC pause storm: paused more than {r.percent} of the time on the lossless "
+        f"priority over {w}, or its NIC's pause-storm watchdog fired, for {r.for_}. A stuck receiver "
         "is freezing the lossless class and the pause spreads through the fabric.",
         r.per_second(s_rx_psec, {**nic_prio, "direction": "rx"}),
         extra=(Scenario(((s_storm, c.ramp(start, 1, storm_length)),), start, nic),)))
@@ -120,43 +119,35 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "it drops or forwards the queue's traffic while the peer keeps pausing it.",
         c.step(n, s_wd, "0", "1", sw_q)))
 
-    n = "FabricRocePfcPausesSustained"
-    thr, r = c.ramp_alert(n, "pfc_pause_frames_per_second")
+    r = c.ramp_alert("FabricRocePfcPausesSustained", "pfc_pause_frames_per_second")
     for where, s_name, labels, direction in ((NIC_WHERE, s_rx_pause, nic_prio, "rx"),
                                               (SWITCH_WHERE, s_sw_tx_pause, sw_prio, "tx")):
         side = "host" if "host" in labels else "switch"
         side_sel = sel(f'priority="{p}",{side}!=""')
-        alerts.append(c.alert(
-            n, WARNING,
-            f"fabric:roce_pfc_pause_frames:rate{side_sel} > {fmt(thr)}",
+        alerts.append(r.alert(
+            WARNING, f"fabric:roce_pfc_pause_frames:rate{side_sel}",
             "A RoCE port sends or receives PFC pause frames continuously.",
-            where + " {{ $labels.direction }} more than " + fmt(thr) + " PFC pause frames per second on lossless "
-            "priority {{ $labels.priority }}" + f" over {w}, for {c.s.for_(n)}: sustained congestion that PFC, "
-            "not ECN, is absorbing.",
+            where + " {{ $labels.direction }} more than " + r.value + " PFC pause frames per second on lossless "
+            "priority {{ $labels.priority }}" + f" {r.window}: sustained congestion that PFC, not ECN, is absorbing.",
             r.per_second(s_name, {**labels, "direction": direction})))
 
-    n = "FabricRoceEcnMarkingHigh"
-    thr, r = c.ramp_alert(n, "ecn_marked_ratio", cap=1.0)
-    alerts.append(c.alert(
-        n, INFO, f"fabric:roce_ecn_marked:ratio{host_sel} > {fmt(thr)}",
-        "Many RoCE packets arrive ECN-marked.",
-        NIC_WHERE + f" receives more than {pct(thr)} of its packets CE-marked over {w}, for {c.s.for_(n)}: "
-        "the path to this host is congested and DCQCN is slowing its senders.",
+    r = c.ramp_alert("FabricRoceEcnMarkingHigh", "ecn_marked_ratio", cap=1.0)
+    alerts.append(r.alert(
+        INFO, f"fabric:roce_ecn_marked:ratio{host_sel}", "Many RoCE packets arrive ECN-marked.",
+        NIC_WHERE + f" receives more than {r.percent} of its packets CE-marked {r.window}: the path to this "
+        "host is congested and DCQCN is slowing its senders.",
         Scenario(((s_ecn, r.counter(6000)), (s_rxp, f"0+6000x{r.length}")), r.onset, nic)))
-    alerts.append(c.alert(
-        n, INFO, f"fabric:roce_ecn_marked:ratio{switch_sel} > {fmt(thr)}",
-        "Many RoCE packets leave a switch queue ECN-marked.",
-        SWITCH_WHERE + " queue {{ $labels.queue }}" + f" CE-marks more than {pct(thr)} of the packets it "
-        f"sends over {w}, for {c.s.for_(n)}: the egress port is congested.",
+    alerts.append(r.alert(
+        INFO, f"fabric:roce_ecn_marked:ratio{switch_sel}", "Many RoCE packets leave a switch queue ECN-marked.",
+        SWITCH_WHERE + " queue {{ $labels.queue }}" + f" CE-marks more than {r.percent} of the packets it "
+        f"sends {r.window}: the egress port is congested.",
         Scenario(((s_sw_ecn, r.counter(6000)), (s_sw_qtx, f"0+6000x{r.length}")), r.onset, sw_q)))
 
-    n = "FabricRoceCnpIgnored"
-    thr, r = c.ramp_alert(n, "cnp_ignored_per_second")
-    alerts.append(c.alert(
-        n, WARNING, f"fabric:roce_cnp:rate{ignored_sel} > {fmt(thr)}",
-        "A RoCE sender ignores congestion notifications.",
-        NIC_WHERE + f" ignored more than {fmt(thr)} CNPs per second over {w}, for {c.s.for_(n)}: congestion "
-        "control (DCQCN) is off or the CNP priority/DSCP does not match, so this sender never slows down.",
+    r = c.ramp_alert("FabricRoceCnpIgnored", "cnp_ignored_per_second")
+    alerts.append(r.alert(
+        WARNING, f"fabric:roce_cnp:rate{ignored_sel}", "A RoCE sender ignores congestion notifications.",
+        NIC_WHERE + f" ignored more than {r.value} CNPs per second {r.window}: congestion control (DCQCN) is "
+        "off or the CNP priority/DSCP does not match, so this sender never slows down.",
         r.per_second(s_cnp_ign, {**nic, "kind": "ignored"})))
 
     n = "FabricRoceLosslessQueueDrops"
@@ -178,36 +169,31 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         f"{c.s.for_(n)}): its buffer overflowed although PFC should have paused the sender.",
         Scenario(((s_pd, c.ramp(start, 60, length)),), onset, nic_prio)))
 
-    n = "FabricRoceRetransmitTimeouts"
-    thr, r = c.ramp_alert(n, "retransmit_timeouts_per_second")
-    alerts.append(c.alert(
-        n, WARNING, f"fabric:roce_retransmits:rate{timeout_sel} > {fmt(thr)}",
-        "RoCE retransmissions on timeout are rising.",
-        NIC_WHERE + f" retransmits more than {fmt(thr)} times per second on ACK timeout over {w}, for "
-        f"{c.s.for_(n)}: packets are lost in the fabric and each loss costs a full timeout of tail latency.",
+    r = c.ramp_alert("FabricRoceRetransmitTimeouts", "retransmit_timeouts_per_second")
+    alerts.append(r.alert(
+        WARNING, f"fabric:roce_retransmits:rate{timeout_sel}", "RoCE retransmissions on timeout are rising.",
+        NIC_WHERE + f" retransmits more than {r.value} times per second on ACK timeout {r.window}: packets are "
+        "lost in the fabric and each loss costs a full timeout of tail latency.",
         r.per_second(s_lat, {**nic, "kind": "local_ack_timeout"})))
 
     # -- link health on RoCE ports
-    n = "FabricLinkSymbolErrors"
-    thr, r = c.ramp_alert(n, "symbol_errors_per_window")
+    r = c.ramp_alert("FabricLinkSymbolErrors", "symbol_errors_per_window")
     s_pcs, _ = c.series("fabric_roce_nic_rx_pcs_symbol_errors_total", NIC_PORT)
-    alerts.append(c.alert(
-        n, WARNING, f"increase(fabric_roce_nic_rx_pcs_symbol_errors_total{sel()}[{w}]) > {fmt(thr)}",
-        "A link is taking bit errors.",
-        NIC_WHERE + f" counted more than {fmt(thr)} symbol errors FEC could not correct in {w}, for "
-        f"{c.s.for_(n)}: a failing cable, transceiver or dirty connector.",
-        Scenario(((s_pcs, c.ramp(r.start, r.full / c.window_steps(), r.length)),), r.onset, nic)))
+    alerts.append(r.alert(
+        WARNING, f"increase(fabric_roce_nic_rx_pcs_symbol_errors_total{sel()}[{w}])", "A link is taking bit errors.",
+        NIC_WHERE + f" counted more than {r.value} symbol errors FEC could not correct in {w}, for {r.for_}: a "
+        "failing cable, transceiver or dirty connector.",
+        r.per_window(s_pcs, nic)))
 
     n = "FabricLinkFlapping"
     thr = c.s["thresholds.link_flaps_per_hour"]
-    jump = math.floor(thr) + 1
     s_lde, _ = c.series("fabric_roce_nic_link_down_events_total", NIC_PORT)
     alerts.append(c.alert(
         n, WARNING, f"increase(fabric_roce_nic_link_down_events_total{sel()}[1h]) > {fmt(thr)}",
         "A link keeps going down and up.",
         NIC_WHERE + f" went down more than {fmt(thr)} times in the last hour: every flap breaks the host's "
         "RDMA connections.",
-        Scenario(((s_lde, f"0x69 {jump}x{minutes(c.s.for_(n)) + 10}"),), 70, nic)))
+        c.link_downs(n, s_lde, nic)))
     s_oper, _ = c.series("fabric_roce_switch_if_oper_status", SWITCH_IF)
     flips = 2 * math.floor(thr) + 1  # changes()/2 > thr
     flap_values = "1x69 " + " ".join("2" if i % 2 == 0 else "1" for i in range(flips + minutes(c.s.for_(n)) + 5))
@@ -249,31 +235,24 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         "down, its bandwidth is cut and it congests first.",
         c.step(n, s_speed, "50000000000", "25000000000", sw)))
 
-    n = "FabricPortErrors"
-    thr, r = c.ramp_alert(n, "port_errors_per_second")
-    alerts.append(c.alert(
-        n, WARNING, f"sum without (direction) (fabric:roce_switch_if_errors:rate{sel()}) > {fmt(thr)}",
-        "A port is receiving errors.",
-        SWITCH_WHERE + f" counts more than {fmt(thr)} receive/transmit errors per second over {w}, for "
-        f"{c.s.for_(n)}.",
-        r.per_second(s_sw_rxe, sw)))
+    r = c.ramp_alert("FabricPortErrors", "port_errors_per_second")
     s_crc, _ = c.series("fabric_roce_nic_rx_crc_errors_total", NIC_PORT)
-    alerts.append(c.alert(
-        n, WARNING, f"rate(fabric_roce_nic_rx_crc_errors_total{sel()}[{w}]) > {fmt(thr)}",
-        "A port is receiving errors.",
-        NIC_WHERE + f" receives more than {fmt(thr)} packets per second with a bad FCS over {w}, for "
-        f"{c.s.for_(n)}.",
+    alerts.append(r.alert(
+        WARNING, f"sum without (direction) (fabric:roce_switch_if_errors:rate{sel()})", "A port is receiving errors.",
+        SWITCH_WHERE + f" counts more than {r.value} receive/transmit errors per second {r.window}.",
+        r.per_second(s_sw_rxe, sw)))
+    alerts.append(r.alert(
+        WARNING, f"rate(fabric_roce_nic_rx_crc_errors_total{sel()}[{w}])", "A port is receiving errors.",
+        NIC_WHERE + f" receives more than {r.value} packets per second with a bad FCS {r.window}.",
         r.per_second(s_crc, nic)))
 
-    n = "FabricPortDiscards"
-    thr, r = c.ramp_alert(n, "port_discards_per_second")
+    r = c.ramp_alert("FabricPortDiscards", "port_discards_per_second")
     s_sw_rxd, _ = c.series("fabric_roce_rx_discards_total", SWITCH_IF)
     for where, sel_side, s_name, labels in ((NIC_WHERE, host_sel, s_rxd, nic),
                                             (SWITCH_WHERE, switch_sel, s_sw_rxd, sw)):
-        alerts.append(c.alert(
-            n, WARNING, f"fabric:roce_port_discards:rate{sel_side} > {fmt(thr)}",
-            "A port is discarding packets.",
-            where + f" discards more than {fmt(thr)} " + "{{ $labels.direction }} packets per second over "
-            f"{w}, for {c.s.for_(n)}: its buffers overflow.",
+        alerts.append(r.alert(
+            WARNING, f"fabric:roce_port_discards:rate{sel_side}", "A port is discarding packets.",
+            where + f" discards more than {r.value} " + "{{ $labels.direction }} packets per second "
+            f"{r.window}: its buffers overflow.",
             r.per_second(s_name, {**labels, "direction": "rx"})))
     return rec, alerts
