@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..catalog import infiniband as ib_catalog
+from ..catalog.spec import MetricSpec, RawCounter
 from ..errors import CommandFailed, ParseError, PollError, PollTimeout
 from ..parsers import ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors
 from ..parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
@@ -51,45 +53,22 @@ log = logging.getLogger("fabric_exporter.infiniband")
 
 TOOLS = ("ibqueryerrors", "ibnetdiscover", "perfquery")
 
-# Raw counter name (as the tools print it) -> (metric, width in bits of the 32-bit PortCounters field).
-DATA_COUNTERS = {
-    "PortXmitData": ("fabric_ib_port_data_transmitted_bytes_total", 32),
-    "PortRcvData": ("fabric_ib_port_data_received_bytes_total", 32),
-    "PortXmitPkts": ("fabric_ib_port_packets_transmitted_total", 32),
-    "PortRcvPkts": ("fabric_ib_port_packets_received_total", 32),
-    "PortUnicastXmitPkts": ("fabric_ib_unicast_packets_transmitted_total", 64),
-    "PortUnicastRcvPkts": ("fabric_ib_unicast_packets_received_total", 64),
-    "PortMulticastXmitPkts": ("fabric_ib_multicast_packets_transmitted_total", 64),
-    "PortMulticastRcvPkts": ("fabric_ib_multicast_packets_received_total", 64),
-}
+# Raw counter name (as the tools print it) -> (metric, width in bits of its PortCounters field), built
+# from the catalog's RawCounter entries: the pairing is declared there only.
+
+
+def _raw_counters(source: str) -> dict[str, tuple[MetricSpec, RawCounter]]:
+    return {raw.name: (spec, raw) for spec in ib_catalog.METRICS for raw in spec.raw if raw.source == source}
+
+
+DATA_COUNTERS = {name: (spec.name, raw.width) for name, (spec, raw) in _raw_counters(ib_catalog.COUNTER_SWEEP).items()}
 # Error counters (IBA 1.3 PortCounters widths; they latch at all-ones) and PortXmitWait.
-ERROR_COUNTERS = {
-    "SymbolErrorCounter": ("fabric_ib_symbol_error_total", 16),
-    "LinkErrorRecoveryCounter": ("fabric_ib_link_error_recovery_total", 8),
-    "LinkDownedCounter": ("fabric_ib_link_downed_total", 8),
-    "PortRcvErrors": ("fabric_ib_port_receive_errors_total", 16),
-    "PortRcvRemotePhysicalErrors": ("fabric_ib_port_receive_remote_physical_errors_total", 16),
-    "PortRcvSwitchRelayErrors": ("fabric_ib_port_receive_switch_relay_errors_total", 16),
-    "PortXmitDiscards": ("fabric_ib_port_transmit_discards_total", 16),
-    "PortXmitConstraintErrors": ("fabric_ib_port_transmit_constraint_errors_total", 8),
-    "PortRcvConstraintErrors": ("fabric_ib_port_receive_constraint_errors_total", 8),
-    "LocalLinkIntegrityErrors": ("fabric_ib_local_link_integrity_errors_total", 4),
-    "ExcessiveBufferOverrunErrors": ("fabric_ib_excessive_buffer_overrun_errors_total", 4),
-    "VL15Dropped": ("fabric_ib_vl15_dropped_total", 16),
-    "PortXmitWait": ("fabric_ib_port_transmit_wait_total", 32),
-}
-QP1_DROPPED = ("fabric_ib_qp1_dropped_total", 16)
-WORD_COUNTERS = {"PortXmitData", "PortRcvData"}  # 4-byte words
+ERROR_COUNTERS = {name: (spec.name, raw.width) for name, (spec, raw) in _raw_counters(ib_catalog.ERROR_SWEEP).items()}
+QP1_DROPPED = next((spec.name, raw.width) for spec, raw in _raw_counters(ib_catalog.PERFQUERY).values())
 # PortCounters CounterSelect bits (perfquery -R reset mask); PortXmitWait is bit 16 (CounterSelect2).
-RESET_BITS = {
-    "SymbolErrorCounter": 0, "LinkErrorRecoveryCounter": 1, "LinkDownedCounter": 2, "PortRcvErrors": 3,
-    "PortRcvRemotePhysicalErrors": 4, "PortRcvSwitchRelayErrors": 5, "PortXmitDiscards": 6,
-    "PortXmitConstraintErrors": 7, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 9,
-    "ExcessiveBufferOverrunErrors": 10, "VL15Dropped": 11, "PortXmitData": 12, "PortRcvData": 13,
-    "PortXmitPkts": 14, "PortRcvPkts": 15, "PortXmitWait": 16,
-}
+RESET_BITS = {raw.name: raw.reset_bit for spec in ib_catalog.METRICS for raw in spec.raw if raw.reset_bit is not None}
 # Per-sample lookups, prepared once: raw name -> (metric, multiplier); error counters in catalog order.
-_DATA_METRICS = {raw: (metric, 4 if raw in WORD_COUNTERS else 1) for raw, (metric, _w) in DATA_COUNTERS.items()}
+_DATA_METRICS = {name: (spec.name, raw.scale) for name, (spec, raw) in _raw_counters(ib_catalog.COUNTER_SWEEP).items()}
 _ERROR_METRICS = tuple((raw, metric) for raw, (metric, _w) in ERROR_COUNTERS.items())
 SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
 
