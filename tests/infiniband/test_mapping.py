@@ -1,0 +1,59 @@
+"""The collector's pure pieces on the ibsim fixtures (captured from infiniband-diags on ibsim):
+join_sweeps (two sweeps -> one record per port) and samples_from_sweep (records + state -> samples)
+run without tools, clock or I/O, and give the same samples from the same inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fabric_exporter.catalog import family_of
+from fabric_exporter.collectors.infiniband import FabricState, join_sweeps, samples_from_sweep
+from fabric_exporter.collectors.infiniband.counters import latched_counters
+from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "infiniband"
+
+
+def _inputs():
+    state = FabricState(forget_missing_after=3600.0)
+    state.apply_topology(ib_netdiscover.parse((FIXTURES / "ibsim_ibnetdiscover.txt").read_text()))
+    counters = ib_queryerrors.parse((FIXTURES / "ibsim_ibqueryerrors_counters_report_port.txt").read_text())
+    errors = ib_queryerrors.parse((FIXTURES / "ibsim_ibqueryerrors_errors_zero_threshold.txt").read_text())
+    return state, counters, errors
+
+
+def _poll(state, counters, errors, now):
+    problems: list[str] = []
+    joined = join_sweeps(counters, errors, "", state.owners, problems)
+    state.sweep_names = joined.sweep_names
+    latched = {k: latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped) for k, p in joined.ports.items()}
+    state.record_sweep(joined.ports, now)
+    state.forget_gone(joined.ports, now)
+    return joined, samples_from_sweep(joined.ports, latched, state, {"ibqueryerrors_counters": 0.5}, now, problems), \
+        problems
+
+
+def test_mapping_is_repeatable_and_reuses_unchanged_ports():
+    state, counters, errors = _inputs()
+    joined, first, _problems = _poll(state, counters, errors, 100.0)
+    assert joined.ports and all(family_of(s.name) is not None for s in first)
+    static_before = {k: v[2] for k, v in state.port_static.items()}
+    _joined, second, _problems = _poll(state, counters, errors, 101.0)
+    assert [(s.name, s.labels, s.value) for s in first] == [(s.name, s.labels, s.value) for s in second]
+    # link/health/info samples of unchanged ports are the same objects, not rebuilt
+    assert all(state.port_static[k][2] is v for k, v in static_before.items())
+    ports = sum(1 for s in first if s.name == "fabric_ib_port_state_id")
+    assert ports == len(joined.ports)
+
+
+def test_a_port_the_sweep_stops_returning_is_missing_not_gone():
+    state, counters, errors = _inputs()
+    _poll(state, counters, errors, 100.0)
+    node = counters.nodes[0]
+    dropped = node.ports.pop()
+    _joined, samples, problems = _poll(state, counters, errors, 101.0)
+    missing = [s for s in samples if s.name == "fabric_ib_port_sweep_missing" and s.value == 1.0]
+    assert [(s.labels["node_guid"], s.labels["port"]) for s in missing] == [(f"0x{node.guid:016x}", str(dropped.port))]
+    assert not any(s.name == "fabric_ib_port_data_transmitted_bytes_total" and s.labels["port"] == str(dropped.port)
+                   and s.labels["node_guid"] == f"0x{node.guid:016x}" for s in samples)
+    assert any("missing from the sweep" in p for p in problems)
