@@ -47,10 +47,8 @@ def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricSta
     extended = data_counters_64bit(p.entry)
     # The link/health gauges and the info series change only with the link: reuse last poll's
     # samples (and labels dict) while everything they are made of is the same.
-    signature = (node_name, peer, was_linked, is_latched, extended,
-                 None if link is None else (link.lid, link.state, link.phys_state, link.width, link.speed,
-                                            link.peer_port_guid, link.peer_port, link.could_be_width,
-                                            link.could_be_speed))
+    # (The parser shares one LinkInfo per unchanged Link info line: compared by identity first.)
+    signature = (node_name, peer, was_linked, is_latched, extended, link)
     cached = state.port_static.get(key)
     if cached is None or cached[0] != signature:
         labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
@@ -82,22 +80,19 @@ def _peer(key: PortKey, link: ib_queryerrors.LinkInfo | None, was_linked: bool, 
 
 def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
     labels = cached[1]
-    add = out.append
-    for raw, value in p.entry.counters.items():
-        spec = DATA_METRICS.get(raw)
-        if spec is not None:
-            add(_new(Sample, (spec[0], labels, float(value * spec[1]))))
+    metrics = DATA_METRICS
+    out += [_new(Sample, (spec[0], labels, float(value * spec[1])))
+            for raw, value in p.entry.counters.items() if (spec := metrics.get(raw)) is not None]
     errors = p.errors
     if errors:
         get = errors.get
-        for raw, metric in ERROR_METRICS:
-            add(_new(Sample, (metric, labels, float(get(raw, 0)))))
+        out += [_new(Sample, (metric, labels, float(get(raw, 0)))) for raw, metric in ERROR_METRICS]
     elif errors is not None:  # every error counter 0 (most ports, most polls): reuse those samples
         if cached[4] is None:
             cached[4] = [_new(Sample, (metric, labels, 0.0)) for _raw, metric in ERROR_METRICS]
         out += cached[4]
     if p.qp1_dropped is not None:
-        add(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
+        out.append(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
 
 
 def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
