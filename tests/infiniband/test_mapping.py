@@ -4,6 +4,7 @@ run without tools, clock or I/O, and give the same samples from the same inputs.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from fabric_exporter.catalog import family_of
@@ -57,3 +58,23 @@ def test_a_port_the_sweep_stops_returning_is_missing_not_gone():
     assert not any(s.name == "fabric_ib_port_data_transmitted_bytes_total" and s.labels["port"] == str(dropped.port)
                    and s.labels["node_guid"] == f"0x{node.guid:016x}" for s in samples)
     assert any("missing from the sweep" in p for p in problems)
+
+
+def test_rediscovering_the_same_fabric_keeps_the_port_memo_and_a_changed_one_drops_it():
+    state, counters, errors = _inputs()
+    _poll(state, counters, errors, 100.0)
+    memo = dict(state.port_static)
+    text = (FIXTURES / "ibsim_ibnetdiscover.txt").read_text()
+    state.apply_topology(ib_netdiscover.parse(text))  # topology_interval: the same fabric again
+    assert state.port_static == memo and all(state.port_static[k] is v for k, v in memo.items())
+    changed = ib_netdiscover.parse(text)
+    node = next(n for n in changed.nodes.values() if n.type == "ca" and n.ports)
+    old_port = next(iter(node.ports.values()))
+    # a CA port with another port GUID (an HCA swapped): port_info must change
+    port = node.ports[old_port.port] = dataclasses.replace(old_port, port_guid=old_port.port_guid ^ 0xFF)
+    state.apply_topology(changed)
+    assert state.port_static == {}
+    _joined, samples, _problems = _poll(state, counters, errors, 101.0)
+    infos = [s for s in samples if s.name == "fabric_ib_port_info" and s.labels["node_guid"] == f"0x{node.guid:016x}"
+             and s.labels["port"] == str(port.port)]
+    assert [i.labels["port_guid"] for i in infos] == [f"0x{port.port_guid:016x}"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...parsers import ib_queryerrors
 from ...parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
-from ...samples import Sample
+from ...samples import KeptSample, Sample
 from .counters import DATA_METRICS, ERROR_METRICS, QP1_DROPPED, data_counters_64bit
 from .join import PortKey, SweptPort
 from .state import FabricState, link_up
@@ -89,7 +89,7 @@ def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
         out += [_new(Sample, (metric, labels, float(get(raw, 0)))) for raw, metric in ERROR_METRICS]
     elif errors is not None:  # every error counter 0 (most ports, most polls): reuse those samples
         if cached[4] is None:
-            cached[4] = [_new(Sample, (metric, labels, 0.0)) for _raw, metric in ERROR_METRICS]
+            cached[4] = [_new(KeptSample, (metric, labels, 0.0)) for _raw, metric in ERROR_METRICS]
         out += cached[4]
     if p.qp1_dropped is not None:
         out.append(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
@@ -97,31 +97,31 @@ def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
 
 def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
                   is_latched: bool, extended: bool) -> list[Sample]:
-    """The port's link and health gauges."""
+    """The port's link and health gauges (kept: reused while the link is unchanged)."""
     out: list[Sample] = []
     add = out.append
     up = link_up(link)
     width = WIDTH_LANES.get(link.width, 0) if up else 0
     lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
     if link is not None:
-        add(Sample("fabric_ib_port_state_id", labels, float(link.state_id)))
-        add(Sample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
-    add(Sample("fabric_ib_port_active_width_lanes", labels, float(width)))
-    add(Sample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
-    add(Sample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
+        add(KeptSample("fabric_ib_port_state_id", labels, float(link.state_id)))
+        add(KeptSample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
+    add(KeptSample("fabric_ib_port_active_width_lanes", labels, float(width)))
+    add(KeptSample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
+    add(KeptSample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
     degraded = False
     if up and link.peer_port_guid is not None:
         sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0)
         sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if link.speed else 0.0
-        add(Sample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
-        add(Sample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
+        add(KeptSample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
+        add(KeptSample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
         degraded = link.could_be_width is not None or link.could_be_speed is not None
-    add(Sample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
+    add(KeptSample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
     # Down, but linked in the topology or a sweep within forget_missing_after: unexpected.
-    add(Sample("fabric_ib_port_link_down_unexpected", labels, 1.0 if (not up) and was_linked else 0.0))
-    add(Sample("fabric_ib_port_latched", labels, 1.0 if is_latched else 0.0))
-    add(Sample("fabric_ib_port_extended_counters", labels, 1.0 if extended else 0.0))
-    add(Sample("fabric_ib_port_sweep_missing", labels, 0.0))
+    add(KeptSample("fabric_ib_port_link_down_unexpected", labels, 1.0 if (not up) and was_linked else 0.0))
+    add(KeptSample("fabric_ib_port_latched", labels, 1.0 if is_latched else 0.0))
+    add(KeptSample("fabric_ib_port_extended_counters", labels, 1.0 if extended else 0.0))
+    add(KeptSample("fabric_ib_port_sweep_missing", labels, 0.0))
     return out
 
 
@@ -130,7 +130,7 @@ def _port_info(labels: dict[str, str], p: SweptPort, link: ib_queryerrors.LinkIn
     up = link_up(link)
     peer_guid, peer_type = peer[0], peer[1]
     linked = up and link.peer_port_guid is not None
-    return Sample("fabric_ib_port_info", {
+    return KeptSample("fabric_ib_port_info", {
         **labels, "lid": str(link.lid) if link is not None else "",
         "port_guid": state.port_guid(p.node_guid, p.port),
         "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",

@@ -70,9 +70,11 @@ class FabricState:
         now = time.monotonic()
         if self.topology is not None and topology.links() != self.topology.links():
             self.topology_changes += 1
+        owners = topology.port_guid_owner()  # built once per discovery, read by every sweep
+        if owners != self.owners or self._node_types(topology) != self._node_types(self.topology):
+            self.port_static = {}  # the port memo holds port GUIDs and node types: rebuild it
         self.topology = topology
-        self.owners = topology.port_guid_owner()  # built once per discovery, read by every sweep
-        self.port_static = {}  # port GUIDs and node types may have changed
+        self.owners = owners
         self.topology_at = now
         self.topology_wall = time.time()
         self.topology_stale = False
@@ -81,6 +83,10 @@ class FabricState:
                                               node.system_guid, now)
             for p in node.ports.values():
                 self.expected_ports[(node.guid, p.port)] = ExpectedPort(p.peer_guid, p.peer_port, now, now)
+
+    @staticmethod
+    def _node_types(topology: ib_netdiscover.Topology | None) -> dict[int, str]:
+        return {guid: node.type for guid, node in topology.nodes.items()} if topology is not None else {}
 
     def sweep_shows_change(self, counters: ib_queryerrors.QueryErrorsReport) -> bool:
         """True when the live sweep differs from the topology: a node it does not know or no longer
