@@ -94,7 +94,8 @@ def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...
     return shape
 
 
-KeptLines = dict[int, tuple[KeptSample, str, str]]  # id(sample) -> (sample, family, line)
+# id(sample) -> (sample, family, line, (labels, label names, label text))
+KeptLines = dict[int, tuple[KeptSample, str, str, tuple]]
 
 
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
@@ -120,6 +121,9 @@ def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
             if hit is not None and hit[0] is sample:  # the same object as last time: its line holds
                 kept_out[key] = hit
                 lines[hit[1]].append(hit[2])
+                # and its labels dict (alive: the sample holds it) keeps its text for the samples
+                # of this poll that share it (a port's counters)
+                rendered[id(sample[1])] = hit[3]
                 continue
         name, labels, value = sample
         entry = rendered.get(id(labels))
@@ -130,7 +134,7 @@ def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
         inner = entry[2]
         line = f"{name}{{{inner}}} {format_value(value)}\n" if inner else f"{name} {format_value(value)}\n"
         if type(sample) is kept_type:
-            kept_out[id(sample)] = (sample, family, line)
+            kept_out[id(sample)] = (sample, family, line, entry)
         lines[family].append(line)
     return {family: "".join(ls).encode() for family, ls in lines.items()}
 

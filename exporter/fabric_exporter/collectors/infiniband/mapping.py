@@ -56,8 +56,8 @@ def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricSta
         static = _link_samples(labels, link, was_linked, is_latched, extended)
         static.append(_port_info(labels, p, link, peer, state))
         cached = state.port_static[key] = [signature, labels, static, link_up(link), None]
+    out += cached[2]  # first: the renderer then knows the shared labels' text before the counters
     _counter_samples(p, cached, out)
-    out += cached[2]
     return cached[3]
 
 
