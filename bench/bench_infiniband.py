@@ -98,7 +98,7 @@ def main() -> None:
             render.append((time.process_time() - started,))
             wall, cpu, sim, own, _r = measure(cache_harness.poll, pid)
             live.append((wall, cpu, sim, own))
-            harness.collector._topology_stale = True  # as after a change the live sweep showed
+            harness.collector.state.topology_stale = True  # as after a change the live sweep showed
             wall, cpu, sim, own, _r = measure(harness.poll, pid)
             rediscover.append((wall, cpu, sim, own))
             # The floor for "every port, every poll": the per-port counter sweep alone.

@@ -7,6 +7,7 @@ only joins cached bytes. The output is byte-identical to prometheus_client's for
 
 from __future__ import annotations
 
+import collections
 import math
 import zlib
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,7 @@ from typing import NamedTuple
 from prometheus_client.utils import floatToGoString
 
 from .catalog import MetricSpec, family_of
+from .samples import KeptSample
 
 
 def format_value(value: float) -> str:
@@ -92,28 +94,48 @@ def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...
     return shape
 
 
+# id(sample) -> (sample, family, line, (labels, label names, label text))
+KeptLines = dict[int, tuple[KeptSample, str, str, tuple]]
+
+
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
-                  extra_label: tuple[str, str] | None = None) -> dict[str, bytes]:
+                  extra_label: tuple[str, str] | None = None, kept: KeptLines | None = None,
+                  kept_out: KeptLines | None = None) -> dict[str, bytes]:
     """Group sample lines by catalog family; raises UnknownMetric for a name or label set not in the catalog.
 
     ``extra_label`` (name, value) is added to every sample (the store's ``fabric``). Collectors share
     one labels dict among a port's samples: its rendered label text is computed once per dict (the
-    dicts are alive and unchanged for the call, so identity is a safe key)."""
-    lines: dict[str, list[str]] = {}
+    dicts are alive and unchanged for the call, so identity is a safe key). A ``KeptSample`` found in
+    ``kept`` (the previous call's ``kept_out``, same ``extra_label``) as the very same object reuses
+    its line; every KeptSample rendered goes into ``kept_out`` (the entry holds the object, so its id
+    cannot be reused by another while the entry lives)."""
+    lines: collections.defaultdict[str, list[str]] = collections.defaultdict(list)
     shapes = _SHAPES
     rendered: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
-    for name, labels, value in samples:
+    kept_type = KeptSample if kept_out is not None else None
+    kept_get = (kept or {}).get
+    for sample in samples:
+        if type(sample) is kept_type:
+            key = id(sample)
+            hit = kept_get(key)
+            if hit is not None and hit[0] is sample:  # the same object as last time: its line holds
+                kept_out[key] = hit
+                lines[hit[1]].append(hit[2])
+                # and its labels dict (alive: the sample holds it) keeps its text for the samples
+                # of this poll that share it (a port's counters)
+                rendered[id(sample[1])] = hit[3]
+                continue
+        name, labels, value = sample
         entry = rendered.get(id(labels))
         if entry is None or entry[0] is not labels:
             entry = rendered[id(labels)] = (labels, *_label_text(labels, extra_label))
-        key = (name, entry[1])
-        family = (shapes.get(key) or _shape(*key))[0]
+        shape = (name, entry[1])
+        family = (shapes.get(shape) or _shape(*shape))[0]
         inner = entry[2]
         line = f"{name}{{{inner}}} {format_value(value)}\n" if inner else f"{name} {format_value(value)}\n"
-        bucket = lines.get(family)
-        if bucket is None:
-            bucket = lines[family] = []
-        bucket.append(line)
+        if type(sample) is kept_type:
+            kept_out[id(sample)] = (sample, family, line, entry)
+        lines[family].append(line)
     return {family: "".join(ls).encode() for family, ls in lines.items()}
 
 

@@ -17,6 +17,15 @@ class Sample(NamedTuple):
     value: float
 
 
+class KeptSample(Sample):
+    """A Sample its collector keeps and hands out again, unchanged, poll after poll (e.g. a port's
+    link and info series while the link is the same). The renderer keeps the rendered line of such
+    an object for as long as the same object comes back, so it is formatted once, not every poll.
+    Never build one per poll: it is for objects the collector holds on to."""
+
+    __slots__ = ()
+
+
 @dataclass
 class PollResult:
     """A poll's samples, plus problems that made the data partial (published, but counted and shown)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .catalog import CATALOG
 from .exposition import Rendered, family_header, gzip_member, render_chunks
@@ -27,6 +27,9 @@ class Snapshot:
     sample_count: int
     taken_at: float  # wall clock, for the status page
     fresh_until: float  # monotonic deadline (last success + stale_after)
+    # rendered lines of the KeptSamples in it (exposition.render_chunks), for the next poll's snapshot
+    kept: dict = field(default_factory=dict, repr=False, compare=False)
+    fabric: str = ""
 
 
 def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
@@ -34,15 +37,18 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
     """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetric.
 
     A family whose text equals the ``previous`` snapshot's keeps its gzip member (info and state
-    families rarely change between polls), so only changed families are compressed again."""
+    families rarely change between polls), so only changed families are compressed again; a
+    KeptSample the collector hands out again keeps its rendered line."""
     if not isinstance(samples, list):
         samples = list(samples)
-    chunks = render_chunks(samples, ("fabric", fabric))
+    kept: dict = {}
+    reuse = previous.kept if previous is not None and previous.fabric == fabric else None
+    chunks = render_chunks(samples, ("fabric", fabric), kept=reuse, kept_out=kept)
     old_chunks, old_gz = (previous.chunks, previous.gz) if previous is not None else ({}, {})
     gz = {family: old_gz[family] if old_chunks.get(family) == lines else gzip_member(lines)
           for family, lines in chunks.items()}
     now_mono = time.monotonic() if now_mono is None else now_mono
-    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after)
+    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after, kept, fabric)
 
 
 class SnapshotStore:

@@ -206,14 +206,14 @@ def _infiniband_argvs() -> list[list[str]]:
                             "interval": "30s", "timeout": "20s", "hosts": ["ib-mgmt-01"], "options": options}]}
         group = parse_config(top).targets[0]
         col = InfinibandCollector(PollContext(group, group.hosts[0], Transports()))
-        cache = col._cache_path()
-        out += [col._argv("ibnetdiscover", "--cache", cache), col._argv("ibnetdiscover"),
-                col._argv("ibqueryerrors", "--load-cache", cache, "--counters", "--report-port"),
-                col._argv("ibqueryerrors", "--load-cache", cache, "--threshold-file", "/dev/null"),
-                col._argv("ibqueryerrors", "--counters", "--report-port"),
-                col._argv("ibqueryerrors", "--threshold-file", "/dev/null"),
-                col._argv("perfquery", "-l", "12", "255"), col._argv("perfquery", "12", "1"),
-                col._argv("perfquery", "-c", "12", "1"), ["rm", "-f", "--", cache]]
+        cache = col.discovery_cache_path()
+        out += [col.tools.argv("ibnetdiscover", "--cache", cache), col.tools.argv("ibnetdiscover"),
+                col.tools.argv("ibqueryerrors", "--load-cache", cache, "--counters", "--report-port"),
+                col.tools.argv("ibqueryerrors", "--load-cache", cache, "--threshold-file", "/dev/null"),
+                col.tools.argv("ibqueryerrors", "--counters", "--report-port"),
+                col.tools.argv("ibqueryerrors", "--threshold-file", "/dev/null"),
+                col.tools.argv("perfquery", "-l", "12", "255"), col.tools.argv("perfquery", "12", "1"),
+                col.tools.argv("perfquery", "-c", "12", "1"), ["rm", "-f", "--", cache]]
     return out
 
 

@@ -88,7 +88,7 @@ def test_a_downed_switch_link_shows_within_one_poll_and_comes_back(fabric, harne
         # The SM reroutes around the link after a trap; until it has, PMA queries routed over the
         # dead link are lost and those ports are (rightly) missing. That race with opensm is not
         # what this test is about: wait for it, with a bare sweep the collector does not see.
-        _wait_rerouted(fabric, len(harness.collector._topology.nodes), 40.0)
+        _wait_rerouted(fabric, len(harness.collector.state.topology.nodes), 40.0)
         result = harness.poll()
         idx = index(result)
         for (node, port), (peer, peer_port) in ((("leaf-02", "4"), ("spine-02", "2")),
@@ -103,7 +103,7 @@ def test_a_downed_switch_link_shows_within_one_poll_and_comes_back(fabric, harne
         assert not missing, (missing, result.problems)
         after = harness.poll()  # the change seen by the live sweep makes this poll rediscover
         tools = {s.labels["tool"] for s in after.samples if s.name == "fabric_ib_sweep_duration_seconds"}
-        if harness.collector._cache_path() is not None:
+        if harness.collector.discovery_cache_path() is not None:
             assert "ibnetdiscover" in tools
         assert values(after, "fabric_ib_port_link_down_unexpected")[("leaf-02", "4")] == 1.0
     finally:

@@ -141,7 +141,7 @@ def test_steady_state_polls_sweep_live_and_load_the_cache_only_for_errors(first_
     """The counter sweep discovers live (fresh link state); the error sweep loads the cache, which is
     rewritten only on topology_interval or a change: no ibnetdiscover in a steady-state poll."""
     harness, first = first_poll
-    cache = harness.collector._cache_path()
+    cache = harness.collector.discovery_cache_path()
     before = os.stat(cache).st_mtime_ns
     second = harness.poll()
     assert second.problems == []
@@ -155,7 +155,7 @@ def test_steady_state_polls_sweep_live_and_load_the_cache_only_for_errors(first_
 def test_the_cache_is_rewritten_on_topology_interval(injected):
     harness = CollectorHarness(group_for({"env": injected.env(), "topology_interval": "1s"}))
     harness.poll()
-    cache = harness.collector._cache_path()
+    cache = harness.collector.discovery_cache_path()
     before = os.stat(cache).st_mtime_ns
     time.sleep(1.1)
     second = harness.poll()
@@ -169,7 +169,7 @@ def test_the_cache_is_rewritten_on_topology_interval(injected):
 def test_close_removes_the_discovery_cache(injected):
     harness = CollectorHarness(group_for({"env": injected.env()}))
     harness.poll()
-    cache = harness.collector._cache_path()
+    cache = harness.collector.discovery_cache_path()
     assert os.path.exists(cache)
     harness.close()
     assert not os.path.exists(cache)
@@ -345,7 +345,7 @@ def test_tick_multiplier_where_the_switch_answers(injected, tmp_path):
     lid = None
     harness = CollectorHarness(group_for({"env": injected.env()}))
     harness.poll()
-    lid = harness.collector._topology.nodes[injected.topology.nodes["leaf-02"].guid].lid
+    lid = harness.collector.state.topology.nodes[injected.topology.nodes["leaf-02"].guid].lid
     # The other switches fail the way a device without PortSamplesControl does. (Not the real
     # perfquery -c against ibsim: concurrent clients timing out there make ibsim drop opensm's
     # connection, and every later SA query fails - an ibsim bug, not something to test.)

@@ -76,18 +76,18 @@ def test_argv_prefix_env_and_tool_options():
     group = _group({"command_prefix": ["sudo", "-n"], "env": {"IBSIM_SOCKNAME": "lab"}, "ca": "mlx5_1", "ca_port": 2,
                     "mad_timeout_ms": 250, "tool_paths": {"ibqueryerrors": "/opt/ib/ibqueryerrors"}})
     c = InfinibandCollector(PollContext(group, group.hosts[0], Transports()))
-    assert c._argv("ibqueryerrors", "--counters") == [
+    assert c.tools.argv("ibqueryerrors", "--counters") == [
         "sudo", "-n", "env", "IBSIM_SOCKNAME=lab", "/opt/ib/ibqueryerrors", "-C", "mlx5_1", "-P", "2", "-t", "250",
         "--counters"]
-    assert c._argv("ibnetdiscover")[-7:] == ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-t", "250"]
+    assert c.tools.argv("ibnetdiscover")[-7:] == ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-t", "250"]
     import os
     import socket
 
-    assert c._cache_path() == (f"/tmp/fabric-exporter-ib-{socket.gethostname()}-{os.getpid()}-ib-localhost"
+    assert c.discovery_cache_path() == (f"/tmp/fabric-exporter-ib-{socket.gethostname()}-{os.getpid()}-ib-localhost"
                                ".ibnetdiscover-cache")
     skip = InfinibandCollector(PollContext(_group({"skip_sl": True}), _group({}).hosts[0], Transports()))
-    assert skip._argv("ibqueryerrors", "--counters") == ["ibqueryerrors", "--skip-sl", "--counters"]
-    assert skip._argv("perfquery", "-c") == ["perfquery", "-c"]
+    assert skip.tools.argv("ibqueryerrors", "--counters") == ["ibqueryerrors", "--skip-sl", "--counters"]
+    assert skip.tools.argv("perfquery", "-c") == ["perfquery", "-c"]
 
 
 @pytest.mark.parametrize("name", ["infiniband-local.yaml", "infiniband-ssh.yaml"])

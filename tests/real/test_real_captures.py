@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from fabric_exporter.collectors.base import PollContext
-from fabric_exporter.collectors.infiniband import InfinibandCollector, _Port
+from fabric_exporter.collectors.infiniband import InfinibandCollector, SweptPort, join_sweeps
+from fabric_exporter.collectors.infiniband.counters import latched_counters
+from fabric_exporter.collectors.infiniband.ibdiagnet import ibdiagnet_samples
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.collectors.switch_cli import SwitchCliCollector
 from tests.harness.configs import parse_config
@@ -174,7 +176,7 @@ def ib_collector(options: dict | None = None, runner=None) -> InfinibandCollecto
 def topology_samples(name: str):
     collector = ib_collector()
     skipped: list = []
-    collector._apply_topology(ib_netdiscover.parse(text(name), skipped=skipped))
+    collector.state.apply_topology(ib_netdiscover.parse(text(name), skipped=skipped))
     problems: list[str] = []
     samples = collector._samples({}, {}, problems, {})
     valid(samples)
@@ -204,7 +206,8 @@ def test_topology_captures(name, counts, guid, description, skipped_lines):
 
 
 def test_ibdiagnet_pm_with_dash_frames_and_64bit_twins():
-    samples, _ = ib_collector()._ibdiagnet_samples("ibdiagnet2.pm", text("ibdiagnet2_2.10_quantum2.pm"), skip_pm=False)
+    samples, _ = ibdiagnet_samples("ibdiagnet2.pm", text("ibdiagnet2_2.10_quantum2.pm"), ib_collector().state,
+                                   skip_pm=False)
     valid(samples)
     port1 = {"node_guid": "0xb0cf0e0300d33fc0", "port": "1"}
     # port_xmit_data=0xffffffff (32-bit, pinned) beside port_xmit_data_extended=0x00000045a9712343
@@ -217,8 +220,8 @@ def test_ibdiagnet_pm_with_dash_frames_and_64bit_twins():
 
 
 def test_ibdiagnet_db_csv_camelcase_twins_and_temperature():
-    samples, had_pm = ib_collector()._ibdiagnet_samples("ibdiagnet2.db_csv", text("ibdiagnet2_2.10_quantum2.db_csv"),
-                                                        skip_pm=False)
+    samples, had_pm = ibdiagnet_samples("ibdiagnet2.db_csv", text("ibdiagnet2_2.10_quantum2.db_csv"),
+                                        ib_collector().state, skip_pm=False)
     valid(samples)
     assert had_pm
     port1 = {"node_guid": "0xb0cf0e0300d33fc0", "port": "1"}
@@ -257,12 +260,12 @@ def test_perfquery_captures_feed_qp1_dropped(name, guid, ports, expected):
     for port in ports:
         link = ib_queryerrors.LinkInfo(lid, port, "Active", "LinkUp", "4X", "25.78125", None, None, None, None,
                                        None, None)
-        table[(guid, port)] = _Port(guid, port, ib_queryerrors.PortCounters(port, guid, link=link))
+        table[(guid, port)] = SweptPort(guid, port, ib_queryerrors.PortCounters(port, guid, link=link))
     problems: list[str] = []
 
     async def read():
         loop = asyncio.get_running_loop()
-        await collector._read_qp1_dropped(table, loop.time() + 10, {}, problems)
+        await collector.tools.read_qp1_dropped(table, collector.state, loop.time() + 10, {}, problems, [])
 
     asyncio.run(read())
     samples = collector._samples(table, {}, problems, {})
@@ -342,8 +345,8 @@ def error_sweep_samples(name: str, ports_by_node: dict[int, tuple[str, tuple[int
         ib_queryerrors.Summary(nodes_checked, 0))
     collector = ib_collector()
     problems: list[str] = []
-    table = collector._assemble(counters, errors, "", problems)
-    latched = {key: collector._latched(p) for key, p in table.items()}
+    table = join_sweeps(counters, errors, "", collector.state.owners, problems).ports
+    latched = {key: latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped) for key, p in table.items()}
     samples = collector._samples(table, latched, problems, {})
     valid(samples)
     return samples, skipped, problems

@@ -12,9 +12,14 @@ with no peer (down, or a CA's unused port) has ``peer_node_name=""`` and ``peer_
 are 16 lowercase hex digits with a ``0x`` prefix, the way ibnetdiscover prints them.
 """
 
-from .spec import MetricSpec
+from .spec import MetricSpec, RawCounter
 
 SRC = ("infiniband",)
+
+# Where the collector reads a raw counter (RawCounter.source): the two ibqueryerrors sweeps and perfquery.
+COUNTER_SWEEP = "ibqueryerrors --counters"  # every port: data/packet counters and link info
+ERROR_SWEEP = "ibqueryerrors"  # non-zero error counters and PortXmitWait only
+PERFQUERY = "perfquery"  # QP1Dropped: in PortCounters, but no sweep prints it
 
 IB_PORT = ("fabric", "node_guid", "node_name", "port", "peer_node_name", "peer_port")
 IB_NODE = ("fabric", "node_guid", "node_name")
@@ -22,8 +27,18 @@ IB_PORT_COUNTER = ("fabric", "node_guid", "node_name", "port", "counter")
 IB_FILE = ("fabric", "file")
 
 
-def _port_counter(name: str, unit: str, help_text: str, origin: tuple[str, ...]) -> MetricSpec:
-    return MetricSpec(name, "counter", unit, help_text, (IB_PORT,), SRC, origin)
+def _port_counter(name: str, unit: str, help_text: str, raw: RawCounter) -> MetricSpec:
+    return MetricSpec(name, "counter", unit, help_text, (IB_PORT,), SRC, raw=(raw,))
+
+
+def _data(raw: str, width: int, reset_bit: int | None = None, scale: int = 1) -> RawCounter:
+    """A data/packet counter of the counter sweep; width of the PortCounters field (64: extended only)."""
+    return RawCounter(raw, COUNTER_SWEEP, width, scale, reset_bit)
+
+
+def _error(raw: str, width: int, reset_bit: int | None) -> RawCounter:
+    """A counter of the error sweep (IBA 1.3 PortCounters width: it latches at all-ones)."""
+    return RawCounter(raw, ERROR_SWEEP, width, 1, reset_bit)
 
 
 def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = ()) -> MetricSpec:
@@ -35,69 +50,69 @@ def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = 
 _DATA = [
     _port_counter("fabric_ib_port_data_transmitted_bytes_total", "bytes",
                   "Bytes sent by the port (PortXmitData x 4: the counter counts 4-byte words).",
-                  ("PortXmitData",)),
+                  _data("PortXmitData", 32, reset_bit=12, scale=4)),
     _port_counter("fabric_ib_port_data_received_bytes_total", "bytes",
                   "Bytes received by the port (PortRcvData x 4: the counter counts 4-byte words).",
-                  ("PortRcvData",)),
+                  _data("PortRcvData", 32, reset_bit=13, scale=4)),
     _port_counter("fabric_ib_port_packets_transmitted_total", "packets",
-                  "Packets sent by the port (PortXmitPkts).", ("PortXmitPkts",)),
+                  "Packets sent by the port (PortXmitPkts).", _data("PortXmitPkts", 32, reset_bit=14)),
     _port_counter("fabric_ib_port_packets_received_total", "packets",
-                  "Packets received by the port (PortRcvPkts).", ("PortRcvPkts",)),
+                  "Packets received by the port (PortRcvPkts).", _data("PortRcvPkts", 32, reset_bit=15)),
     _port_counter("fabric_ib_unicast_packets_transmitted_total", "packets",
                   "Unicast packets sent (PortUnicastXmitPkts, extended counters only).",
-                  ("PortUnicastXmitPkts",)),
+                  _data("PortUnicastXmitPkts", 64)),
     _port_counter("fabric_ib_unicast_packets_received_total", "packets",
                   "Unicast packets received (PortUnicastRcvPkts, extended counters only).",
-                  ("PortUnicastRcvPkts",)),
+                  _data("PortUnicastRcvPkts", 64)),
     _port_counter("fabric_ib_multicast_packets_transmitted_total", "packets",
                   "Multicast packets sent (PortMulticastXmitPkts, extended counters only).",
-                  ("PortMulticastXmitPkts",)),
+                  _data("PortMulticastXmitPkts", 64)),
     _port_counter("fabric_ib_multicast_packets_received_total", "packets",
                   "Multicast packets received (PortMulticastRcvPkts, extended counters only).",
-                  ("PortMulticastRcvPkts",)),
+                  _data("PortMulticastRcvPkts", 64)),
     _port_counter("fabric_ib_port_transmit_wait_total", "ticks",
                   "Ticks the port had data to send but sent nothing: no credits or lost arbitration "
                   "(PortXmitWait; normalise with fabric_ib_port_rate_bytes_per_second).",
-                  ("PortXmitWait",)),
+                  _error("PortXmitWait", 32, reset_bit=16)),
 ]
 
 # Error counters (IBA PortCounters; widths 4-16 bits on most devices, so they latch early).
 _ERRORS = [
     _port_counter("fabric_ib_symbol_error_total", "", "Minor link errors on any lane (SymbolErrorCounter).",
-                  ("SymbolErrorCounter",)),
+                  _error("SymbolErrorCounter", 16, reset_bit=0)),
     _port_counter("fabric_ib_link_error_recovery_total", "",
-                  "Successful link error recoveries (LinkErrorRecoveryCounter).", ("LinkErrorRecoveryCounter",)),
+                  "Successful link error recoveries (LinkErrorRecoveryCounter).", _error("LinkErrorRecoveryCounter", 8, reset_bit=1)),
     _port_counter("fabric_ib_link_downed_total", "",
                   "Times the link training failed to recover and the link went down (LinkDownedCounter).",
-                  ("LinkDownedCounter",)),
+                  _error("LinkDownedCounter", 8, reset_bit=2)),
     _port_counter("fabric_ib_port_receive_errors_total", "packets",
-                  "Received packets with errors (PortRcvErrors).", ("PortRcvErrors",)),
+                  "Received packets with errors (PortRcvErrors).", _error("PortRcvErrors", 16, reset_bit=3)),
     _port_counter("fabric_ib_port_receive_remote_physical_errors_total", "packets",
                   "Received packets marked with the EBP delimiter by an upstream port "
-                  "(PortRcvRemotePhysicalErrors).", ("PortRcvRemotePhysicalErrors",)),
+                  "(PortRcvRemotePhysicalErrors).", _error("PortRcvRemotePhysicalErrors", 16, reset_bit=4)),
     _port_counter("fabric_ib_port_receive_switch_relay_errors_total", "packets",
                   "Received packets the switch could not forward (PortRcvSwitchRelayErrors).",
-                  ("PortRcvSwitchRelayErrors",)),
+                  _error("PortRcvSwitchRelayErrors", 16, reset_bit=5)),
     _port_counter("fabric_ib_port_transmit_discards_total", "packets",
                   "Outbound packets discarded: port down or congestion timeouts (PortXmitDiscards).",
-                  ("PortXmitDiscards",)),
+                  _error("PortXmitDiscards", 16, reset_bit=6)),
     _port_counter("fabric_ib_port_transmit_constraint_errors_total", "packets",
                   "Packets not sent because of partition/raw constraints (PortXmitConstraintErrors).",
-                  ("PortXmitConstraintErrors",)),
+                  _error("PortXmitConstraintErrors", 8, reset_bit=7)),
     _port_counter("fabric_ib_port_receive_constraint_errors_total", "packets",
                   "Packets dropped on receive because of partition/raw constraints (PortRcvConstraintErrors).",
-                  ("PortRcvConstraintErrors",)),
+                  _error("PortRcvConstraintErrors", 8, reset_bit=8)),
     _port_counter("fabric_ib_local_link_integrity_errors_total", "",
                   "Times the local physical errors exceeded the LocalPhyErrors threshold "
-                  "(LocalLinkIntegrityErrors).", ("LocalLinkIntegrityErrors",)),
+                  "(LocalLinkIntegrityErrors).", _error("LocalLinkIntegrityErrors", 4, reset_bit=9)),
     _port_counter("fabric_ib_excessive_buffer_overrun_errors_total", "",
                   "Consecutive flow-control update periods with buffer overrun (ExcessiveBufferOverrunErrors).",
-                  ("ExcessiveBufferOverrunErrors",)),
+                  _error("ExcessiveBufferOverrunErrors", 4, reset_bit=10)),
     _port_counter("fabric_ib_vl15_dropped_total", "packets",
-                  "Subnet-management (VL15) packets dropped for lack of buffers (VL15Dropped).", ("VL15Dropped",)),
+                  "Subnet-management (VL15) packets dropped for lack of buffers (VL15Dropped).", _error("VL15Dropped", 16, reset_bit=11)),
     _port_counter("fabric_ib_qp1_dropped_total", "packets",
                   "General-management (QP1) packets dropped, where the device reports it (QP1Dropped).",
-                  ("QP1Dropped",)),
+                  RawCounter("QP1Dropped", PERFQUERY, 16)),
 ]
 
 # Link state, width and speed, and what the exporter derives from them.

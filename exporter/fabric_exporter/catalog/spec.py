@@ -7,6 +7,26 @@ from typing import Literal
 
 MetricType = Literal["counter", "gauge", "histogram", "info"]
 
+
+@dataclass(frozen=True)
+class RawCounter:
+    """How a collector reads a metric from one raw counter, so the pairing is declared once (here,
+    in the catalog) and the collector builds its lookup tables from it.
+
+    name       the raw name as the source prints it (``PortXmitData``).
+    source     which of the collector's inputs prints it (the collector's own vocabulary, e.g.
+               ``ibqueryerrors --counters``); one metric may have a raw name per source.
+    width      bits of a fixed-width field that latches at all-ones; None when it does not latch.
+    scale      multiplier from the raw unit to the metric's base unit (4: 4-byte words -> bytes).
+    reset_bit  the bit that resets this counter, where the device has one (PortCounters CounterSelect).
+    """
+
+    name: str
+    source: str
+    width: int | None = None
+    scale: float = 1
+    reset_bit: int | None = None
+
 PREFIX = "fabric_"
 
 
@@ -21,7 +41,9 @@ class MetricSpec:
     help       one line; names the original counter, field or OID the value comes from.
     label_sets every allowed set of label names, in exposition order (one per emitting source).
     sources    which collectors emit it (``exporter`` for the daemon's own metrics).
-    origin     the raw names (tool fields, OIDs) this metric is built from, for docs.
+    origin     the raw names (tool fields, OIDs) this metric is built from, for docs; when empty,
+               the names of ``raw``.
+    raw        the raw counters a collector reads this metric from (see RawCounter).
     """
 
     name: str
@@ -32,8 +54,11 @@ class MetricSpec:
     sources: tuple[str, ...]
     origin: tuple[str, ...] = field(default_factory=tuple)
     buckets: tuple[float, ...] = field(default_factory=tuple)  # histograms only
+    raw: tuple[RawCounter, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        if self.raw and not self.origin:
+            object.__setattr__(self, "origin", tuple(dict.fromkeys(r.name for r in self.raw)))
         problems = []
         if not self.name.startswith(PREFIX):
             problems.append(f"must start with {PREFIX!r}")

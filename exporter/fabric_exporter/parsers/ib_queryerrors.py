@@ -152,17 +152,41 @@ _COUNTER_ITEM_RE = re.compile(r"\[([A-Za-z0-9]+) == ([0-9]+)( \()?")
 
 def _parse_counters(rest: str, pc: PortCounters) -> None:
     """' [Name == 123 (1.2KB)] [Name2 == 4]' -> pc.counters/pc.suffixed. One regex validates the whole
-    list, a second extracts it: both in C, ~2x a Python loop over the items."""
+    list, a second extracts it: both in C, ~2x a Python loop over the items; the dict is built by a
+    comprehension, and the item loop runs only for old OFED names or a name printed twice."""
     if not _COUNTERS_LINE_RE.fullmatch(rest):
         raise ParseError(f"unreadable counter text {rest.strip()[:60]!r}")
-    counters, suffixed = pc.counters, pc.suffixed
-    for name, value, paren in _COUNTER_ITEM_RE.findall(rest):
-        name = OLD_COUNTER_NAMES.get(name, name)
-        if name in counters:
-            raise ParseError(f"counter {name} twice on one port")
-        counters[name] = int(value)
-        if paren:
-            suffixed.add(name)
+    items = _COUNTER_ITEM_RE.findall(rest)
+    counters = {name: int(value) for name, value, _paren in items}
+    if len(counters) != len(items) or not _OLD_NAMES.isdisjoint(counters):
+        counters = {}
+        for name, value, _paren in items:
+            name = OLD_COUNTER_NAMES.get(name, name)
+            if name in counters:
+                raise ParseError(f"counter {name} twice on one port")
+            counters[name] = int(value)
+        pc.suffixed = {OLD_COUNTER_NAMES.get(name, name) for name, _value, paren in items if paren}
+    else:
+        pc.suffixed = {name for name, _value, paren in items if paren}
+    pc.counters = counters
+
+
+_OLD_NAMES = frozenset(OLD_COUNTER_NAMES)
+# Link info line -> LinkInfo (frozen: safe to share). A fabric's links read the same poll after poll,
+# so most lines are parsed once; bounded, and cleared whole when full (a fabric of this many ports
+# changes rarely).
+_LINK_MEMO: dict[str, LinkInfo] = {}
+_LINK_MEMO_MAX = 1 << 17
+
+
+def _link(line: str) -> LinkInfo:
+    link = _LINK_MEMO.get(line)
+    if link is None:
+        link = _parse_link(line)
+        if len(_LINK_MEMO) >= _LINK_MEMO_MAX:
+            _LINK_MEMO.clear()
+        _LINK_MEMO[line] = link
+    return link
 
 
 @parser_entry
@@ -203,7 +227,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
                 raise ParseError(f"text after the summary: {line[:80]!r}")
             if last_port is None or last_port.link is not None:
                 raise ParseError("Link info line without its port line")
-            last_port.link = _parse_link(line)
+            last_port.link = _link(line)
             if last_port.port is not None and last_port.link.port != last_port.port:
                 raise ParseError("Link info names another port")
             continue

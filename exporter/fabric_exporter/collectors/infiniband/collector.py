@@ -1,0 +1,197 @@
+"""The infiniband collector: one poll = the sweeps (tools.py), joined (join.py), recorded in the
+fabric state (state.py), mapped to samples (mapping.py), plus the optional perfquery reads and
+ibdiagnet files (ibdiagnet.py). The package docstring explains the sweeps."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import PollError
+from ...parsers import ib_netdiscover, ib_queryerrors
+from ...samples import PollResult, Sample
+from ..base import Collector, ErrorSink, parse_off_loop
+from . import options as ib_options
+from .counters import latched_counters
+from .ibdiagnet import read_ibdiagnet
+from .join import PortKey, SweptPort, join_sweeps
+from .mapping import samples_from_sweep
+from .options import InfinibandOptions
+from .state import FabricState
+from .tools import IbTools, discovery_cache_path
+
+log = logging.getLogger("fabric_exporter.infiniband")
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic GC around a synchronous burst of allocations (parsing ~1 MB, building ~60k
+    samples; nothing here makes reference cycles). Measured: half of the exporter's CPU per poll was
+    collector passes over the daemon's heap."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class InfinibandCollector(Collector):
+    name: ClassVar[str] = "infiniband"
+    transports: ClassVar[tuple[str, ...]] = ("local", "ssh")
+    parse_sources: ClassVar[tuple[str, ...]] = ("ibnetdiscover", "ibqueryerrors", "perfquery", "ibdiagnet2.db_csv",
+                                                "ibdiagnet2.pm")
+
+    @classmethod
+    def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> InfinibandOptions:
+        return ib_options.parse_options(raw, path, err, base_dir)
+
+    @classmethod
+    def check_targets(cls, groups: list[tuple[int, Any]], err: ErrorSink) -> None:
+        # Port series carry no poller label: two sweeps of one fabric would publish every port twice.
+        swept_by: dict[str, str] = {}
+        for index, group in groups:
+            for host in group.hosts:
+                where = f"targets[{index}] ({group.name}, host {host.name})"
+                if group.fabric in swept_by:
+                    err(f"targets[{index}]", f"fabric {group.fabric!r} is already swept by {swept_by[group.fabric]}: "
+                                             "every port would be published twice; sweep each fabric from one "
+                                             "node, or give each its own fabric label")
+                else:
+                    swept_by[group.fabric] = where
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        if self.options is None:
+            self.options = InfinibandOptions()
+        self.state = FabricState(self.options.forget_missing_after)
+        self.tools = IbTools(self.options, lambda: self.ctx.runner())
+        self._skipped: list = []
+
+    def discovery_cache_path(self) -> str | None:
+        return discovery_cache_path(self.options, f"{self.group.name}-{self.host.name if self.host else 'all'}")
+
+    # -- poll -------------------------------------------------------------------------------------
+
+    async def poll(self) -> PollResult:
+        deadline = self.ctx.deadline()
+        problems: list[str] = []
+        durations: dict[str, float] = {}
+        self._skipped = []  # lines the parsers skipped this poll (skip-and-count rule)
+        self.state.load_name_map(self.options.node_name_map, problems)
+        now = time.monotonic()
+        counters, errors_run, cached_nodes = await self._sweeps(now, deadline, durations, problems)
+        with _gc_paused():
+            errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)
+            joined = join_sweeps(counters, errors, errors_run.stderr, self.state.owners, problems, cached_nodes)
+            self.state.sweep_names = joined.sweep_names
+            if self.state.sweep_shows_change(counters):
+                self.state.topology_stale = True
+        ports = joined.ports
+        await self._optional_reads(ports, now, deadline, durations, problems)
+        latched = {key: latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped)
+                   for key, p in ports.items()}
+        if self.options.reset_latched_counters and any(latched.values()):
+            await self.tools.reset_latched(ports, latched, deadline, durations, problems)
+        with _gc_paused():
+            samples = self._samples(ports, latched, problems, durations)
+        if self.options.ibdiagnet_dir:
+            samples += await read_ibdiagnet(self.tools, self.options.ibdiagnet_dir, self.state, deadline, durations,
+                                            problems, self._skipped)
+        return PollResult(samples, problems, self._skipped)
+
+    async def _sweeps(self, now: float, deadline: float, durations: dict[str, float], problems: list[str]):
+        """Run both sweeps side by side (and a discovery when due): the parsed counter sweep, the
+        error sweep's run, and the nodes of the discovery cache the error sweep loaded (None: live)."""
+        state, tools = self.state, self.tools
+        refresh = state.needs_discovery(now, self.options.topology_interval)
+        cache = self.discovery_cache_path()
+        cached_nodes: frozenset[int] | None = None
+        tasks: list[asyncio.Task] = []
+
+        def start(coro) -> asyncio.Task:
+            task = asyncio.ensure_future(coro)
+            tasks.append(task)
+            return task
+
+        try:
+            if cache is not None:
+                # The counter sweep runs live: it discovers the fabric itself, so its link info
+                # (state, width, speed, peer) is today's and a link that went down shows in this
+                # poll. Loaded from a cache, a sweep prints the cached links instead (verified on
+                # ibsim: after Unlink a switch-switch link still read Active). The error sweep only
+                # needs the node/LID list, so it loads a cache that a live ibnetdiscover rewrites
+                # on topology_interval and at once when the live sweep shows a change.
+                if refresh or state.cache_nodes is None:
+                    disc = await tools.discover(deadline, durations, cache)
+                    with _gc_paused():
+                        state.apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout,
+                                                                  skipped=self._skipped))
+                    state.cache_nodes = frozenset(state.topology.nodes)
+                cached_nodes = state.cache_nodes
+                counters_task = start(tools.counter_sweep(deadline, durations))
+                errors_task = start(tools.error_sweep(deadline, durations, cache))
+                topo_task = None
+            else:
+                # No writable cache on the tool host: two live sweeps side by side, topology on its
+                # own interval (and at once when a sweep shows something it does not know).
+                counters_task = start(tools.counter_sweep(deadline, durations))
+                errors_task = start(tools.error_sweep(deadline, durations, None))
+                topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
+            counters_run = await counters_task
+            with _gc_paused():
+                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped)
+            errors_run = await errors_task
+            if topo_task is not None:
+                await topo_task
+        finally:
+            pending = [t for t in tasks if not t.done()]
+            for t in pending:
+                t.cancel()  # the runner kills the tool (local: its process group; SSH: the channel)
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+        return counters, errors_run, cached_nodes
+
+    async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
+        try:
+            run = await self.tools.discover(deadline, durations)
+            topology = await parse_off_loop(ib_netdiscover.parse, run.stdout, skipped=self._skipped)
+        except PollError as e:
+            if self.state.topology is None:
+                raise
+            problems.append(f"topology refresh failed, using the previous one: {e}")
+            return
+        self.state.apply_topology(topology)
+
+    async def _optional_reads(self, ports: dict[PortKey, SweptPort], now: float, deadline: float,
+                              durations: dict[str, float], problems: list[str]) -> None:
+        if self.options.qp1_dropped:
+            await self.tools.read_qp1_dropped(ports, self.state, deadline, durations, problems, self._skipped)
+        if self.options.read_tick_multiplier and (self.state.ticks_at is None
+                                                   or now - self.state.ticks_at >= self.options.topology_interval):
+            self.state.ticks_at = now
+            await self.tools.read_ticks(self.state, deadline, durations, self._skipped)
+
+    def _samples(self, ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], problems: list[str],
+                 durations: dict[str, float]) -> list[Sample]:
+        """Record the sweep in the fabric state, then map it (pure) to samples."""
+        now = time.monotonic()
+        self.state.record_sweep(ports, now)
+        self.state.forget_gone(ports, now)
+        return samples_from_sweep(ports, latched, self.state, durations, now, problems)
+
+    async def close(self) -> None:
+        """Remove the discovery cache this collector wrote (best effort)."""
+        cache = self.discovery_cache_path()
+        if cache is None or self.state.topology is None:
+            return
+        try:
+            await self.tools.run_plain(["rm", "-f", "--", cache], timeout=2.0)
+        except PollError as e:
+            log.info("could not remove the discovery cache %s: %s", cache, e)

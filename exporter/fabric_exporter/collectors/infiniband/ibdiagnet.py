@@ -1,0 +1,108 @@
+"""ibdiagnet2 output files (ibdiagnet runs on the site's schedule): find the newest ibdiagnet2.db_csv
+/ ibdiagnet2.pm under ``ibdiagnet_dir`` (depth 2), read them with cat, map them to samples."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ...errors import CommandFailed, PollError
+from ...parsers import ib_diagnet
+from ...parsers.ib_common import guid_str
+from ...parsers.skipped import SkippedLine
+from ...samples import Sample
+from .state import FabricState
+from .tools import IbTools
+
+DB_CSV, PM = "ibdiagnet2.db_csv", "ibdiagnet2.pm"
+
+
+async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, deadline: float,
+                         durations: dict[str, float], problems: list[str],
+                         skipped: list[SkippedLine] | None = None) -> list[Sample]:
+    loop = asyncio.get_running_loop()
+    argv = ["find", directory, "-maxdepth", "2", "(", "-name", DB_CSV, "-o", "-name", PM, ")", "-type", "f",
+            "-printf", "%T@ %p\\n"]
+    started = loop.time()
+    try:
+        found = await tools.run_plain(argv, timeout=max(0.1, deadline - loop.time()))
+    except PollError as e:
+        problems.append(f"ibdiagnet files: {e}")
+        return []
+    # Age on the exporter's clock: hosts are NTP-synced, ibdiagnet runs are minutes to hours
+    # apart, and one command less (the SSH guard allows only find and cat here).
+    now_wall = time.time()
+    if found.exit_status != 0 and not found.stdout.strip():
+        problems.append(f"ibdiagnet files: {found.describe_failure()}")
+        return []
+    newest = newest_files(found.stdout)
+    if not newest:
+        problems.append(f"ibdiagnet files: no {DB_CSV} or {PM} under {directory}")
+        return []
+    out: list[Sample] = []
+    pm_published = False
+    for base, (mtime, path) in sorted(newest.items()):  # db_csv sorts before pm
+        if base == PM and pm_published:
+            continue  # PM_INFO in the db_csv already holds these counters: the .pm is not read
+        try:
+            res = await tools.run_plain(["cat", "--", path], timeout=max(0.1, deadline - loop.time()))
+            if res.exit_status != 0:
+                raise CommandFailed(res.describe_failure())
+            samples, had_pm = ibdiagnet_samples(base, res.stdout, state, skip_pm=pm_published, skipped=skipped)
+        except PollError as e:
+            problems.append(f"ibdiagnet file {path}: {e}")
+            continue
+        pm_published = pm_published or had_pm
+        out += samples
+        out.append(Sample("fabric_ib_ibdiagnet_file_age_seconds", {"file": base}, max(0.0, now_wall - mtime)))
+    durations["ibdiagnet_files"] = loop.time() - started
+    return out
+
+
+def newest_files(find_output: str) -> dict[str, tuple[float, str]]:
+    """find -printf '%T@ %p' lines -> base name -> (mtime, path) of the newest."""
+    newest: dict[str, tuple[float, str]] = {}
+    for line in find_output.splitlines():
+        mtime_s, _, path = line.partition(" ")
+        try:
+            mtime = float(mtime_s)
+        except ValueError:
+            continue
+        base = path.rsplit("/", 1)[-1]
+        if base not in newest or mtime > newest[base][0]:
+            newest[base] = (mtime, path)
+    return newest
+
+
+def ibdiagnet_samples(base: str, text: str, state: FabricState, skip_pm: bool,
+                      skipped: list[SkippedLine] | None = None) -> tuple[list[Sample], bool]:
+    """One file's samples (pure), and whether it held PM counters."""
+    out: list[Sample] = []
+
+    def node_labels(guid: int) -> dict[str, str]:
+        facts = state.nodes.get(guid)
+        return {"node_guid": guid_str(guid), "node_name": state.name(guid, facts.description if facts else "")}
+
+    if base == PM:
+        pms = ib_diagnet.parse_pm(text, skipped=skipped)
+    else:
+        sections = ib_diagnet.parse_db_csv(text, skipped=skipped)
+        pms = ib_diagnet.pm_info(sections)
+        for cable in ib_diagnet.cable_info(sections):
+            labels = {**node_labels(cable.node_guid), "port": str(cable.port)}
+            if cable.temperature is not None:
+                out.append(Sample("fabric_ib_ibdiagnet_cable_temperature_celsius", labels, cable.temperature))
+            out.append(Sample("fabric_ib_ibdiagnet_cable_info", {
+                **labels, "vendor": cable.vendor, "part_number": cable.part_number,
+                "serial_number": cable.serial_number, "length": cable.length}, 1.0))
+        for guid, temp in sorted(ib_diagnet.node_temperatures(sections).items()):
+            out.append(Sample("fabric_ib_ibdiagnet_node_temperature_celsius", node_labels(guid), temp))
+    # The .pm and PM_INFO carry the same counters: publish PM_INFO when both exist.
+    if skip_pm:
+        return out, False
+    for pm in pms:
+        labels = {**node_labels(pm.node_guid), "port": str(pm.port)}
+        for name, value in sorted(pm.counters.items()):
+            out.append(Sample("fabric_ib_ibdiagnet_pm_counter", {**labels, "counter": name}, float(value)))
+        out.append(Sample("fabric_ib_ibdiagnet_port_latched", labels, 1.0 if pm.latched else 0.0))
+    return out, bool(pms)

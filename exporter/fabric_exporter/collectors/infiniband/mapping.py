@@ -1,0 +1,199 @@
+"""From the joined sweeps and the fabric state to catalog samples: no I/O, no clock, no tools.
+
+``samples_from_sweep`` reads the state; the only thing it writes is the per-port memo
+``state.port_static`` (a port's labels and link/health/info samples, reused while the link is
+unchanged: most ports, most polls). The collector records the sweep in the state first
+(``FabricState.record_sweep`` / ``forget_gone``)."""
+
+from __future__ import annotations
+
+from ...parsers import ib_queryerrors
+from ...parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
+from ...samples import KeptSample, Sample
+from .counters import DATA_METRICS, ERROR_METRICS, QP1_DROPPED, data_counters_64bit
+from .join import PortKey, SweptPort
+from .state import FabricState, link_up
+
+SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
+_NODE_TYPES = ("switch", "ca", "router")
+_new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__: ~60k per poll
+
+Peer = tuple  # (peer node GUID | None, peer node type | None, peer name, peer port as text)
+
+
+def samples_from_sweep(ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], state: FabricState,
+                       durations: dict[str, float], now: float, problems: list[str]) -> list[Sample]:
+    """Every sample of one poll: ports swept, ports missing, nodes, and the sweep's own figures."""
+    out: list[Sample] = []
+    state_counts = {"up": 0, "down": 0, "missing": 0}
+    for key in sorted(ports):
+        up = _port_samples(key, ports[key], bool(latched.get(key)), state, now, out)
+        state_counts["up" if up else "down"] += 1
+    state_counts["missing"] = _missing_port_samples(state, ports, out, problems)
+    _node_samples(state, {guid for guid, _port in ports}, out)
+    _sweep_samples(state, durations, state_counts, out)
+    return out
+
+
+# -- a swept port ---------------------------------------------------------------------------------
+
+def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricState, now: float,
+                  out: list[Sample]) -> bool:
+    """Append the port's samples; True if its link is up."""
+    link = p.entry.link
+    node_name = state.node_name(p.node_guid)
+    was_linked = state.was_linked(key, now)
+    peer = _peer(key, link, was_linked, state)
+    extended = data_counters_64bit(p.entry)
+    # The link/health gauges and the info series change only with the link: reuse last poll's
+    # samples (and labels dict) while everything they are made of is the same.
+    # (The parser shares one LinkInfo per unchanged Link info line: compared by identity first.)
+    signature = (node_name, peer, was_linked, is_latched, extended, link)
+    cached = state.port_static.get(key)
+    if cached is None or cached[0] != signature:
+        labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
+                  "peer_node_name": peer[2], "peer_port": peer[3]}
+        static = _link_samples(labels, link, was_linked, is_latched, extended)
+        static.append(_port_info(labels, p, link, peer, state))
+        cached = state.port_static[key] = [signature, labels, static, link_up(link), None]
+    out += cached[2]  # first: the renderer then knows the shared labels' text before the counters
+    _counter_samples(p, cached, out)
+    return cached[3]
+
+
+def _peer(key: PortKey, link: ib_queryerrors.LinkInfo | None, was_linked: bool, state: FabricState) -> Peer:
+    if link is not None and link.peer_port_guid is not None:
+        peer_guid = state.peer_node(link.peer_port_guid)
+        return (peer_guid, state.node_type(peer_guid), state.name(peer_guid, link.peer_name or ""),
+                str(link.peer_port))
+    if was_linked:
+        # Down now: keep the peer the link had, so the series keep their identity and a
+        # dashboard can still say which link is down.
+        exp = state.expected_ports[key]
+        peer_guid = exp.peer_guid
+        facts = state.nodes.get(peer_guid) if peer_guid is not None else None
+        return (peer_guid, facts.type if facts else None,
+                state.name(peer_guid, state.sweep_names.get(peer_guid) or (facts.description if facts else "")),
+                str(exp.peer_port) if exp.peer_port is not None else "")
+    return (None, None, "", "")
+
+
+def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
+    labels = cached[1]
+    metrics = DATA_METRICS
+    out += [_new(Sample, (spec[0], labels, float(value * spec[1])))
+            for raw, value in p.entry.counters.items() if (spec := metrics.get(raw)) is not None]
+    errors = p.errors
+    if errors:
+        get = errors.get
+        out += [_new(Sample, (metric, labels, float(get(raw, 0)))) for raw, metric in ERROR_METRICS]
+    elif errors is not None:  # every error counter 0 (most ports, most polls): reuse those samples
+        if cached[4] is None:
+            cached[4] = [_new(KeptSample, (metric, labels, 0.0)) for _raw, metric in ERROR_METRICS]
+        out += cached[4]
+    if p.qp1_dropped is not None:
+        out.append(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
+
+
+def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
+                  is_latched: bool, extended: bool) -> list[Sample]:
+    """The port's link and health gauges (kept: reused while the link is unchanged)."""
+    out: list[Sample] = []
+    add = out.append
+    up = link_up(link)
+    width = WIDTH_LANES.get(link.width, 0) if up else 0
+    lane_rate = SPEEDS[link.speed][1] * 1e9 / 8 if up and link.speed else 0.0
+    if link is not None:
+        add(KeptSample("fabric_ib_port_state_id", labels, float(link.state_id)))
+        add(KeptSample("fabric_ib_port_physical_state_id", labels, float(link.phys_state_id)))
+    add(KeptSample("fabric_ib_port_active_width_lanes", labels, float(width)))
+    add(KeptSample("fabric_ib_port_active_lane_rate_bytes_per_second", labels, lane_rate))
+    add(KeptSample("fabric_ib_port_rate_bytes_per_second", labels, width * lane_rate))
+    degraded = False
+    if up and link.peer_port_guid is not None:
+        sup_width = WIDTH_LANES.get(link.could_be_width or link.width, 0)
+        sup_rate = (SPEEDS[link.could_be_speed or link.speed][1] * 1e9 / 8) if link.speed else 0.0
+        add(KeptSample("fabric_ib_port_supported_width_lanes", labels, float(sup_width)))
+        add(KeptSample("fabric_ib_port_supported_lane_rate_bytes_per_second", labels, sup_rate))
+        degraded = link.could_be_width is not None or link.could_be_speed is not None
+    add(KeptSample("fabric_ib_port_degraded", labels, 1.0 if degraded else 0.0))
+    # Down, but linked in the topology or a sweep within forget_missing_after: unexpected.
+    add(KeptSample("fabric_ib_port_link_down_unexpected", labels, 1.0 if (not up) and was_linked else 0.0))
+    add(KeptSample("fabric_ib_port_latched", labels, 1.0 if is_latched else 0.0))
+    add(KeptSample("fabric_ib_port_extended_counters", labels, 1.0 if extended else 0.0))
+    add(KeptSample("fabric_ib_port_sweep_missing", labels, 0.0))
+    return out
+
+
+def _port_info(labels: dict[str, str], p: SweptPort, link: ib_queryerrors.LinkInfo | None, peer: Peer,
+               state: FabricState) -> Sample:
+    up = link_up(link)
+    peer_guid, peer_type = peer[0], peer[1]
+    linked = up and link.peer_port_guid is not None
+    return KeptSample("fabric_ib_port_info", {
+        **labels, "lid": str(link.lid) if link is not None else "",
+        "port_guid": state.port_guid(p.node_guid, p.port),
+        "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
+        "peer_node_type": peer_type or "",
+        "active_width": link.width if up and link.width else "",
+        "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
+        "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
+        "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "") if linked else "",
+    }, 1.0)
+
+
+# -- ports the sweep did not return, nodes, the sweep itself ---------------------------------------
+
+def _missing_port_samples(state: FabricState, ports: dict[PortKey, SweptPort], out: list[Sample],
+                          problems: list[str]) -> int:
+    """Ports the topology (or an earlier sweep) had that this sweep did not return."""
+    missing_nodes: set[int] = set()
+    missing = sorted(state.expected_ports.keys() - ports.keys())
+    for key in missing:
+        exp = state.expected_ports[key]
+        guid, port = key
+        missing_nodes.add(guid)
+        facts = state.nodes.get(guid)
+        peer_facts = state.nodes.get(exp.peer_guid) if exp.peer_guid is not None else None
+        labels = {"node_guid": guid_str(guid), "node_name": state.name(guid, facts.description if facts else ""),
+                  "port": str(port),
+                  "peer_node_name": state.name(exp.peer_guid, peer_facts.description if peer_facts else ""),
+                  "peer_port": str(exp.peer_port) if exp.peer_port is not None else ""}
+        out.append(Sample("fabric_ib_port_sweep_missing", labels, 1.0))
+    if missing:
+        examples = ", ".join(sorted(state.name(g, state.nodes[g].description if g in state.nodes else guid_str(g))
+                                    for g in missing_nodes)[:5])
+        problems.append(f"{len(missing)} port(s) on {len(missing_nodes)} node(s) missing from the sweep "
+                        f"(e.g. {examples}): their series are withheld")
+    return len(missing)
+
+
+def _node_samples(state: FabricState, swept_nodes: set[int], out: list[Sample]) -> None:
+    for guid, facts in sorted(state.nodes.items()):
+        desc = (state.sweep_names.get(guid) or facts.description) if guid in swept_nodes else facts.description
+        name = state.name(guid, desc)
+        out.append(Sample("fabric_ib_node_info", {
+            "node_guid": guid_str(guid), "node_name": name, "node_type": facts.type,
+            "node_description": desc, "ports": str(facts.ports_count),
+            "system_guid": guid_str(facts.system_guid) if facts.system_guid is not None else "",
+        }, 1.0))
+        if guid in state.ticks:
+            out.append(Sample("fabric_ib_node_xmit_wait_tick_multiplier",
+                              {"node_guid": guid_str(guid), "node_name": name}, float(state.ticks[guid])))
+
+
+def _sweep_samples(state: FabricState, durations: dict[str, float], state_counts: dict[str, int],
+                   out: list[Sample]) -> None:
+    add = out.append
+    for tool, seconds in sorted(durations.items()):
+        add(Sample("fabric_ib_sweep_duration_seconds", {"tool": tool}, seconds))
+    if state.topology is not None:
+        nodes = state.topology.nodes.values()
+        for ntype in _NODE_TYPES:
+            count = sum(1 for n in nodes if n.type == ntype)
+            add(Sample("fabric_ib_topology_nodes", {"node_type": ntype}, float(count)))
+    for port_state, n in state_counts.items():
+        add(Sample("fabric_ib_topology_ports", {"state": port_state}, float(n)))
+    if state.topology_wall is not None:
+        add(Sample("fabric_ib_topology_last_refresh_timestamp_seconds", {}, state.topology_wall))
+    add(Sample("fabric_ib_topology_changes_total", {}, float(state.topology_changes)))

@@ -1,0 +1,200 @@
+"""Running the stock tools: argv building, the retry rule, bounded batches of per-node perfquery runs.
+
+A crashed tool (killed by a signal, ibsim's occasional segfault) or empty output is retried once,
+then fails the poll; it is never read as "no errors"."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import socket
+from collections.abc import Callable
+
+from ...errors import CommandFailed, ParseError, PollError, PollTimeout
+from ...parsers import ib_perfquery
+from ...parsers.skipped import SkippedLine
+from ...transport.base import CommandResult
+from .counters import reset_mask
+from .join import PortKey, SweptPort
+from .options import InfinibandOptions
+from .state import FabricState
+
+log = logging.getLogger("fabric_exporter.infiniband")
+
+
+def discovery_cache_path(options: InfinibandOptions, who: str) -> str | None:
+    """Where ibnetdiscover --cache writes on the tool host (None: no cache)."""
+    if not options.use_discovery_cache:
+        return None
+    if options.discovery_cache_path:
+        return options.discovery_cache_path
+    # Unique per exporter process: two exporters (an HA pair) polling one SM node must not
+    # load each other's discovery. close() removes it.
+    who = f"{socket.gethostname()}-{os.getpid()}-{who}"
+    return f"/tmp/fabric-exporter-ib-{re.sub(r'[^A-Za-z0-9_.-]', '_', who)}.ibnetdiscover-cache"
+
+
+class IbTools:
+    """The tools of one target, run through its transport (local or SSH)."""
+
+    def __init__(self, options: InfinibandOptions, runner: Callable[[], object]):
+        self.options = options
+        self._runner = runner  # the context's runner() (a new SSH session may be needed per poll)
+
+    def argv(self, tool: str, *args: str) -> list[str]:
+        o = self.options
+        if tool == "ibqueryerrors" and o.skip_sl:
+            # No SA PathRecord query for SLs: the sweep keeps working while the SM is down (SL 0).
+            args = ("--skip-sl", *args)
+        argv = list(o.command_prefix)
+        if o.env:
+            # An argv prefix rather than the runner's environment: the same on local and SSH.
+            argv += ["env", *(f"{k}={v}" for k, v in o.env)]
+        argv.append(o.tool(tool))
+        if o.ca:
+            argv += ["-C", o.ca]
+        if o.ca_port:
+            argv += ["-P", str(o.ca_port)]
+        if o.mad_timeout_ms:
+            argv += ["-t", str(o.mad_timeout_ms)]
+        return argv + list(args)
+
+    async def run(self, argv: list[str], deadline: float, ok_status: tuple[int, ...],
+                  durations: dict[str, float], label: str, retry: bool = True) -> CommandResult:
+        """Run a tool; a crash or empty output is retried once (time permitting), then raised."""
+        loop = asyncio.get_running_loop()
+        attempts = 2 if retry else 1
+        for attempt in range(attempts):
+            remaining = deadline - loop.time()
+            if remaining <= 0.05:
+                raise PollTimeout(f"{label}: no time left in the poll deadline")
+            started = loop.time()
+            result = await self._runner().run(argv, timeout=remaining)
+            durations[label] = durations.get(label, 0.0) + loop.time() - started
+            crashed = result.exit_status < 0 or result.exit_status >= 128
+            if result.exit_status in ok_status and result.stdout.strip():
+                return result
+            if crashed or not result.stdout.strip():
+                if attempt + 1 < attempts:
+                    log.info("%s crashed or printed nothing (%s); retrying once", label, result.describe_failure())
+                    continue
+                what = "crashed" if crashed else "printed nothing"
+                raise CommandFailed(f"{label} {what}: {result.describe_failure()}")
+            raise CommandFailed(f"{label} failed: {result.describe_failure()}")
+        raise AssertionError("unreachable")
+
+    async def run_plain(self, argv: list[str], timeout: float) -> CommandResult:
+        """A helper command (find, cat, rm) with the command prefix, no retry."""
+        return await self._runner().run(list(self.options.command_prefix) + argv, timeout=timeout)
+
+    # -- the sweeps -----------------------------------------------------------------------------
+
+    def counter_sweep(self, deadline: float, durations: dict[str, float]):
+        """Live: every port's data counters and link info (it discovers the fabric itself)."""
+        return self.run(self.argv("ibqueryerrors", "--counters", "--report-port"), deadline, (0,), durations,
+                        "ibqueryerrors_counters")
+
+    def error_sweep(self, deadline: float, durations: dict[str, float], cache: str | None):
+        """Every non-zero error counter: an empty threshold file makes every threshold 0. Exit
+        status 1 means "errors found", not a failure."""
+        load = ("--load-cache", cache) if cache is not None else ()
+        return self.run(self.argv("ibqueryerrors", *load, "--threshold-file", "/dev/null"), deadline, (0, 1),
+                        durations, "ibqueryerrors_errors")
+
+    def discover(self, deadline: float, durations: dict[str, float], cache: str | None = None):
+        args = ("--cache", cache) if cache is not None else ()
+        return self.run(self.argv("ibnetdiscover", *args), deadline, (0,), durations, "ibnetdiscover")
+
+    # -- optional per-device queries (bounded concurrency, one process per node, never per port) --
+
+    async def batch(self, argvs: list[tuple[object, list[str]]], deadline: float, durations: dict[str, float],
+                    label: str) -> dict[object, CommandResult | PollError]:
+        sem = asyncio.Semaphore(self.options.max_concurrency)
+        out: dict[object, CommandResult | PollError] = {}
+
+        async def one(key, argv):
+            async with sem:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0.05:
+                    out[key] = PollTimeout(f"{label}: no time left")
+                    return
+                try:
+                    out[key] = await self._runner().run(argv, timeout=remaining)
+                except PollError as e:
+                    out[key] = e
+
+        started = asyncio.get_running_loop().time()
+        await asyncio.gather(*(one(k, a) for k, a in argvs))
+        durations[label] = durations.get(label, 0.0) + asyncio.get_running_loop().time() - started
+        return out
+
+    async def read_qp1_dropped(self, ports: dict[PortKey, SweptPort], state: FabricState, deadline: float,
+                               durations: dict[str, float], problems: list[str],
+                               skipped: list[SkippedLine] | None) -> None:
+        """QP1Dropped is in PortCounters but no sweep prints it: one perfquery per node (-l: all ports)."""
+        by_node: dict[int, list[SweptPort]] = {}
+        for p in ports.values():
+            if p.entry.link is not None and p.entry.link.lid:
+                by_node.setdefault(p.node_guid, []).append(p)
+        jobs = []
+        for guid, plist in by_node.items():
+            if state.node_type(guid) == "switch":
+                jobs.append((guid, self.argv("perfquery", "-l", str(plist[0].entry.link.lid), "255")))
+            else:
+                jobs += [((guid, p.port), self.argv("perfquery", str(p.entry.link.lid), str(p.port))) for p in plist]
+        results = await self.batch(jobs, deadline, durations, "perfquery_qp1")
+        failed = 0
+        for key, res in results.items():
+            try:
+                if isinstance(res, PollError) or res.exit_status != 0:
+                    raise ParseError("perfquery failed")
+                blocks = ib_perfquery.parse(res.stdout, skipped=skipped)
+            except ParseError:
+                failed += 1
+                continue
+            guid = key if isinstance(key, int) else key[0]
+            for b in blocks:
+                p = ports.get((guid, b.port))
+                # basic PortCounters; perfquery -x prints it in the extended block too (real captures)
+                if p is not None and b.kind in ("counters", "extended") and "QP1Dropped" in b.values:
+                    p.qp1_dropped = b.values["QP1Dropped"]
+        if failed:
+            problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
+
+    async def read_ticks(self, state: FabricState, deadline: float, durations: dict[str, float],
+                         skipped: list[SkippedLine] | None) -> None:
+        """PortSamplesControl.Tick per switch, where the device answers (perfquery -c)."""
+        topo = state.topology
+        if topo is None:
+            return
+        jobs = []
+        for node in topo.nodes.values():
+            if node.type == "switch" and node.lid:
+                port = min(node.ports) if node.ports else 1
+                jobs.append((node.guid, self.argv("perfquery", "-c", str(node.lid), str(port))))
+        results = await self.batch(jobs, deadline, durations, "perfquery_tick")
+        for guid, res in results.items():
+            try:
+                if isinstance(res, PollError) or res.exit_status != 0:
+                    raise ParseError("no PortSamplesControl")
+                blocks = ib_perfquery.parse(res.stdout, skipped=skipped)
+                state.ticks[guid] = next(b.values["Tick"] for b in blocks if "Tick" in b.values)
+            except (ParseError, StopIteration):
+                state.ticks.pop(guid, None)  # not readable on this device: publish nothing
+
+    async def reset_latched(self, ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], deadline: float,
+                            durations: dict[str, float], problems: list[str]) -> None:
+        """perfquery -R on the latched counters only (reset_latched_counters)."""
+        jobs = []
+        for key, names in latched.items():
+            p = ports[key]
+            mask = reset_mask(names)
+            if mask and p.entry.link is not None and p.entry.link.lid:
+                jobs.append((key, self.argv("perfquery", "-R", str(p.entry.link.lid), str(p.port), hex(mask))))
+        results = await self.batch(jobs, deadline, durations, "perfquery_reset")
+        failed = [k for k, r in results.items() if isinstance(r, PollError) or r.exit_status != 0]
+        log.warning("reset latched counters on %d port(s)", len(jobs) - len(failed))
+        if failed:
+            problems.append(f"reset of latched counters failed on {len(failed)} port(s)")
