@@ -61,11 +61,12 @@ def _imported_names(module: str, is_package: bool, node: ast.Import | ast.Import
         target = ".".join(base + ([node.module] if node.module else []))
     else:
         target = node.module or ""
-    found = {target}
-    for alias in node.names:  # "from pkg import sub" imports the submodule pkg.sub
-        if f"{target}.{alias.name}" in known:
-            found.add(f"{target}.{alias.name}")
-    return found
+    submodules = {f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in known}
+    # "from pkg import sub" imports the submodule pkg.sub; it reads pkg itself only for names that
+    # are not submodules (a package's own module importing a sibling this way is no edge to pkg).
+    if isinstance(node, ast.ImportFrom) and submodules and len(submodules) == len(node.names):
+        return submodules
+    return {target} | submodules
 
 
 def import_graph(root: Path = PACKAGE_DIR) -> dict[str, set[str]]:
