@@ -19,10 +19,10 @@ import weakref
 from typing import Any
 
 from ..errors import ConnectError, PollError
+from . import snmp_dropped
 from .snmp_ber import (
     GET_BULK_REQUEST,
     GET_REQUEST,
-    BerError,
     Response,
     Varbind,
     decode_response,
@@ -35,6 +35,12 @@ from .snmp_session import SnmpSessionBase
 MAX_IN_FLIGHT_PER_AGENT = 8
 _EXPIRED = object()
 _INT31 = (1 << 31) - 1
+
+
+class DatagramRejected(PollError):
+    """A well-formed message that fails the SNMP version's checks (community, USM digest...)."""
+
+    reason = "parse"
 
 
 class _Protocol(asyncio.DatagramProtocol):
@@ -98,19 +104,23 @@ class UdpSession(SnmpSessionBase):
 
     def _received(self, data: bytes, addr: Any) -> None:
         if self._peer is None or addr[0] != self._peer[0] or addr[1] != self._peer[1]:
-            self.dropped += 1
+            self._drop("wrong_source")
             return
         try:
             request_id, result = self._accept(data)
         except PollError as e:  # BerError, or the version's own checks
-            self.dropped += 1
+            self._drop("rejected" if isinstance(e, DatagramRejected) else "undecodable")
             self._last_bad = e
             return
         fut = self._pending.get(request_id)
         if fut is None or fut.done():
-            self.dropped += 1  # late (already answered, or given up) or never asked
+            self._drop("unmatched")  # late (already answered, or given up) or never asked
             return
         fut.set_result(result)
+
+    def _drop(self, reason: str) -> None:
+        self.dropped += 1
+        snmp_dropped.count(reason)
 
     def _accept(self, data: bytes) -> tuple[int, Any]:
         """(the id the datagram answers, what the request gets), or a PollError to drop it."""
@@ -161,7 +171,7 @@ class FastSession(UdpSession):
     def _accept(self, data: bytes) -> tuple[int, Any]:
         resp = decode_response(data)
         if resp.version != 1 or resp.community != self._community:
-            raise BerError("a response of another SNMP version or community")
+            raise DatagramRejected("a response of another SNMP version or community")
         return resp.request_id, resp
 
     async def _request(self, what: str, pdu_type: int, oids: list[tuple[int, ...]], max_repetitions: int = 0

@@ -41,7 +41,7 @@ from .snmp_ber import (
     encode_scoped_pdu,
     encode_v3_message,
 )
-from .snmp_fast import UdpSession
+from .snmp_fast import DatagramRejected, UdpSession
 from .snmp_session import format_oid
 
 log = logging.getLogger("fabric_exporter.snmp")
@@ -66,10 +66,8 @@ _REFUSALS = {
 }
 
 
-class UsmRejected(PollError):
+class UsmRejected(DatagramRejected):
     """An answer that decodes but fails the USM's checks (digest, time window, decryption, level)."""
-
-    reason = "parse"
 
 
 class FastV3Session(UdpSession):
