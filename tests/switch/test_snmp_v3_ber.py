@@ -10,6 +10,7 @@ scopedPDU (which may carry cipher padding) is checked the same way.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyasn1.codec.ber import decoder, encoder
@@ -249,3 +250,47 @@ def test_messages_we_encode_are_what_pyasn1_reads():
     plain, offset = snmp_ber.encode_v3_message(1, 484, 4, b"", 0, 0, b"", 0, b"", scoped)
     msg, rest = decoder.decode(bytes(plain), asn1Spec=SNMPv3Message())
     assert rest == b"" and isinstance(msg["msgData"]["plaintext"]["data"].getComponent(), rfc1905.GetBulkRequestPDU)
+
+
+def _message(**kw) -> bytes:
+    args = {"msg_id": 5, "max_size": 65507, "flags": 3, "engine_id": b"\x80\x00engine", "boots": 1, "engine_time": 2,
+            "user": b"fabric", "auth_length": 12, "priv_params": b"saltsalt",
+            "msg_data": snmp_ber.encode_encrypted_pdu(b"\x01" * 16)}
+    args.update(kw)
+    data, _ = snmp_ber.encode_v3_message(*args.values())
+    return bytes(data)
+
+
+def _raw(version: int = 3, flags: bytes = b"\x03", model: int = 3) -> bytes:
+    """A message built field by field, for the fields encode_v3_message fixes."""
+    tlv, integer = snmp_ber._tlv, snmp_ber.encode_integer
+    usm = tlv(0x30, tlv(0x04, b"e") + integer(1) + integer(2) + tlv(0x04, b"u") + tlv(0x04, bytes(12))
+              + tlv(0x04, b"saltsalt"))
+    header = tlv(0x30, integer(5) + integer(65507) + tlv(0x04, flags) + integer(model))
+    return tlv(0x30, integer(version) + header + tlv(0x04, usm) + snmp_ber.encode_encrypted_pdu(b"\x01" * 16))
+
+
+EDGES = {
+    "built by hand": (_raw(), True),
+    "user of 32 octets": (_message(user=b"u" * 32), True),
+    "user of 33 octets": (_message(user=b"u" * 33), False),
+    "msgMaxSize 484": (_message(max_size=484), True),
+    "msgMaxSize 483": (_message(max_size=483), False),
+    "msgID 2^31-1": (_message(msg_id=I31), True),
+    "msgID 2^31": (_message(msg_id=I31 + 1), False),
+    "msgID -1": (_message(msg_id=-1), False),
+    "boots 2^31": (_message(boots=I31 + 1), False),
+    "time -1": (_message(engine_time=-1), False),
+    "msgFlags of 2 octets": (_raw(flags=b"\x03\x00"), False),
+    "msgFlags of 0 octets": (_raw(flags=b""), False),
+    "security model 2": (_raw(model=2), False),
+    "msgVersion 1": (_raw(version=1), False),
+    "msgVersion 2^31": (_raw(version=I31 + 1), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGES))
+def test_range_and_size_edges_agree_with_pysnmps_specs(name):
+    data, accepted = EDGES[name]
+    assert (reference_decode(data) is not None) == accepted, name  # the case says what it claims
+    check_agrees(data)
