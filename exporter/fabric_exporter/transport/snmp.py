@@ -224,7 +224,8 @@ def secret_values(cred: SNMPCredential) -> list[str]:
 
 
 class SnmpSession(SnmpSessionBase):
-    """Requests to one agent through pysnmp (SNMPv3, and v2c where ``snmp_engine: pysnmp`` asks for it).
+    """Requests to one agent through pysnmp (where ``snmp_engine: pysnmp`` asks for it, and SNMPv3
+    credentials whose protocols the fast path does not serve).
 
     SNMPv3: pysnmp caches the agent's engine ID (300 s) and its boots/time, and by RFC 3414 it will
     not move that clock backwards. An agent restarted with a new engine ID (or with its clock reset
