@@ -5,7 +5,8 @@ Real agents with real interfaces: the script creates a private network namespace
 ``--agents`` net-snmp snmpd processes inside it on 127.0.0.1 (ports 16100+), and runs every client
 inside it too -- no address outside that namespace's loopback is used. Every client walks the same
 if_mib columns (14 IF-MIB counter/state columns + ifName + ifAlias, GETBULK max-repetitions 25) of
-every agent, SNMPv2c and SNMPv3 authPriv (SHA/AES-128), with 1 and with 8 agents polled at once:
+every agent, SNMPv2c and SNMPv3 authPriv (SHA/AES-128), with 1 and with 8 agents polled at once
+(each path on both versions: the fast path serves SNMPv3 too, transport.snmp_fast_v3):
 
 * ``fast`` / ``pysnmp`` -- fabric-exporter's sessions (transport.snmp_fast / transport.snmp) walking
   the 16 columns: the transport's own cost;
@@ -137,6 +138,9 @@ async def bench_sessions(version: str, engine: str, agents: int, concurrency: in
     cfg = config(version, engine, agents)
     transports = Transports()
     sessions = [transports.snmp(g, g.hosts[0]) for g in cfg.targets]
+    want = {"fast": {"2c": "FastSession", "3": "FastV3Session"}[version], "pysnmp": "SnmpSession"}[engine]
+    if {type(s).__name__ for s in sessions} != {want}:  # a silent fallback would measure the wrong path
+        raise RuntimeError(f"{engine} {version}: sessions are {[type(s).__name__ for s in sessions]}, not {want}")
     cols = columns()
     sem = asyncio.Semaphore(concurrency)
 
@@ -328,8 +332,7 @@ async def inside(args: argparse.Namespace) -> None:
                 results = {}
                 results["snmp_exporter 0.21"] = await bench_snmp_exporter(version, args.agents, conc, args.rounds, work)
                 results["snmpbulkwalk"] = await bench_snmpbulkwalk(version, args.agents, conc, args.rounds)
-                # the fast path serves v2c; SNMPv3 goes through pysnmp whatever snmp_engine says
-                for engine in (args.engines if version == "2c" else ["pysnmp"]):
+                for engine in args.engines:  # the fast path serves v2c and SNMPv3 (transport.snmp_fast_v3)
                     results[f"fabric-exporter {engine} (transport)"] = await bench_sessions(
                         version, engine, args.agents, conc, args.rounds)
                     results[f"fabric-exporter {engine} (poll + render)"] = await bench_collector(

@@ -18,6 +18,7 @@ from . import __version__
 from .catalog import CATALOG
 from .errors import REASONS
 from .exposition import Rendered, family_header, render_chunks
+from .transport.snmp_dropped import DROPPED as SNMP_DROPPED
 
 # Per-target families, in the order they are exposed.
 TARGET_FAMILIES = (
@@ -28,8 +29,8 @@ TARGET_FAMILIES = (
 )
 # Families whose value depends on whether the target's snapshot is still fresh.
 _FRESHNESS_FAMILIES = ("fabric_up", "fabric_samples", "fabric_target_stale")
-GLOBAL_FAMILIES = ("fabric_targets", "fabric_build_info", "fabric_config_last_reload_successful",
-                   "fabric_config_last_reload_success_timestamp_seconds")
+GLOBAL_FAMILIES = ("fabric_snmp_datagrams_dropped_total", "fabric_targets", "fabric_build_info",
+                   "fabric_config_last_reload_successful", "fabric_config_last_reload_success_timestamp_seconds")
 
 
 class ReloadStatus:
@@ -146,12 +147,15 @@ class SelfMetrics:
         by_collector: dict[str, int] = {}
         for t in self._targets.values():
             by_collector[t.collector] = by_collector.get(t.collector, 0) + 1
-        key = (tuple(sorted(by_collector.items())), self.reload.successful, self.reload.last_success)
+        key = (tuple(sorted(by_collector.items())), self.reload.successful, self.reload.last_success,
+               tuple(SNMP_DROPPED.items()))
         if key != self._global_key:
             samples = [("fabric_targets", {"collector": name}, n) for name, n in key[0]]
             samples += [("fabric_build_info", {"version": __version__, "python_version": platform.python_version()}, 1.0),
                         ("fabric_config_last_reload_successful", {}, 1.0 if self.reload.successful else 0.0),
                         ("fabric_config_last_reload_success_timestamp_seconds", {}, self.reload.last_success)]
+            # every reason from the start (at 0), so rate() sees the first drop
+            samples += [("fabric_snmp_datagrams_dropped_total", {"reason": r}, n) for r, n in key[3]]
             chunks = render_chunks(samples)
             pieces = [Rendered.of(family_header(CATALOG[f]) + chunks.get(f, b"")) for f in GLOBAL_FAMILIES]
             self._global = ([p.plain for p in pieces], [p.gz for p in pieces])

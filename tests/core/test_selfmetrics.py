@@ -20,6 +20,8 @@ from fabric_exporter.samples import Sample
 from fabric_exporter.scheduler import TargetState
 from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
 from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.transport import snmp_dropped
+from fabric_exporter.transport.snmp_dropped import DROPPED as SNMP_DROPPED
 
 TARGET_LABELS = ["group", "host", "collector", "fabric"]
 
@@ -67,6 +69,10 @@ def reference(states, fresh_keys, reload: ReloadStatus) -> bytes:
                     skipped.add_metric(lv + [source], n)
                 by_collector[s.collector] += 1
             yield from (up, duration, last_poll, last_ok, polls, errors, samples, interval, backoff, stale, skipped)
+            dropped = counter("fabric_snmp_datagrams_dropped_total", ["reason"])
+            for reason, n in SNMP_DROPPED.items():
+                dropped.add_metric([reason], n)
+            yield dropped
             targets = gauge("fabric_targets", ["collector"])
             for name, n in sorted(by_collector.items()):
                 targets.add_metric([name], n)
@@ -137,6 +143,21 @@ def test_a_removed_target_and_a_reload_change_the_served_bytes():
     text = metrics.render(0)
     assert text == reference([a], set(), reload)
     assert b'fabric_targets{collector="infiniband"}' not in text and b"fabric_config_last_reload_successful 1.0" in text
+
+
+def test_dropped_snmp_datagrams_are_counted_by_reason_from_zero():
+    metrics = SelfMetrics(ReloadStatus())
+    before = dict(SNMP_DROPPED)  # process-wide: other tests may have dropped some already
+    text = metrics.render(0)
+    for reason in snmp_dropped.REASONS:
+        assert f'fabric_snmp_datagrams_dropped_total{{reason="{reason}"}} {float(before[reason])}'.encode() in text
+    assert b"# TYPE fabric_snmp_datagrams_dropped_total counter" in text
+    snmp_dropped.count("wrong_source")
+    snmp_dropped.count("wrong_source")
+    snmp_dropped.count("rejected")
+    text = metrics.render(0)
+    assert f'fabric_snmp_datagrams_dropped_total{{reason="wrong_source"}} {before["wrong_source"] + 2.0}'.encode() in text
+    assert f'fabric_snmp_datagrams_dropped_total{{reason="rejected"}} {before["rejected"] + 1.0}'.encode() in text
 
 
 def test_store_gzip_members_decode_to_the_plain_exposition():

@@ -17,6 +17,7 @@ from fabric_exporter.errors import PollError, PollTimeout
 from fabric_exporter.transport import snmp_fast
 from fabric_exporter.transport.factory import Transports
 from fabric_exporter.transport.snmp import SnmpSession
+from fabric_exporter.transport import snmp_dropped
 from fabric_exporter.transport.snmp_fast import FastSession
 
 from .conftest import make_config
@@ -127,18 +128,26 @@ def test_wrong_request_id_and_foreign_source_are_dropped():
         try:
             got = await s.get([(1, 3, 6, 1, 2, 1, 1, 3, 0)])
             await asyncio.sleep(0.05)
+            # a connected socket never hands us another source's datagram; the check behind it still counts
+            s._received(response(1, []), ("127.0.0.2", s._peer[1]))
         finally:
             s.close()
             agent.transport.close()
         return got, s
 
+    before = dict(snmp_dropped.DROPPED)
     try:
         got, s = run(go())
     finally:
         stranger.close()
     assert got[(1, 3, 6, 1, 2, 1, 1, 3, 0)].value == 99
     # the spoofed one never reaches us (connected socket) or is dropped; the other three are dropped
-    assert s.dropped >= 3
+    assert s.dropped >= 4
+    delta = {r: n - before[r] for r, n in snmp_dropped.DROPPED.items()}
+    # the self-metric fabric_snmp_datagrams_dropped_total counts them by reason
+    assert delta["unmatched"] >= 1 and delta["rejected"] >= 1 and delta["undecodable"] >= 1
+    assert delta["wrong_source"] >= 1
+    assert sum(delta.values()) >= s.dropped  # process-wide: other sessions' drops may add to it
 
 
 def test_retry_resends_and_a_late_answer_counts():

@@ -15,6 +15,20 @@ from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from .conftest import V3, Poller, make_config
 
 
+@pytest.fixture(autouse=True, params=["fast", "pysnmp"])
+def snmp_engine(request, monkeypatch):
+    """Every test here runs on both request paths (SNMPv3 on snmp_fast_v3, and on pysnmp)."""
+    from fabric_exporter.collectors import snmp_switch
+
+    monkeypatch.setattr(snmp_switch.SnmpSwitchOptions, "snmp_engine", request.param)
+    monkeypatch.setattr(snmp_switch, "DEFAULT_ENGINE", request.param)
+    return request.param
+
+
+def session_types(p: Poller) -> set[str]:
+    return {type(c._session).__name__ for c in p.collectors.values() if c._session is not None}
+
+
 def v3_cred(auth=V3.auth_key, priv=V3.priv_key, user=V3.user):
     return {"type": "snmp", "version": "3", "username": user, "auth_protocol": "sha256", "auth_password": auth,
             "priv_protocol": "aes256", "priv_password": priv, "context": "v3sw"}
@@ -26,7 +40,7 @@ def group(name, port, creds):
             "options": {"snmp_timeout": "1s", "snmp_retries": 0}}
 
 
-def test_agent_restart_with_new_engine_id_recovers_on_the_next_poll(tmp_path):
+def test_agent_restart_with_new_engine_id_recovers_on_the_next_poll(tmp_path, snmp_engine):
     sw = SimulatedSwitch("v3sw", "ieee", ports=2, seed=11)
     sim = SnmpSim([sw], workdir=tmp_path / "sim1", v3_user=V3).start()
     port = sim.port
@@ -43,6 +57,9 @@ def test_agent_restart_with_new_engine_id_recovers_on_the_next_poll(tmp_path):
             # snmpsim picks a new engine ID at every start (as net-snmp does without persistent state)
             sim = SnmpSim([sw], workdir=tmp_path / "sim2", v3_user=V3, port=port).start()
             after = await p.poll_states()
+            assert session_types(p) == {"FastV3Session" if snmp_engine == "fast" else "SnmpSession"}
+            # the good session rediscovered once, within this poll (no extra poll, no waiting)
+            assert [c._session.rediscoveries for k, c in p.collectors.items() if k[0] == "good"] == [1]
             return before, after
         finally:
             await p.close()
@@ -110,3 +127,72 @@ def test_no_secret_reaches_a_log_an_error_or_the_metrics(tmp_path, caplog, capsy
     assert "poll crashed" not in everything
     for name, value in secrets.items():
         assert value not in everything, f"secret {name} leaked"
+
+
+def test_refusals_read_the_same_on_both_engines(tmp_path, snmp_engine):
+    """A wrong auth key, a wrong priv key and an unknown user fail the poll as `auth` with the same
+    text on the fast path as on pysnmp (only the group name differs)."""
+    if snmp_engine == "pysnmp":
+        pytest.skip("compares both engines in one run")
+    sw = SimulatedSwitch("v3sw", "ieee", ports=2, seed=13)
+    cases = {"badauth": v3_cred(auth="wrong-password-1"), "badpriv": v3_cred(priv="wrong-password-2"),
+             "nouser": v3_cred(user="nobody-here"), "good": v3_cred()}
+    with SnmpSim([sw], workdir=tmp_path / "sim", v3_user=V3) as sim:
+        groups, creds = [], {}
+        for engine in ("fast", "pysnmp"):
+            for case, cred in cases.items():
+                g = group(f"{case}-{engine}", sim.port, f"{case}-{engine}")
+                g["options"] = {**g["options"], "snmp_engine": engine, "snmp_timeout": "3s"}
+                groups.append(g)
+                creds[f"{case}-{engine}"] = cred
+        cfg = make_config(tmp_path, groups, creds)
+
+        async def scenario():
+            p = Poller(cfg)
+            try:
+                states = await p.poll_states()
+                types = {k[0]: type(c._session).__name__ for k, c in p.collectors.items()}
+                return states, types
+            finally:
+                await p.close()
+
+        states, types = asyncio.run(scenario())
+    want = {"badauth": "WrongDigest", "badpriv": "DecryptionError", "nouser": "UnknownUserName"}
+    for case in cases:
+        fast, slow = states[(f"{case}-fast", f"{case}-fast")], states[(f"{case}-pysnmp", f"{case}-pysnmp")]
+        assert types[f"{case}-fast"] == "FastV3Session" and types[f"{case}-pysnmp"] == "SnmpSession"
+        if case == "good":
+            assert fast.state == slow.state == "ok", (fast.last_error, slow.last_error)
+            continue
+        assert fast.state == slow.state == "failed"
+        assert fast.errors["auth"] == slow.errors["auth"] == 1, (fast.last_error, slow.last_error)
+        assert want[case] in fast.last_error
+        assert fast.last_error.replace("-fast", "") == slow.last_error.replace("-pysnmp", ""), \
+            (fast.last_error, slow.last_error)
+
+
+def test_protocols_the_fast_path_does_not_serve_fall_back_to_pysnmp_with_a_log_line(
+        tmp_path, snmp_engine, monkeypatch, caplog):
+    if snmp_engine == "pysnmp":
+        pytest.skip("about the fast path")
+    from fabric_exporter.transport import snmp, snmp_usm
+
+    monkeypatch.setattr(snmp_usm, "PRIV_PROTOCOLS", {k: v for k, v in snmp_usm.PRIV_PROTOCOLS.items() if k != "aes256"})
+    monkeypatch.setattr(snmp, "_fallbacks_logged", set())
+    sw = SimulatedSwitch("v3sw", "ieee", ports=2, seed=14)
+    with SnmpSim([sw], workdir=tmp_path / "sim", v3_user=V3) as sim:
+        cfg = make_config(tmp_path, [group("g", sim.port, "c")], {"c": v3_cred()})
+        caplog.set_level(logging.INFO)
+
+        async def scenario():
+            p = Poller(cfg)
+            try:
+                states = await p.poll_states()
+                return states, session_types(p)
+            finally:
+                await p.close()
+
+        states, types = asyncio.run(scenario())
+    assert states[("g", "g")].state == "ok", states[("g", "g")].last_error
+    assert types == {"SnmpSession"}
+    assert "credential c: SNMPv3 on pysnmp rather than the fast path: priv_protocol aes256" in caplog.text

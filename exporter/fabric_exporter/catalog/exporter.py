@@ -41,4 +41,11 @@ METRICS = [
                "knows (skip-and-count rule), by target and source (the tool or file parsed). Values on "
                "those lines are not published; a rising rate means a tool or driver prints something new.",
                (TARGET + ("source",),), SRC),
+    MetricSpec("fabric_snmp_datagrams_dropped_total", "counter", "",
+               "UDP datagrams the fast SNMP path dropped, for the whole process, by reason: wrong_source "
+               "(not from the agent polled), undecodable (not well-formed SNMP), rejected (wrong community, "
+               "SNMPv3 digest, time window, decryption or security level), unmatched (answering no request "
+               "in flight: late, duplicated or never asked). A rising rate of anything but unmatched means "
+               "a misbehaving agent or someone spoofing one.",
+               (("reason",),), SRC),
 ]

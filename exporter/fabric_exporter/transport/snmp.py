@@ -180,24 +180,35 @@ def _read_secret_error(cred: SNMPCredential, e: Exception) -> AuthError:
     return AuthError(f"credential {cred.name}: cannot read secret: {detail}")
 
 
+def _v3_passwords(cred: SNMPCredential) -> tuple[str | None, str | None]:
+    """(auth_password, priv_password) of a v3 credential, each refused if shorter than RFC 3414 allows."""
+    try:
+        out = []
+        for name, secret in (("auth", cred.auth_password), ("priv", cred.priv_password)):
+            value = secret.read() if secret else None
+            # pysnmp would refuse it deep in its MIB code, with the key in the exception text
+            if value is not None and len(value.encode()) < SNMPV3_MIN_KEY_LENGTH:
+                raise AuthError(f"credential {cred.name}: the {name}_password "
+                                f"is shorter than {SNMPV3_MIN_KEY_LENGTH} characters (RFC 3414)")
+            out.append(value)
+        return out[0], out[1]
+    except (OSError, ValueError) as e:  # unreadable secret file, unset env var
+        raise _read_secret_error(cred, e) from None
+
+
 def _auth_data(cred: SNMPCredential) -> CommunityData | UsmUserData:
     try:
         if cred.version == "2c":
             if cred.community is None:
                 raise AuthError(f"credential {cred.name}: no community")
             return CommunityData(cred.community.read(), mpModel=1)
-        auth_proto = _AUTH[cred.auth_protocol] if cred.auth_protocol else usmNoAuthProtocol
-        priv_proto = _PRIV[cred.priv_protocol] if cred.priv_protocol else usmNoPrivProtocol
-        keys = {}
-        for name, secret in (("authKey", cred.auth_password), ("privKey", cred.priv_password)):
-            keys[name] = secret.read() if secret else None
-            # pysnmp would refuse it deep in its MIB code, with the key in the exception text
-            if keys[name] is not None and len(keys[name].encode()) < SNMPV3_MIN_KEY_LENGTH:
-                raise AuthError(f"credential {cred.name}: the {'auth' if name == 'authKey' else 'priv'}_password "
-                                f"is shorter than {SNMPV3_MIN_KEY_LENGTH} characters (RFC 3414)")
-        return UsmUserData(cred.username or "", authProtocol=auth_proto, privProtocol=priv_proto, **keys)
     except (OSError, ValueError) as e:  # unreadable secret file, unset env var
         raise _read_secret_error(cred, e) from None
+    auth_proto = _AUTH[cred.auth_protocol] if cred.auth_protocol else usmNoAuthProtocol
+    priv_proto = _PRIV[cred.priv_protocol] if cred.priv_protocol else usmNoPrivProtocol
+    auth_key, priv_key = _v3_passwords(cred)
+    return UsmUserData(cred.username or "", authProtocol=auth_proto, privProtocol=priv_proto, authKey=auth_key,
+                       privKey=priv_key)
 
 
 def secret_values(cred: SNMPCredential) -> list[str]:
@@ -213,7 +224,8 @@ def secret_values(cred: SNMPCredential) -> list[str]:
 
 
 class SnmpSession(SnmpSessionBase):
-    """Requests to one agent through pysnmp (SNMPv3, and v2c where ``snmp_engine: pysnmp`` asks for it).
+    """Requests to one agent through pysnmp (where ``snmp_engine: pysnmp`` asks for it, and SNMPv3
+    credentials whose protocols the fast path does not serve).
 
     SNMPv3: pysnmp caches the agent's engine ID (300 s) and its boots/time, and by RFC 3414 it will
     not move that clock backwards. An agent restarted with a new engine ID (or with its clock reset
@@ -326,10 +338,36 @@ class SnmpSession(SnmpSessionBase):
                                                        max_repetitions, obj, lookupMib=False))
 
 
-#: ``snmp_engine`` option values: "fast" serves SNMPv2c with snmp_fast (SNMPv3 stays on pysnmp);
+#: ``snmp_engine`` option values: "fast" serves SNMPv2c with snmp_fast and SNMPv3 with snmp_fast_v3
+#: (the protocols in snmp_usm.AUTH_PROTOCOLS/PRIV_PROTOCOLS; anything else falls back to pysnmp, logged);
 #: "pysnmp" forces pysnmp for every request, for agents the fast path cannot serve
 ENGINES = ("fast", "pysnmp")
 DEFAULT_ENGINE = "fast"
+
+
+def _agent_limiter(state: _SnmpState, address: str, port: int) -> asyncio.Semaphore:
+    from .snmp_fast import MAX_IN_FLIGHT_PER_AGENT
+
+    limiter = state.agent_limits.get((address, port))
+    if limiter is None:
+        limiter = state.agent_limits[(address, port)] = asyncio.Semaphore(MAX_IN_FLIGHT_PER_AGENT)
+    return limiter
+
+
+def fast_v3_unserved(cred: SNMPCredential) -> str | None:
+    """Why the fast path cannot serve this SNMPv3 credential, or None when it can."""
+    try:
+        from . import snmp_usm
+    except ImportError as e:  # cryptography missing or too old for its decrepit ciphers
+        return f"the fast SNMPv3 path cannot load: {e}"
+    if cred.auth_protocol and cred.auth_protocol not in snmp_usm.AUTH_PROTOCOLS:
+        return f"auth_protocol {cred.auth_protocol} is not one the fast path serves"
+    if cred.priv_protocol and cred.priv_protocol not in snmp_usm.PRIV_PROTOCOLS:
+        return f"priv_protocol {cred.priv_protocol} is not one the fast path serves"
+    return None
+
+
+_fallbacks_logged: set[str] = set()
 
 
 def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSessionBase:
@@ -344,16 +382,30 @@ def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSession
     engine = getattr(opts, "snmp_engine", None) or DEFAULT_ENGINE
     port = host.port or DEFAULT_PORT
     if cred.version == "2c" and engine == "fast":
-        from .snmp_fast import MAX_IN_FLIGHT_PER_AGENT, FastSession
+        from .snmp_fast import FastSession
 
         state = _state_for(transports)
-        limiter = state.agent_limits.get((host.address, port))
-        if limiter is None:
-            limiter = state.agent_limits[(host.address, port)] = asyncio.Semaphore(MAX_IN_FLIGHT_PER_AGENT)
-        session = FastSession(_community(cred), host.address, port, timeout=timeout, retries=retries, max_repetitions=reps,
-                              limiter=limiter)
+        session = FastSession(_community(cred), host.address, port, timeout=timeout, retries=retries,
+                              max_repetitions=reps, limiter=_agent_limiter(state, host.address, port))
         state.fast_sessions.add(session)
         return session
+    if cred.version == "3" and engine == "fast":
+        why = fast_v3_unserved(cred)
+        if why is None:
+            from .snmp_fast_v3 import FastV3Session
+
+            state = _state_for(transports)
+            auth_pw, priv_pw = _v3_passwords(cred)
+            session = FastV3Session(
+                (cred.username or "").encode(), cred.auth_protocol, auth_pw.encode() if auth_pw else None,
+                cred.priv_protocol if cred.auth_protocol else None, priv_pw.encode() if priv_pw else None,
+                (cred.context or "").encode(), host.address, port, timeout=timeout, retries=retries,
+                max_repetitions=reps, limiter=_agent_limiter(state, host.address, port))
+            state.fast_sessions.add(session)
+            return session
+        if cred.name not in _fallbacks_logged:
+            _fallbacks_logged.add(cred.name)
+            log.warning("credential %s: SNMPv3 on pysnmp rather than the fast path: %s", cred.name, why)
     return SnmpSession(_engine_for(transports, cred), _auth_data(cred), host.address, port,
                        timeout=timeout, retries=retries, max_repetitions=reps, context=cred.context,
                        secrets=secret_values(cred))

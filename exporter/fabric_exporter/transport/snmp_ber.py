@@ -251,6 +251,142 @@ def decode_response(data: bytes) -> Response:
     return Response(version, community, pdu_type, request_id, error_status, error_index, varbinds)
 
 
+# -- SNMPv3 (RFC 3412 message, RFC 3414 USM security parameters) ------------------------------
+
+_V3_MIN_MAX_SIZE = 484
+
+
+class V3Message(NamedTuple):
+    """An SNMPv3 message's wrapper, decoded; the scoped PDU is left for after authentication."""
+
+    msg_id: int
+    max_size: int
+    flags: int  # bit 0 auth, bit 1 priv, bit 2 reportable
+    security_model: int
+    engine_id: bytes
+    boots: int
+    time: int
+    user: bytes
+    auth_params: bytes
+    auth_offset: int  # where auth_params' contents start in the datagram (zeroed to check the digest)
+    priv_params: bytes
+    encrypted: bool  # msgData is an encryptedPDU (its contents in ``data``) rather than a plaintext ScopedPDU
+    data: bytes
+
+
+class ScopedPdu(NamedTuple):
+    context_engine_id: bytes
+    context_name: bytes
+    pdu_type: int
+    request_id: int
+    error_status: int
+    error_index: int
+    varbinds: list[Varbind]
+
+
+def _octets(data: bytes, pos: int, end: int, what: str) -> tuple[bytes, int]:
+    length, pos = _expect(data, pos, end, 0x04, what)
+    return data[pos:pos + length], pos + length
+
+
+def decode_v3_message(data: bytes) -> V3Message:
+    """An SNMPv3 message with USM security parameters. Raises BerError on anything else.
+
+    Checks what pysnmp's message spec constrains (ranges, msgFlags of one octet, userName of at most
+    32 octets), and refuses trailing bytes at every level. The scoped PDU is not decoded here: it may
+    be encrypted, and a plaintext one is decoded only once the digest has been checked."""
+    end = len(data)
+    length, pos = _expect(data, 0, end, 0x30, "message")
+    if pos + length != end:
+        raise BerError(f"{end - pos - length} bytes after the message")
+    version, pos = _integer(data, pos, end, "msgVersion", 0, _INT32_MAX)
+    if version != 3:
+        raise BerError(f"msgVersion {version} is not SNMPv3")
+    glen, pos = _expect(data, pos, end, 0x30, "msgGlobalData")
+    gend = pos + glen
+    msg_id, pos = _integer(data, pos, gend, "msgID", 0, _INT32_MAX)
+    max_size, pos = _integer(data, pos, gend, "msgMaxSize", _V3_MIN_MAX_SIZE, _INT32_MAX)
+    flags, pos = _octets(data, pos, gend, "msgFlags")
+    if len(flags) != 1:
+        raise BerError(f"msgFlags of {len(flags)} octets")
+    model, pos = _integer(data, pos, gend, "msgSecurityModel", 3, _INT32_MAX)
+    if pos != gend:
+        raise BerError("bytes after msgGlobalData's fields")
+    slen, pos = _expect(data, pos, end, 0x04, "msgSecurityParameters")
+    send = pos + slen
+    ulen, pos = _expect(data, pos, send, 0x30, "UsmSecurityParameters")
+    if pos + ulen != send:
+        raise BerError("bytes after UsmSecurityParameters")
+    engine_id, pos = _octets(data, pos, send, "msgAuthoritativeEngineID")
+    boots, pos = _integer(data, pos, send, "msgAuthoritativeEngineBoots", 0, _INT32_MAX)
+    etime, pos = _integer(data, pos, send, "msgAuthoritativeEngineTime", 0, _INT32_MAX)
+    user, pos = _octets(data, pos, send, "msgUserName")
+    if len(user) > 32:
+        raise BerError(f"msgUserName of {len(user)} octets")
+    alen, pos = _expect(data, pos, send, 0x04, "msgAuthenticationParameters")
+    auth_offset = pos
+    auth_params = data[pos:pos + alen]
+    pos += alen
+    priv_params, pos = _octets(data, pos, send, "msgPrivacyParameters")
+    if pos != send:
+        raise BerError("bytes after msgPrivacyParameters")
+    if pos >= end:
+        raise BerError("truncated: msgData missing")
+    if data[pos] == 0x04:
+        dlen, dpos = _length(data, pos + 1, end)
+        encrypted, body = True, data[dpos:dpos + dlen]
+    elif data[pos] == 0x30:
+        dlen, dpos = _length(data, pos + 1, end)
+        encrypted, body = False, data[pos:dpos + dlen]
+    elif data[pos] == 0x24:
+        raise BerStrictnessError("msgData: constructed string encoding refused")
+    else:
+        raise _bad_tag(data[pos], 0x30, "msgData")
+    if dpos + dlen != end:
+        raise BerError("bytes after msgData")
+    return V3Message(msg_id, max_size, flags[0], model, engine_id, boots, etime, user, auth_params, auth_offset,
+                     priv_params, encrypted, body)
+
+
+def decode_scoped_pdu(data: bytes, *, padded: bool = False) -> ScopedPdu:
+    """A ScopedPDU carrying a Response or Report PDU. ``padded``: bytes after it are the cipher's
+    padding (decrypted DES-CBC data) and are ignored, as RFC 3414 8.1.1.3 says."""
+    end = len(data)
+    length, pos = _expect(data, 0, end, 0x30, "scopedPDU")
+    if not padded and pos + length != end:
+        raise BerError(f"{end - pos - length} bytes after the scopedPDU")
+    end = pos + length
+    engine_id, pos = _octets(data, pos, end, "contextEngineID")
+    name, pos = _octets(data, pos, end, "contextName")
+    return ScopedPdu(engine_id, name, *decode_pdu(data, pos, end))
+
+
+def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes) -> bytes:
+    return _tlv(0x30, _tlv(0x04, context_engine_id) + _tlv(0x04, context_name) + pdu)
+
+
+def encode_encrypted_pdu(ciphertext: bytes) -> bytes:
+    return _tlv(0x04, ciphertext)
+
+
+def encode_v3_message(msg_id: int, max_size: int, flags: int, engine_id: bytes, boots: int, engine_time: int,
+                      user: bytes, auth_length: int, priv_params: bytes, msg_data: bytes) -> tuple[bytearray, int]:
+    """An SNMPv3/USM message around ``msg_data`` (a ScopedPDU, or an encryptedPDU OCTET STRING), with
+    ``auth_length`` zero octets as msgAuthenticationParameters: (message, offset of those octets),
+    so the digest computed over the message can be written in place."""
+    head = _tlv(0x04, engine_id) + encode_integer(boots) + encode_integer(engine_time) + _tlv(0x04, user)
+    rest = _tlv(0x04, bytes(auth_length)) + _tlv(0x04, priv_params)
+    usm = _tlv(0x30, head + rest)
+    params = _tlv(0x04, usm)
+    header = encode_integer(3) + _tlv(0x30, encode_integer(msg_id) + encode_integer(max_size)
+                                      + _tlv(0x04, bytes((flags,))) + encode_integer(3))
+    body = header + params + msg_data
+    message = bytearray(_tlv(0x30, body))
+    offset = (len(message) - len(body) + len(header) + (len(params) - len(usm)) + (len(usm) - len(head) - len(rest))
+              + len(head) + 2)
+    return message, offset
+
+
 # -- encoding -----------------------------------------------------------------------------------
 
 def _enc_length(n: int) -> bytes:

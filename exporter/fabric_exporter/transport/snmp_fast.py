@@ -19,10 +19,10 @@ import weakref
 from typing import Any
 
 from ..errors import ConnectError, PollError
+from . import snmp_dropped
 from .snmp_ber import (
     GET_BULK_REQUEST,
     GET_REQUEST,
-    BerError,
     Response,
     Varbind,
     decode_response,
@@ -37,10 +37,16 @@ _EXPIRED = object()
 _INT31 = (1 << 31) - 1
 
 
+class DatagramRejected(PollError):
+    """A well-formed message that fails the SNMP version's checks (community, USM digest...)."""
+
+    reason = "parse"
+
+
 class _Protocol(asyncio.DatagramProtocol):
     """Hands datagrams to its session; holds it weakly so an unused session can be collected."""
 
-    def __init__(self, session: FastSession):
+    def __init__(self, session: UdpSession):
         self.session = weakref.ref(session)
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
@@ -59,23 +65,21 @@ def _expire(fut: asyncio.Future) -> None:
         fut.set_result(_EXPIRED)
 
 
-class FastSession(SnmpSessionBase):
-    """SNMPv2c requests to one agent over a plain UDP socket."""
+class UdpSession(SnmpSessionBase):
+    """One connected UDP socket to an agent, requests matched to answers by an id; the SNMP version's
+    encoding and checks are the subclass's (``_accept``)."""
 
-    timeout_hint = " (SNMPv2c agents also stay silent on a wrong community)"
-
-    def __init__(self, community: bytes, address: str, port: int, *, timeout: float, retries: int,
-                 max_repetitions: int, limiter: asyncio.Semaphore):
+    def __init__(self, address: str, port: int, *, timeout: float, retries: int, max_repetitions: int,
+                 limiter: asyncio.Semaphore):
         super().__init__(address, port, timeout=timeout, retries=retries, max_repetitions=max_repetitions)
-        self._community = community
         self._limiter = limiter
         self._transport: asyncio.DatagramTransport | None = None
         self._peer: tuple[str, int] | None = None
         self._pending: dict[int, asyncio.Future] = {}
         self._next_id = secrets.randbits(31)  # unpredictable: a spoofer must guess it and our port
-        self._last_bad: BerError | None = None
+        self._last_bad: PollError | None = None
         self._last_socket_error: Exception | None = None
-        #: datagrams dropped: wrong source, undecodable, wrong version/community, unknown request-id
+        #: datagrams dropped: wrong source, undecodable, failing the version's checks, unknown request-id
         self.dropped = 0
 
     async def _open(self) -> asyncio.DatagramTransport:
@@ -100,31 +104,36 @@ class FastSession(SnmpSessionBase):
 
     def _received(self, data: bytes, addr: Any) -> None:
         if self._peer is None or addr[0] != self._peer[0] or addr[1] != self._peer[1]:
-            self.dropped += 1
+            self._drop("wrong_source")
             return
         try:
-            resp = decode_response(data)
-        except BerError as e:
-            self.dropped += 1
+            request_id, result = self._accept(data)
+        except PollError as e:  # BerError, or the version's own checks
+            self._drop("rejected" if isinstance(e, DatagramRejected) else "undecodable")
             self._last_bad = e
             return
-        if resp.version != 1 or resp.community != self._community:
-            self.dropped += 1
-            self._last_bad = BerError("a response of another SNMP version or community")
-            return
-        fut = self._pending.get(resp.request_id)
+        fut = self._pending.get(request_id)
         if fut is None or fut.done():
-            self.dropped += 1  # late (already answered, or given up) or never asked
+            self._drop("unmatched")  # late (already answered, or given up) or never asked
             return
-        fut.set_result(resp)
+        fut.set_result(result)
 
-    async def _request(self, what: str, pdu_type: int, oids: list[tuple[int, ...]], max_repetitions: int = 0
-                       ) -> Response:
+    def _drop(self, reason: str) -> None:
+        self.dropped += 1
+        snmp_dropped.count(reason)
+
+    def _accept(self, data: bytes) -> tuple[int, Any]:
+        """(the id the datagram answers, what the request gets), or a PollError to drop it."""
+        raise NotImplementedError
+
+    def _new_id(self) -> int:
+        self._next_id = request_id = (self._next_id + 1) & _INT31
+        return request_id
+
+    async def _exchange(self, what: str, request_id: int, payload: bytes) -> Any:
+        """Send ``payload`` (resent on each retry) until its answer arrives; PollError subclasses otherwise."""
         transport = await self._open()
         loop = asyncio.get_running_loop()
-        self._next_id = request_id = (self._next_id + 1) & _INT31
-        payload = encode_message(1, self._community, encode_pdu(pdu_type, request_id, oids,
-                                                                max_repetitions=max_repetitions))
         self._last_bad = self._last_socket_error = None
         async with self._limiter:
             try:
@@ -146,6 +155,31 @@ class FastSession(SnmpSessionBase):
         if self._last_socket_error is not None:
             raise ConnectError(f"{self.description}: {what}: no response ({self._last_socket_error})")
         raise self.timeout_error(what)
+
+
+class FastSession(UdpSession):
+    """SNMPv2c requests to one agent over a plain UDP socket."""
+
+    timeout_hint = " (SNMPv2c agents also stay silent on a wrong community)"
+
+    def __init__(self, community: bytes, address: str, port: int, *, timeout: float, retries: int,
+                 max_repetitions: int, limiter: asyncio.Semaphore):
+        super().__init__(address, port, timeout=timeout, retries=retries, max_repetitions=max_repetitions,
+                         limiter=limiter)
+        self._community = community
+
+    def _accept(self, data: bytes) -> tuple[int, Any]:
+        resp = decode_response(data)
+        if resp.version != 1 or resp.community != self._community:
+            raise DatagramRejected("a response of another SNMP version or community")
+        return resp.request_id, resp
+
+    async def _request(self, what: str, pdu_type: int, oids: list[tuple[int, ...]], max_repetitions: int = 0
+                       ) -> Response:
+        request_id = self._new_id()
+        payload = encode_message(1, self._community, encode_pdu(pdu_type, request_id, oids,
+                                                                max_repetitions=max_repetitions))
+        return await self._exchange(what, request_id, payload)
 
     def _check(self, what: str, resp: Response) -> list[Varbind]:
         if resp.error_status:

@@ -1,0 +1,101 @@
+"""The fast path's USM (transport/snmp_usm.py) against pysnmp's own services: localised keys (with
+pysnmp's AES-256 key extension), digests, and ciphers both ways, for every protocol the config offers."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyasn1.type import univ
+from pysnmp.proto.secmod import rfc3414  # noqa: F401  (first: pysnmp's priv modules import each other)
+from pysnmp.proto.secmod.eso.priv import aes256
+from pysnmp.proto.secmod.rfc3414.auth import hmacmd5, hmacsha
+from pysnmp.proto.secmod.rfc3414.priv import des
+from pysnmp.proto.secmod.rfc3826.priv import aes
+from pysnmp.proto.secmod.rfc7860.auth import hmacsha2
+
+from fabric_exporter.transport import snmp_usm
+
+PYSNMP_AUTH = {"md5": hmacmd5.HmacMd5(), "sha": hmacsha.HmacSha(),
+               "sha256": hmacsha2.HmacSha2(hmacsha2.HmacSha2.SHA256_SERVICE_ID),
+               "sha512": hmacsha2.HmacSha2(hmacsha2.HmacSha2.SHA512_SERVICE_ID)}
+PYSNMP_PRIV = {"des": des.Des(), "aes": aes.Aes(), "aes128": aes.Aes(), "aes256": aes256.Aes256()}
+AUTH_SERVICE_IDS = {"md5": hmacmd5.HmacMd5.SERVICE_ID, "sha": hmacsha.HmacSha.SERVICE_ID,
+                    "sha256": hmacsha2.HmacSha2.SHA256_SERVICE_ID, "sha512": hmacsha2.HmacSha2.SHA512_SERVICE_ID}
+ENGINE = bytes.fromhex("80001f8880e9630000d61ff449")
+
+
+def test_every_config_protocol_is_served():
+    assert set(snmp_usm.AUTH_PROTOCOLS) == {"md5", "sha", "sha256", "sha512"}
+    assert set(snmp_usm.PRIV_PROTOCOLS) == {"des", "aes", "aes128", "aes256"}
+
+
+@pytest.mark.parametrize("auth", sorted(PYSNMP_AUTH))
+@pytest.mark.parametrize("priv", sorted(PYSNMP_PRIV))
+def test_localized_keys_equal_pysnmps(auth, priv):
+    a, p = PYSNMP_AUTH[auth], PYSNMP_PRIV[priv]
+    auth_pw, priv_pw = b"auth-secret-1", b"priv-secret-1"
+    want_auth = bytes(a.localize_key(a.hash_passphrase(auth_pw), univ.OctetString(ENGINE)))
+    service = AUTH_SERVICE_IDS[auth]
+    want_priv = p.localize_key(service, p.hash_passphrase(service, priv_pw), univ.OctetString(ENGINE))
+    got_auth, got_priv = snmp_usm.localized_keys(auth, priv, auth_pw, priv_pw, ENGINE)
+    assert got_auth == want_auth
+    assert got_priv == bytes(want_priv)[:snmp_usm.PRIV_PROTOCOLS[priv].key_length]
+    assert len(got_priv) == snmp_usm.PRIV_PROTOCOLS[priv].key_length
+
+
+def test_aes256_extension_is_reeders_not_blumenthals():
+    """sha1 localises to 20 octets: AES-256 needs an extension, and the two drafts differ there."""
+    _, key = snmp_usm.localized_keys("sha", "aes256", b"auth-secret-1", b"priv-secret-1", ENGINE)
+    from pysnmp.proto.secmod.eso.priv import aes256 as eso
+
+    blumenthal = eso.AesBlumenthal256().localize_key(
+        hmacsha.HmacSha.SERVICE_ID, hmacsha.HmacSha().hash_passphrase(b"priv-secret-1"), univ.OctetString(ENGINE))
+    assert key[:20] == bytes(blumenthal)[:20] and key != bytes(blumenthal)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(PYSNMP_AUTH)), st.binary(min_size=30, max_size=600), st.integers(0, 20))
+def test_digests_equal_pysnmps(auth, body, where):
+    a = PYSNMP_AUTH[auth]
+    proto = snmp_usm.AUTH_PROTOCOLS[auth]
+    key, _ = snmp_usm.localized_keys(auth, None, b"auth-secret-1", None, ENGINE)
+    n = proto.digest_length
+    # a "message" with the zeroed digest at ``where``; pysnmp finds the zeros itself
+    body = body.replace(b"\x00", b"\x01")
+    msg = body[:where] + bytes(n) + body[where:]
+    signed = snmp_usm.sign(proto, key, bytearray(msg), where)
+    assert signed == bytes(a.authenticate_outgoing_message(univ.OctetString(key), msg))
+    assert snmp_usm.verify(proto, key, signed, where, signed[where:where + n])
+    a.authenticate_incoming_message(univ.OctetString(key), univ.OctetString(signed[where:where + n]), signed)  # raises if wrong
+    tampered = bytearray(signed)
+    tampered[-1] ^= 1
+    assert not snmp_usm.verify(proto, key, bytes(tampered), where, signed[where:where + n])
+    assert not snmp_usm.verify(proto, key, signed, where, signed[where:where + n - 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(PYSNMP_PRIV)), st.sampled_from(sorted(PYSNMP_AUTH)), st.binary(min_size=1, max_size=700),
+       st.integers(0, (1 << 31) - 1), st.integers(0, (1 << 31) - 1), st.integers(0, (1 << 64) - 1))
+def test_ciphers_interoperate_with_pysnmps(priv, auth, plaintext, boots, etime, salt):
+    p = PYSNMP_PRIV[priv]
+    proto = snmp_usm.PRIV_PROTOCOLS[priv]
+    _, key = snmp_usm.localized_keys(auth, priv, b"auth-secret-1", b"priv-secret-1", ENGINE)
+    # ours -> pysnmp
+    ciphertext, params = snmp_usm.encrypt(proto, key, boots, etime, salt, plaintext)
+    back = p.decrypt_data(univ.OctetString(key), (boots, etime, univ.OctetString(params)), univ.OctetString(ciphertext))
+    assert bytes(back)[:len(plaintext)] == plaintext
+    # pysnmp -> ours
+    ciphertext, params = p.encrypt_data(univ.OctetString(key), (boots, etime, None), plaintext)
+    got = snmp_usm.decrypt(proto, key, boots, etime, bytes(params), bytes(ciphertext))
+    assert got[:len(plaintext)] == plaintext
+    if proto.cipher == "aes":
+        assert len(got) == len(plaintext)
+
+
+def test_undecryptable_input_is_a_usm_error_not_a_crash():
+    proto = snmp_usm.PRIV_PROTOCOLS["des"]
+    with pytest.raises(snmp_usm.UsmError):
+        snmp_usm.decrypt(proto, bytes(16), 1, 1, bytes(8), bytes(9))
+    with pytest.raises(snmp_usm.UsmError):
+        snmp_usm.decrypt(snmp_usm.PRIV_PROTOCOLS["aes"], bytes(16), 1, 1, bytes(7), bytes(16))
