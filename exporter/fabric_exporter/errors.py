@@ -9,7 +9,7 @@ REASONS = ("timeout", "connect", "auth", "host_key", "command_failed", "output_t
 
 class PollError(Exception):
     """A poll failed for a known reason; ``str()`` is the human-readable cause. A subclass names its
-    reason as a class keyword (``class PollTimeout(PollError, reason="timeout")``), checked against
+    reason as a class keyword (``class PollTimeoutError(PollError, reason="timeout")``), checked against
     ``REASONS`` when the class is defined, as a ``reason=`` given to one error is when it is raised."""
 
     reason = "internal"
@@ -31,7 +31,7 @@ def _known_reason(reason: str) -> str:
     return reason
 
 
-class PollTimeout(PollError, reason="timeout"):
+class PollTimeoutError(PollError, reason="timeout"):
     pass
 
 
@@ -47,13 +47,30 @@ class HostKeyError(PollError, reason="host_key"):
     pass
 
 
-class CommandFailed(PollError, reason="command_failed"):
+class CommandError(PollError, reason="command_failed"):
     pass
 
 
-class OutputTooLarge(PollError, reason="output_too_large"):
+class OutputTooLargeError(PollError, reason="output_too_large"):
     """A command printed more than ``limits.max_output_bytes``: reading stopped, the command was ended."""
 
 
 class ParseError(PollError, ValueError, reason="parse"):
     """A parser met text it cannot read. Parsers raise only this, never anything else."""
+
+
+# Names of release 0.1.0 (the exceptions were renamed since to end in Error). Plugin collectors written
+# against them keep importing; each use warns once so their authors know to move.
+_RENAMED = {"PollTimeout": "PollTimeoutError", "CommandFailed": "CommandError",
+            "OutputTooLarge": "OutputTooLargeError"}
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        import warnings
+
+        new = _RENAMED[name]
+        warnings.warn(f"fabric_exporter.errors.{name} is now {new}; the old name will be removed",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -75,7 +75,7 @@ class Rendered(NamedTuple):
         return cls(plain, gzip_member(plain))
 
 
-class UnknownMetric(ValueError):
+class UnknownMetricError(ValueError):
     pass
 
 
@@ -87,9 +87,9 @@ _SHAPES: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]] = {}
 def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     spec = family_of(name)
     if spec is None:
-        raise UnknownMetric(f"{name} is not in the metric catalog")
+        raise UnknownMetricError(f"{name} is not in the metric catalog")
     if not spec.allows_labels(name, label_names):
-        raise UnknownMetric(f"{name}: labels {label_names} not in the catalog's label sets {spec.label_sets}")
+        raise UnknownMetricError(f"{name}: labels {label_names} not in the catalog's label sets {spec.label_sets}")
     shape = _SHAPES[(name, label_names)] = (spec.name, tuple(sorted(label_names)))
     return shape
 
@@ -101,7 +101,7 @@ KeptLines = dict[int, tuple[KeptSample, str, str, tuple]]
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
                   extra_label: tuple[str, str] | None = None, kept: KeptLines | None = None,
                   kept_out: KeptLines | None = None) -> dict[str, bytes]:
-    """Group sample lines by catalog family; raises UnknownMetric for a name or label set not in the catalog.
+    """Group sample lines by catalog family; raises UnknownMetricError for a name or label set not in the catalog.
 
     ``extra_label`` (name, value) is added to every sample (the store's ``fabric``). Collectors share
     one labels dict among a port's samples: its rendered label text is computed once per dict (the

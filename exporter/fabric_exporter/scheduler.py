@@ -20,7 +20,7 @@ from .config_model import Config, Host, TargetGroup
 from .errors import PollError
 from .selfmetrics import SelfMetrics
 from .sharding import Shard, target_key
-from .exposition import UnknownMetric
+from .exposition import UnknownMetricError
 from .store import SnapshotStore, TargetKey, build_snapshot
 
 log = logging.getLogger("fabric_exporter.scheduler")
@@ -241,7 +241,7 @@ class Scheduler:
             snapshot = build_snapshot(group.fabric, result.samples, group.stale_after, previous=self.store.get(key))
         except PollError as e:
             error = e
-        except UnknownMetric as e:
+        except UnknownMetricError as e:
             error = PollError(f"collector bug: {e}", reason="internal")
             log.error("collector emitted a metric outside the catalog", extra=_ctx(state, error=str(e)))
         except asyncio.CancelledError:

@@ -34,7 +34,7 @@ class Snapshot:
 
 def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
                    now_mono: float | None = None, previous: Snapshot | None = None) -> Snapshot:
-    """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetric.
+    """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetricError.
 
     A family whose text equals the ``previous`` snapshot's keeps its gzip member (info and state
     families rarely change between polls), so only changed families are compressed again; a

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from fabric_exporter.collectors import Collector, register
 from fabric_exporter.collectors.options import OptionReader
-from fabric_exporter.errors import CommandFailed, ParseError
+from fabric_exporter.errors import CommandError, ParseError
 from fabric_exporter.samples import PollResult, Sample
 
 
@@ -36,7 +36,7 @@ class CommandValuesCollector(Collector):
         argv = [a.replace("{host}", self.host.name) for a in self.options.command]
         result = await self.ctx.runner().run(argv, timeout=self.group.timeout)
         if result.exit_status != 0:
-            raise CommandFailed(result.describe_failure())
+            raise CommandError(result.describe_failure())
         samples = []
         for line in result.stdout.splitlines():
             parts = line.split()

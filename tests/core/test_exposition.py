@@ -10,7 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
 from fabric_exporter.catalog import CATALOG
-from fabric_exporter.exposition import UnknownMetric, family_header, format_value, render_chunks
+from fabric_exporter.exposition import UnknownMetricError, family_header, format_value, render_chunks
 from fabric_exporter.store import SnapshotStore, build_snapshot
 from fabric_exporter.samples import Sample
 
@@ -67,9 +67,9 @@ def test_value_formatting_matches_go():
 
 
 def test_unknown_names_and_label_sets_are_refused():
-    with pytest.raises(UnknownMetric):
+    with pytest.raises(UnknownMetricError):
         render_chunks([("fabric_not_a_metric_total", {}, 1)])
-    with pytest.raises(UnknownMetric):
+    with pytest.raises(UnknownMetricError):
         render_chunks([(FAMILY.name, {"fabric": "x", "host": "h"}, 1)])
 
 

@@ -15,7 +15,7 @@ from prometheus_client.utils import floatToGoString
 from fabric_exporter.collectors import Collector, register, unregister
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import PollError
-from fabric_exporter.exposition import (UnknownMetric, family_header, format_value, render_chunks)
+from fabric_exporter.exposition import (UnknownMetricError, family_header, format_value, render_chunks)
 from fabric_exporter.catalog import family_of
 from fabric_exporter.samples import PollResult, Sample
 from fabric_exporter.scheduler import GROUP_HOST, Scheduler, backoff_delay
@@ -75,13 +75,13 @@ def test_render_chunks_groups_sorts_and_escapes():
 
 
 def test_render_chunks_refuses_names_and_label_sets_outside_the_catalog():
-    with pytest.raises(UnknownMetric, match="not in the metric catalog"):
+    with pytest.raises(UnknownMetricError, match="not in the metric catalog"):
         render_chunks([("fabric_no_such_metric", {}, 1)])
-    with pytest.raises(UnknownMetric, match="labels"):
+    with pytest.raises(UnknownMetricError, match="labels"):
         render_chunks([(NAME, {"host": "h1", "bogus": "x"}, 1)])
-    with pytest.raises(UnknownMetric):  # a refused shape is not cached as allowed
+    with pytest.raises(UnknownMetricError):  # a refused shape is not cached as allowed
         render_chunks([(NAME, {"host": "h1", "bogus": "x"}, 1)])
-    with pytest.raises(UnknownMetric):  # the catalog's label set minus "fabric"
+    with pytest.raises(UnknownMetricError):  # the catalog's label set minus "fabric"
         render_chunks([(NAME, LABELS, 1)])
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fabric_exporter.catalog.spec import MetricSpec
 from fabric_exporter.collectors import Collector
 from fabric_exporter.collectors.options import OptionReader
-from fabric_exporter.errors import CommandFailed, ParseError
+from fabric_exporter.errors import CommandError, ParseError
 from fabric_exporter.samples import PollResult, Sample
 
 METRICS = [
@@ -60,7 +60,7 @@ class AcmeLinkCollector(Collector):
     async def poll(self):
         result = await self.ctx.runner().run(list(self.options.command), timeout=self.ctx.remaining())
         if result.exit_status != 0:
-            raise CommandFailed(result.describe_failure())
+            raise CommandError(result.describe_failure())
         samples = []
         for line in result.stdout.splitlines():
             port, _, flaps = line.partition(" ")

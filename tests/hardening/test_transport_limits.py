@@ -14,7 +14,7 @@ import pytest
 
 from fabric_exporter.config import SSHCredential, ConfigError
 from tests.harness.configs import parse_config
-from fabric_exporter.errors import ConnectError, OutputTooLarge
+from fabric_exporter.errors import ConnectError, OutputTooLargeError
 from fabric_exporter.transport.base import OutputLimit
 from fabric_exporter.transport.local import LocalRunner
 from fabric_exporter.transport.ssh import SSHConnection, SSHEndpoint
@@ -57,7 +57,7 @@ def test_local_output_over_the_cap_fails_clearly_and_kills_the_command():
     runner = LocalRunner(output_limit=OutputLimit(1 << 20))
 
     async def scenario():
-        with pytest.raises(OutputTooLarge) as e:
+        with pytest.raises(OutputTooLargeError) as e:
             await runner.run(["sh", "-c", f"head -c {BIG} /dev/zero; echo done > /dev/stderr"], timeout=20)
         assert e.value.reason == "output_too_large" and "limits.max_output_bytes" in str(e.value)
         ok = await runner.run(["sh", "-c", "echo out; echo err >&2"], timeout=5)
@@ -74,7 +74,7 @@ def test_ssh_output_over_the_cap_fails_clearly_and_the_connection_stays_usable(t
     async def scenario():
         try:
             started = time.monotonic()
-            with pytest.raises(OutputTooLarge) as e:
+            with pytest.raises(OutputTooLargeError) as e:
                 await conn.run(["huge"], timeout=20)
             assert e.value.reason == "output_too_large"
             assert time.monotonic() - started < 15  # stopped reading early, not at the deadline

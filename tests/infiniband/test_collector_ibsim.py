@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fabric_exporter.collectors.infiniband import ERROR_COUNTERS
-from fabric_exporter.errors import CommandFailed
+from fabric_exporter.errors import CommandError
 from fabric_exporter.parsers import ib_perfquery
 from fabric_exporter.store import build_snapshot
 
@@ -47,7 +47,7 @@ def first_poll(injected):
 def test_poll_is_complete_and_every_sample_is_in_the_catalog(first_poll):
     _h, result = first_poll
     assert result.problems == []
-    build_snapshot("lab", result.samples, 60)  # raises UnknownMetric on a name/label set outside the catalog
+    build_snapshot("lab", result.samples, 60)  # raises UnknownMetricError on a name/label set outside the catalog
 
 
 def test_every_port_of_every_node_is_published_with_its_peer(first_poll, fabric):
@@ -248,14 +248,14 @@ def _script(path, body: str) -> str:
 def test_a_crashing_tool_is_a_failed_poll_never_no_errors(injected, tmp_path):
     crash = _script(tmp_path / "ibqueryerrors", "kill -SEGV $$")
     harness = CollectorHarness(group_for({"env": injected.env(), "tool_paths": {"ibqueryerrors": crash}}))
-    with pytest.raises(CommandFailed, match="crashed"):
+    with pytest.raises(CommandError, match="crashed"):
         harness.poll()
 
 
 def test_empty_output_is_a_failed_poll(injected, tmp_path):
     silent = _script(tmp_path / "ibqueryerrors", "exit 0")
     harness = CollectorHarness(group_for({"env": injected.env(), "tool_paths": {"ibqueryerrors": silent}}))
-    with pytest.raises(CommandFailed, match="printed nothing"):
+    with pytest.raises(CommandError, match="printed nothing"):
         harness.poll()
 
 

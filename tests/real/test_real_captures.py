@@ -39,7 +39,7 @@ def find(samples, metric: str, **labels) -> list[float]:
 
 
 def valid(samples) -> None:
-    build_snapshot("lab", samples, 60.0)  # raises UnknownMetric for anything outside the catalog
+    build_snapshot("lab", samples, 60.0)  # raises UnknownMetricError for anything outside the catalog
 
 
 # -- RoCE NIC: ethtool -S and hw_counters through the roce_nic collector's dump path --------------

@@ -10,7 +10,7 @@ from fabric_exporter.catalog import CATALOG
 from fabric_exporter.collectors.roce_nic import (
     ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, mapping_table_markdown, result_from_dump,
 )
-from fabric_exporter.errors import CommandFailed
+from fabric_exporter.errors import CommandError
 from fabric_exporter.parsers.rdma import parse_host_dump
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "collectors" / "roce_nic.md").read_text()
@@ -170,13 +170,13 @@ def test_missing_counters_are_normal_and_missing_tools_are_partial(fixture_text)
     assert any(s.name == "fabric_roce_nic_cnp_sent_total" for s in r.samples)
     assert r.problems == ["ethtool: command not found on host (install ethtool or set option ethtool: false)"]
     # nothing read at all: the host failed, with the reason
-    with pytest.raises(CommandFailed, match="ethtool: command not found"):
+    with pytest.raises(CommandError, match="ethtool: command not found"):
         poll(dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", None, "sh: 1: ethtool: not found",
                        ethtool_status=127))
 
 
 def test_no_rdma_devices_is_a_failure():
-    with pytest.raises(CommandFailed, match="no RDMA devices"):
+    with pytest.raises(CommandError, match="no RDMA devices"):
         poll("@@fabric-roce 1 sysfs\n@@end\n")
 
 
@@ -232,7 +232,7 @@ def test_rdma_tool_mode_reports_configured_devices_it_does_not_list(fixture_text
 
 def test_rdma_tool_missing_is_a_clear_failure():
     text = "@@fabric-roce 1 rdma\n@@rdma_link 127\nsh: 1: rdma: not found\n@@rdma_statistic 127\nsh: 1: rdma: not found\n@@end\n"
-    with pytest.raises(CommandFailed, match="rdma: command not found"):
+    with pytest.raises(CommandError, match="rdma: command not found"):
         poll(text)
 
 

@@ -13,7 +13,7 @@ from pysnmp.proto import rfc1902, rfc1905
 from pysnmp.proto.api import v2c
 
 from fabric_exporter.config import Host
-from fabric_exporter.errors import PollError, PollTimeout
+from fabric_exporter.errors import PollError, PollTimeoutError
 from fabric_exporter.transport import snmp_fast
 from fabric_exporter.transport.factory import Transports
 from fabric_exporter.transport.snmp import SnmpSession
@@ -185,7 +185,7 @@ def test_silence_is_a_timeout_and_garbage_only_is_parse():
             agent.transport.close()
 
     e, n = run(go(lambda agent, pdu, addr: None))
-    assert isinstance(e, PollTimeout) and "no response after 2 requests of 0.2s" in str(e) and n == 2
+    assert isinstance(e, PollTimeoutError) and "no response after 2 requests of 0.2s" in str(e) and n == 2
     e, n = run(go(lambda agent, pdu, addr: agent.send(b"\x30\x84\xff\xff\xff\xff\x02", addr)))
     assert e.reason == "parse" and "no usable response" in str(e) and "truncated" in str(e)
 

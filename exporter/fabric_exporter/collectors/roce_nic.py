@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..errors import CommandFailed, ParseError
+from ..errors import CommandError, ParseError
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
 from ..samples import PollResult, Sample
@@ -412,7 +412,7 @@ class RoceNicCollector(Collector):
         result = await runner.run(self.command(), timeout=self.ctx.remaining())
         if not result.stdout.startswith("@@fabric-roce"):
             if result.exit_status != 0:
-                raise CommandFailed(f"roce_nic script failed: {result.describe_failure()}")
+                raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
         host = self.host.name if self.host else "localhost"
         return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
@@ -424,7 +424,7 @@ class RoceNicCollector(Collector):
 
 
 def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
-    """The catalog samples of one host's parsed dump; raises CommandFailed when nothing was read."""
+    """The catalog samples of one host's parsed dump; raises CommandError when nothing was read."""
     problems: list[str] = []
     skipped: list = []  # lines the parsers skipped (skip-and-count rule)
     ports = _ports(dump, options, problems, skipped)
@@ -451,7 +451,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list
                 _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped)
                 if raw is not None else None))
         if not ports and not dump.missing_devices:
-            raise CommandFailed("no RDMA devices under /sys/class/infiniband "
+            raise CommandError("no RDMA devices under /sys/class/infiniband "
                                 "(driver not loaded, or /sys not visible to this user/container?)")
     if not o.include_infiniband_ports:
         ports = [p for p in ports if p.link_layer != "InfiniBand"]
@@ -489,15 +489,15 @@ def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[P
         if out is None:
             raise ParseError(f"roce dump: no {what} section")
         if out.exit_status == 127:
-            raise CommandFailed("rdma: command not found on host (install iproute2, "
+            raise CommandError("rdma: command not found on host (install iproute2, "
                                 "or use hw_counters_from: sysfs)")
         if out.exit_status != 0:
             tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
-            raise CommandFailed(f"{what}: exit status {out.exit_status}: {tail[:200]}")
+            raise CommandError(f"{what}: exit status {out.exit_status}: {tail[:200]}")
     links = parse_rdma_link(dump.rdma_link.text, skipped=skipped)
     stats = parse_rdma_statistic(dump.rdma_statistic.text, skipped=skipped)
     if not links:
-        raise CommandFailed("rdma link show lists no RDMA ports")
+        raise CommandError("rdma link show lists no RDMA ports")
     ports = []
     for link in links:
         # iproute2 prints a LID only for InfiniBand ports
@@ -533,7 +533,7 @@ def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list
                             f"not published: {', '.join(sorted(p.ethtool.ambiguous))}")
     if counters_read == 0 and problems:
         # Nothing at all was read: a failed host, not a partial one.
-        raise CommandFailed("; ".join(problems))
+        raise CommandError("; ".join(problems))
     return PollResult(samples, problems)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar
 
-from ..errors import CommandFailed, ParseError, PollError
+from ..errors import CommandError, ParseError, PollError
 from ..parsers import sonic_cli as p
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
@@ -221,7 +221,7 @@ class SwitchCliCollector(Collector):
         runner = self.ctx.runner()
         result = await runner.run(["sh", "-c", script], timeout=self.ctx.remaining())
         if result.exit_status != 0:
-            raise CommandFailed(f"{runner.description}: batched command: {result.describe_failure()}")
+            raise CommandError(f"{runner.description}: batched command: {result.describe_failure()}")
         return result.stdout, result.stderr
 
     async def poll(self) -> PollResult:
@@ -255,10 +255,10 @@ class SwitchCliCollector(Collector):
             section = sections.get(n)
             command = " ".join(self._argv(n))
             if section is None:
-                failures.append(CommandFailed(f"{command}: no output section (shell failed?)"))
+                failures.append(CommandError(f"{command}: no output section (shell failed?)"))
             elif section.exit_status != 0:
                 tail = " | ".join(stderr.strip().splitlines()[-2:]) or section.text.strip()[-200:] or "no output"
-                failures.append(CommandFailed(f"{command}: exit status {section.exit_status}: {tail}"))
+                failures.append(CommandError(f"{command}: exit status {section.exit_status}: {tail}"))
             else:
                 try:
                     samples.extend(await parse_off_loop(functools.partial(self._samples, n), section.text))
@@ -282,7 +282,7 @@ class SwitchCliCollector(Collector):
         sections = [s for s in split_sections(stdout, nonce)
                     if self.options.cumulus_interfaces.fullmatch(s.name) and self._wanted(s.name)]
         if not sections:
-            raise CommandFailed(f"no interfaces matching {self.options.cumulus_interfaces.pattern} "
+            raise CommandError(f"no interfaces matching {self.options.cumulus_interfaces.pattern} "
                                 f"under /sys/class/net")
         samples: list[Sample] = []
         problems: list[str] = []
@@ -299,7 +299,7 @@ class SwitchCliCollector(Collector):
                 continue
             samples.extend(cumulus_samples(self.switch, s.name, c))
         if len(problems) == len(sections):
-            raise CommandFailed(problems[0])
+            raise CommandError(problems[0])
         return PollResult(samples, problems, skipped)
 
 

@@ -38,7 +38,7 @@ class CommandRunner(Protocol):
     description: str
 
     async def run(self, argv: Sequence[str], *, timeout: float, stdin: str | None = None) -> CommandResult:
-        """Run ``argv``; raise PollTimeout / ConnectError / AuthError / HostKeyError on transport failure.
+        """Run ``argv``; raise PollTimeoutError / ConnectError / AuthError / HostKeyError on transport failure.
 
         A non-zero exit status is returned, not raised: only the caller knows what it means
         (ibqueryerrors exits 1 when it found errors).

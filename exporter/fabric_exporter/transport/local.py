@@ -7,7 +7,7 @@ import os
 import signal
 from collections.abc import Mapping, Sequence
 
-from ..errors import CommandFailed, OutputTooLarge, PollTimeout
+from ..errors import CommandError, OutputTooLargeError, PollTimeoutError
 from .base import CommandResult, OutputLimit
 
 READ_CHUNK = 1 << 16
@@ -32,20 +32,20 @@ class LocalRunner:
                 start_new_session=True,  # so a timeout kills the whole process group
             )
         except FileNotFoundError:
-            raise CommandFailed(f"{argv[0]}: command not found") from None
+            raise CommandError(f"{argv[0]}: command not found") from None
         except PermissionError as e:
-            raise CommandFailed(f"{argv[0]}: {e.strerror}") from None
+            raise CommandError(f"{argv[0]}: {e.strerror}") from None
         try:
             async with asyncio.timeout(timeout):
                 out, err = await self._collect(proc, argv, stdin)
-        except (TimeoutError, asyncio.CancelledError, OutputTooLarge) as e:
+        except (TimeoutError, asyncio.CancelledError, OutputTooLargeError) as e:
             _kill_group(proc)
             try:
                 await asyncio.wait_for(proc.wait(), 2)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
             if isinstance(e, TimeoutError):
-                raise PollTimeout(f"{argv[0]}: no result within {timeout:g}s (killed)") from None
+                raise PollTimeoutError(f"{argv[0]}: no result within {timeout:g}s (killed)") from None
             raise
         return CommandResult(argv, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
@@ -61,7 +61,7 @@ class LocalRunner:
             while chunk := await stream.read(READ_CHUNK):
                 total += len(chunk)
                 if total > limit:
-                    raise OutputTooLarge(f"{argv[0]}: printed more than {limit} bytes "
+                    raise OutputTooLargeError(f"{argv[0]}: printed more than {limit} bytes "
                                          f"(limits.max_output_bytes); stopped reading and killed it")
                 buf += chunk
 
@@ -80,7 +80,7 @@ class LocalRunner:
                 tasks.create_task(drain(proc.stdout, buffers[0]))
                 tasks.create_task(drain(proc.stderr, buffers[1]))
                 tasks.create_task(feed())
-        except* OutputTooLarge as group:
+        except* OutputTooLargeError as group:
             raise group.exceptions[0] from None
         await proc.wait()
         return bytes(buffers[0]), bytes(buffers[1])

@@ -23,7 +23,7 @@ import logging
 import time
 from typing import Any
 
-from ..errors import AuthError, ConnectError, PollError, PollTimeout
+from ..errors import AuthError, ConnectError, PollError, PollTimeoutError
 from . import snmp_usm
 from .snmp_ber import (
     GET_BULK_REQUEST,
@@ -215,7 +215,7 @@ class FastV3Session(UdpSession):
         for attempt in (1, 2):
             try:
                 scoped, msg = await self._send(what, pdu_type, oids, max_repetitions)
-            except PollTimeout:
+            except PollTimeoutError:
                 if attempt == 1 and self._engine_id is not None:  # a restarted agent ignoring the old engine ID?
                     self._note_rediscovery("timeout")
                     self._forget()

@@ -7,7 +7,7 @@ never returned as if it were the whole table.
 
 from __future__ import annotations
 
-from ..errors import PollError, PollTimeout
+from ..errors import PollError, PollTimeoutError
 from .snmp_ber import END_OF_MIB_VIEW, EXCEPTIONS, Varbind
 
 #: a walk longer than this is a looping or misbehaving agent, not a table
@@ -36,7 +36,7 @@ class TooBig(PollError):
 
 
 class SnmpSessionBase:
-    """Requests to one agent. ``get``/``walk`` raise PollTimeout, AuthError, ConnectError or PollError."""
+    """Requests to one agent. ``get``/``walk`` raise PollTimeoutError, AuthError, ConnectError or PollError."""
 
     description: str
     timeout: float
@@ -66,9 +66,9 @@ class SnmpSessionBase:
 
     # -- errors both paths report alike ---------------------------------------------------------
 
-    def timeout_error(self, what: str) -> PollTimeout:
+    def timeout_error(self, what: str) -> PollTimeoutError:
         tries = self.retries + 1
-        return PollTimeout(f"{self.description}: {what}: no response after {tries} "
+        return PollTimeoutError(f"{self.description}: {what}: no response after {tries} "
                            f"request{'s' if tries > 1 else ''} of {self.timeout:g}s{self.timeout_hint}")
 
     def status_error(self, what: str, status: int, index: int) -> PollError:

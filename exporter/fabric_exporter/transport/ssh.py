@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import asyncssh
 
 from ..config_model import SSHCredential
-from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLarge, PollTimeout
+from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLargeError, PollTimeoutError
 from .base import CommandResult, OutputLimit
 
 log = logging.getLogger("fabric_exporter.ssh")
@@ -97,7 +97,7 @@ class SSHConnection:
         except asyncssh.DisconnectError as e:
             raise ConnectError(f"{self.description}: disconnected during login ({e.reason})") from None
         except (asyncio.TimeoutError, TimeoutError):
-            raise PollTimeout(f"{self.description}: no SSH handshake/login within "
+            raise PollTimeoutError(f"{self.description}: no SSH handshake/login within "
                               f"{cred.connect_timeout:g}s") from None
         except OSError as e:
             raise ConnectError(f"{self.description}: {e.strerror or e}") from None
@@ -120,14 +120,14 @@ class SSHConnection:
         async with self._sessions:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise PollTimeout(f"{self.description}: waited {timeout:g}s for a free session")
+                raise PollTimeoutError(f"{self.description}: waited {timeout:g}s for a free session")
             conn = await asyncio.wait_for(self.connection(), remaining)
             remaining = max(0.01, deadline - loop.time())
             try:
                 async with asyncio.timeout(remaining):
                     status, out, err = await self._exec(conn, command, argv, stdin)
             except TimeoutError:
-                raise PollTimeout(f"{self.description}: {argv[0]} gave no result within {timeout:g}s") from None
+                raise PollTimeoutError(f"{self.description}: {argv[0]} gave no result within {timeout:g}s") from None
             except asyncssh.ChannelOpenError as e:
                 self._drop()
                 raise ConnectError(f"{self.description}: cannot open a session ({e.reason})") from None
@@ -135,7 +135,7 @@ class SSHConnection:
                 self._drop()
                 raise ConnectError(f"{self.description}: connection lost ({e})") from None
         if status == 124:  # coreutils timeout: the remote deadline fired first
-            raise PollTimeout(f"{self.description}: {argv[0]} gave no result within {timeout:g}s (killed)")
+            raise PollTimeoutError(f"{self.description}: {argv[0]} gave no result within {timeout:g}s (killed)")
         return CommandResult(argv, status, out, err)
 
     async def _exec(self, conn: asyncssh.SSHClientConnection, command: str, argv: tuple[str, ...],
@@ -143,7 +143,7 @@ class SSHConnection:
         """Run one command; stdout and stderr are counted as they arrive against the output limit.
 
         Over the limit the channel is closed (the remote side gets SIGPIPE/hangup and its
-        ``timeout`` wrapper ends it) and OutputTooLarge is raised: memory stays bounded by the limit.
+        ``timeout`` wrapper ends it) and OutputTooLargeError is raised: memory stays bounded by the limit.
         """
         limit = self.output_limit.max_bytes
         total = 0
@@ -160,7 +160,7 @@ class SSHConnection:
                 while chunk := await stream.read(1 << 16):
                     total += len(chunk)
                     if total > limit:
-                        raise OutputTooLarge(f"{self.description}: {argv[0]} printed more than {limit} bytes "
+                        raise OutputTooLargeError(f"{self.description}: {argv[0]} printed more than {limit} bytes "
                                              f"(limits.max_output_bytes); stopped reading")
                     buf += chunk
 
@@ -168,7 +168,7 @@ class SSHConnection:
                 async with asyncio.TaskGroup() as tasks:
                     tasks.create_task(drain(process.stdout, buffers[0]))
                     tasks.create_task(drain(process.stderr, buffers[1]))
-            except* OutputTooLarge as group:
+            except* OutputTooLargeError as group:
                 raise group.exceptions[0] from None
             except* (asyncssh.Error, OSError) as group:
                 raise group.exceptions[0] from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ...errors import CommandFailed, PollError
+from ...errors import CommandError, PollError
 from ...parsers import ib_diagnet
 from ...parsers.ib_common import guid_str
 from ...parsers.skipped import SkippedLine
@@ -47,7 +47,7 @@ async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, dea
         try:
             res = await tools.run_plain(["cat", "--", path], timeout=max(0.1, deadline - loop.time()))
             if res.exit_status != 0:
-                raise CommandFailed(res.describe_failure())
+                raise CommandError(res.describe_failure())
             samples, had_pm = ibdiagnet_samples(base, res.stdout, state, skip_pm=pm_published, skipped=skipped)
         except PollError as e:
             problems.append(f"ibdiagnet file {path}: {e}")

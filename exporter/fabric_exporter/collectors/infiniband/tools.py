@@ -12,7 +12,7 @@ import re
 import socket
 from collections.abc import Callable
 
-from ...errors import CommandFailed, ParseError, PollError, PollTimeout
+from ...errors import CommandError, ParseError, PollError, PollTimeoutError
 from ...parsers import ib_perfquery
 from ...parsers.skipped import SkippedLine
 from ...transport.base import CommandResult
@@ -69,7 +69,7 @@ class IbTools:
         for attempt in range(attempts):
             remaining = deadline - loop.time()
             if remaining <= 0.05:
-                raise PollTimeout(f"{label}: no time left in the poll deadline")
+                raise PollTimeoutError(f"{label}: no time left in the poll deadline")
             started = loop.time()
             result = await self._runner().run(argv, timeout=remaining)
             durations[label] = durations.get(label, 0.0) + loop.time() - started
@@ -81,8 +81,8 @@ class IbTools:
                     log.info("%s crashed or printed nothing (%s); retrying once", label, result.describe_failure())
                     continue
                 what = "crashed" if crashed else "printed nothing"
-                raise CommandFailed(f"{label} {what}: {result.describe_failure()}")
-            raise CommandFailed(f"{label} failed: {result.describe_failure()}")
+                raise CommandError(f"{label} {what}: {result.describe_failure()}")
+            raise CommandError(f"{label} failed: {result.describe_failure()}")
         raise AssertionError("unreachable")
 
     async def run_plain(self, argv: list[str], timeout: float) -> CommandResult:
@@ -118,7 +118,7 @@ class IbTools:
             async with sem:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0.05:
-                    out[key] = PollTimeout(f"{label}: no time left")
+                    out[key] = PollTimeoutError(f"{label}: no time left")
                     return
                 try:
                     out[key] = await self._runner().run(argv, timeout=remaining)
