@@ -96,3 +96,17 @@ def test_plots_are_deterministic():
     data = {"severity": [(1e9 + 10 * i, v) for i, v in enumerate([0.1, 2, 3, 0.5, 0.1])], "ports": [],
             "episodes": []}
     assert plots.congestion(data) == plots.congestion(data)
+
+
+@pytest.mark.parametrize("kind,values,text", [
+    ("gbps", [1094e9 / 8], "1094 Gb/s"),      # was "1.09e+03 Gb/s"
+    ("gbps", [169.4e9 / 8], "169 Gb/s"),
+    ("us3", [1.43e-6, 2.12e-6, 3450e-6], "1.43 / 2.12 / 3450 µs"),
+    ("x", [1.4812], "1.48×"),
+    ("pct", [0.123456], "12.3 %"),
+    ("gbps", [None], "n/a"),
+])
+def test_summary_figures_read_without_exponents(kind, values, text):
+    from fabric_exporter.report.page import _fmt
+
+    assert _fmt(kind, values) == text

@@ -42,32 +42,37 @@ th{background:#f3f3f3} td.n{text-align:right;font-variant-numeric:tabular-nums}
 """
 
 
+def _g(x: float) -> str:
+    """Three significant digits, but never an exponent a reader has to decode: 1094 Gb/s, not 1.09e+03."""
+    return f"{x:.0f}" if 1000 <= abs(x) < 1e15 else f"{x:.3g}"
+
+
 def _n(v, unit=""):
     if v is None:
         return "n/a"
     if isinstance(v, float) and v != int(v):
-        text = f"{v:.3g}"
+        text = f"{_g(v)}"
     else:
-        text = f"{int(v)}" if abs(v) < 1e15 else f"{v:.3g}"
+        text = f"{int(v)}" if abs(v) < 1e15 else f"{_g(v)}"
     return text + unit
 
 
 def _fmt(kind: str, values: list):
     v = values
     if kind == "gbps":
-        return "n/a" if v[0] is None else f"{v[0] * 8 / 1e9:.3g} Gb/s"
+        return "n/a" if v[0] is None else f"{_g(v[0] * 8 / 1e9)} Gb/s"
     if kind in ("pct", "pct2"):
-        return " / ".join("n/a" if x is None else f"{x * 100:.3g} %" for x in v)
+        return " / ".join("n/a" if x is None else f"{_g(x * 100)} %" for x in v)
     if kind == "us3":
-        return " / ".join("n/a" if x is None else f"{x * 1e6:.3g}" for x in v) + " µs"
+        return " / ".join("n/a" if x is None else f"{_g(x * 1e6)}" for x in v) + " µs"
     if kind == "x":
-        return "n/a" if v[0] is None else f"{v[0]:.3g}×"
+        return "n/a" if v[0] is None else f"{_g(v[0])}×"
     if kind == "usx":
-        return "n/a" if v[0] is None else f"{v[0] * 1e6:.3g} µs ({_n(v[1])}×)"
+        return "n/a" if v[0] is None else f"{_g(v[0] * 1e6)} µs ({_n(v[1])}×)"
     if kind == "int2":
         return f"{_n(v[0])} ({_n(v[1])})"
     if kind == "spct":
-        return "n/a" if v[0] is None else f"{_n(v[0])} s ({(v[1] or 0) * 100:.3g} %)"
+        return "n/a" if v[0] is None else f"{_n(v[0])} s ({_g((v[1] or 0) * 100)} %)"
     if kind == "s2":
         return " / ".join(_n(x, " s") for x in v)
     if kind == "num2":
@@ -93,7 +98,7 @@ def _detail(section: str, r: FabricReport) -> str:
     f = r.figures[section]
     if section == "latency" and f["worst_pairs"]:
         rows = "".join(f"<tr><td>{html.escape(p['source_group'])} → {html.escape(p['destination_group'])}</td>"
-                       f'<td class="n">{p["p99_median_seconds"] * 1e6:.3g}</td><td class="n">{p["p99_max_seconds"] * 1e6:.3g}</td></tr>'
+                       f'<td class="n">{_g(p["p99_median_seconds"] * 1e6)}</td><td class="n">{_g(p["p99_max_seconds"] * 1e6)}</td></tr>'
                        for p in f["worst_pairs"])
         return ("<table><tr><th>worst pairs</th><th>p99 median (µs)</th><th>p99 max (µs)</th></tr>" + rows + "</table>")
     if section == "congestion":
