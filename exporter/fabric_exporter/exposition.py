@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import math
+import operator
 import zlib
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
@@ -94,8 +95,13 @@ def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...
     return shape
 
 
-# id(sample) -> (sample, family, line, (labels, label names, label text))
-KeptLines = dict[int, tuple[KeptSample, str, str, tuple]]
+# id(the first sample of a run) -> (that sample, the run's samples, their (family, line) pairs,
+# {id(labels): (labels, label names, label text)} of the labels dicts they hold). A run is a stretch
+# of consecutive KeptSamples in one call's samples (a port's link/health/info samples, its zero
+# error counters): when the next call has the very same objects in a row, their lines are reused
+# with one identity check per sample and no formatting, lookups or bookkeeping per sample.
+KeptLines = dict[int, tuple[KeptSample, list, list, dict]]
+_NO_RUNS: KeptLines = {}
 
 
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
@@ -105,26 +111,42 @@ def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
 
     ``extra_label`` (name, value) is added to every sample (the store's ``fabric``). Collectors share
     one labels dict among a port's samples: its rendered label text is computed once per dict (the
-    dicts are alive and unchanged for the call, so identity is a safe key). A ``KeptSample`` found in
-    ``kept`` (the previous call's ``kept_out``, same ``extra_label``) as the very same object reuses
-    its line; every KeptSample rendered goes into ``kept_out`` (the entry holds the object, so its id
-    cannot be reused by another while the entry lives)."""
+    dicts are alive and unchanged for the call, so identity is a safe key). With ``kept_out``, every
+    run of consecutive ``KeptSample``s rendered goes into ``kept_out`` (the entry holds the objects,
+    so their ids cannot be reused by others while it lives); a run found in ``kept`` (the previous
+    call's ``kept_out``, same ``extra_label``) as the very same objects in the same order reuses its
+    lines. A run that differs in any object is rendered afresh from that point."""
     lines: collections.defaultdict[str, list[str]] = collections.defaultdict(list)
     shapes = _SHAPES
     rendered: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
-    kept_type = KeptSample if kept_out is not None else None
-    kept_get = (kept or {}).get
-    for sample in samples:
+    track = kept_out is not None
+    if track and not isinstance(samples, (list, tuple)):
+        samples = list(samples)
+    kept_get = (kept or _NO_RUNS).get
+    kept_type = KeptSample if track else None
+    skip = 0  # samples before this index were rendered from a reused run
+    run: tuple[list, list, dict] | None = None  # the run of kept samples rendered in this call so far
+    for index, sample in enumerate(samples):
+        if index < skip:
+            continue
         if type(sample) is kept_type:
-            key = id(sample)
-            hit = kept_get(key)
-            if hit is not None and hit[0] is sample:  # the same object as last time: its line holds
-                kept_out[key] = hit
-                lines[hit[1]].append(hit[2])
-                # and its labels dict (alive: the sample holds it) keeps its text for the samples
-                # of this poll that share it (a port's counters)
-                rendered[id(sample[1])] = hit[3]
-                continue
+            hit = kept_get(id(sample))
+            if hit is not None and hit[0] is sample:
+                objects = hit[1]
+                end = index + len(objects)
+                if len(objects) == 1 or (end <= len(samples)
+                                         and all(map(operator.is_, samples[index + 1:end], objects[1:]))):
+                    if run is not None:
+                        kept_out[id(run[0][0])] = (run[0][0], *run)
+                        run = None
+                    for family, line in hit[2]:
+                        lines[family].append(line)
+                    # their labels dicts (alive: the samples hold them) keep their text for the
+                    # samples of this call that share them (a port's counters)
+                    rendered.update(hit[3])
+                    kept_out[id(sample)] = hit
+                    skip = end
+                    continue
         name, labels, value = sample
         entry = rendered.get(id(labels))
         if entry is None or entry[0] is not labels:
@@ -133,9 +155,18 @@ def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
         family = (shapes.get(shape) or _shape(*shape))[0]
         inner = entry[2]
         line = f"{name}{{{inner}}} {format_value(value)}\n" if inner else f"{name} {format_value(value)}\n"
-        if type(sample) is kept_type:
-            kept_out[id(sample)] = (sample, family, line, entry)
         lines[family].append(line)
+        if type(sample) is kept_type:
+            if run is None:
+                run = ([], [], {})
+            run[0].append(sample)
+            run[1].append((family, line))
+            run[2][id(labels)] = entry
+        elif run is not None:
+            kept_out[id(run[0][0])] = (run[0][0], *run)
+            run = None
+    if run is not None:
+        kept_out[id(run[0][0])] = (run[0][0], *run)
     return {family: "".join(ls).encode() for family, ls in lines.items()}
 
 

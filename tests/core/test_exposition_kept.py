@@ -3,6 +3,10 @@ and the output stays byte-identical to rendering plain Samples (issue 12: IB ren
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from fabric_exporter.exposition import render_chunks
 from fabric_exporter.samples import KeptSample, Sample
 from fabric_exporter.store import build_snapshot
@@ -20,7 +24,9 @@ def test_kept_samples_render_like_plain_ones_and_reuse_their_lines():
     first_out: dict = {}
     first = render_chunks(kept + fresh, ("fabric", "ib"), kept=None, kept_out=first_out)
     assert first == render_chunks(_plain(kept) + fresh, ("fabric", "ib"))
-    assert set(first_out) == {id(s) for s in kept}  # only kept samples are remembered
+    # only kept samples are remembered: one run (they are consecutive), holding exactly them
+    assert set(first_out) == {id(kept[0])}
+    assert [id(s) for run in first_out.values() for s in run[1]] == [id(s) for s in kept]
     second_out: dict = {}
     fresh2 = [Sample("fabric_ib_port_transmit_wait_total", LABELS, 13.0)]
     second = render_chunks(kept + fresh2, ("fabric", "ib"), kept=first_out, kept_out=second_out)
@@ -45,3 +51,58 @@ def test_snapshots_reuse_lines_only_for_the_same_fabric_label():
     other = build_snapshot("ib-b", kept, 60, previous=first)
     assert b'fabric="ib-b"' in other.chunks["fabric_ib_port_state_id"]
     assert b'fabric="ib-a"' not in other.chunks["fabric_ib_port_state_id"]
+
+
+def _port(n: int, value: float = 0.0) -> list:
+    labels = {**LABELS, "port": str(n)}
+    return [KeptSample("fabric_ib_port_state_id", labels, 4.0), KeptSample("fabric_ib_port_degraded", labels, value),
+            KeptSample("fabric_ib_node_xmit_wait_tick_multiplier",
+                       {"node_guid": labels["node_guid"], "node_name": f"sw{n}"}, 1.0),
+            Sample("fabric_ib_port_transmit_wait_total", labels, float(n))]
+
+
+def test_a_run_with_one_object_changed_is_rendered_afresh_from_the_new_objects():
+    ports = [_port(n) for n in range(4)]
+    out: dict = {}
+    render_chunks([s for p in ports for s in p], ("fabric", "ib"), kept_out=out)
+    assert len(out) == 4  # a run per port (the plain counter ends each)
+    ports[2][1] = KeptSample("fabric_ib_port_degraded", ports[2][0].labels, 1.0)  # middle of a run
+    samples = [s for p in ports for s in p]
+    out2: dict = {}
+    chunks = render_chunks(samples, ("fabric", "ib"), kept=out, kept_out=out2)
+    assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))
+    assert b'port="2"} 1.0\n' in chunks["fabric_ib_port_degraded"]
+    assert out2[id(ports[1][0])] is out[id(ports[1][0])]  # unchanged runs reused
+    assert out2[id(ports[2][0])] is not out[id(ports[2][0])]  # the changed one rebuilt
+    assert [s for s in out2[id(ports[2][0])][1]] == ports[2][:3]
+
+
+def test_a_run_cut_short_by_the_end_of_the_samples_is_not_reused_whole():
+    port = _port(1)[:3]
+    out: dict = {}
+    render_chunks(port, ("fabric", "ib"), kept_out=out)
+    chunks = render_chunks(port[:2], ("fabric", "ib"), kept=out, kept_out={})
+    assert chunks == render_chunks(_plain(port[:2]), ("fabric", "ib"))
+    assert "fabric_ib_node_xmit_wait_tick_multiplier" not in chunks
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_runs_reshuffled_replaced_and_dropped_render_like_plain_samples(seed):
+    """Poll after poll, kept objects come back, are replaced, move, drop out or repeat: every
+    render equals rendering the same samples as plain Samples with no reuse at all."""
+    rng = random.Random(seed)
+    ports = [_port(n, float(n % 2)) for n in range(12)]
+    kept: dict | None = None
+    for _round in range(6):
+        for p in ports:
+            if rng.random() < 0.2:
+                p[rng.randrange(3)] = KeptSample(p[0].name, p[0].labels, rng.choice([0.0, -0.0, 4.0, 1e7]))
+        order = [s for p in rng.sample(ports, rng.randrange(6, 13)) for s in p]
+        if rng.random() < 0.3:
+            order += order[: rng.randrange(1, 8)]  # the same objects twice in one call
+        if rng.random() < 0.3:
+            order = [s for s in order if rng.random() < 0.8]  # runs broken up
+        out: dict = {}
+        chunks = render_chunks(order, ("fabric", "ib"), kept=kept, kept_out=out)
+        assert chunks == render_chunks(_plain(order), ("fabric", "ib"))
+        kept = out

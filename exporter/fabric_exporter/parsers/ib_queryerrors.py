@@ -75,7 +75,7 @@ class LinkInfo:
         return PHYS_STATES.get(self.phys_state, 0)
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__: ~1,800 per sweep, fewer objects for the GC to walk
 class PortCounters:
     port: int | None  # None = "port ALL" (the switch's aggregate)
     port_guid: int
@@ -84,7 +84,7 @@ class PortCounters:
     link: LinkInfo | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeCounters:
     kind: str  # "data" | "errors"
     guid: int | None  # CAs in errors mode print no GUID
@@ -150,8 +150,8 @@ _COUNTERS_LINE_RE = re.compile(r"(?:\s*\[[A-Za-z0-9]+ == [0-9]+(?: \([^()\[\]]*\
 _COUNTER_ITEM_RE = re.compile(r"\[([A-Za-z0-9]+) == ([0-9]+)( \()?")
 
 
-def _parse_counters(rest: str, pc: PortCounters) -> None:
-    """' [Name == 123 (1.2KB)] [Name2 == 4]' -> pc.counters/pc.suffixed. One regex validates the whole
+def _parse_counters(rest: str) -> tuple[dict[str, int], set[str]]:
+    """' [Name == 123 (1.2KB)] [Name2 == 4]' -> (counters, suffixed names). One regex validates the whole
     list, a second extracts it: both in C, ~2x a Python loop over the items; the dict is built by a
     comprehension, and the item loop runs only for old OFED names or a name printed twice."""
     if not _COUNTERS_LINE_RE.fullmatch(rest):
@@ -165,10 +165,8 @@ def _parse_counters(rest: str, pc: PortCounters) -> None:
             if name in counters:
                 raise ParseError(f"counter {name} twice on one port")
             counters[name] = int(value)
-        pc.suffixed = {OLD_COUNTER_NAMES.get(name, name) for name, _value, paren in items if paren}
-    else:
-        pc.suffixed = {name for name, _value, paren in items if paren}
-    pc.counters = counters
+        return counters, {OLD_COUNTER_NAMES.get(name, name) for name, _value, paren in items if paren}
+    return counters, {name for name, _value, paren in items if paren}
 
 
 _OLD_NAMES = frozenset(OLD_COUNTER_NAMES)
@@ -217,8 +215,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
             guid = guids.get(guid_text)
             if guid is None:
                 guid = guids[guid_text] = parse_guid(guid_text)
-            pc = PortCounters(port, guid)
-            _parse_counters(m.group(3), pc)
+            pc = PortCounters(port, guid, *_parse_counters(m.group(3)))
             node.ports.append(pc)
             last_port = pc
             continue

@@ -16,7 +16,7 @@ from .counters import ERROR_NAMES, error_counters
 PortKey = tuple[int, int]  # (node GUID, port number)
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__: one per port per poll
 class SweptPort:
     """One swept port, assembled from both sweeps."""
 
