@@ -126,18 +126,9 @@ def test_the_cycle_finder_finds_a_cycle_through_a_late_import(tmp_path):
     assert find_cycle(import_graph(pkg)) is None
 
 
-# Edges left out of the cycle check, each one known and owned elsewhere: mixin/rules/__init__ imports
-# congestion inside a function, and congestion imports rules.base (running rules/__init__). It is
-# safe at run time; issue 15 point 4 splits mixin/ by concern, which should remove it.
-KNOWN_ELSEWHERE = {(f"{PACKAGE}.mixin.rules", f"{PACKAGE}.mixin.congestion")}
-
-
 def test_the_package_has_no_import_cycle():
     graph = import_graph()
     assert len(graph) > 50 and f"{PACKAGE}.collectors.base" in graph[f"{PACKAGE}.collectors"]  # the walk works
-    for source, target in KNOWN_ELSEWHERE:
-        if target in graph.get(source, ()):
-            graph[source].discard(target)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 

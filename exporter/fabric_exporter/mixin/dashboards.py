@@ -120,7 +120,7 @@ def overview(s: Settings) -> dict:
 
 
 def _congestion_recovery(s: Settings, f: str) -> list:
-    """Overview row: congestion episodes as the POC report counts them (mixin/congestion.py); the
+    """Overview row: congestion episodes as the POC report counts them (mixin/rules/congestion.py); the
     per-episode recovery times need the episode arithmetic of `fabric-exporter report`."""
     return [
         row("Congestion recovery"),

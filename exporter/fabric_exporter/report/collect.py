@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..mixin.congestion import FABRIC_CONGESTED_PORTS, FABRIC_SEVERITY
+from ..mixin.rules.congestion import FABRIC_CONGESTED_PORTS, FABRIC_SEVERITY
 from ..mixin.rules import duration_seconds
 from ..mixin.settings import Settings
 from . import episodes as ep

@@ -10,8 +10,8 @@ and annotations.
 An alert name may have several rules (one per source: IB port, NIC port, switch interface), each
 with a description naming that source's labels; they share summary, severity and runbook.
 
-The rules live one module per domain (exporter, infiniband, roce, latency; congestion marks in
-``../congestion.py``) on the shared types and helpers of ``base.py``; this module assembles them.
+The rules live one module per domain (exporter, infiniband, roce, latency, congestion) on the shared
+types and helpers of ``base.py``; this module assembles them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ..settings import Settings
 from .base import (CRITICAL, EXAMPLE, IB_PORT, INFO, LAT_GROUP_PAIR, NIC_PORT, SWITCH_IF, TARGET, WARNING,
                    AlertRule, Ctx, Ramp, Recording, RuleSet, Scenario, component_of, duration_seconds, fmt,
                    labels_text, minutes, pct)
+from .congestion import congestion_rules
 from .exporter import exporter_rules
 from .infiniband import ib_rules
 from .latency import LAT_BY, QUANTILES, latency_rules
@@ -41,7 +42,6 @@ def build(settings: Settings) -> RuleSet:
     for domain, (rec, _) in parts:
         rs.recording_groups.append((f"fabric-exporter.{domain}.recording", rec))
     # after the groups it reads, so one evaluation sees this round's ratios
-    from ..congestion import congestion_rules
     rs.recording_groups.append(("fabric-exporter.congestion.recording", congestion_rules(c)))
     for domain, (_, alerts) in parts:
         rs.alert_groups.append((f"fabric-exporter.{domain}.alerts", alerts))

@@ -1,5 +1,5 @@
 """What every rule module builds on: the rule and scenario types, the test context ``Ctx`` and
-formatting helpers. The domain modules (exporter, infiniband, roce, latency, ../congestion.py) build
+formatting helpers. The domain modules (exporter, infiniband, roce, latency, congestion) build
 their rules from these; ``rules/__init__.py`` assembles them."""
 
 from __future__ import annotations

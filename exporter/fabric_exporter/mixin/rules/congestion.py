@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .rules.base import EXAMPLE, IB_PORT, NIC_PORT, SWITCH_IF, Ctx, Recording, fmt
+from .base import EXAMPLE, IB_PORT, NIC_PORT, SWITCH_IF, Ctx, Recording, fmt
 
 SEVERITY_RULES = ("fabric:ib_port_congestion:severity", "fabric:roce_nic_port_congestion:severity",
                   "fabric:roce_switch_queue_congestion:severity")
