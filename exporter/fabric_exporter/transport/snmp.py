@@ -42,7 +42,7 @@ from pysnmp.proto.secmod.rfc3414.service import SnmpUSMSecurityModel
 from pysnmp.smi.rfc1902 import ObjectIdentity, ObjectType
 
 from ..config import SNMPV3_MIN_KEY_LENGTH, Host, SNMPCredential, TargetGroup
-from ..errors import AuthError, ConnectError, PollError, PollTimeoutError
+from ..errors import AuthError, ConnectError, PollError
 # Value kinds a varbind is reduced to (pyasn1 objects are expensive to keep around): one record type
 # for both paths, defined beside the fast path's decoder.
 from .snmp_ber import (

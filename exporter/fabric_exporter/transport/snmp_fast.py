@@ -24,6 +24,7 @@ from .snmp_ber import (
     GET_BULK_REQUEST,
     GET_REQUEST,
     Response,
+    ScopedPdu,
     Varbind,
     decode_response,
     encode_message,
@@ -126,6 +127,22 @@ class UdpSession(SnmpSessionBase):
         """(the id the datagram answers, what the request gets), or a PollError to drop it."""
         raise NotImplementedError
 
+    async def _request(self, what: str, pdu_type: int, oids: list[tuple[int, ...]], max_repetitions: int = 0
+                       ) -> Response | ScopedPdu:
+        """Send one request PDU in the version's message; its answer (error status, varbinds)."""
+        raise NotImplementedError
+
+    async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
+        return self._check(what, await self._request(what, GET_REQUEST, oids))
+
+    async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
+        return self._check(what, await self._request(what, GET_BULK_REQUEST, [oid], max_repetitions))
+
+    def _check(self, what: str, answer: Response | ScopedPdu) -> list[Varbind]:
+        if answer.error_status:
+            raise self.status_error(what, answer.error_status, answer.error_index)
+        return answer.varbinds
+
     def _new_id(self) -> int:
         self._next_id = request_id = (self._next_id + 1) & _INT31
         return request_id
@@ -180,14 +197,3 @@ class FastSession(UdpSession):
         payload = encode_message(1, self._community, encode_pdu(pdu_type, request_id, oids,
                                                                 max_repetitions=max_repetitions))
         return await self._exchange(what, request_id, payload)
-
-    def _check(self, what: str, resp: Response) -> list[Varbind]:
-        if resp.error_status:
-            raise self.status_error(what, resp.error_status, resp.error_index)
-        return resp.varbinds
-
-    async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
-        return self._check(what, await self._request(what, GET_REQUEST, oids))
-
-    async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
-        return self._check(what, await self._request(what, GET_BULK_REQUEST, [oid], max_repetitions))

@@ -26,14 +26,12 @@ from typing import Any
 from ..errors import AuthError, ConnectError, PollError, PollTimeoutError
 from . import snmp_usm
 from .snmp_ber import (
-    GET_BULK_REQUEST,
     GET_REQUEST,
     REPORT,
     RESPONSE,
     BerError,
     ScopedPdu,
     V3Message,
-    Varbind,
     decode_scoped_pdu,
     decode_v3_message,
     encode_encrypted_pdu,
@@ -248,14 +246,3 @@ class FastV3Session(UdpSession):
         if oid == UNKNOWN_ENGINE_IDS:
             return ConnectError(f"{self.description}: {what}: Unknown SNMP engine ID encountered")
         return ConnectError(f"{self.description}: {what}: agent sent a Report: {format_oid(oid) or 'no varbind'}")
-
-    def _check(self, what: str, scoped: ScopedPdu) -> list[Varbind]:
-        if scoped.error_status:
-            raise self.status_error(what, scoped.error_status, scoped.error_index)
-        return scoped.varbinds
-
-    async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
-        return self._check(what, await self._request(what, GET_REQUEST, oids))
-
-    async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
-        return self._check(what, await self._request(what, GET_BULK_REQUEST, [oid], max_repetitions))
