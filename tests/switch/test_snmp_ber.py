@@ -22,6 +22,8 @@ from fabric_exporter.errors import PollError
 from fabric_exporter.transport import snmp_ber
 from fabric_exporter.transport.snmp import _convert
 
+from .byte_mutation import mutate_bytes
+
 U32 = (1 << 32) - 1
 EXCEPTION_KINDS = {rfc1905.NoSuchObject: snmp_ber.NO_SUCH_OBJECT, rfc1905.NoSuchInstance: snmp_ber.NO_SUCH_INSTANCE,
                    rfc1905.EndOfMibView: snmp_ber.END_OF_MIB_VIEW}
@@ -98,26 +100,14 @@ def responses(draw) -> bytes:
     return encoder.encode(msg)
 
 
+# Tags and length forms of a v2c Response worth writing over a byte.
+INTERESTING_BYTES = [0x00, 0x01, 0x7F, 0x80, 0x81, 0x82, 0x84, 0x88, 0x89, 0xFF,
+                     0x02, 0x04, 0x05, 0x06, 0x24, 0x30, 0x40, 0x41, 0x46, 0x64, 0xA2]
+
+
 @st.composite
 def mutated(draw) -> bytes:
-    data = bytearray(draw(responses()))
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["set", "set", "flip", "insert", "delete", "truncate"]))
-        if not data:
-            break
-        i = draw(st.integers(0, len(data) - 1))
-        if op == "set":
-            data[i] = draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0x81, 0x82, 0x84, 0x88, 0x89, 0xFF,
-                                            0x02, 0x04, 0x05, 0x06, 0x24, 0x30, 0x40, 0x41, 0x46, 0x64, 0xA2]))
-        elif op == "flip":
-            data[i] ^= 1 << draw(st.integers(0, 7))
-        elif op == "insert":
-            data[i:i] = draw(st.binary(min_size=1, max_size=3))
-        elif op == "delete":
-            del data[i]
-        else:
-            del data[i:]
-    return bytes(data)
+    return mutate_bytes(draw, draw(responses()), INTERESTING_BYTES)
 
 
 def check_agrees(data: bytes) -> None:

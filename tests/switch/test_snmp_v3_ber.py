@@ -24,6 +24,7 @@ from fabric_exporter.errors import PollError
 from fabric_exporter.transport import snmp_ber
 from fabric_exporter.transport.snmp import _convert
 
+from .byte_mutation import mutate_bytes
 from .test_snmp_ber import EXCEPTION_KINDS, oids, values
 
 I31 = (1 << 31) - 1
@@ -139,25 +140,13 @@ def v3_messages(draw) -> bytes:
     return encoder.encode(msg)
 
 
+# Tags and length forms of a v3 message and scopedPDU worth writing over a byte.
+INTERESTING_BYTES = [0x00, 0x01, 0x03, 0x7F, 0x80, 0x81, 0x82, 0x84, 0x88, 0x89, 0xFF,
+                     0x02, 0x04, 0x05, 0x06, 0x24, 0x30, 0x40, 0x41, 0x46, 0xA2, 0xA8]
+
+
 def mutate(draw, data: bytes) -> bytes:
-    data = bytearray(data)
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["set", "set", "flip", "insert", "delete", "truncate"]))
-        if not data:
-            break
-        i = draw(st.integers(0, len(data) - 1))
-        if op == "set":
-            data[i] = draw(st.sampled_from([0x00, 0x01, 0x03, 0x7F, 0x80, 0x81, 0x82, 0x84, 0x88, 0x89, 0xFF,
-                                            0x02, 0x04, 0x05, 0x06, 0x24, 0x30, 0x40, 0x41, 0x46, 0xA2, 0xA8]))
-        elif op == "flip":
-            data[i] ^= 1 << draw(st.integers(0, 7))
-        elif op == "insert":
-            data[i:i] = draw(st.binary(min_size=1, max_size=3))
-        elif op == "delete":
-            del data[i]
-        else:
-            del data[i:]
-    return bytes(data)
+    return mutate_bytes(draw, data, INTERESTING_BYTES)
 
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
