@@ -11,6 +11,7 @@ snmp_usm, whose keys, digests and ciphers tests/switch/test_snmp_usm.py checks a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from pyasn1.codec.ber import decoder, encoder
@@ -114,7 +115,9 @@ class ScriptedAgent(asyncio.DatagramProtocol):
                           self.time if etime is None else etime, pdu, **kw)
 
 
-async def ask(answer, **kw):
+@contextlib.asynccontextmanager
+async def session_with(answer):
+    """A FastV3Session to a ScriptedAgent answering with ``answer``; both closed on exit."""
     loop = asyncio.get_running_loop()
     transport, agent = await loop.create_datagram_endpoint(lambda: ScriptedAgent(answer),
                                                            local_addr=("127.0.0.1", 0))
@@ -122,11 +125,15 @@ async def ask(answer, **kw):
     s = FastV3Session(USER, "sha", AUTH_PW, "aes", PRIV_PW, b"", "127.0.0.1", port, timeout=0.3, retries=0,
                       max_repetitions=10, limiter=asyncio.Semaphore(8))
     try:
-        got = await s.get([SYS_NAME])
-        return got, s, agent
+        yield s, agent
     finally:
         s.close()
         transport.close()
+
+
+async def ask(answer):
+    async with session_with(answer) as (s, agent):
+        return await s.get([SYS_NAME]), s, agent
 
 
 def test_a_well_behaved_agent_is_read():
@@ -165,19 +172,10 @@ def test_the_clock_moves_forward_with_authentic_answers_only():
         return [a.response(m, r)]
 
     async def go():
-        loop = asyncio.get_running_loop()
-        transport, agent = await loop.create_datagram_endpoint(lambda: ScriptedAgent(answer),
-                                                               local_addr=("127.0.0.1", 0))
-        port = transport.get_extra_info("sockname")[1]
-        s = FastV3Session(USER, "sha", AUTH_PW, "aes", PRIV_PW, b"", "127.0.0.1", port, timeout=0.3, retries=0,
-                          max_repetitions=10, limiter=asyncio.Semaphore(8))
-        try:
+        async with session_with(answer) as (s, agent):
             for _ in range(3):
                 await s.get([SYS_NAME])
             return s._time, agent.time
-        finally:
-            s.close()
-            transport.close()
 
     ours, theirs = asyncio.run(go())
     assert ours == theirs
