@@ -39,15 +39,11 @@ def _wait_active(fabric, harness, node: str, port: str, timeout: float = 40.0, *
 
 def _wait_rerouted(fabric, nodes_expected: int, timeout: float) -> None:
     """Until a bare live sweep reaches every node of the fabric, with no failed PMA query."""
-    def sweep() -> tuple[int, int]:
-        run = subprocess.run(["ibqueryerrors", "--counters", "--report-port"], env={**os.environ, **fabric.env()},
-                             capture_output=True, text=True, timeout=60)
-        report = ib_queryerrors.parse(run.stdout)
-        return len(report.nodes), len(ib_queryerrors.failed_queries(run.stderr)) + report.summary.pma_failures
-
     deadline = time.monotonic() + timeout
     while True:
-        nodes, failures = sweep()
+        report, stderr = _counter_sweep(fabric)
+        nodes = len(report.nodes)
+        failures = len(ib_queryerrors.failed_queries(stderr)) + report.summary.pma_failures
         if failures == 0 and nodes == nodes_expected:
             return
         assert time.monotonic() < deadline, f"the SM did not reroute within {timeout}s ({nodes} nodes, {failures} failures)"
@@ -134,10 +130,15 @@ def test_error_on_an_uplink_is_partial_data_not_a_healthy_fabric(fabric, harness
     assert set(values(after, "fabric_ib_port_sweep_missing").values()) == {0.0}
 
 
+def _counter_sweep(fabric, *extra: str) -> tuple[ib_queryerrors.QueryErrorsReport, str]:
+    """A bare counter sweep the collector does not see: its report and stderr."""
+    run = subprocess.run(["ibqueryerrors", *extra, "--counters", "--report-port"], env={**os.environ, **fabric.env()},
+                         capture_output=True, text=True, timeout=60)
+    return ib_queryerrors.parse(run.stdout), run.stderr
+
+
 def _link_state(fabric, node: str, port: int, *extra: str) -> str | None:
-    out = subprocess.run(["ibqueryerrors", *extra, "--counters", "--report-port"], env={**os.environ, **fabric.env()},
-                         capture_output=True, text=True, timeout=60).stdout
-    for n in ib_queryerrors.parse(out).nodes:
+    for n in _counter_sweep(fabric, *extra)[0].nodes:
         if n.name == node:
             for pc in n.ports:
                 if pc.port == port and pc.link is not None:
