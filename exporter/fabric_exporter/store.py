@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .catalog import CATALOG
-from .exposition import Rendered, family_header, gzip_member, render_chunks
+from .exposition import LineCache, Rendered, family_header, gzip_member, render_cached
 from .samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
@@ -27,8 +27,8 @@ class Snapshot:
     sample_count: int
     taken_at: float  # wall clock, for the status page
     fresh_until: float  # monotonic deadline (last success + stale_after)
-    # rendered lines of the KeptSamples in it (exposition.render_chunks), for the next poll's snapshot
-    kept: dict = field(default_factory=dict, repr=False, compare=False)
+    # its render, for the next poll's snapshot of the target (exposition.render_cached)
+    lines: LineCache | None = field(default=None, repr=False, compare=False)
     fabric: str = ""
 
 
@@ -38,17 +38,15 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
 
     A family whose text equals the ``previous`` snapshot's keeps its gzip member (info and state
     families rarely change between polls), so only changed families are compressed again; a
-    KeptSample the collector hands out again keeps its rendered line."""
-    if not isinstance(samples, list):
+    sample the collector hands out again (a KeptSample) keeps its rendered line."""
+    if not isinstance(samples, (list, tuple)):
         samples = list(samples)
-    kept: dict = {}
-    reuse = previous.kept if previous is not None and previous.fabric == fabric else None
-    chunks = render_chunks(samples, ("fabric", fabric), kept=reuse, kept_out=kept)
+    chunks, line_cache = render_cached(samples, ("fabric", fabric), previous.lines if previous is not None else None)
     old_chunks, old_gz = (previous.chunks, previous.gz) if previous is not None else ({}, {})
     gz = {family: old_gz[family] if old_chunks.get(family) == lines else gzip_member(lines)
           for family, lines in chunks.items()}
     now_mono = time.monotonic() if now_mono is None else now_mono
-    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after, kept, fabric)
+    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after, line_cache, fabric)
 
 
 class SnapshotStore:
