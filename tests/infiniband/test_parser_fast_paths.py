@@ -35,3 +35,58 @@ def test_counter_items_fast_path_matches_the_checked_loop():
         ib_queryerrors.parse(_report(" [PortXmitData == 12] [PortXmitData == 13]"))
     with pytest.raises(ParseError, match="twice"):
         ib_queryerrors.parse(_report(" [XmtData == 12] [PortXmitData == 13]"))
+
+
+def _general_path_only(monkeypatch) -> None:
+    monkeypatch.setattr(ib_queryerrors, "_LAYOUTS", {})
+    monkeypatch.setattr(ib_queryerrors, "_LAYOUTS_MAX", 0)
+
+
+def _outcome(text: str):
+    try:
+        return ib_queryerrors.parse(text)
+    except ParseError as e:
+        return f"ParseError: {e}"
+
+
+_LINES = [
+    " [PortXmitData == 12 (48B)] [PortRcvData == 13 (52B)]",
+    " [PortXmitData == 12 (48B)] [PortRcvData == 14 (56B)]",  # the same layout, other values
+    " [PortXmitData == 12 (48B)] [PortRcvData == 13]",  # no rendering on one value
+    " [PortXmitData == 12 (48B)]  [PortRcvData == 13 (52B)]",  # two spaces
+    " [PortXmitData == 12 (48B)] [PortRcvData == 13 (52B)] ",  # trailing space
+    " [PortXmitData == 12 (48B)] [PortRcvData == ١٣ (52B)]",  # a non-ASCII digit
+    " [PortXmitData == 12 (48B)] [PortRcvData == 13 (5(2)B)]",  # a rendering it cannot read
+    " [PortXmitData == 12 (48B)] [PortXmitData == 13 (52B)]",  # a name twice
+    " [XmtData == 12 (48B)] [RcvData == 13 (52B)]",  # old OFED names
+    " [PortXmitData == 12 (48B)] [PortRcvData == 13 (52B)] junk",
+    " [PortXmitData == 12 (48B)] [PortRcvData == 13 (52B)] [PortXmitPkts == 1 (1.000)]",  # one more
+    "",  # no counters at all
+]
+
+
+@pytest.mark.parametrize("first", range(len(_LINES)))
+def test_the_layout_fast_path_reads_every_line_as_the_general_path_does(monkeypatch, first):
+    """A port line after one that made a layout: read by that layout's regex when it fits, by the
+    general path otherwise. Every pair of lines (the first making the layout, the second read
+    with it) gives what the general path alone gives, values, renderings and errors alike."""
+    for second in _LINES:
+        for port_line in ("3", "ALL", "255"):
+            text = (f'Data Counters for 0x100009 "Hca4"\n   GUID 0x100009 port 1:{_LINES[first]}\n{LINK}\n'
+                    f'   GUID 0x100009 port {port_line}:{second}\n'
+                    "## Summary: 1 nodes checked, 0 bad nodes found\n")
+            with_layouts = _outcome(text)
+            with monkeypatch.context() as m:
+                _general_path_only(m)
+                assert _outcome(text) == with_layouts, (first, second, port_line)
+
+
+@pytest.mark.parametrize("fixture", ["ibsim_ibqueryerrors_counters_report_port.txt",
+                                     "ndr_ibqueryerrors_counters_report_port.txt", "ndr_fabric_counters.txt"])
+def test_whole_sweeps_read_the_same_with_and_without_layouts(monkeypatch, fixture):
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "fixtures" / "infiniband" / fixture).read_text()
+    fast = ib_queryerrors.parse(text)
+    assert any(ib_queryerrors._LAYOUTS.values())  # the fast path was taken
+    _general_path_only(monkeypatch)
+    assert ib_queryerrors.parse(text) == fast

@@ -80,7 +80,7 @@ class PortCounters:
     port: int | None  # None = "port ALL" (the switch's aggregate)
     port_guid: int
     counters: dict[str, int] = field(default_factory=dict)
-    suffixed: set[str] = field(default_factory=set)  # values printed with a "(1.2KB)" rendering
+    suffixed: frozenset[str] = frozenset()  # values printed with a "(1.2KB)" rendering
     link: LinkInfo | None = None
 
 
@@ -150,10 +150,11 @@ _COUNTERS_LINE_RE = re.compile(r"(?:\s*\[[A-Za-z0-9]+ == [0-9]+(?: \([^()\[\]]*\
 _COUNTER_ITEM_RE = re.compile(r"\[([A-Za-z0-9]+) == ([0-9]+)( \()?")
 
 
-def _parse_counters(rest: str) -> tuple[dict[str, int], set[str]]:
-    """' [Name == 123 (1.2KB)] [Name2 == 4]' -> (counters, suffixed names). One regex validates the whole
-    list, a second extracts it: both in C, ~2x a Python loop over the items; the dict is built by a
-    comprehension, and the item loop runs only for old OFED names or a name printed twice."""
+def _parse_counters(rest: str) -> tuple[dict[str, int], frozenset[str], list[tuple[str, str, str]]]:
+    """' [Name == 123 (1.2KB)] [Name2 == 4]' -> (counters, suffixed names, the items as read). One regex
+    validates the whole list, a second extracts it: both in C, ~2x a Python loop over the items; the
+    dict is built by a comprehension, and the item loop runs only for old OFED names or a name
+    printed twice."""
     if not _COUNTERS_LINE_RE.fullmatch(rest):
         raise ParseError(f"unreadable counter text {rest.strip()[:60]!r}")
     items = _COUNTER_ITEM_RE.findall(rest)
@@ -165,8 +166,34 @@ def _parse_counters(rest: str) -> tuple[dict[str, int], set[str]]:
             if name in counters:
                 raise ParseError(f"counter {name} twice on one port")
             counters[name] = int(value)
-        return counters, {OLD_COUNTER_NAMES.get(name, name) for name, _value, paren in items if paren}
-    return counters, {name for name, _value, paren in items if paren}
+        return counters, frozenset(OLD_COUNTER_NAMES.get(name, name) for name, _value, paren in items if paren), items
+    return counters, frozenset(name for name, _value, paren in items if paren), items
+
+
+# A counter sweep prints every port line of a fabric in one or two layouts (the same counters, each
+# with its "(1.2KB)" rendering): a regex for the whole line in that layout reads it in one C call.
+# Built from a line the general path read (so it only accepts what that path reads the same way),
+# for current names printed once each; anything else (other spacing, a new layout) takes the
+# general path. Bounded: a sweep's layouts are few.
+_LAYOUTS: dict[tuple[tuple[str, bool], ...], tuple[re.Pattern[str], tuple[str, ...], frozenset[str]] | None] = {}
+_LAYOUTS_MAX = 256
+_SUFFIX = r" \([^()\[\]]*\)"
+
+
+def _layout(items: list[tuple[str, str, str]]) -> tuple[re.Pattern[str], tuple[str, ...], frozenset[str]] | None:
+    key = tuple((name, bool(paren)) for name, _value, paren in items)
+    if key in _LAYOUTS:
+        return _LAYOUTS[key]
+    if len(_LAYOUTS) >= _LAYOUTS_MAX:
+        return None
+    names = tuple(name for name, _paren in key)
+    layout = None
+    if names and len(set(names)) == len(names) and _OLD_NAMES.isdisjoint(names):
+        body = "".join(rf" \[{name} == ([0-9]+){_SUFFIX if paren else ''}\]" for name, paren in key)
+        layout = (re.compile(rf"   GUID (0x[0-9a-fA-F]+) port (ALL|[0-9]+):{body}"), names,
+                  frozenset(name for name, paren in key if paren))
+    _LAYOUTS[key] = layout
+    return layout
 
 
 _OLD_NAMES = frozenset(OLD_COUNTER_NAMES)
@@ -197,25 +224,36 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
     last_port: PortCounters | None = None
     summary: Summary | None = None
     guids: dict[str, int] = {}  # every port line of a node repeats its GUID: parse it once
+    layout = None  # the layout of the last data port line (_layout): most lines share it
+    fast = m = None
     for n, line in enumerate(text.splitlines(), 1):
         if len(line) > _MAX_LINE:
             raise ParseError("ibqueryerrors line too long")
         if not line or line.isspace():
             continue
         # Most lines are port lines and Link info lines: test for those first.
-        if line.startswith("   GUID ") and (m := _PORT_RE.match(line)):
+        if line.startswith("   GUID ") and ((fast := layout is not None and layout[0].fullmatch(line))
+                                              or (m := _PORT_RE.match(line))):
             if summary is not None:
                 raise ParseError(f"text after the summary: {line[:80]!r}")
             if node is None:
                 raise ParseError("port line before any node header")
-            port = None if m.group(2) == "ALL" else int(m.group(2))
+            if fast:
+                values = fast.groups()
+                guid_text, port_text = values[0], values[1]
+                counters, suffixed = dict(zip(layout[1], map(int, values[2:]))), layout[2]
+            else:
+                guid_text, port_text = m.group(1), m.group(2)
+                counters, suffixed, items = _parse_counters(m.group(3))
+                if node.kind == "data":  # error sweeps print a different set per port
+                    layout = _layout(items)
+            port = None if port_text == "ALL" else int(port_text)
             if port is not None and port > 254:
                 raise ParseError(f"port number {port} out of range")
-            guid_text = m.group(1)
             guid = guids.get(guid_text)
             if guid is None:
                 guid = guids[guid_text] = parse_guid(guid_text)
-            pc = PortCounters(port, guid, *_parse_counters(m.group(3)))
+            pc = PortCounters(port, guid, counters, suffixed)
             node.ports.append(pc)
             last_port = pc
             continue

@@ -95,9 +95,10 @@ class InfinibandCollector(Collector):
                 self.state.topology_stale = True
         ports = joined.ports
         await self._optional_reads(ports, now, deadline, durations, problems)
-        latched = {key: latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped)
-                   for key, p in ports.items()}
-        if self.options.reset_latched_counters and any(latched.values()):
+        # only the ports with a latched counter (few, most polls none)
+        latched = {key: names for key, p in ports.items()
+                   if (names := latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped))}
+        if self.options.reset_latched_counters and latched:
             await self.tools.reset_latched(ports, latched, deadline, durations, problems)
         with _gc_paused():
             samples = self._samples(ports, latched, problems, durations)

@@ -41,7 +41,8 @@ def error_counters(counters: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in counters.items() if k in ERROR_NAMES}
 
 
-def latched_counters(data: ib_queryerrors.PortCounters, errors: dict[str, int] | None, errors_extended: set[str],
+def latched_counters(data: ib_queryerrors.PortCounters, errors: dict[str, int] | None,
+                     errors_extended: frozenset[str],
                      qp1_dropped: int | None) -> list[str]:
     """Counters of a port read from fixed-width PortCounters fields sitting at all-ones."""
     out = []

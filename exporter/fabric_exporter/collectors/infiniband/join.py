@@ -7,7 +7,7 @@ but only if that sweep checked its node: anything less and the port's error coun
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ...errors import ParseError
 from ...parsers import ib_queryerrors
@@ -24,7 +24,7 @@ class SweptPort:
     port: int
     entry: ib_queryerrors.PortCounters  # counter sweep: data counters and link info
     errors: dict[str, int] | None = None  # None: error counters unknown for this port
-    errors_extended: set[str] = field(default_factory=set)
+    errors_extended: frozenset[str] = frozenset()  # error counters read from 64-bit fields
     qp1_dropped: int | None = None
 
 
