@@ -16,6 +16,10 @@ Reports
 the minimum over the rounds (or --stat median) and the ratios poll/bare for wall time and CPU time
 (the tools' CPU + the exporter's own; ibsim's CPU, the "fabric" side, is shown apart), the parse
 throughput in MB/s, and the series published per port.
+
+Last, the replay: the tool outputs of a few live polls are recorded, then answered from memory for
+--replay-polls steady-state polls, so the daemon's own CPU per port (collector + snapshot) is
+measured without the simulator and the tools competing for the same cores: min and median.
 Prints figures only: absolute times on a shared machine are noise, the ratios are the result.
 """
 
@@ -63,6 +67,7 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, default=32)
     ap.add_argument("--hcas-per-leaf", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--replay-polls", type=int, default=30, help="polls of recorded sweeps (replay section)")
     ap.add_argument("--stat", choices=("min", "median"), default="min",
                     help="statistic over the rounds (min: least disturbed by other load; default)")
     args = ap.parse_args()
@@ -136,6 +141,7 @@ def main() -> None:
         disc_text = asyncio.run(_tool(env, "ibnetdiscover"))
         qe_mbps = _throughput(ib_queryerrors.parse, counters_text)
         nd_mbps = _throughput(ib_netdiscover.parse, disc_text)
+        replayed = _replay(env, args.replay_polls)
 
     print(f"fabric: {len(topo.switches)} switches, {len(topo.cas)} HCAs, {ports} ports published "
           f"({len(topo.links) * 2} linked port-ends); rounds={len(bare)} (bare sweeps that crashed: {crashes})")
@@ -165,6 +171,70 @@ def main() -> None:
           f"({len(counters_text) / 1e6:.2f} MB), ibnetdiscover {nd_mbps:6.1f} MB/s")
     print(f"series per port          : {port_series / ports:.1f} ({port_series} port series, "
           f"{len(first.samples)} samples in all)")
+    print(f"replayed sweeps          : daemon's own CPU per port over {args.replay_polls} steady-state polls of "
+          "recorded tool outputs (no simulator, no tools, so no noise from them):")
+    for label, values in replayed.items():
+        print(f"  {label:<22} min {min(values) / ports * 1e6:6.1f} us  median "
+              f"{statistics.median(values) / ports * 1e6:6.1f} us")
+
+
+class _Recorder:
+    """The collector's runner, recording each tool run (by what it is) for _Replayer."""
+
+    def __init__(self, runner_factory):
+        self._runner = runner_factory
+        self.runs: dict[str, list] = {}
+
+    async def run(self, argv, *, timeout, stdin=None):
+        result = await self._runner().run(argv, timeout=timeout, stdin=stdin)
+        self.runs.setdefault(_run_kind(argv), []).append(result)
+        return result
+
+
+class _Replayer:
+    """Answers the collector's tool runs with recorded ones, cycling through each kind's runs."""
+
+    def __init__(self, runs: dict[str, list]):
+        self._runs = runs
+        self._turn: dict[str, int] = {}
+
+    async def run(self, argv, *, timeout, stdin=None):
+        kind = _run_kind(argv)
+        turn = self._turn[kind] = self._turn.get(kind, -1) + 1
+        return self._runs[kind][turn % len(self._runs[kind])]
+
+
+def _run_kind(argv) -> str:
+    tool = next((a for a in argv if a in ("ibnetdiscover", "ibqueryerrors", "perfquery")), argv[0])
+    return f"{tool} --counters" if "--counters" in argv else tool
+
+
+def _replay(env: dict[str, str], polls: int) -> dict[str, list[float]]:
+    """The daemon's own CPU (collector, then snapshot render/gzip, as the scheduler does) per poll
+    on recorded sweeps: a discovery and three plain polls of the live fabric, replayed in turn, so
+    counters move from poll to poll as they do live."""
+    harness = CollectorHarness(group_for({"env": env}, timeout="25s"))
+    recorder = _Recorder(harness.collector.tools._runner)
+    harness.collector.tools._runner = lambda: recorder
+    for _ in range(4):
+        harness.poll()
+    harness.collector.tools._runner = lambda: replayer
+    replayer = _Replayer(recorder.runs)
+    previous = None
+    for _ in range(3):  # warm-up: per-port memos, the previous snapshot's render
+        previous = _render(harness.poll().samples, previous)
+    out: dict[str, list[float]] = {"collector": [], "snapshot render/gzip": [], "together": []}
+    for _ in range(polls):
+        started = time.process_time()
+        result = harness.poll()
+        polled = time.process_time()
+        previous = _render(result.samples, previous)
+        del result  # its samples die here, as in the daemon
+        rendered = time.process_time()
+        out["collector"].append(polled - started)
+        out["snapshot render/gzip"].append(rendered - polled)
+        out["together"].append(rendered - started)
+    return out
 
 
 def _render(samples, previous):

@@ -60,6 +60,7 @@ def test_local_output_over_the_cap_fails_clearly_and_kills_the_command():
         with pytest.raises(OutputTooLargeError) as e:
             await runner.run(["sh", "-c", f"head -c {BIG} /dev/zero; echo done > /dev/stderr"], timeout=20)
         assert e.value.reason == "output_too_large" and "limits.max_output_bytes" in str(e.value)
+        assert str(e.value).startswith("local: sh printed more than 1048576 bytes")  # as SSH says it
         ok = await runner.run(["sh", "-c", "echo out; echo err >&2"], timeout=5)
         assert (ok.stdout, ok.stderr) == ("out\n", "err\n")
 
@@ -77,6 +78,7 @@ def test_ssh_output_over_the_cap_fails_clearly_and_the_connection_stays_usable(t
             with pytest.raises(OutputTooLargeError) as e:
                 await conn.run(["huge"], timeout=20)
             assert e.value.reason == "output_too_large"
+            assert str(e.value).startswith(f"{conn.description}: huge printed more than ")  # as local says it
             assert time.monotonic() - started < 15  # stopped reading early, not at the deadline
             assert (await conn.run(["small"], timeout=10)).stdout == "fine\n"
         finally:

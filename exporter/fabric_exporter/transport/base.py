@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import OutputTooLargeError
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -30,6 +32,11 @@ class OutputLimit:
 
     def __init__(self, max_bytes: int = 32 << 20):
         self.max_bytes = max_bytes
+
+    def exceeded(self, runner: str, command: str, action: str) -> OutputTooLargeError:
+        """The one error every runner gives when ``command`` passed the limit (``action``: what it did then)."""
+        return OutputTooLargeError(f"{runner}: {command} printed more than {self.max_bytes} bytes "
+                                   f"(limits.max_output_bytes); {action}")
 
 
 class CommandRunner(Protocol):

@@ -32,7 +32,7 @@ class LocalRunner:
     async def run(self, argv: Sequence[str], *, timeout: float, stdin: str | None = None) -> CommandResult:
         argv = tuple(argv)
         loop = asyncio.get_running_loop()
-        output = _Output(loop, argv[0], self.output_limit.max_bytes)
+        output = _Output(loop, argv[0], self.output_limit)
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: output, *argv,
@@ -79,11 +79,12 @@ class _Output(asyncio.SubprocessProtocol):
     EOF and the process has exited, or fails with OutputTooLargeError as soon as the limit is passed
     (the chunks read so far are dropped then: only the limit's worth was ever held)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, command: str, limit: int):
+    def __init__(self, loop: asyncio.AbstractEventLoop, command: str, limit: OutputLimit):
         self._loop = loop
         self._transport: asyncio.SubprocessTransport | None = None
         self._command = command
-        self._limit = limit
+        self._output_limit = limit
+        self._limit = limit.max_bytes
         self._total = 0
         self._chunks: dict[int, list[bytes]] = {1: [], 2: []}
         self._open_pipes = {1, 2}
@@ -100,9 +101,8 @@ class _Output(asyncio.SubprocessProtocol):
         self._total += len(data)
         if self._total > self._limit:
             self._chunks = {1: [], 2: []}
-            self.done.set_exception(OutputTooLargeError(
-                f"{self._command}: printed more than {self._limit} bytes (limits.max_output_bytes); "
-                "stopped reading and killed it"))
+            self.done.set_exception(self._output_limit.exceeded(LocalRunner.description, self._command,
+                                                                "stopped reading and killed it"))
             return
         self._chunks[fd].append(data)
         if self._total > BATCH_AFTER and len(data) < BATCH_FULL_READ and self._transport is not None:

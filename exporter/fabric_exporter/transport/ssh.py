@@ -160,8 +160,7 @@ class SSHConnection:
                 while chunk := await stream.read(1 << 16):
                     total += len(chunk)
                     if total > limit:
-                        raise OutputTooLargeError(f"{self.description}: {argv[0]} printed more than {limit} bytes "
-                                             f"(limits.max_output_bytes); stopped reading")
+                        raise self.output_limit.exceeded(self.description, argv[0], "stopped reading")
                     buf += chunk
 
             try:
