@@ -47,6 +47,27 @@ def test_mapping_is_repeatable_and_reuses_unchanged_ports():
     assert ports == len(joined.ports)
 
 
+def test_an_idle_port_hands_out_its_counter_samples_again_and_a_moved_counter_a_new_one():
+    state, counters, errors = _inputs()
+    _joined, first, _problems = _poll(state, counters, errors, 100.0)
+    port = counters.nodes[0].ports[0]
+    key = (counters.nodes[0].guid, port.port)
+
+    def data(samples):
+        labels = state.port_static[key][1]
+        return [s for s in samples if s.labels is labels and s.name.startswith("fabric_ib_port_data_")]
+
+    before = data(first)
+    assert before
+    _joined, second, _problems = _poll(state, counters, errors, 101.0)  # the same counters: idle
+    assert all(a is b for a, b in zip(data(second), before, strict=True))
+    port.counters = {**port.counters, "PortXmitData": port.counters["PortXmitData"] + 10}
+    _joined, third, _problems = _poll(state, counters, errors, 102.0)
+    moved = {s.name: s.value for s in data(third)}
+    assert moved["fabric_ib_port_data_transmitted_bytes_total"] == before[0].value + 40  # words: x4
+    assert all(a is not b for a, b in zip(data(third), before))
+
+
 def test_a_port_the_sweep_stops_returning_is_missing_not_gone():
     state, counters, errors = _inputs()
     _poll(state, counters, errors, 100.0)

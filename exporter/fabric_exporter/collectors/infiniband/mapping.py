@@ -55,7 +55,7 @@ def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricSta
                   "peer_node_name": peer[2], "peer_port": peer[3]}
         static = _link_samples(labels, link, was_linked, is_latched, extended)
         static.append(_port_info(labels, p, link, peer, state))
-        cached = state.port_static[key] = [signature, labels, static, link_up(link), None]
+        cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None]
     out += cached[2]  # first: the renderer then knows the shared labels' text before the counters
     _counter_samples(p, cached, out)
     return cached[3]
@@ -80,9 +80,16 @@ def _peer(key: PortKey, link: ib_queryerrors.LinkInfo | None, was_linked: bool, 
 
 def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
     labels = cached[1]
-    metrics = DATA_METRICS
-    out += [_new(Sample, (spec[0], labels, float(value * spec[1])))
-            for raw, value in p.entry.counters.items() if (spec := metrics.get(raw)) is not None]
+    counters = p.entry.counters
+    last = cached[5]
+    if last is not None and last[0] == counters:  # an idle port: the same objects, nothing to render
+        out += last[1]
+    else:
+        metrics = DATA_METRICS
+        data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
+                for raw, value in counters.items() if (spec := metrics.get(raw)) is not None]
+        cached[5] = (counters, data)
+        out += data
     errors = p.errors
     if errors:
         get = errors.get

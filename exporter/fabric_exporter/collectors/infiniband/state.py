@@ -56,8 +56,9 @@ class FabricState:
         self.name_map: dict[int, str] = {}
         self.name_map_mtime: float | None = None
         self.sweep_names: dict[int, str] = {}  # node GUID -> NodeDescription the last counter sweep printed
-        # port -> [signature, labels, link/health/info samples, up, all-zero error samples or None]:
-        # a memo of the mapping, reused while the signature holds (mapping.py)
+        # port -> [signature, labels, link/health/info samples, up, all-zero error samples or None,
+        # (data counters as read, their samples) of the last poll or None]: a memo of the mapping,
+        # reused while the signature holds (mapping.py)
         self.port_static: dict[PortKey, list] = {}
 
     # -- topology -----------------------------------------------------------------------------
