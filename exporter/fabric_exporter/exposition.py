@@ -10,10 +10,11 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-from math import copysign
 import operator
 import zlib
+from array import array
 from collections.abc import Iterable, Mapping
+from math import copysign
 from typing import NamedTuple
 
 from prometheus_client.utils import floatToGoString
@@ -108,48 +109,38 @@ def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...
     return shape
 
 
-# id(the first sample of a run) -> (that sample, the run's samples, their (family, line) pairs,
-# {id(labels): (labels, label names, label text)} of the labels dicts they hold). A run is a stretch
-# of consecutive KeptSamples in one call's samples (a port's link/health/info samples, its zero
-# error counters): when the next call has the very same objects in a row, their lines are reused
-# with one identity check per sample and no formatting, lookups or bookkeeping per sample.
-KeptLines = dict[int, tuple[KeptSample, list, list, dict]]
-_NO_RUNS: KeptLines = {}
-
-
 class LineCache:
     """One target's render, kept for its next poll (``render_cached``): the samples (held, so the
-    identity of their objects means something next time), where each one's line went (family and
-    index in that family's lines), the lines and bytes per family, the ``name{labels} `` prefix of
-    the positions whose samples were new (a port's counters, new every poll, under a labels dict
-    that is not), where its tail starts (below) and the kept runs for a render that cannot reuse
-    positions."""
+    identity of their objects means something next time), which family each one's line went to and
+    its place among that family's lines, the ``name{labels} `` prefix of each sample that was not a
+    KeptSample (a port's counters: new objects every poll, under a labels dict that is not), the
+    bytes per family, and where the tail starts (below). Lines are not kept one by one: a family a
+    poll changes is split out of its bytes again."""
 
-    __slots__ = ("extra_label", "samples", "families", "index", "prefixes", "lines", "chunks", "tail", "runs")
+    __slots__ = ("extra_label", "samples", "families", "index", "prefixes", "chunks", "tail")
 
-    def __init__(self, extra_label, samples, families, index, prefixes, lines, chunks, tail, runs):
+    def __init__(self, extra_label, samples, families, index, prefixes, chunks, tail):
         self.extra_label: tuple[str, str] | None = extra_label
         self.samples: tuple = samples
         self.families: list[str] = families
-        self.index: list[int] = index
+        self.index: array = index  # unsigned ints: 4 bytes a sample, not a Python int each
         self.prefixes: list[str | None] = prefixes
-        self.lines: dict[str, list[str]] = lines
         self.chunks: dict[str, bytes] = chunks
         self.tail: int = tail
-        self.runs: KeptLines = runs
 
 
-# The tail: the last samples (at most this many) whose families have no line before them (an IB
-# sweep's durations and totals). Their number may change from poll to poll (a poll that ran
-# ibnetdiscover times it too): the tail is rendered whole, the samples before it patched in place.
+# The tail: the last samples (at most this many, and at most a quarter of the poll) whose families
+# have no line before them (an IB sweep's durations and totals). Their number may change from poll
+# to poll (a poll that ran ibnetdiscover times it too): the tail is rendered whole, the samples
+# before it patched in place.
 TAIL_MAX = 64
 
 
-def _tail_start(families: list[str], index: list[int]) -> int:
-    """The first position of the longest tail of at most TAIL_MAX samples with closed families."""
+def _tail_start(families: list[str], index: array) -> int:
+    """The first position of the longest tail of closed families within the tail's bounds."""
     start = len(families)
     waiting: set[str] = set()  # families seen (walking back) whose first line is further back
-    for position in range(len(families) - 1, max(len(families) - TAIL_MAX, 0) - 1, -1):
+    for position in range(len(families) - 1, len(families) - min(TAIL_MAX, len(families) // 4) - 1, -1):
         if index[position] == 0:
             waiting.discard(families[position])
         else:
@@ -160,18 +151,13 @@ def _tail_start(families: list[str], index: list[int]) -> int:
 
 
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
-                  extra_label: tuple[str, str] | None = None, kept: KeptLines | None = None,
-                  kept_out: KeptLines | None = None) -> dict[str, bytes]:
+                  extra_label: tuple[str, str] | None = None) -> dict[str, bytes]:
     """Group sample lines by catalog family; raises UnknownMetricError for a name or label set not in the catalog.
 
     ``extra_label`` (name, value) is added to every sample (the store's ``fabric``). Collectors share
     one labels dict among a port's samples: its rendered label text is computed once per dict (the
-    dicts are alive and unchanged for the call, so identity is a safe key). With ``kept_out``, every
-    run of consecutive ``KeptSample``s rendered goes into ``kept_out`` (the entry holds the objects,
-    so their ids cannot be reused by others while it lives); a run found in ``kept`` (the previous
-    call's ``kept_out``, same ``extra_label``) as the very same objects in the same order reuses its
-    lines. A run that differs in any object is rendered afresh from that point."""
-    lines = _render_lines(samples, extra_label, kept, kept_out, None)
+    dicts are alive and unchanged for the call, so identity is a safe key)."""
+    lines, _kept = _render_lines(samples, extra_label, None, None)
     return {family: "".join(ls).encode() for family, ls in lines.items()}
 
 
@@ -179,12 +165,13 @@ def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
                   previous: LineCache | None) -> tuple[dict[str, bytes], LineCache | None]:
     """``render_chunks`` for a target polled again and again: (chunks, the cache for its next poll).
 
-    When this poll has as many samples as the ``previous`` one and every sample that is not the very
-    same object lands in the same family, only those samples are formatted: their lines replace
-    the old ones at the same places, and a family none of them touched keeps its bytes (an IB
-    fabric's link and health families, poll after poll). Otherwise the samples are rendered whole,
-    reusing kept runs. A poll without any KeptSample gets no cache: nothing of it would be the same
-    objects next time, and holding its samples would only cost memory."""
+    When the samples before the ``previous`` poll's tail keep their layout (every one that is not the
+    very same object lands in the same family), only those are formatted, at their old places, and
+    a family none of them touched keeps its bytes (an IB fabric's link and health families, poll
+    after poll); a new object with the same value keeps its line. The tail is rendered whole. Any
+    other change renders the poll whole, but a KeptSample that is the same object as in the previous
+    poll still keeps its line. A poll without any KeptSample gets no cache: nothing of it would be
+    the same objects next time, and holding its samples would only cost memory."""
     samples = tuple(samples)
     if previous is not None and previous.extra_label != extra_label:
         previous = None
@@ -192,17 +179,20 @@ def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
         patched = _patch(samples, previous)
         if patched is not None:
             return patched.chunks, patched
-    runs: KeptLines = {}
     families: list[str] = []
-    index: list[int] = []
+    index = array("I")
     prefixes: list[str | None] = []
-    lines = _render_lines(samples, extra_label, previous.runs if previous is not None else None, runs,
-                          (families, index, prefixes))
+    lines, kept = _render_lines(samples, extra_label, previous, (families, index, prefixes))
     chunks = {family: "".join(ls).encode() for family, ls in lines.items()}
-    if not runs:
+    if not kept:
         return chunks, None
-    return chunks, LineCache(extra_label, samples, families, index, prefixes, dict(lines), chunks,
-                             _tail_start(families, index), runs)
+    return chunks, LineCache(extra_label, samples, families, index, prefixes, chunks, _tail_start(families, index))
+
+
+def _split(chunk: bytes) -> list[bytes]:
+    """A family's bytes as its lines, without their newlines, and an empty last item, so that
+    ``b"\\n".join`` gives the bytes back. (A line holds no other newline: label values escape it.)"""
+    return chunk.split(b"\n")
 
 
 def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
@@ -210,9 +200,9 @@ def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
     time, and the tail; None when one of them belongs to another family than the line it would
     replace, or a tail sample to a family with lines before the tail (a new layout)."""
     old, tail = cache.samples, cache.tail
-    families, index, old_lines = cache.families, cache.index, cache.lines
+    families, index = cache.families, cache.index
     prefixes = cache.prefixes[:tail]  # a copy: the previous cache stays valid for its own samples
-    new_lines: dict[str, list[str]] = {}
+    changed: dict[str, list[bytes]] = {}  # family -> its lines, being patched
     entries: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
     extra_label = cache.extra_label
     for i in itertools.compress(itertools.count(), map(operator.is_not, itertools.islice(samples, tail), old)):
@@ -231,26 +221,25 @@ def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
                 return None
             prefix = prefixes[i] = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
         family = families[i]
-        family_lines = new_lines.get(family)
+        family_lines = changed.get(family)
         if family_lines is None:
-            family_lines = new_lines[family] = old_lines[family].copy()
-        family_lines[index[i]] = f"{prefix}{format_value(value)}\n"
-    lines = {**old_lines, **new_lines}
-    chunks = {**cache.chunks, **{family: "".join(ls).encode() for family, ls in new_lines.items()}}
+            family_lines = changed[family] = _split(cache.chunks[family])
+        family_lines[index[i]] = f"{prefix}{format_value(value)}".encode()
+    chunks = {**cache.chunks, **{family: b"\n".join(ls) for family, ls in changed.items()}}
     new_families, new_index = families, index
     if tail < len(samples) or tail < len(old):
-        old_tail = set(families[tail:])
-        for family in old_tail:
-            del lines[family], chunks[family]
+        for family in set(families[tail:]):
+            del chunks[family]
         tail_lines: dict[str, list[str]] = {}
-        tail_families, tail_index = [], []
+        tail_families: list[str] = []
+        tail_index = array("I")
         for name, labels, value in samples[tail:]:
             entry = entries.get(id(labels))
             if entry is None:
                 entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
             shape = (name, entry[1])
             family = (_SHAPES.get(shape) or _shape(*shape))[0]
-            if family in lines:  # it has lines before the tail
+            if family in chunks:  # it has lines before the tail
                 return None
             prefix = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
             family_lines = tail_lines.setdefault(family, [])
@@ -258,57 +247,44 @@ def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
             tail_index.append(len(family_lines))
             prefixes.append(prefix)
             family_lines.append(f"{prefix}{format_value(value)}\n")
-        lines.update(tail_lines)
         chunks.update({family: "".join(ls).encode() for family, ls in tail_lines.items()})
         new_families, new_index = families[:tail] + tail_families, index[:tail] + tail_index
-    return LineCache(extra_label, samples, new_families, new_index, prefixes, lines, chunks, tail, cache.runs)
+    return LineCache(extra_label, samples, new_families, new_index, prefixes, chunks, tail)
 
 
 def _render_lines(samples: Iterable[tuple[str, Mapping[str, str], float]], extra_label: tuple[str, str] | None,
-                  kept: KeptLines | None, kept_out: KeptLines | None,
-                  positions: tuple[list, list, list] | None) -> dict[str, list[str]]:
-    """The lines of every family (render_chunks); with ``positions`` (three empty lists), also each
-    sample's family, its line's index in that family, and the prefix of each sample not kept."""
+                  reuse: LineCache | None,
+                  positions: tuple[list, array, list] | None) -> tuple[dict[str, list[str]], bool]:
+    """The lines of every family, and whether any sample was a KeptSample. With ``positions``
+    (families, index, prefixes: empty), each sample's family, its line's place in that family and
+    its prefix (None for a KeptSample) are appended. A KeptSample that is the very object of a
+    ``reuse`` sample (the previous poll's render, same extra label) takes that sample's line."""
     lines: collections.defaultdict[str, list[str]] = collections.defaultdict(list)
     shapes = _SHAPES
     rendered: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
-    track = kept_out is not None
-    if track and not isinstance(samples, (list, tuple)):
-        samples = list(samples)
-    kept_get = (kept or _NO_RUNS).get
-    kept_type = KeptSample if track else None
+    kept = False
     if positions is not None:
         add_family, add_index, add_prefix = (p.append for p in positions)
-    run: tuple[list, list, dict] | None = None  # the run of kept samples rendered in this call so far
-    items = enumerate(samples)
-    for index, sample in items:
-        if type(sample) is kept_type:
-            hit = kept_get(id(sample))
-            if hit is not None and hit[0] is sample:
-                objects = hit[1]
-                n = len(objects)
-                if n == 1 or (index + n <= len(samples)
-                              and all(map(operator.is_, samples[index + 1:index + n], objects[1:]))):
-                    if run is not None:
-                        kept_out[id(run[0][0])] = (run[0][0], *run)
-                        run = None
-                    if positions is None:
-                        for family, line in hit[2]:
-                            lines[family].append(line)
-                    else:
-                        for family, line in hit[2]:
-                            family_lines = lines[family]
-                            add_family(family)
-                            add_index(len(family_lines))
-                            add_prefix(None)
-                            family_lines.append(line)
-                    # their labels dicts (alive: the samples hold them) keep their text for the
-                    # samples of this call that share them (a port's counters)
-                    rendered.update(hit[3])
-                    kept_out[id(sample)] = hit
-                    if n > 1:
-                        next(itertools.islice(items, n - 1, n - 1), None)  # past the run, in C
-                    continue
+    if reuse is not None:
+        # The previous samples are alive (the cache holds them): an id found here is that object.
+        old_place = dict(zip(map(id, reuse.samples), range(len(reuse.samples))))
+        old_lines: dict[str, list[bytes]] = {}
+    for sample in samples:
+        if type(sample) is KeptSample:
+            kept = True
+            if reuse is not None and (j := old_place.get(id(sample))) is not None:
+                family = reuse.families[j]
+                family_lines = old_lines.get(family)
+                if family_lines is None:
+                    family_lines = old_lines[family] = _split(reuse.chunks[family])
+                line = family_lines[reuse.index[j]].decode() + "\n"
+                target = lines[family]
+                if positions is not None:
+                    add_family(family)
+                    add_index(len(target))
+                    add_prefix(None)
+                target.append(line)
+                continue
         name, labels, value = sample
         entry = rendered.get(id(labels))
         if entry is None or entry[0] is not labels:
@@ -316,28 +292,17 @@ def _render_lines(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
         shape = (name, entry[1])
         family = (shapes.get(shape) or _shape(*shape))[0]
         inner = entry[2]
-        family_lines = lines[family]
+        target = lines[family]
         if positions is None:
             line = f"{name}{{{inner}}} {format_value(value)}\n" if inner else f"{name} {format_value(value)}\n"
         else:
             prefix = f"{name}{{{inner}}} " if inner else f"{name} "
             line = f"{prefix}{format_value(value)}\n"
             add_family(family)
-            add_index(len(family_lines))
-            add_prefix(prefix if type(sample) is not kept_type else None)
-        family_lines.append(line)
-        if type(sample) is kept_type:
-            if run is None:
-                run = ([], [], {})
-            run[0].append(sample)
-            run[1].append((family, line))
-            run[2][id(labels)] = entry
-        elif run is not None:
-            kept_out[id(run[0][0])] = (run[0][0], *run)
-            run = None
-    if run is not None:
-        kept_out[id(run[0][0])] = (run[0][0], *run)
-    return lines
+            add_index(len(target))
+            add_prefix(prefix if type(sample) is not KeptSample else None)
+        target.append(line)
+    return lines, kept
 
 
 def _label_text(labels: Mapping[str, str], extra_label: tuple[str, str] | None) -> tuple[tuple[str, ...], str]:

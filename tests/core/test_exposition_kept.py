@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from fabric_exporter.exposition import render_chunks
+from fabric_exporter import exposition
+from fabric_exporter.exposition import render_cached, render_chunks
 from fabric_exporter.samples import KeptSample, Sample
 from fabric_exporter.store import build_snapshot
 
@@ -19,36 +20,47 @@ def _plain(samples):
     return [Sample(*s) for s in samples]
 
 
-def test_kept_samples_render_like_plain_ones_and_reuse_their_lines():
+def _counting_formats(monkeypatch) -> list:
+    """Every value format_value formats from now on (a reused line formats none)."""
+    seen: list = []
+    original = exposition.format_value
+
+    def counting(value):
+        seen.append(value)
+        return original(value)
+
+    monkeypatch.setattr(exposition, "format_value", counting)
+    return seen
+
+
+def test_kept_samples_render_like_plain_ones_and_keep_their_lines(monkeypatch):
     kept = [KeptSample("fabric_ib_port_state_id", LABELS, 4.0), KeptSample("fabric_ib_port_degraded", LABELS, 0.0)]
     fresh = [Sample("fabric_ib_port_transmit_wait_total", LABELS, 12.0)]
-    first_out: dict = {}
-    first = render_chunks(kept + fresh, ("fabric", "ib"), kept=None, kept_out=first_out)
+    first, cache = render_cached(kept + fresh, ("fabric", "ib"), None)
     assert first == render_chunks(_plain(kept) + fresh, ("fabric", "ib"))
-    # only kept samples are remembered: one run (they are consecutive), holding exactly them
-    assert set(first_out) == {id(kept[0])}
-    assert [id(s) for run in first_out.values() for s in run[1]] == [id(s) for s in kept]
-    second_out: dict = {}
+    assert cache.samples == tuple(kept + fresh) and cache.prefixes[:2] == [None, None]  # kept: no prefix
+    formatted = _counting_formats(monkeypatch)
     fresh2 = [Sample("fabric_ib_port_transmit_wait_total", LABELS, 13.0)]
-    second = render_chunks(kept + fresh2, ("fabric", "ib"), kept=first_out, kept_out=second_out)
-    assert all(second_out[k] is first_out[k] for k in first_out)  # reused, not formatted again
+    second, _cache = render_cached(kept + fresh2, ("fabric", "ib"), cache)
+    assert formatted == [13.0]  # the kept lines were not formatted again
+    assert second["fabric_ib_port_state_id"] is first["fabric_ib_port_state_id"]
     assert second == render_chunks(_plain(kept) + fresh2, ("fabric", "ib"))
 
 
 def test_a_new_object_with_a_new_value_is_never_rendered_from_the_old_line():
     old = KeptSample("fabric_ib_port_state_id", LABELS, 4.0)
-    out: dict = {}
-    render_chunks([old], ("fabric", "ib"), kept_out=out)
+    _chunks, cache = render_cached([old], ("fabric", "ib"), None)
     new = KeptSample("fabric_ib_port_state_id", LABELS, 1.0)  # the link went down: a new object
-    chunks = render_chunks([new], ("fabric", "ib"), kept=out, kept_out={})
+    chunks, _cache = render_cached([new], ("fabric", "ib"), cache)
     assert chunks["fabric_ib_port_state_id"].endswith(b"} 1.0\n")
 
 
-def test_snapshots_reuse_lines_only_for_the_same_fabric_label():
+def test_snapshots_reuse_lines_only_for_the_same_fabric_label(monkeypatch):
     kept = [KeptSample("fabric_ib_port_state_id", LABELS, 4.0)]
     first = build_snapshot("ib-a", kept, 60)
+    formatted = _counting_formats(monkeypatch)
     same = build_snapshot("ib-a", kept, 60, previous=first)
-    assert same.chunks == first.chunks and same.lines.runs[id(kept[0])] is first.lines.runs[id(kept[0])]
+    assert same.chunks == first.chunks and formatted == []
     other = build_snapshot("ib-b", kept, 60, previous=first)
     assert b'fabric="ib-b"' in other.chunks["fabric_ib_port_state_id"]
     assert b'fabric="ib-a"' not in other.chunks["fabric_ib_port_state_id"]
@@ -62,38 +74,27 @@ def _port(n: int, value: float = 0.0) -> list:
             Sample("fabric_ib_port_transmit_wait_total", labels, float(n))]
 
 
-def test_a_run_with_one_object_changed_is_rendered_afresh_from_the_new_objects():
+def test_a_new_layout_renders_whole_but_kept_objects_keep_their_lines(monkeypatch):
     ports = [_port(n) for n in range(4)]
-    out: dict = {}
-    render_chunks([s for p in ports for s in p], ("fabric", "ib"), kept_out=out)
-    assert len(out) == 4  # a run per port (the plain counter ends each)
-    ports[2][1] = KeptSample("fabric_ib_port_degraded", ports[2][0].labels, 1.0)  # middle of a run
+    _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
+    ports[2][1] = KeptSample("fabric_ib_port_degraded", ports[2][0].labels, 1.0)  # a new object
+    del ports[1]  # a port gone: another layout, so no patch
     samples = [s for p in ports for s in p]
-    out2: dict = {}
-    chunks = render_chunks(samples, ("fabric", "ib"), kept=out, kept_out=out2)
+    formatted = _counting_formats(monkeypatch)
+    chunks, _cache = render_cached(samples, ("fabric", "ib"), cache)
+    # formatted afresh: the new kept object and the plain counters; every other kept line reused
+    assert sorted(formatted) == [0.0, 1.0, 2.0, 3.0]
     assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))
     assert b'port="2"} 1.0\n' in chunks["fabric_ib_port_degraded"]
-    assert out2[id(ports[1][0])] is out[id(ports[1][0])]  # unchanged runs reused
-    assert out2[id(ports[2][0])] is not out[id(ports[2][0])]  # the changed one rebuilt
-    assert [s for s in out2[id(ports[2][0])][1]] == ports[2][:3]
-
-
-def test_a_run_cut_short_by_the_end_of_the_samples_is_not_reused_whole():
-    port = _port(1)[:3]
-    out: dict = {}
-    render_chunks(port, ("fabric", "ib"), kept_out=out)
-    chunks = render_chunks(port[:2], ("fabric", "ib"), kept=out, kept_out={})
-    assert chunks == render_chunks(_plain(port[:2]), ("fabric", "ib"))
-    assert "fabric_ib_node_xmit_wait_tick_multiplier" not in chunks
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_runs_reshuffled_replaced_and_dropped_render_like_plain_samples(seed):
+def test_kept_objects_reshuffled_replaced_and_dropped_render_like_plain_samples(seed):
     """Poll after poll, kept objects come back, are replaced, move, drop out or repeat: every
     render equals rendering the same samples as plain Samples with no reuse at all."""
     rng = random.Random(seed)
     ports = [_port(n, float(n % 2)) for n in range(12)]
-    kept: dict | None = None
+    cache = None
     for _round in range(6):
         for p in ports:
             if rng.random() < 0.2:
@@ -102,11 +103,9 @@ def test_runs_reshuffled_replaced_and_dropped_render_like_plain_samples(seed):
         if rng.random() < 0.3:
             order += order[: rng.randrange(1, 8)]  # the same objects twice in one call
         if rng.random() < 0.3:
-            order = [s for s in order if rng.random() < 0.8]  # runs broken up
-        out: dict = {}
-        chunks = render_chunks(order, ("fabric", "ib"), kept=kept, kept_out=out)
+            order = [s for s in order if rng.random() < 0.8]  # layouts broken up
+        chunks, cache = render_cached(order, ("fabric", "ib"), cache)
         assert chunks == render_chunks(_plain(order), ("fabric", "ib"))
-        kept = out
 
 
 def _snapshot_text(snapshot) -> dict:
@@ -122,7 +121,7 @@ def _sweep_tail(tools: int) -> list:
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_snapshots_patched_in_place_render_like_plain_samples(seed):
+def test_snapshots_patched_in_place_render_like_plain_samples(seed, monkeypatch):
     """A target polled again: only the samples that are new objects are formatted, in place, and
     the tail (closing families, of any length) is rendered whole. Values move (or not: a new object
     with the same value keeps its line, but not -0.0 for 0.0 nor NaN), kept samples are replaced by
@@ -133,7 +132,9 @@ def test_snapshots_patched_in_place_render_like_plain_samples(seed):
     ports = [_port(n, float(n % 2)) for n in range(20)]
     values = [0.0, -0.0, 1.0, 4.0, 1e7, 4363776.0, 1.5e16, float("nan"), float("inf"), 7]
     previous = None
-    patched = 0
+    patches: list = []
+    original_patch = exposition._patch
+    monkeypatch.setattr(exposition, "_patch", lambda *a: patches.append(original_patch(*a)) or patches[-1])
     for _round in range(12):
         for p in ports:
             # the plain counter is a new object every poll, its value moving or not
@@ -151,10 +152,8 @@ def test_snapshots_patched_in_place_render_like_plain_samples(seed):
         samples = [s for p in ports for s in p] + _sweep_tail(rng.randrange(4))
         snapshot = build_snapshot("ib", samples, 60, previous=previous)
         assert _snapshot_text(snapshot) == render_chunks(_plain(samples), ("fabric", "ib"))
-        if previous is not None and snapshot.lines.runs is previous.lines.runs:
-            patched += 1  # the positions were reused (a full render makes new runs)
         previous = snapshot
-    assert patched >= 3
+    assert sum(p is not None for p in patches) >= 3  # patched in place, not rendered whole
 
 
 def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stays_valid():
@@ -167,15 +166,15 @@ def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stay
     assert b'node_name="renamed"' in second.chunks["fabric_ib_port_transmit_wait_total"]
     assert second.chunks["fabric_ib_port_state_id"] is first.chunks["fabric_ib_port_state_id"]
     assert second.gz["fabric_ib_port_state_id"] is first.gz["fabric_ib_port_state_id"]
-    assert second.lines.runs is first.lines.runs  # patched, not rendered whole
+    assert second.lines.families[:80] == first.lines.families[:80]  # patched before the tail
+    assert second.lines.prefixes[3] != first.lines.prefixes[3]  # the new labels dict's prefix
     assert second.chunks == render_chunks(_plain(moved + _sweep_tail(1)), ("fabric", "ib"))
     # the first snapshot's cache was not changed by the patch: another poll from it is right too
     again = [Sample(s.name, s.labels, s.value + 2) if type(s) is Sample else s for s in samples]
     third = build_snapshot("ib", again[:-3], 60, previous=first)  # a shorter tail
     assert third.chunks == render_chunks(_plain(again[:-3]), ("fabric", "ib"))
-    assert third.lines.runs is first.lines.runs
     fourth = build_snapshot("ib", again[:-4], 60, previous=first)  # no tail at all
     assert fourth.chunks == render_chunks(_plain(again[:-4]), ("fabric", "ib"))
-    assert first.lines.tail == len(samples) - 4 and fourth.lines.runs is first.lines.runs
+    assert first.lines.tail == len(samples) - 4
     # a target without kept samples holds no cache (nor its samples)
     assert build_snapshot("ib", _plain(samples), 60).lines is None
