@@ -157,7 +157,7 @@ def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
     ``extra_label`` (name, value) is added to every sample (the store's ``fabric``). Collectors share
     one labels dict among a port's samples: its rendered label text is computed once per dict (the
     dicts are alive and unchanged for the call, so identity is a safe key)."""
-    lines, _kept = _render_lines(samples, extra_label, None, None)
+    lines, _kept = _render_lines(samples, extra_label, None)
     return {family: "".join(ls).encode() for family, ls in lines.items()}
 
 
@@ -169,9 +169,9 @@ def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
     very same object lands in the same family), only those are formatted, at their old places, and
     a family none of them touched keeps its bytes (an IB fabric's link and health families, poll
     after poll); a new object with the same value keeps its line. The tail is rendered whole. Any
-    other change renders the poll whole, but a KeptSample that is the same object as in the previous
-    poll still keeps its line. A poll without any KeptSample gets no cache: nothing of it would be
-    the same objects next time, and holding its samples would only cost memory."""
+    other change renders the poll whole (reusing kept lines there measured no faster than formatting
+    them, and cost memory). A poll without any KeptSample gets no cache: nothing of it would be the
+    same objects next time, and holding its samples would only cost memory."""
     samples = tuple(samples)
     if previous is not None and previous.extra_label != extra_label:
         previous = None
@@ -182,7 +182,7 @@ def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
     families: list[str] = []
     index = array("I")
     prefixes: list[str | None] = []
-    lines, kept = _render_lines(samples, extra_label, previous, (families, index, prefixes))
+    lines, kept = _render_lines(samples, extra_label, (families, index, prefixes))
     chunks = {family: "".join(ls).encode() for family, ls in lines.items()}
     if not kept:
         return chunks, None
@@ -253,38 +253,17 @@ def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
 
 
 def _render_lines(samples: Iterable[tuple[str, Mapping[str, str], float]], extra_label: tuple[str, str] | None,
-                  reuse: LineCache | None,
                   positions: tuple[list, array, list] | None) -> tuple[dict[str, list[str]], bool]:
     """The lines of every family, and whether any sample was a KeptSample. With ``positions``
     (families, index, prefixes: empty), each sample's family, its line's place in that family and
-    its prefix (None for a KeptSample) are appended. A KeptSample that is the very object of a
-    ``reuse`` sample (the previous poll's render, same extra label) takes that sample's line."""
+    its prefix (None for a KeptSample) are appended."""
     lines: collections.defaultdict[str, list[str]] = collections.defaultdict(list)
     shapes = _SHAPES
     rendered: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
     kept = False
     if positions is not None:
         add_family, add_index, add_prefix = (p.append for p in positions)
-    if reuse is not None:
-        # The previous samples are alive (the cache holds them): an id found here is that object.
-        old_place = dict(zip(map(id, reuse.samples), range(len(reuse.samples))))
-        old_lines: dict[str, list[bytes]] = {}
     for sample in samples:
-        if type(sample) is KeptSample:
-            kept = True
-            if reuse is not None and (j := old_place.get(id(sample))) is not None:
-                family = reuse.families[j]
-                family_lines = old_lines.get(family)
-                if family_lines is None:
-                    family_lines = old_lines[family] = _split(reuse.chunks[family])
-                line = family_lines[reuse.index[j]].decode() + "\n"
-                target = lines[family]
-                if positions is not None:
-                    add_family(family)
-                    add_index(len(target))
-                    add_prefix(None)
-                target.append(line)
-                continue
         name, labels, value = sample
         entry = rendered.get(id(labels))
         if entry is None or entry[0] is not labels:
@@ -300,7 +279,11 @@ def _render_lines(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
             line = f"{prefix}{format_value(value)}\n"
             add_family(family)
             add_index(len(target))
-            add_prefix(prefix if type(sample) is not KeptSample else None)
+            if type(sample) is KeptSample:
+                kept = True
+                add_prefix(None)
+            else:
+                add_prefix(prefix)
         target.append(line)
     return lines, kept
 

@@ -74,18 +74,21 @@ def _port(n: int, value: float = 0.0) -> list:
             Sample("fabric_ib_port_transmit_wait_total", labels, float(n))]
 
 
-def test_a_new_layout_renders_whole_but_kept_objects_keep_their_lines(monkeypatch):
-    ports = [_port(n) for n in range(4)]
+def test_a_new_layout_renders_whole_and_the_next_poll_patches_again(monkeypatch):
+    ports = [_port(n) for n in range(8)]
     _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
     ports[2][1] = KeptSample("fabric_ib_port_degraded", ports[2][0].labels, 1.0)  # a new object
     del ports[1]  # a port gone: another layout, so no patch
     samples = [s for p in ports for s in p]
-    formatted = _counting_formats(monkeypatch)
-    chunks, _cache = render_cached(samples, ("fabric", "ib"), cache)
-    # formatted afresh: the new kept object and the plain counters; every other kept line reused
-    assert sorted(formatted) == [0.0, 1.0, 2.0, 3.0]
+    chunks, cache = render_cached(samples, ("fabric", "ib"), cache)
     assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))
     assert b'port="2"} 1.0\n' in chunks["fabric_ib_port_degraded"]
+    assert cache.samples == tuple(samples)  # the new layout is the one the next poll is patched on
+    formatted = _counting_formats(monkeypatch)
+    moved = [Sample(s.name, s.labels, 9.0) if type(s) is Sample else s for s in samples]
+    again, _cache = render_cached(moved, ("fabric", "ib"), cache)
+    assert formatted == [9.0] * 7  # only the counters that moved
+    assert again["fabric_ib_port_state_id"] is chunks["fabric_ib_port_state_id"]
 
 
 @pytest.mark.parametrize("seed", range(20))
