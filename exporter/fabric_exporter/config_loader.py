@@ -36,10 +36,7 @@ def parse_host(entry: Any, path: str, chk: Validator) -> Host | None:
         d = chk.mapping(entry, path, {"name", "address", "port"}, {"name"})
         name = chk.string(d, "name", path)
         address = chk.string(d, "address", path, default=name)
-        port = d.get("port")
-        if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
-            chk.err(f"{path}.port", f"expected a port number, got {port!r}")
-            port = None
+        port = chk.integer(d, "port", path, 0, minimum=1, maximum=65535) or None
         return Host(name, address, port) if name else None
     if not isinstance(entry, str):
         chk.err(path, f"expected a host name or a mapping, got {entry!r}")
@@ -257,26 +254,6 @@ def _load_config(path: str | os.PathLike, options_parsers: Mapping[str, Any]) ->
     return parse_config(raw, base_dir=p.resolve().parent, source=str(p), options_parsers=options_parsers)
 
 
-_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB)?\s*$")
-_SIZE_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-
-
-def _output_bytes(ll: dict, chk: Validator) -> int:
-    """limits.max_output_bytes: an integer or '<n> KiB|MiB|GiB', between 64 KiB and 4 GiB."""
-    default = Limits.max_output_bytes
-    if "max_output_bytes" not in ll:
-        return default
-    v = ll["max_output_bytes"]
-    m = _SIZE.match(v) if isinstance(v, str) else None
-    n = int(m.group(1)) * _SIZE_UNITS[m.group(2)] if m else (v if isinstance(v, int) and not isinstance(v, bool)
-                                                             else None)
-    if n is None or not (64 << 10) <= n <= (4 << 30):
-        chk.err("limits.max_output_bytes", f"expected a size between 64KiB and 4GiB (bytes, or e.g. '32MiB'), "
-                                           f"got {v!r}")
-        return default
-    return n
-
-
 def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
                  options_parsers: Mapping[str, Any]) -> Config:
     """Validate a parsed config document. ``options_parsers`` maps each known collector name to
@@ -303,15 +280,11 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         chk.err("web.listen_address", str(e))
 
     dd = chk.mapping(top.get("defaults"), "defaults", {"interval", "timeout", "stale_after", "jitter", "max_backoff"})
-    jitter = dd.get("jitter", 0.1)
-    if not isinstance(jitter, (int, float)) or isinstance(jitter, bool) or not 0 <= jitter <= 0.5:
-        chk.err("defaults.jitter", f"expected a fraction of the interval between 0 and 0.5, got {jitter!r}")
-        jitter = 0.1
     defaults = Defaults(
         interval=chk.duration(dd, "interval", "defaults", 30.0, bounds.INTERVAL),
         timeout=chk.duration(dd, "timeout", "defaults", 20.0, bounds.TIMEOUT),
         stale_after=chk.duration(dd, "stale_after", "defaults", None),
-        jitter=float(jitter),
+        jitter=chk.number(dd, "jitter", "defaults", 0.1, maximum=0.5),  # a fraction of the interval
         max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0, bounds.MAX_BACKOFF),
     )
 
@@ -324,7 +297,8 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
     limits = Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64, minimum=1,
                                                            maximum=100_000),
                     per_transport=per_transport,
-                    max_output_bytes=_output_bytes(ll, chk))
+                    max_output_bytes=chk.size(ll, "max_output_bytes", "limits", Limits.max_output_bytes,
+                                              minimum=64 << 10, maximum=4 << 30))
 
     creds: dict[str, Credential] = {}
     cr = chk.mapping(top.get("credentials"), "credentials", set(top.get("credentials") or {}))

@@ -20,10 +20,9 @@ from typing import Any
 from . import bounds, config_loader
 from .config_model import ConfigError
 from .durations import format_duration
-from .validator import CHECK_FILES, RECORDING
+from .validator import CHECK_FILES, RECORDING, SIZE_PATTERN, size_text
 
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$"
-SIZE_PATTERN = r"^\s*[0-9]+\s*(B|KiB|MiB|GiB)?\s*$"
 
 # Keys the loader checks by hand rather than through a typed read (their shape is fixed here).
 _HOSTS = {
@@ -38,11 +37,6 @@ _HOSTS = {
     ]},
 }
 _BY_HAND = {
-    ("defaults", "jitter"): {"type": "number", "minimum": 0, "maximum": 0.5, "default": 0.1,
-                             "description": "fraction of the interval"},
-    ("limits", "max_output_bytes"): {"anyOf": [{"type": "integer", "minimum": 64 << 10, "maximum": 4 << 30},
-                                               {"type": "string", "pattern": SIZE_PATTERN}],
-                                     "description": "bytes, or e.g. '32MiB' (64KiB to 4GiB)"},
     ("target", "hosts"): _HOSTS,
     ("target", "options"): {"type": "object"},
     ("target", "credentials"): {"type": ["string", "number"], "minLength": 1},
@@ -71,6 +65,11 @@ def _value_schema(kind: str, facts: dict) -> dict:
         schema = {"type": "integer", "minimum": facts["minimum"], "maximum": facts["maximum"]}
     elif kind == "number":
         schema = {"type": "number", "minimum": facts["minimum"], "maximum": facts["maximum"]}
+    elif kind == "size":
+        schema = {"anyOf": [{"type": "integer", "minimum": facts["minimum"], "maximum": facts["maximum"]},
+                            {"type": "string", "pattern": SIZE_PATTERN}],
+                  "description": f"bytes, or e.g. '32MiB' ({size_text(facts['minimum'])} to "
+                                 f"{size_text(facts['maximum'])})"}
     elif kind == "boolean":
         schema = {"type": "boolean"}
     elif kind == "duration":

@@ -10,6 +10,8 @@ pass reports every problem. One rule per kind (docs/configuration.md, "Value rul
 - **integer**: a whole number (not a boolean) between ``minimum`` (0 unless stated) and
   ``maximum`` (``bounds.INTEGER_MAX`` unless stated).
 - **number**: a finite integer or decimal between ``minimum`` (0 unless stated) and ``maximum``.
+- **size**: a number of bytes, or a string with a binary unit (``8MiB``, ``512 KiB``, ``1GiB``),
+  between ``minimum`` and ``maximum``.
 - **duration**: a string with a unit (``500ms``, ``30s``, ``1m30s``), inside its ``bounds.Range``
   (``bounds.DURATION`` unless stated).
 - **boolean**: ``true`` or ``false`` only.
@@ -60,6 +62,19 @@ def closest(word: str, options: Iterable[str]) -> str | None:
     """The known word a typo most likely meant, or None."""
     found = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.75)
     return found[0] if found else None
+
+
+SIZE_PATTERN = r"^\s*[0-9]+\s*(B|KiB|MiB|GiB)?\s*$"  # for the JSON Schema; _SIZE reads the same text
+_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB)?\s*$")
+_SIZE_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def size_text(n: int) -> str:
+    """A byte count in the largest binary unit that divides it (65536 -> '64KiB')."""
+    for unit in ("GiB", "MiB", "KiB"):
+        if n and n % _SIZE_UNITS[unit] == 0:
+            return f"{n // _SIZE_UNITS[unit]}{unit}"
+    return f"{n}B"
 
 
 def _shown_integer(v: Any) -> str:
@@ -167,6 +182,20 @@ class Validator:
             self.err(self._at(path, key), problem)
             return default
         return float(v)
+
+    def size(self, d: dict, key: str, path: str, default: int, minimum: int, maximum: int) -> int:
+        _note(path, key, "size", default=default, minimum=minimum, maximum=maximum)
+        if key not in d:
+            return default
+        v = d[key]
+        m = _SIZE.match(v) if isinstance(v, str) else None
+        n = int(m.group(1)) * _SIZE_UNITS[m.group(2)] if m else (v if isinstance(v, int) and not isinstance(v, bool)
+                                                                 else None)
+        if n is None or not minimum <= n <= maximum:
+            self.err(self._at(path, key), f"expected a size between {size_text(minimum)} and {size_text(maximum)} "
+                                          f"(bytes, or e.g. '32MiB'), got {_shown_integer(v)}")
+            return default
+        return n
 
     def boolean(self, d: dict, key: str, path: str, default: bool) -> bool:
         _note(path, key, "boolean", default=default)
@@ -276,6 +305,9 @@ class OptionReader:
 
     def number(self, key: str, default: float, minimum: float = 0.0, maximum: float = bounds.NUMBER_MAX) -> float:
         return self.validator.number(self.raw, self._read(key), self.key_path, default, minimum, maximum)
+
+    def size(self, key: str, default: int, minimum: int, maximum: int) -> int:
+        return self.validator.size(self.raw, self._read(key), self.key_path, default, minimum, maximum)
 
     def boolean(self, key: str, default: bool) -> bool:
         return self.validator.boolean(self.raw, self._read(key), self.key_path, default)

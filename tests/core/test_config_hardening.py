@@ -147,7 +147,7 @@ def test_defaults_credentials_and_limits_are_bounded():
            "targets": [group()]}
     problems = problems_of(raw)
     for expected in ("defaults.interval: must be between 100ms and 24h", "defaults.max_backoff: must be between 1s and 24h",
-                     "defaults.jitter: expected a fraction", "limits.max_concurrent_polls: expected an integer between 1 and 100000, got a value far too large",
+                     "defaults.jitter: must be a finite number", "limits.max_concurrent_polls: expected an integer between 1 and 100000, got a value far too large",
                      "limits.per_transport.ssh: expected an integer between 1 and 100000",
                      "credentials.s.connect_timeout: must be between 100ms and 5m",
                      "credentials.s.keepalive_interval: must be between 1s and 1h",

@@ -53,6 +53,15 @@ def _read(kind: str, value, **kw):
     ("integer", "3", {"default": 5}, 5, "top.k: expected an integer between 0 and 1000000000, got '3'"),
     ("number", 2, {"default": 1.0}, 2.0, None),
     ("number", -0.5, {"default": 1.0}, 1.0, "top.k: must be between 0 and 1e+09, got -0.5"),
+    ("size", "8MiB", {"default": 1, "minimum": 64 << 10, "maximum": 4 << 30}, 8 << 20, None),
+    ("size", " 512 KiB ", {"default": 1, "minimum": 64 << 10, "maximum": 4 << 30}, 512 << 10, None),
+    ("size", 1 << 20, {"default": 1, "minimum": 64 << 10, "maximum": 4 << 30}, 1 << 20, None),
+    ("size", "16MB", {"default": 1, "minimum": 64 << 10, "maximum": 4 << 30}, 1,
+     "top.k: expected a size between 64KiB and 4GiB (bytes, or e.g. '32MiB'), got '16MB'"),
+    ("size", "5GiB", {"default": 1, "minimum": 64 << 10, "maximum": 4 << 30}, 1,
+     "top.k: expected a size between 64KiB and 4GiB (bytes, or e.g. '32MiB'), got '5GiB'"),
+    ("size", True, {"default": 1, "minimum": 1, "maximum": 1000}, 1,
+     "top.k: expected a size between 1B and 1000B (bytes, or e.g. '32MiB'), got True"),
     ("boolean", "yes", {"default": False}, False, "top.k: expected true or false, got 'yes'"),
     ("duration", "1m30s", {"default": 1.0}, 90.0, None),
     ("duration", 30, {"default": 1.0}, 1.0, "top.k: expected a duration such as 30s, got 30"),
@@ -109,6 +118,21 @@ def test_config_counts_keep_their_minimum_of_one():
                         "credentials": {"s": {"type": "ssh", "username": "u", "password": "env:P", "max_sessions": 1}},
                         "targets": [_group()]})
     assert cfg.limits.max_concurrent_polls == 1 and cfg.credentials["s"].max_sessions == 1
+
+
+def test_jitter_output_limit_and_host_ports_are_typed_reads_with_the_rules_messages():
+    """Keys once checked by hand in the loader: now the number, size and integer rules, same texts."""
+    problems = _problems({"defaults": {"jitter": 0.9}, "limits": {"max_output_bytes": "16MB"},
+                          "targets": [_group(hosts=[{"name": "h1", "port": 0}, {"name": "h2", "port": "22"}])]})
+    assert problems == ["defaults.jitter: must be between 0 and 0.5, got 0.9",
+                        "limits.max_output_bytes: expected a size between 64KiB and 4GiB (bytes, or e.g. '32MiB'), "
+                        "got '16MB'",
+                        "targets[0].hosts[0].port: expected an integer between 1 and 65535, got 0",
+                        "targets[0].hosts[1].port: expected an integer between 1 and 65535, got '22'"]
+    cfg = parse_config({"defaults": {"jitter": 0.5}, "limits": {"max_output_bytes": "64KiB"},
+                        "targets": [_group(hosts=[{"name": "h1", "port": 65535}, {"name": "h2"}])]})
+    assert (cfg.defaults.jitter, cfg.limits.max_output_bytes) == (0.5, 64 << 10)
+    assert [h.port for h in cfg.targets[0].hosts] == [65535, None]
 
 
 def test_unknown_keys_name_the_closest_known_one():
