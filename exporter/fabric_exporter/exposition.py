@@ -175,6 +175,8 @@ def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
     samples = tuple(samples)
     if previous is not None and previous.extra_label != extra_label:
         previous = None
+    if previous is None and KeptSample not in map(type, samples):  # the test runs in C
+        return render_chunks(samples, extra_label), None
     if previous is not None and len(samples) >= previous.tail:
         patched = _patch(samples, previous)
         if patched is not None:
