@@ -39,7 +39,8 @@ def format_value(value: float) -> str:
                 digits = text[:dot].rstrip("0")
                 return f"{digits[0]}.{digits[1:]}{_EXPONENT[dot - 1]}" if len(digits) > 1 \
                     else digits + _EXPONENT[dot - 1]
-            return f"{text[0]}.{text[1:dot]}{text[dot + 1:]}".rstrip("0.") + _EXPONENT[dot - 1]
+            # a shortest repr's fraction ends in a non-zero digit: nothing to strip (Go's rstrip)
+            return f"{text[0]}.{text[1:dot]}{text[dot + 1:]}{_EXPONENT[dot - 1]}"
         if dot >= 0 or -math.inf < value < math.inf:  # no dot: "1e+16", or inf/nan (below)
             return text
         return floatToGoString(value)

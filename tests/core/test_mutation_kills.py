@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -35,6 +36,28 @@ NAME = "fabric_roce_rx_bytes_total"
                                    float("-inf")])
 def test_format_value_matches_prometheus_client_at_every_boundary(value):
     assert format_value(value) == floatToGoString(value)
+
+
+def _values_around_every_boundary() -> list:
+    """Floats and ints on both sides of every switch in format_value: 6 and 7 integer digits,
+    integral or not, 10**15 and 10**16 (Python's repr turns exponent at 1e16), 2**53 (ints past it
+    are not all floats), negative and positive, zero's sign, infinities, NaN; plus a seeded sweep
+    over magnitudes from 1e-9 to 1e22."""
+    rng = random.Random(12)
+    fixed = [123_456.0, 999_999.0, 999_999.5, 1_000_000.0, 1_000_000.5, 1_234_567.5, 4_363_776.0, 1e7, 1.25e7,
+             -1_234_567.0, -1e7, 1e15, 1e16, 1.5e16, -1e16, 0.0, -0.0, float("inf"), float("-inf"),
+             float("nan"), 5e-324, 123_456, 999_999, 1_000_000, -999_999, -9_999_999_999_999_999,
+             -(10**16), -(2**53) - 1, 2**53 + 1, 2**54 - 1, 2**54 + 1, 10**16 + 1, 10**21 + 1]
+    floats = [rng.uniform(0.1, 9.9) * 10.0 ** rng.randint(-9, 22) * rng.choice((1, -1)) for _ in range(3000)]
+    integral = [float(rng.randrange(10 ** rng.randint(1, 18))) for _ in range(3000)]
+    ints = [rng.randrange(-10**17, 10**17) for _ in range(3000)]
+    return fixed + floats + integral + ints
+
+
+def test_format_value_matches_prometheus_client_on_a_seeded_sweep():
+    wrong = [(v, format_value(v), floatToGoString(v)) for v in _values_around_every_boundary()
+             if format_value(v) != floatToGoString(v)]
+    assert wrong == []
 
 
 def test_format_value_known_forms():

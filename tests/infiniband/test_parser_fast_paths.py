@@ -90,3 +90,34 @@ def test_whole_sweeps_read_the_same_with_and_without_layouts(monkeypatch, fixtur
     assert any(ib_queryerrors._LAYOUTS.values())  # the fast path was taken
     _general_path_only(monkeypatch)
     assert ib_queryerrors.parse(text) == fast
+
+
+def test_a_sweep_in_one_layout_takes_the_general_path_once(monkeypatch):
+    """The layout regex really serves the lines after the first, in this parse and the next (a
+    layout made once is handed out again from the table)."""
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "fixtures" / "infiniband" /
+            "ibsim_ibqueryerrors_counters_report_port.txt").read_text()
+    monkeypatch.setattr(ib_queryerrors, "_LAYOUTS", {})
+    general: list[str] = []
+    real = ib_queryerrors._PORT_RE
+
+    class Counting:
+        def match(self, line):
+            general.append(line)
+            return real.match(line)
+
+    monkeypatch.setattr(ib_queryerrors, "_PORT_RE", Counting())
+    first = ib_queryerrors.parse(text)
+    assert len(general) == 1 and sum(len(n.ports) for n in first.nodes) == 148
+    general.clear()
+    assert ib_queryerrors.parse(text) == first and len(general) == 1
+
+
+@pytest.mark.parametrize("indent", ["    ", "\t", "         "])
+def test_a_link_info_line_indented_otherwise_is_still_read(indent):
+    """The 7-space test is a shortcut, not the rule: any indentation before "Link info:" reads."""
+    text = _report(" [PortXmitData == 1 (4B)]", indent + LINK.lstrip())
+    skipped: list = []
+    port = ib_queryerrors.parse(text, skipped=skipped).nodes[0].ports[0]
+    assert port.link is not None and port.link.peer_port == 2 and skipped == []
