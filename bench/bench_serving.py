@@ -8,7 +8,7 @@ Baseline (the floor), measured in the same run: a minimal asyncio server in its 
 the very bytes the daemon returned, from memory. Both are fetched by the same client (curl, body
 discarded), plain and gzip (Prometheus always asks for gzip); reported as the ratio of median wall
 time per scrape, plus the daemon's CPU per scrape and its RSS. Polls are quiet during the scrapes
-(the interval defaults to 600 s) so the scrape path is measured alone; --interval 30 measures it
+(the interval defaults to 600 s) so the scrape path is measured alone; --interval 30s measures it
 with polls landing meanwhile.
 
 ``--exporter DIR`` runs another checkout's package (its ``exporter/`` dir) for before/after figures.
@@ -125,7 +125,7 @@ def main() -> None:
     config = {
         "limits": {"max_concurrent_polls": 256, "per_transport": {"local": 256}},
         "targets": [{"name": "bench", "fabric": "bench", "collector": "bench_synthetic", "transport": "local",
-                     "interval": args.interval, "timeout": "60s", "stale_after": "3600s",
+                     "interval": args.interval, "timeout": "20s", "stale_after": "3600s",
                      "options": {"series": args.series},
                      "hosts": [{"name": f"gpu-{i:05d}"} for i in range(args.targets)]}],
     }

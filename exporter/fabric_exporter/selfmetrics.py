@@ -9,6 +9,7 @@ The output is byte-identical to prometheus_client's for the same state (tests/co
 
 from __future__ import annotations
 
+import collections
 import math
 import platform
 import time
@@ -102,6 +103,14 @@ class SelfMetrics:
         self._keys: list[tuple[str, str]] = []  # slot -> target
         self._shown_fresh: list[bool] = []  # which variant each slot holds
         self._fresh_until: list[float] = []
+        # family index -> its column joined into one piece (plain, gzip), None once a slot changed:
+        # a scrape of 10k targets then hands out ~17 pieces per variant, not one per target and family
+        self._joined: list[list[bytes | None]] = [[None, None] for _ in TARGET_FAMILIES]
+        # the earliest deadline of a slot shown fresh: before it, no slot can need its stale variant
+        self._next_crossing = -math.inf
+        self._last_scrape = -math.inf  # a scrape at an earlier time (tests) walks the slots again
+        # targets per collector (fabric_targets), recounted only when a target comes, goes or moves
+        self._by_collector: tuple[tuple[str, int], ...] | None = None
 
     def target_changed(self, state, fresh_until: float | None) -> None:
         """Render ``state`` (a scheduler TargetState); ``fresh_until`` is its snapshot's deadline, if any."""
@@ -114,7 +123,11 @@ class SelfMetrics:
             state.collector, -math.inf if fresh_until is None else fresh_until,
             tuple(r.plain for r in fresh_row), tuple(r.gz for r in fresh_row),
             tuple(r.plain for r in stale_row), tuple(r.gz for r in stale_row))
+        previous = self._targets.get(state.key)
+        if previous is None or previous.collector != lines.collector:
+            self._by_collector = None
         self._targets[state.key] = lines
+        self._next_crossing = min(self._next_crossing, lines.fresh_until)
         slot = None if self._slots is None else self._slots.get(state.key)
         if slot is None:
             self._slots = None
@@ -125,12 +138,15 @@ class SelfMetrics:
     def target_removed(self, key: tuple[str, str]) -> None:
         if self._targets.pop(key, None) is not None:
             self._slots = None
+            self._by_collector = None
 
     def _fill(self, slot: int, lines: _TargetLines, fresh: bool) -> None:
         plain, gz = (lines.fresh_plain, lines.fresh_gz) if fresh else (lines.stale_plain, lines.stale_gz)
         for i in range(len(TARGET_FAMILIES)):
-            self._plain[i][slot] = plain[i]
-            self._gz[i][slot] = gz[i]
+            if self._plain[i][slot] is not plain[i] or self._gz[i][slot] is not gz[i]:
+                self._plain[i][slot] = plain[i]
+                self._gz[i][slot] = gz[i]
+                self._joined[i] = [None, None]
         self._shown_fresh[slot] = fresh
 
     def _layout(self) -> None:
@@ -140,14 +156,15 @@ class SelfMetrics:
         self._gz = [[b""] * len(keys) for _ in TARGET_FAMILIES]
         self._shown_fresh = [True] * len(keys)
         self._fresh_until = [self._targets[k].fresh_until for k in keys]
+        self._joined = [[None, None] for _ in TARGET_FAMILIES]
+        self._next_crossing = -math.inf
         for i, k in enumerate(keys):
             self._fill(i, self._targets[k], fresh=True)
 
     def _global_parts(self, gzip: bool) -> list[bytes]:
-        by_collector: dict[str, int] = {}
-        for t in self._targets.values():
-            by_collector[t.collector] = by_collector.get(t.collector, 0) + 1
-        key = (tuple(sorted(by_collector.items())), self.reload.successful, self.reload.last_success,
+        if self._by_collector is None:
+            self._by_collector = tuple(sorted(collections.Counter(t.collector for t in self._targets.values()).items()))
+        key = (self._by_collector, self.reload.successful, self.reload.last_success,
                tuple(SNMP_DROPPED.items()))
         if key != self._global_key:
             samples = [("fabric_targets", {"collector": name}, n) for name, n in key[0]]
@@ -166,15 +183,25 @@ class SelfMetrics:
         """The self-metrics as pieces to concatenate (plain text, or gzip members)."""
         if self._slots is None:
             self._layout()
-        # Each slot shows the variant that holds at ``now_mono``: switch the few that crossed over.
-        for slot, (until, shown) in enumerate(zip(self._fresh_until, self._shown_fresh)):
-            if (now_mono <= until) != shown:
-                self._fill(slot, self._targets[self._keys[slot]], fresh=not shown)
+        # Each slot shows the variant that holds at ``now_mono``: switch the few that crossed over
+        # (none can have, before the earliest deadline of a slot shown fresh).
+        if now_mono > self._next_crossing or now_mono < self._last_scrape:
+            next_crossing = math.inf
+            for slot, (until, shown) in enumerate(zip(self._fresh_until, self._shown_fresh)):
+                if (now_mono <= until) != shown:
+                    self._fill(slot, self._targets[self._keys[slot]], fresh=not shown)
+                if now_mono <= until:
+                    next_crossing = min(next_crossing, until)
+            self._next_crossing = next_crossing
+        self._last_scrape = now_mono
         columns = self._gz if gzip else self._plain
+        variant = 1 if gzip else 0
         parts: list[bytes] = []
-        for header, column in zip(self._headers, columns):
+        for header, column, joined in zip(self._headers, columns, self._joined):
             parts.append(header.gz if gzip else header.plain)
-            parts.extend(column)
+            if joined[variant] is None:
+                joined[variant] = b"".join(column)  # gzip members concatenate into one valid stream
+            parts.append(joined[variant])
         parts.extend(self._global_parts(gzip))
         return parts
 

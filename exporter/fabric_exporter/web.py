@@ -417,8 +417,14 @@ class PartsPayload(Payload):
         start = 0
         while start < len(parts):
             limit = (ends[start - 1] if start else 0) + self.BATCH
-            stop = max(start + 1, bisect.bisect_right(ends, limit, lo=start))
-            await writer.write(b"".join(parts[start:stop]))
+            stop = bisect.bisect_right(ends, limit, lo=start)
+            if stop > start:
+                await writer.write(b"".join(parts[start:stop]))
+            else:  # one piece larger than a batch (a family's joined gzip members): in slices, no copy
+                view = memoryview(parts[start])
+                for offset in range(0, len(view), self.BATCH):
+                    await writer.write(view[offset:offset + self.BATCH])
+                stop = start + 1
             start = stop
 
 

@@ -3,6 +3,7 @@ byte-identical to what prometheus_client renders from the same state at scrape t
 kept here as the reference), in both freshness variants, and their gzip members must decode to
 the same text."""
 
+import asyncio
 import collections
 import gzip
 import platform
@@ -130,6 +131,23 @@ def test_cached_self_metrics_are_byte_identical_to_prometheus_client(states, dat
         assert gzip.decompress(b"".join(metrics.parts(now, gzip=True))) == expected
 
 
+def test_a_target_that_changes_after_a_scrape_is_served_anew_in_both_variants():
+    """The per-family columns are joined once and reused by every scrape until a slot changes."""
+    metrics = SelfMetrics(ReloadStatus())
+    a = TargetState("g", "a", "roce_nic", "f", "ssh", 30.0, 60.0)
+    b = TargetState("g", "b", "infiniband", "f", "local", 30.0, 60.0)
+    metrics.target_changed(a, None)
+    metrics.target_changed(b, None)
+    before = metrics.render(0)
+    assert gzip.decompress(b"".join(metrics.parts(0, gzip=True))) == before
+    b.state, b.polls, b.samples = "failed", 7, 123
+    metrics.target_changed(b, None)
+    after = metrics.render(0)
+    assert after != before and after == reference([a, b], set(), metrics.reload)
+    assert gzip.decompress(b"".join(metrics.parts(0, gzip=True))) == after
+    assert len(metrics.parts(0)) < 60  # one piece per family, not one per target and family
+
+
 def test_a_removed_target_and_a_reload_change_the_served_bytes():
     reload = ReloadStatus()
     metrics = SelfMetrics(reload)
@@ -171,3 +189,45 @@ def test_store_gzip_members_decode_to_the_plain_exposition():
         plain = b"".join(store.parts(now))
         assert gzip.decompress(b"".join(store.parts(now, gzip=True))) == plain
     assert store.render(100) == b""
+
+
+def test_the_joined_gzip_body_is_reused_until_a_put_a_drop_or_a_snapshot_going_stale():
+    store = SnapshotStore()
+
+    def put(i: int, value: float, stale_after: float) -> None:
+        labels = {"host": f"h{i}", "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+        store.put(("g", f"h{i}"), build_snapshot("f", [Sample("fabric_roce_rx_bytes_total", labels, value)],
+                                                 stale_after, now_mono=0))
+
+    def served(now: float) -> bytes:
+        body = gzip.decompress(b"".join(store.parts(now, gzip=True)))
+        assert body == b"".join(store.parts(now))  # always what the plain text says
+        return body
+
+    for i in range(3):
+        put(i, i, 10 + i)
+    first = store.parts(1, gzip=True)
+    assert all(a is b for a, b in zip(store.parts(2, gzip=True), first))  # the same pieces, joined once
+    assert len(first) == 2  # the family's header and its members, joined
+    assert b'host="h0"' in served(5) and b'host="h0"' not in served(10.5)  # h0 went stale at 10
+    assert b'host="h0"' in served(5)  # an earlier time (a test's clock) is not served from the cache
+    put(1, 99, 50)
+    assert b'host="h1",netdev="eth0",port="1"} 99.0' in served(5)
+    store.drop(("g", "h2"))
+    assert b'host="h2"' not in served(5)
+
+
+def test_a_piece_larger_than_a_write_batch_goes_out_whole_in_slices():
+    from fabric_exporter.web import PartsPayload
+
+    written: list[bytes] = []
+
+    class Writer:
+        async def write(self, chunk) -> None:
+            written.append(bytes(chunk))
+
+    big = bytes(range(256)) * ((3 * PartsPayload.BATCH) // 256 + 7)
+    parts = [b"head", big, b"tail", b"x" * 10]
+    asyncio.run(PartsPayload(parts, "text/plain").write(Writer()))
+    assert b"".join(written) == b"".join(parts)
+    assert max(map(len, written)) <= PartsPayload.BATCH
