@@ -1,12 +1,15 @@
-"""Byte-level mutation of an encoded SNMP message, for the decoders' differential tests: each
-mutation sets a byte to one worth trying (a tag, a length form), flips a bit, inserts, deletes or
-truncates, 1 to 4 times."""
+"""The decoders' differential tests, shared by v2c and v3: byte-level mutation of an encoded SNMP
+message (each mutation sets a byte to one worth trying (a tag, a length form), flips a bit,
+inserts, deletes or truncates, 1 to 4 times) and the check that our decoder agrees with pysnmp's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
+
+from fabric_exporter.errors import PollError
+from fabric_exporter.transport import snmp_ber
 
 
 def mutate_bytes(draw: Callable, data: bytes, interesting: Sequence[int]) -> bytes:
@@ -28,3 +31,17 @@ def mutate_bytes(draw: Callable, data: bytes, interesting: Sequence[int]) -> byt
         else:
             del data[i:]
     return bytes(data)
+
+
+def check_agrees(data: bytes, ref_fn: Callable, ours_fn: Callable) -> None:
+    """Our decoder (``ours_fn``: records or the BerError it raised) and pysnmp's (``ref_fn``: records
+    or None) agree on ``data``; the only disagreement allowed is valid BER we refuse on purpose."""
+    ref = ref_fn(data)
+    got = ours_fn(data)
+    if isinstance(got, snmp_ber.BerError):
+        assert isinstance(got, PollError) and got.reason == "parse"
+        if ref is not None:  # the only allowed disagreement: valid BER we refuse on purpose
+            assert isinstance(got, snmp_ber.BerStrictnessError), (data.hex(), got, ref)
+        return
+    assert ref is not None, f"we accept what pysnmp refuses: {data.hex()} -> {got}"
+    assert got == ref, data.hex()
