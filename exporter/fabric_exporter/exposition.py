@@ -233,23 +233,11 @@ def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
     if tail < len(samples) or tail < len(old):
         for family in set(families[tail:]):
             del chunks[family]
-        tail_lines: dict[str, list[str]] = {}
         tail_families: list[str] = []
         tail_index = array("I")
-        for name, labels, value in samples[tail:]:
-            entry = entries.get(id(labels))
-            if entry is None:
-                entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
-            shape = (name, entry[1])
-            family = (_SHAPES.get(shape) or _shape(*shape))[0]
-            if family in chunks:  # it has lines before the tail
-                return None
-            prefix = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
-            family_lines = tail_lines.setdefault(family, [])
-            tail_families.append(family)
-            tail_index.append(len(family_lines))
-            prefixes.append(prefix)
-            family_lines.append(f"{prefix}{format_value(value)}\n")
+        tail_lines, _kept = _render_lines(samples[tail:], extra_label, (tail_families, tail_index, prefixes))
+        if not chunks.keys().isdisjoint(tail_lines):  # a tail sample of a family with lines before the tail
+            return None
         chunks.update({family: "".join(ls).encode() for family, ls in tail_lines.items()})
         new_families, new_index = families[:tail] + tail_families, index[:tail] + tail_index
     return LineCache(extra_label, samples, new_families, new_index, prefixes, chunks, tail)

@@ -30,7 +30,6 @@ class Snapshot:
     fresh_until: float  # monotonic deadline (last success + stale_after)
     # its render, for the next poll's snapshot of the target (exposition.render_cached)
     lines: LineCache | None = field(default=None, repr=False, compare=False)
-    fabric: str = ""
 
 
 def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
@@ -47,7 +46,7 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
     gz = {family: old_gz[family] if old_chunks.get(family) == lines else gzip_member(lines)
           for family, lines in chunks.items()}
     now_mono = time.monotonic() if now_mono is None else now_mono
-    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after, line_cache, fabric)
+    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after, line_cache)
 
 
 class SnapshotStore:
