@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +10,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from .processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,13 +81,7 @@ class DaemonProcess:
         self.proc.send_signal(sig)
 
     def stop(self) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self._log.close()
         return self.proc.returncode
 

@@ -1,8 +1,10 @@
-"""This machine's processes, as tests look for what a run left behind."""
+"""This machine's processes, as tests look for what a run left behind, and stopping the ones they started."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 
 
 def processes_mentioning(needle: str) -> list[str]:
@@ -18,3 +20,14 @@ def processes_mentioning(needle: str) -> list[str]:
         if needle in cmdline:
             found.append(f"{pid}: {cmdline}")
     return found
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, 10 s to exit, then SIGKILL (and 5 s to be reaped); nothing if it already exited."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -21,6 +20,7 @@ import pytest
 
 from fabric_exporter.errors import PollError
 from fabric_exporter.transport.factory import Transports
+from tests.harness.processes import stop_process
 
 from .conftest import make_config
 
@@ -83,13 +83,8 @@ class NetSnmpd:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
 
 
