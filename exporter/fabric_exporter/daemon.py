@@ -106,7 +106,6 @@ class Daemon:
                           extra={"fields": {"trigger": why, "problems": "; ".join(e.problems)}})
                 self.notifier.notify("READY=1")
                 return False
-            self.transports.output_limit.max_bytes = config.limits.max_output_bytes
             self.scheduler.apply(config)
             self._remember_hosts_files(config)
             self.reload_status.record(True)
@@ -188,7 +187,6 @@ class Daemon:
             return 1
         sockets = site._server.sockets if site._server else []  # noqa: SLF001 - aiohttp has no public accessor
         self.bound_port = sockets[0].getsockname()[1] if sockets else port
-        self.transports.output_limit.max_bytes = config.limits.max_output_bytes
         self.scheduler.apply(config)
         self._remember_hosts_files(config)
         self.reload_status.record(True)

@@ -138,6 +138,9 @@ class Scheduler:
         prepare = getattr(self.transports, "prepare", None)
         if prepare is not None:  # load what the config's transports need now, not inside a poll's deadline
             prepare(config)
+        apply_limits = getattr(self.transports, "apply_limits", None)
+        if apply_limits is not None:  # limits.max_output_bytes / max_snmp_poll_bytes, in place
+            apply_limits(config.limits)
         if self._config is None or self._config.limits != config.limits:
             self._global = asyncio.Semaphore(config.limits.max_concurrent_polls)
             self._per_transport = {t: asyncio.Semaphore(n) for t, n in config.limits.per_transport.items()}
