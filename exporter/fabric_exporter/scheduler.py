@@ -113,6 +113,7 @@ class Scheduler:
         self.self_metrics = self_metrics
         self.states: dict[TargetKey, TargetState] = {}
         self._tasks: dict[TargetKey, asyncio.Task] = {}
+        self._retiring: set[asyncio.Task] = set()  # cancelled tasks of retired targets, until they end
         self._running: dict[TargetKey, tuple] = {}  # key -> what the target's task was started with
         self._config: Config | None = None
         self._global: asyncio.Semaphore | None = None
@@ -166,11 +167,19 @@ class Scheduler:
         task = self._tasks.pop(key, None)
         if task is not None:
             task.cancel()
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
         self._running.pop(key, None)
         self.states.pop(key, None)
         self.store.drop(key)
         if self.self_metrics is not None:
             self.self_metrics.target_removed(key)
+
+    async def settle(self, timeout: float = 3.0) -> None:
+        """Wait (at most ``timeout``) for the tasks of retired targets to end: their collectors are
+        closed then, so what they used can be released (``Transports.release_unused``)."""
+        if self._retiring:
+            await asyncio.wait(list(self._retiring), timeout=timeout)
 
     def _publish_state(self, key: TargetKey) -> None:
         """Render the target's self-metrics now, so a scrape only joins bytes."""

@@ -121,6 +121,12 @@ class SnmpSwitchCollector(Collector):
             self._session_loop = loop
         return self._session
 
+    async def close(self) -> None:
+        """Close the session's socket now (a reload retiring this target), not when the GC gets to it."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
     # -- the poll ----------------------------------------------------------------------------------
 
     async def poll(self) -> PollResult:

@@ -58,6 +58,25 @@ class Transports:
 
         return snmp.open_session(self, group, host, budget)
 
+    async def release_unused(self, config) -> int:
+        """After a reload: close what ``config`` no longer uses -- the SSH connections (session, socket,
+        keepalive timer) of hosts that are gone or whose credential or its options changed, and the
+        SNMP in-flight bounds of agents no group polls. Returns the number of SSH connections closed."""
+        wanted_agents = {(h.address, h.port) for g in config.targets if g.transport == "snmp" for h in g.hosts}
+        if self._snmp_state is not None:
+            from . import snmp
+
+            snmp.forget_agents(self._snmp_state, wanted_agents)
+        if self._ssh is None:
+            return 0
+        from .ssh import SSHEndpoint
+
+        wanted = {SSHEndpoint(h.address, h.port or 22, g.credentials)
+                  for g in config.targets if g.transport == "ssh" for h in g.hosts}
+        gone = self._ssh.retain(wanted)
+        await asyncio.gather(*(c.close() for c in gone), return_exceptions=True)
+        return len(gone)
+
     async def close(self) -> None:
         if self._ssh is not None:
             await self._ssh.close()

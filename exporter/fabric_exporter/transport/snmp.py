@@ -346,6 +346,14 @@ ENGINES = ("fast", "pysnmp")
 DEFAULT_ENGINE = "fast"
 
 
+def forget_agents(state: _SnmpState, wanted: set[tuple[str, int | None]]) -> None:
+    """Drop the in-flight bounds of agents not in ``wanted`` ((address, port or None), after a reload);
+    a session still using one keeps its own reference."""
+    keep = {(address, port or DEFAULT_PORT) for address, port in wanted}
+    for agent in [a for a in state.agent_limits if a not in keep]:
+        del state.agent_limits[agent]
+
+
 def _agent_limiter(state: _SnmpState, address: str, port: int) -> asyncio.Semaphore:
     from .snmp_fast import MAX_IN_FLIGHT_PER_AGENT
 

@@ -69,6 +69,9 @@ class SnmpSessionBase:
         #: the bytes a poll may read: open_session hands over the collector's (restarted each poll)
         self.budget = ReadBudget()
 
+    def close(self) -> None:
+        """Release what the session holds alone (the fast path's UDP socket; pysnmp's belong to its engine)."""
+
     # -- one request each; subclasses -----------------------------------------------------------
 
     async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
