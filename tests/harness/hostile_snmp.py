@@ -112,11 +112,8 @@ def decode_oid(contents: bytes) -> tuple[int, ...]:
     return head + tuple(arcs[1:])
 
 
-class Request(tuple):
-    """(version, community, pdu type, request-id, non-repeaters, max-repetitions, [oids])."""
-
-
-def decode_request(data: bytes) -> Request:
+def decode_request(data: bytes) -> tuple:
+    """(version, community, pdu type, request-id, non-repeaters, max-repetitions, [oids]) of a request."""
     _, pos, end = _read(data, 0)
     _, vpos, vend = _read(data, pos)
     version = int.from_bytes(data[vpos:vend], "big")
@@ -135,7 +132,7 @@ def decode_request(data: bytes) -> Request:
         _, opos, oend = _read(data, vbpos)
         oids.append(decode_oid(data[opos:oend]))
         pos = vbend
-    return Request((version, community, pdu_type, fields[0], fields[1], fields[2], oids))
+    return version, community, pdu_type, fields[0], fields[1], fields[2], oids
 
 
 # -- the agent --------------------------------------------------------------------------------------

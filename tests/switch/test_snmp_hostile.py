@@ -193,3 +193,27 @@ def test_every_misbehaviour_fails_the_poll_with_its_reason_and_publishes_nothing
     # 256 KiB for the walks in flight at once); before: thousands a second until the deadline
     walks = sum(len(t.columns) for t in MODULES["if_mib"].tables) + 2  # + ifName, ifAlias
     assert agent.requests["misbehaved"] <= 2 * walks + 5
+
+
+def test_a_session_without_a_poll_budget_gives_each_walk_the_default_one(tmp_path):
+    """Tools and benchmarks keep a session across many walks: no budget of theirs runs out for good."""
+    from fabric_exporter.transport.base import DEFAULT_SNMP_POLL_BYTES
+
+    async def go():
+        agent = await start_agent("huge_strings")
+        transports = Transports()
+        try:
+            session = transports.snmp(group_config(tmp_path, agent.port).targets[0],
+                                      Host("sw1", "127.0.0.1", agent.port))
+            with pytest.raises(OutputTooLargeError):
+                await session.walk(IF_NAME)
+            bombs = agent.requests["misbehaved"]
+            agent.mode = "honest"
+            return bombs, await session.walk(IF_NAME), await session.walk(IF_NAME)
+        finally:
+            await transports.close()
+            agent.transport.close()
+
+    bombs, first, second = asyncio.run(go())
+    assert bombs == DEFAULT_SNMP_POLL_BYTES // 60_016 + 1  # 60,000 + 12 arcs + 4 of framing per answer
+    assert len(first) == len(second) == 4

@@ -382,7 +382,8 @@ _fallbacks_logged: set[str] = set()
 def open_session(transports: Any, group: TargetGroup, host: Host, budget: ReadBudget | None = None
                  ) -> SnmpSessionBase:
     """A session for ``host`` of ``group``: credentials from the group, timing from its options, its
-    bytes charged to ``budget`` (the collector's, restarted each poll; default: a budget of its own)."""
+    bytes charged to ``budget`` (the collector's, restarted each poll; without one, each get and walk
+    has the default budget of its own)."""
     session = _open_session(transports, group, host)
     if budget is not None:
         session.budget = budget

@@ -66,8 +66,9 @@ class SnmpSessionBase:
         #: PDUs sent and varbinds received by this session (for benchmarks and debugging)
         self.requests = 0
         self.varbinds = 0
-        #: the bytes a poll may read: open_session hands over the collector's (restarted each poll)
-        self.budget = ReadBudget()
+        #: the bytes a poll may read: open_session hands over the collector's (restarted each poll);
+        #: without one (tools, benchmarks) each get/walk has a default budget of its own
+        self.budget: ReadBudget | None = None
 
     def close(self) -> None:
         """Release what the session holds alone (the fast path's UDP socket; pysnmp's belong to its engine)."""
@@ -100,7 +101,7 @@ class SnmpSessionBase:
         """GET scalars; a missing object maps to None."""
         self.requests += 1
         vbs = await self._get_request("get", oids)
-        self.budget.charge(response_size(vbs), f"{self.description}: get")
+        (self.budget or ReadBudget()).charge(response_size(vbs), f"{self.description}: get")
         out: dict[tuple[int, ...], Varbind | None] = {}
         for vb in vbs:
             self.varbinds += 1
@@ -122,6 +123,7 @@ class SnmpSessionBase:
             pages = -(-wanted // reps)
             reps = -(-wanted // pages)
         n = len(root)
+        budget = self.budget or ReadBudget()
         out: list[Varbind] = []
         current = root
         what = f"walk {format_oid(root)}"
@@ -142,7 +144,7 @@ class SnmpSessionBase:
             if not vbs:
                 raise PollError(f"{self.description}: {what}: empty GETBULK response", reason="partial")
             try:
-                self.budget.charge(response_size(vbs), f"{self.description}: {what}")
+                budget.charge(response_size(vbs), f"{self.description}: {what}")
             except PollError as e:
                 e.args = (f"{e.args[0]} (table incomplete: cut off after {len(out)} varbinds)",)
                 raise
