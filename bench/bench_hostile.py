@@ -2,7 +2,8 @@
 checkout of the previous revision, once without, on the same machine):
 
     PYTHONPATH=exporter:. python bench/bench_hostile.py reload_sessions [--code DIR] [--reloads 100]
-    PYTHONPATH=exporter:. python bench/bench_hostile.py snmp_walk [--mode huge_strings] [--code DIR] [--seconds 12]
+    PYTHONPATH=exporter:. python bench/bench_hostile.py snmp_walk [--mode huge_strings] [--engine fast|pysnmp]
+                                                        [--code DIR] [--seconds 12]
 
 - reload_sessions: a real sshd serving a lab GPU host (roce_nic) on 8 loopback addresses; the config
   names 3 hosts on a window of addresses that moves one address per reload, and its credential's key
@@ -110,7 +111,7 @@ def reload_sessions(code: str | None, reloads: int) -> dict:
                 d.stop()
 
 
-def snmp_walk(code: str | None, mode: str, seconds: float) -> dict:
+def snmp_walk(code: str | None, mode: str, seconds: float, engine: str = "fast") -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
         tmp = Path(tmp)
         counts = tmp / "counts.json"
@@ -127,7 +128,8 @@ def snmp_walk(code: str | None, mode: str, seconds: float) -> dict:
                 "targets": [{"name": "sw", "fabric": "lab", "collector": "snmp_switch", "transport": "snmp",
                              "credentials": "c", "interval": "4s", "timeout": "3s",
                              "hosts": [{"name": "sw1", "address": "127.0.0.1", "port": port}],
-                             "options": {"modules": ["if_mib"], "snmp_timeout": "1s", "snmp_retries": 1}}]}))
+                             "options": {"modules": ["if_mib"], "snmp_timeout": "1s", "snmp_retries": 1,
+                                         "snmp_engine": engine}}]}))
             d = _daemon(config, code)
             try:
                 rss_start = process_status(d.proc.pid)["VmRSS"]
@@ -142,7 +144,7 @@ def snmp_walk(code: str | None, mode: str, seconds: float) -> dict:
             r'^fabric_poll_errors_total\{[^}]*reason="([^"]+)"[^}]*\} (\S+)$', text, re.M) if float(m.group(2))}
         polls = sum(errors.values()) or 1
         requests = json.loads(counts.read_text()) if counts.exists() else {}
-        return {"mode": mode, "seconds": seconds, "rss_start_mb": rss_start // 1024,
+        return {"mode": mode, "engine": engine, "seconds": seconds, "rss_start_mb": rss_start // 1024,
                 "rss_peak_mb": status["VmHWM"] // 1024, "rss_end_mb": status["VmRSS"] // 1024,
                 "poll_errors": errors, "agent_requests": requests,
                 "misbehaved_requests_per_failed_poll": round(requests.get("misbehaved", 0) / polls, 1)}
@@ -155,11 +157,12 @@ def main() -> None:
     ap.add_argument("--reloads", type=int, default=100)
     ap.add_argument("--mode", default="huge_strings")
     ap.add_argument("--seconds", type=float, default=12.0)
+    ap.add_argument("--engine", choices=["fast", "pysnmp"], default="fast", help="snmp_walk: the SNMP request path")
     args = ap.parse_args()
     if args.scenario == "reload_sessions":
         result = reload_sessions(args.code, args.reloads)
     else:
-        result = snmp_walk(args.code, args.mode, args.seconds)
+        result = snmp_walk(args.code, args.mode, args.seconds, args.engine)
     print(json.dumps({"scenario": args.scenario, "code": args.code or "this checkout", **result}, indent=1))
 
 
