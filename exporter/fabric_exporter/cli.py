@@ -181,7 +181,7 @@ async def _once(args) -> int:
         if not config.targets:
             print(f"no target group or host named {args.target!r}", file=sys.stderr)
             return 2
-    store, transports = SnapshotStore(), Transports(config.limits.max_output_bytes)
+    store, transports = SnapshotStore(), Transports()
     status = ReloadStatus()
     status.record(True)
     self_metrics = SelfMetrics(status)

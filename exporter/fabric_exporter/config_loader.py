@@ -288,7 +288,8 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0, bounds.MAX_BACKOFF),
     )
 
-    ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport", "max_output_bytes"})
+    ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport", "max_output_bytes",
+                                                       "max_snmp_poll_bytes"})
     pt_raw = chk.mapping(ll.get("per_transport"), "limits.per_transport", set(TRANSPORTS))
     per_transport = {"ssh": 32, "snmp": 64, "local": 8}
     for t in TRANSPORTS:
@@ -298,7 +299,9 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
                                                            maximum=100_000),
                     per_transport=per_transport,
                     max_output_bytes=chk.size(ll, "max_output_bytes", "limits", Limits.max_output_bytes,
-                                              minimum=64 << 10, maximum=4 << 30))
+                                              minimum=64 << 10, maximum=4 << 30),
+                    max_snmp_poll_bytes=chk.size(ll, "max_snmp_poll_bytes", "limits", Limits.max_snmp_poll_bytes,
+                                                 minimum=64 << 10, maximum=4 << 30))
 
     creds: dict[str, Credential] = {}
     cr = chk.mapping(top.get("credentials"), "credentials", set(top.get("credentials") or {}))

@@ -121,6 +121,8 @@ class Limits:
     per_transport: dict = field(default_factory=lambda: {"ssh": 32, "snmp": 64, "local": 8})
     # Largest stdout+stderr one command may print; more fails the poll with reason output_too_large.
     max_output_bytes: int = 32 << 20
+    # Most bytes of SNMP responses one poll may read (GETs and walks); more fails it as output_too_large.
+    max_snmp_poll_bytes: int = 32 << 20
 
 
 @dataclass(frozen=True)

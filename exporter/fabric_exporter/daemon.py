@@ -2,7 +2,8 @@
 
 SIGTERM/SIGINT stop it (in-flight polls are cancelled; it exits within a few seconds).
 SIGHUP reloads the config; an invalid config is rejected, logged and counted, and the old one keeps
-running. Hosts files are re-read when they change.
+running. Hosts files are re-read when they change. A reload closes what the new config no longer
+uses: the tasks of retired targets, the SSH connections of hosts removed or whose credential changed.
 """
 
 from __future__ import annotations
@@ -106,11 +107,15 @@ class Daemon:
                           extra={"fields": {"trigger": why, "problems": "; ".join(e.problems)}})
                 self.notifier.notify("READY=1")
                 return False
-            self.transports.output_limit.max_bytes = config.limits.max_output_bytes
             self.scheduler.apply(config)
             self._remember_hosts_files(config)
             self.reload_status.record(True)
-            log.info("config reloaded", extra={"fields": {"trigger": why, "targets": len(self.scheduler.states)}})
+            # What the old config used and this one does not (sessions of removed hosts or of a
+            # rotated credential, sockets, tasks) is closed now, not left to keepalives for ever.
+            await self.scheduler.settle()
+            closed = await self.transports.release_unused(config)
+            log.info("config reloaded", extra={"fields": {"trigger": why, "targets": len(self.scheduler.states),
+                                                          "ssh_connections_closed": closed}})
             self.notifier.notify("READY=1")
             return True
 
@@ -188,7 +193,6 @@ class Daemon:
             return 1
         sockets = site._server.sockets if site._server else []  # noqa: SLF001 - aiohttp has no public accessor
         self.bound_port = sockets[0].getsockname()[1] if sockets else port
-        self.transports.output_limit.max_bytes = config.limits.max_output_bytes
         self.scheduler.apply(config)
         self._remember_hosts_files(config)
         self.reload_status.record(True)

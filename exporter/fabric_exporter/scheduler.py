@@ -113,6 +113,7 @@ class Scheduler:
         self.self_metrics = self_metrics
         self.states: dict[TargetKey, TargetState] = {}
         self._tasks: dict[TargetKey, asyncio.Task] = {}
+        self._retiring: set[asyncio.Task] = set()  # cancelled tasks of retired targets, until they end
         self._running: dict[TargetKey, tuple] = {}  # key -> what the target's task was started with
         self._config: Config | None = None
         self._global: asyncio.Semaphore | None = None
@@ -138,6 +139,9 @@ class Scheduler:
         prepare = getattr(self.transports, "prepare", None)
         if prepare is not None:  # load what the config's transports need now, not inside a poll's deadline
             prepare(config)
+        apply_limits = getattr(self.transports, "apply_limits", None)
+        if apply_limits is not None:  # limits.max_output_bytes / max_snmp_poll_bytes, in place
+            apply_limits(config.limits)
         if self._config is None or self._config.limits != config.limits:
             self._global = asyncio.Semaphore(config.limits.max_concurrent_polls)
             self._per_transport = {t: asyncio.Semaphore(n) for t, n in config.limits.per_transport.items()}
@@ -163,11 +167,19 @@ class Scheduler:
         task = self._tasks.pop(key, None)
         if task is not None:
             task.cancel()
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
         self._running.pop(key, None)
         self.states.pop(key, None)
         self.store.drop(key)
         if self.self_metrics is not None:
             self.self_metrics.target_removed(key)
+
+    async def settle(self, timeout: float = 3.0) -> None:
+        """Wait (at most ``timeout``) for the tasks of retired targets to end: their collectors are
+        closed then, so what they used can be released (``Transports.release_unused``)."""
+        if self._retiring:
+            await asyncio.wait(list(self._retiring), timeout=timeout)
 
     def _publish_state(self, key: TargetKey) -> None:
         """Render the target's self-metrics now, so a scrape only joins bytes."""

@@ -107,3 +107,22 @@ def series(samples: dict, name: str, **labels) -> float:
     assert key in samples, f"missing {name}{labels}; have e.g. " + str(
         [k for k in samples if k[0] == name][:3])
     return samples[key]
+
+
+@pytest.fixture
+def hostile_snmp():
+    """Start hostile SNMPv2c agents (tests/harness/hostile_snmp.py) on 127.0.0.1, each in its own
+    thread, so code under test that runs its own event loop meets them: ``agent = hostile_snmp("silent")``
+    (then ``agent.port``, ``agent.requests``, ``agent.set_mode(...)``). Stopped after the test."""
+    from tests.harness.hostile_snmp import ThreadedAgent
+
+    started: list[ThreadedAgent] = []
+
+    def start(mode: str = "honest", **kw) -> ThreadedAgent:
+        agent = ThreadedAgent(mode, **kw).__enter__()
+        started.append(agent)
+        return agent
+
+    yield start
+    for agent in started:
+        agent.__exit__(None, None, None)

@@ -174,6 +174,34 @@ def test_strictness_refusals_are_named():
     assert isinstance(got, snmp_ber.BerStrictnessError) and "constructed" in str(got)
 
 
+def _tlv(tag: int, contents: bytes) -> bytes:
+    n = len(contents)
+    head = bytes((n,)) if n < 0x80 else bytes((0x82,)) + n.to_bytes(2, "big")
+    return bytes((tag,)) + head + contents
+
+
+def test_integers_past_nine_octets_are_refused_before_they_are_read():
+    """An error-status of 2,000 octets (~4,800 digits): pyasn1 reads it, and printing it raised
+    ValueError (int's 4,300-digit limit), a poll ``internal`` with a traceback (issue 25). We refuse any
+    INTEGER longer than Counter64's 9 octets, by name; so does a varbind value."""
+    huge = b"\x7f" + b"\xff" * 1999
+    vb = _tlv(0x30, _tlv(0x06, bytes((43, 6, 1))) + _tlv(0x05, b""))
+    pdu = _tlv(0xA2, _tlv(0x02, b"\x01") + _tlv(0x02, huge) + _tlv(0x02, b"\x00") + _tlv(0x30, vb))
+    data = _tlv(0x30, _tlv(0x02, b"\x01") + _tlv(0x04, b"public") + pdu)
+    assert reference_decode(data) is not None and reference_decode(data)[2].bit_length() == 15999
+    got = ours(data)
+    assert isinstance(got, snmp_ber.BerStrictnessError) and str(got) == "error-status: INTEGER of 2000 octets (at most 9)"
+    nine = b"\x00" + b"\xff" * 8  # Counter64's largest value: still read
+    for value, ok in ((_tlv(0x46, nine), True), (_tlv(0x46, b"\x00" + nine), False), (_tlv(0x02, huge), False)):
+        vb = _tlv(0x30, _tlv(0x06, bytes((43, 6, 1))) + value)
+        pdu = _tlv(0xA2, _tlv(0x02, b"\x01") + _tlv(0x02, b"\x00") + _tlv(0x02, b"\x00") + _tlv(0x30, vb))
+        got = ours(_tlv(0x30, _tlv(0x02, b"\x01") + _tlv(0x04, b"public") + pdu))
+        if ok:
+            assert got[4][0].value == (1 << 64) - 1
+        else:
+            assert isinstance(got, snmp_ber.BerStrictnessError) and "INTEGER of" in str(got) and "1.3.6.1" in str(got)
+
+
 def test_length_past_the_datagram_is_refused_not_read():
     # a varbind list announcing 2^31 octets inside a small datagram
     body = b"\x02\x01\x01\x04\x01p" + b"\xa2\x11\x02\x01\x00\x02\x01\x00\x02\x01\x00\x30\x84\x80\x00\x00\x00" + \

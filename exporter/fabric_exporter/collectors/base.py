@@ -11,13 +11,13 @@ import asyncio
 import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..config_model import Host, TargetGroup
 from ..samples import PollResult
-from ..transport.base import CommandRunner
+from ..transport.base import CommandRunner, ReadBudget
 from ..validator import ErrorSink
 
 # Text longer than this is parsed on a worker thread: a big output (up to limits.max_output_bytes)
@@ -64,10 +64,14 @@ class PollContext:
     poll_deadline: float | None = None
     #: the collector's ``deadline_reserve`` (set when the collector is made)
     reserve: float = 0.0
+    #: the bytes this poll may read from SNMP agents; restarted by ``begin_poll``
+    read_budget: ReadBudget = field(default_factory=ReadBudget)
 
     def begin_poll(self, started: float) -> float:
-        """Called by the scheduler when a poll starts (loop time ``started``): sets and returns its deadline."""
+        """Called by the scheduler when a poll starts (loop time ``started``): sets and returns its
+        deadline, and gives the poll a fresh byte budget (``limits.max_snmp_poll_bytes``)."""
         self.poll_deadline = started + work_budget(self.group.timeout, self.reserve)
+        self.read_budget.restart(getattr(self.transports, "snmp_poll_bytes", None))
         return self.poll_deadline
 
     def end_poll(self) -> None:
@@ -90,7 +94,8 @@ class PollContext:
         return self.transports.runner(self.group, host or self.host)
 
     def snmp(self, host: Host | None = None) -> Any:
-        return self.transports.snmp(self.group, host or self.host)
+        """An SNMP session to ``host`` whose reads count against this poll's ``read_budget``."""
+        return self.transports.snmp(self.group, host or self.host, self.read_budget)
 
 
 class Collector(abc.ABC):

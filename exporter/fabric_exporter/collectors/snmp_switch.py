@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import AuthError, PollError
+from ..errors import AuthError, OutputTooLargeError, PollError
 from ..samples import PollResult, Sample
 from ..transport.snmp import COUNTER32, DEFAULT_ENGINE, ENGINES, STRING, Varbind
 from .base import Collector, ErrorSink
@@ -121,6 +121,12 @@ class SnmpSwitchCollector(Collector):
             self._session_loop = loop
         return self._session
 
+    async def close(self) -> None:
+        """Close the session's socket now (a reload retiring this target), not when the GC gets to it."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
     # -- the poll ----------------------------------------------------------------------------------
 
     async def poll(self) -> PollResult:
@@ -173,7 +179,8 @@ class SnmpSwitchCollector(Collector):
 
         errors = [r for r in results if isinstance(r, BaseException)]
         for e in errors:
-            if isinstance(e, AuthError) or not isinstance(e, Exception):
+            # a wrong password, or a poll past its byte budget: nothing of it is published
+            if isinstance(e, (AuthError, OutputTooLargeError)) or not isinstance(e, Exception):
                 raise e
             if not isinstance(e, PollError):
                 raise e  # a bug, not a switch problem: let the scheduler count it as internal

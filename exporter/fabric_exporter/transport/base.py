@@ -39,6 +39,36 @@ class OutputLimit:
                                    f"(limits.max_output_bytes); {action}")
 
 
+#: default of ``limits.max_snmp_poll_bytes``: ~45x what one poll of a 1,000-port switch reads
+DEFAULT_SNMP_POLL_BYTES = 32 << 20
+
+
+class ReadBudget:
+    """The bytes of SNMP responses one poll may read (config ``limits.max_snmp_poll_bytes``), all its
+    GETs and walks together.
+
+    A collector's PollContext holds one and the scheduler restarts it when each poll begins, so a
+    session cached across polls charges each poll afresh. An agent that answers every GETBULK with
+    one more 60 kB string is stopped here, not by the poll's deadline after hundreds of MB.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_SNMP_POLL_BYTES):
+        self.max_bytes = max_bytes
+        self.used = 0
+
+    def restart(self, max_bytes: int | None = None) -> None:
+        if max_bytes is not None:
+            self.max_bytes = max_bytes
+        self.used = 0
+
+    def charge(self, nbytes: int, where: str) -> None:
+        """Count ``nbytes`` just read; OutputTooLargeError once the poll is past its budget."""
+        self.used += nbytes
+        if self.used > self.max_bytes:
+            raise OutputTooLargeError(f"{where}: the poll's SNMP responses passed {self.max_bytes} bytes "
+                                      f"(limits.max_snmp_poll_bytes); stopped reading")
+
+
 class CommandRunner(Protocol):
     """Runs one command (an argument list, never a shell string) where the target lives."""
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ..config_model import Host, TargetGroup
-from .base import CommandRunner, OutputLimit
+from .base import DEFAULT_SNMP_POLL_BYTES, CommandRunner, OutputLimit, ReadBudget
 from .local import LocalRunner
 
 if TYPE_CHECKING:
@@ -18,6 +18,8 @@ class Transports:
         self.output_limit = OutputLimit() if max_output_bytes is None else OutputLimit(max_output_bytes)
         self._ssh: SSHPool | None = None
         self.local = LocalRunner(output_limit=self.output_limit)
+        #: limits.max_snmp_poll_bytes: what each poll's ReadBudget starts with
+        self.snmp_poll_bytes = DEFAULT_SNMP_POLL_BYTES
         self._snmp_state: Any = None  # owned by transport.snmp (one engine per event loop)
 
     @property
@@ -33,6 +35,11 @@ class Transports:
     def ssh(self, pool: SSHPool) -> None:
         self._ssh = pool
 
+    def apply_limits(self, limits) -> None:
+        """Take a (re)loaded config's ``limits``: the objects runners share are updated in place."""
+        self.output_limit.max_bytes = limits.max_output_bytes
+        self.snmp_poll_bytes = limits.max_snmp_poll_bytes
+
     def prepare(self, config) -> None:
         """Import what ``config``'s groups will use (asyncssh) before the first poll, so the import's
         CPU is spent at start-up or reload, not inside a poll's deadline."""
@@ -46,10 +53,29 @@ class Transports:
             return self.ssh.get(host.address, host.port, group.credentials)
         raise ValueError(f"group {group.name}: transport {group.transport} cannot run commands")
 
-    def snmp(self, group: TargetGroup, host: Host) -> Any:
+    def snmp(self, group: TargetGroup, host: Host, budget: ReadBudget | None = None) -> Any:
         from . import snmp  # pysnmp is imported only when a group uses it
 
-        return snmp.open_session(self, group, host)
+        return snmp.open_session(self, group, host, budget)
+
+    async def release_unused(self, config) -> int:
+        """After a reload: close what ``config`` no longer uses -- the SSH connections (session, socket,
+        keepalive timer) of hosts that are gone or whose credential or its options changed, and the
+        SNMP in-flight bounds of agents no group polls. Returns the number of SSH connections closed."""
+        wanted_agents = {(h.address, h.port) for g in config.targets if g.transport == "snmp" for h in g.hosts}
+        if self._snmp_state is not None:
+            from . import snmp
+
+            snmp.forget_agents(self._snmp_state, wanted_agents)
+        if self._ssh is None:
+            return 0
+        from .ssh import SSHEndpoint
+
+        wanted = {SSHEndpoint(h.address, h.port or 22, g.credentials)
+                  for g in config.targets if g.transport == "ssh" for h in g.hosts}
+        gone = self._ssh.retain(wanted)
+        await asyncio.gather(*(c.close() for c in gone), return_exceptions=True)
+        return len(gone)
 
     async def close(self) -> None:
         if self._ssh is not None:

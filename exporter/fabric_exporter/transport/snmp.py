@@ -43,6 +43,7 @@ from pysnmp.smi.rfc1902 import ObjectIdentity, ObjectType
 
 from ..config import SNMPV3_MIN_KEY_LENGTH, Host, SNMPCredential, TargetGroup
 from ..errors import AuthError, ConnectError, PollError
+from .base import ReadBudget
 # Value kinds a varbind is reduced to (pyasn1 objects are expensive to keep around): one record type
 # for both paths, defined beside the fast path's decoder.
 from .snmp_ber import (
@@ -345,6 +346,14 @@ ENGINES = ("fast", "pysnmp")
 DEFAULT_ENGINE = "fast"
 
 
+def forget_agents(state: _SnmpState, wanted: set[tuple[str, int | None]]) -> None:
+    """Drop the in-flight bounds of agents not in ``wanted`` ((address, port or None), after a reload);
+    a session still using one keeps its own reference."""
+    keep = {(address, port or DEFAULT_PORT) for address, port in wanted}
+    for agent in [a for a in state.agent_limits if a not in keep]:
+        del state.agent_limits[agent]
+
+
 def _agent_limiter(state: _SnmpState, address: str, port: int) -> asyncio.Semaphore:
     from .snmp_fast import MAX_IN_FLIGHT_PER_AGENT
 
@@ -370,8 +379,18 @@ def fast_v3_unserved(cred: SNMPCredential) -> str | None:
 _fallbacks_logged: set[str] = set()
 
 
-def open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSessionBase:
-    """A session for ``host`` of ``group``: credentials from the group, timing from its options."""
+def open_session(transports: Any, group: TargetGroup, host: Host, budget: ReadBudget | None = None
+                 ) -> SnmpSessionBase:
+    """A session for ``host`` of ``group``: credentials from the group, timing from its options, its
+    bytes charged to ``budget`` (the collector's, restarted each poll; without one, each get and walk
+    has the default budget of its own)."""
+    session = _open_session(transports, group, host)
+    if budget is not None:
+        session.budget = budget
+    return session
+
+
+def _open_session(transports: Any, group: TargetGroup, host: Host) -> SnmpSessionBase:
     cred = group.credentials
     if not isinstance(cred, SNMPCredential):
         raise AuthError(f"group {group.name}: SNMP needs an snmp credential")

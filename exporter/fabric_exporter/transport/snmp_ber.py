@@ -7,9 +7,10 @@ SNMP range -- raises ``BerError`` (a PollError, reason ``parse``), never anythin
 
 It accepts what pysnmp/pyasn1 accept for these messages and decodes it to the same values
 (tests/switch/test_snmp_ber.py proves it with a hypothesis differential test), except that it is
-stricter in two documented ways, raising ``BerStrictnessError``: indefinite lengths and
-constructed (segmented) encodings of strings are refused. Agents never send them; a parser that
-accepts them has more to get wrong.
+stricter in three documented ways, raising ``BerStrictnessError``: indefinite lengths, constructed
+(segmented) encodings of strings, and INTEGERs of more than 9 octets (no SNMP value needs more than
+Counter64's 9; pyasn1 decodes an error-status of any size, and one of thousands of digits cannot even
+be printed) are refused. Agents never send them; a parser that accepts them has more to get wrong.
 
 Value kinds are those of ``transport.snmp.Varbind`` (what pysnmp's path produces), plus three for
 the SNMPv2 exceptions, which the session filters out before collectors see anything.
@@ -35,6 +36,8 @@ _UINT32_MAX, _UINT64_MAX = (1 << 32) - 1, (1 << 64) - 1
 _MAX_LENGTH_OCTETS = 8
 _MAX_OID_ARC_CONTINUATION_OCTETS = 20
 _MAX_OCTET_STRING = 65535  # SNMPv2-SMI OCTET STRING (SIZE (0..65535))
+#: ours: Counter64's largest value takes 9 octets (a leading zero); any longer INTEGER is refused unread
+_MAX_INTEGER_OCTETS = 9
 
 
 class BerError(PollError):
@@ -44,7 +47,11 @@ class BerError(PollError):
 
 
 class BerStrictnessError(BerError):
-    """Valid BER that we refuse on purpose (indefinite length, constructed strings)."""
+    """Valid BER that we refuse on purpose (indefinite length, constructed strings, INTEGERs past 9 octets)."""
+
+
+def _too_long_integer(length: int, what: str) -> BerStrictnessError:
+    return BerStrictnessError(f"{what}: INTEGER of {length} octets (at most {_MAX_INTEGER_OCTETS})")
 
 
 class Varbind(NamedTuple):
@@ -104,6 +111,8 @@ def _bad_tag(got: int, want: int, what: str) -> BerError:
 
 def _integer(data: bytes, pos: int, end: int, what: str, lo: int | None, hi: int | None) -> tuple[int, int]:
     length, pos = _expect(data, pos, end, 0x02, what)
+    if length > _MAX_INTEGER_OCTETS:
+        raise _too_long_integer(length, what)
     value = int.from_bytes(data[pos:pos + length], "big", signed=True) if length else 0
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise BerError(f"{what}: {value} out of range")
@@ -183,6 +192,8 @@ def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
         if pos + length != vend:
             raise BerError(f"varbind {'.'.join(map(str, oid))}: bytes after the value")
         if tag == 0x46 or tag == 0x41 or tag == 0x42 or tag == 0x43 or tag == 0x02:
+            if length > _MAX_INTEGER_OCTETS:
+                raise _too_long_integer(length, f"varbind {'.'.join(map(str, oid))}")
             value = from_bytes(data[pos:vend], "big", signed=True) if length else 0
             if tag == 0x02:
                 if value < _INT32_MIN or value > _INT32_MAX:

@@ -6,7 +6,8 @@ socket to its agent; a request is one encoded PDU and one future keyed by reques
 accepted only when it comes from the agent's address and port, decodes (snmp_ber refuses anything
 malformed), is SNMPv2c with our community, and answers a request-id we have in flight; anything else
 is counted and dropped, and a request whose only answers were undecodable fails as ``parse`` rather
-than ``timeout``. Retries resend the same request-id, so a late answer to the first try still counts.
+than ``timeout``, without the retries (they are for lost datagrams; an agent that answered garbage
+would answer it again). Retries resend the same request-id, so a late answer to the first try still counts.
 Requests in flight per agent are bounded (``MAX_IN_FLIGHT_PER_AGENT``) across the sessions of a loop.
 """
 
@@ -165,6 +166,8 @@ class UdpSession(SnmpSessionBase):
                         timer.cancel()
                     if result is not _EXPIRED:
                         return result
+                    if self._last_bad is not None:  # it answered, unusably: resending would get the same
+                        break
             finally:
                 self._pending.pop(request_id, None)
         if self._last_bad is not None:

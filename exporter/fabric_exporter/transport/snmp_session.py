@@ -8,6 +8,7 @@ never returned as if it were the whole table.
 from __future__ import annotations
 
 from ..errors import PollError, PollTimeoutError
+from .base import ReadBudget
 from .snmp_ber import END_OF_MIB_VIEW, EXCEPTIONS, Varbind
 
 #: a walk longer than this is a looping or misbehaving agent, not a table
@@ -27,6 +28,16 @@ def format_oid(oid: tuple[int, ...]) -> str:
 
 def parse_oid(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.strip(".").split("."))
+
+
+def response_size(vbs: list[Varbind]) -> int:
+    """About the bytes these varbinds took on the wire: their OIDs' arcs, their values, 4 of framing
+    each. Both request paths charge the same figure against the poll's ReadBudget."""
+    size = 0
+    for vb in vbs:
+        value = vb.value
+        size += len(vb.oid) + 4 + (len(value) if isinstance(value, (bytes, str)) else 9)
+    return size
 
 
 class TooBig(PollError):
@@ -55,6 +66,12 @@ class SnmpSessionBase:
         #: PDUs sent and varbinds received by this session (for benchmarks and debugging)
         self.requests = 0
         self.varbinds = 0
+        #: the bytes a poll may read: open_session hands over the collector's (restarted each poll);
+        #: without one (tools, benchmarks) each get/walk has a default budget of its own
+        self.budget: ReadBudget | None = None
+
+    def close(self) -> None:
+        """Release what the session holds alone (the fast path's UDP socket; pysnmp's belong to its engine)."""
 
     # -- one request each; subclasses -----------------------------------------------------------
 
@@ -72,7 +89,9 @@ class SnmpSessionBase:
                            f"request{'s' if tries > 1 else ''} of {self.timeout:g}s{self.timeout_hint}")
 
     def status_error(self, what: str, status: int, index: int) -> PollError:
-        name = ERROR_STATUS[status] if 0 <= status < len(ERROR_STATUS) else f"error-status {status}"
+        # pysnmp hands over any INTEGER: one of thousands of digits must not fail str() (int's 4,300-digit limit)
+        name = ERROR_STATUS[status] if 0 <= status < len(ERROR_STATUS) else (
+            f"error-status {status}" if abs(status) < 1 << 63 else f"an error-status of {status.bit_length()} bits")
         cls = TooBig if status == TOO_BIG else PollError
         return cls(f"{self.description}: {what}: agent error {name} at varbind {index}", reason="partial")
 
@@ -82,6 +101,7 @@ class SnmpSessionBase:
         """GET scalars; a missing object maps to None."""
         self.requests += 1
         vbs = await self._get_request("get", oids)
+        (self.budget or ReadBudget()).charge(response_size(vbs), f"{self.description}: get")
         out: dict[tuple[int, ...], Varbind | None] = {}
         for vb in vbs:
             self.varbinds += 1
@@ -103,6 +123,7 @@ class SnmpSessionBase:
             pages = -(-wanted // reps)
             reps = -(-wanted // pages)
         n = len(root)
+        budget = self.budget or ReadBudget()
         out: list[Varbind] = []
         current = root
         what = f"walk {format_oid(root)}"
@@ -122,12 +143,21 @@ class SnmpSessionBase:
                 raise
             if not vbs:
                 raise PollError(f"{self.description}: {what}: empty GETBULK response", reason="partial")
+            try:
+                budget.charge(response_size(vbs), f"{self.description}: {what}")
+            except PollError as e:
+                e.args = (f"{e.args[0]} (table incomplete: cut off after {len(out)} varbinds)",)
+                raise
+            # Every answer must move the walk on (a strictly greater OID) or end it: anything else
+            # would re-send the same GETBULK until the deadline.
             for vb in vbs:
                 oid = vb.oid
                 if oid[:n] != root or vb.kind == END_OF_MIB_VIEW:
                     return out
-                if vb.kind in EXCEPTIONS:
-                    continue
+                if vb.kind in EXCEPTIONS:  # RFC 3416 4.2.3: a GETBULK answer never carries noSuch*
+                    raise PollError(f"{self.description}: {what}: agent answered {vb.kind} inside the walk of "
+                                    f"{format_oid(root)} (at {format_oid(oid)}; table incomplete after "
+                                    f"{len(out)} varbinds)", reason="partial")
                 if oid <= current:
                     raise PollError(f"{self.description}: {what}: agent returned non-increasing OID "
                                     f"{format_oid(oid)} after {format_oid(current)} (table incomplete)",
