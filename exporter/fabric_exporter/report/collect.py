@@ -34,7 +34,6 @@ ERROR_COUNTERS = ("fabric_ib_port_receive_errors_total", "fabric_ib_symbol_error
                   "fabric_ib_excessive_buffer_overrun_errors_total", "fabric_ib_link_error_recovery_total",
                   "fabric_roce_switch_if_rx_errors_total", "fabric_roce_switch_if_tx_errors_total",
                   "fabric_roce_nic_rx_crc_errors_total")
-CONGESTION_GROUP = "fabric-exporter.congestion.recording"
 
 
 @dataclass(frozen=True)
@@ -93,16 +92,6 @@ def _round(value, digits=6):
 def _port_key(labels: dict) -> str:
     """A port's identity in the report: its labels without the metric name and scrape labels."""
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("__name__", "job", "instance"))
-
-
-def eval_interval(client: PrometheusClient) -> float:
-    """The evaluation interval of the congestion recording rules: the report's natural step."""
-    for group in client.rule_groups():
-        if group.get("name") == CONGESTION_GROUP:
-            return float(group.get("interval") or 60)
-    raise ReportError(
-        f"Prometheus has no rule group {CONGESTION_GROUP!r}: load the rules `fabric-exporter generate` writes "
-        "(alerts/fabric-exporter.rules.yaml) so congestion episodes can be computed")
 
 
 def choose_step(window_seconds: float, interval: float) -> float:
