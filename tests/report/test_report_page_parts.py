@@ -140,3 +140,26 @@ def test_summary_table_shows_per_adapter_throughput_and_whole_counts():
     assert "<td>host transmit, mean / peak</td><td class=\"n\">800 / 1000 Gb/s</td>" in table
     assert "<td class=\"n\">8</td>" in table
     assert "0.1 % (3 / 3000)" in table
+
+
+def test_plot_legends_stay_off_the_plotted_area_and_the_recovery_labels(monkeypatch):
+    from fabric_exporter.report import episodes, plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "_svg", lambda fig: drawn.append(fig) or "<svg/>")  # keep the figure to measure it
+    t0 = 1.8e9
+    severity = [(t0 + 3 * i, 5.0 if 20 <= i < 30 else 0.05) for i in range(60)]
+    episode = episodes.Episode(t0 + 60, t0 + 90, 5.0, True, recovered_at=t0 + 99)
+    plots.congestion({"severity": severity, "ports": [], "episodes": [episode]})
+    plots.latency({k: [(t0 + 3 * i, 1e-6 * (1 + i % 3)) for i in range(60)] for k in ("p50", "p99", "p999")})
+    for fig in drawn:
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(ax.get_window_extent(renderer)), "the legend covers the plot"
+        for text in ax.texts:  # "recovered in 9 s"
+            assert not legend.overlaps(text.get_window_extent(renderer)), text.get_text()
+        assert legend.y0 >= 0, "the legend is cut off the figure"
+    assert any("recovered in 9 s" in t.get_text() for t in drawn[0].axes[0].texts)
