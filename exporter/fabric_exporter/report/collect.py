@@ -119,14 +119,12 @@ class Collector:
         first sample, reset-aware (``episodes.counter_increase``): a counter first seen at 1,000,014 had
         counted that before anyone looked. None when no metric has a series.
 
-        The value at the start is the last sample at or before it within a window's length (at least
-        5m), not ``x @ start``: a series that missed scrapes around the start (a staleness marker)
-        would otherwise look born in the window."""
+        The value at the start is the last sample in the hour up to it, not ``x @ start``: a series that
+        missed scrapes around the start (a staleness marker) would otherwise look born in the window."""
         w, total, seen = self.w, 0.0, False
-        before = f"{max(300, int(round(w.seconds)))}s"
         for metric in metrics:
             last = f"last_over_time({metric}{sel}[{w.range}] @ {w.end:.3f})"
-            first = f"last_over_time({metric}{sel}[{before}] @ {w.start:.3f})"
+            first = f"last_over_time({metric}{sel}[1h] @ {w.start:.3f})"
             reset = f"resets({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
             for s in self.c.query(f"sum(({last} - {first}) unless {reset})", w.end):
                 total, seen = total + s.samples[0][1], True
