@@ -66,8 +66,8 @@ def poc(tmp_path_factory):
          "--racks", "2", "--hosts-per-rack", "2", "--nics", "1",
          "--web.listen-address", f"127.0.0.1:{free_port()}", "--control-address", f"127.0.0.1:{free_port()}",
          "--prometheus-address", f"127.0.0.1:{prom_port}", "--log.level", "error", "--duration", "600",
-         "--report", str(tmp / "lab-report")],
-        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+         "--report", "lab-report"],  # relative to where the lab was started, though it changes directory
+        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
     try:
         timeline_file = work / "poc-timeline.json"
         deadline = time.monotonic() + 180

@@ -589,5 +589,7 @@ def main(args: argparse.Namespace) -> int:
                       ib_spines=args.ib_spines, prometheus=not args.no_prometheus,
                       prometheus_listen=args.prometheus_address, interval=args.interval,
                       scenarios=args.scenario, duration=args.duration, poc_phase=args.poc_phase,
-                      rules_rate_window=args.rules_rate_window, report=args.report)
+                      rules_rate_window=args.rules_rate_window,
+                      # absolute now: the lab changes into its work directory before the POC ends
+                      report=args.report.resolve() if args.report else None)
     return asyncio.run(Lab(opts).run())
