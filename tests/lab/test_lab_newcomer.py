@@ -69,3 +69,14 @@ def test_lab_starts_quietly_and_ctrl_c_is_a_normal_stop(tmp_path):
         assert "Prometheus: http" in out, out[-3000:]  # the rules were written and Prometheus started
     assert "level=error" not in out, [line for line in out.splitlines() if "level=error" in line]
     assert "stopping the lab" in out and "lab stopped: every process it started is gone" in out
+
+
+@pytest.mark.parametrize("argv", [["--report", "out"], ["--scenario", "poc", "--no-prometheus", "--report", "out"]])
+def test_report_needs_the_poc_and_prometheus(argv, tmp_path, capsys):
+    """--report writes the POC's report from the lab's Prometheus: refused at once without either."""
+    from fabric_exporter.lab.run import main
+
+    args = lab_parser().parse_args([*argv, "--workdir", str(tmp_path / "lab")])
+    assert main(args) == 2
+    assert "--report needs --scenario poc and the lab's Prometheus" in capsys.readouterr().err
+    assert not (tmp_path / "lab").exists()  # nothing started

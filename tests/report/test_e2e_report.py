@@ -1,6 +1,8 @@
-"""End to end: ``fabric-exporter lab --scenario poc`` (ibsim IB fabric, simulated RoCE hosts over SSH,
-snmpsim switches, the daemon, a real Prometheus with the generated rules) -> ``fabric-exporter report``
-over the POC's window -> summary.json and index.html, the page opened in headless Chromium.
+"""End to end: ``fabric-exporter lab --scenario poc --report DIR`` (ibsim IB fabric, simulated RoCE hosts
+over SSH, snmpsim switches, the daemon, a real Prometheus with the generated rules) -> the lab's own
+report when the sequence is over, and ``fabric-exporter report`` over the POC's window without
+``--settings`` (read from the loaded rules) and with the lab's settings file -> the same figures;
+summary.json and index.html, the page opened in headless Chromium.
 
 The POC runs with short phases (PHASE seconds each, 12 phases) so the whole test takes a few
 minutes. Each fabric gets one incast; the report must find a congestion episode in that fabric
@@ -63,8 +65,9 @@ def poc(tmp_path_factory):
          "--interval", str(INTERVAL), "--rules-rate-window", f"{RATE_WINDOW:.0f}s", "--workdir", str(work),
          "--racks", "2", "--hosts-per-rack", "2", "--nics", "1",
          "--web.listen-address", f"127.0.0.1:{free_port()}", "--control-address", f"127.0.0.1:{free_port()}",
-         "--prometheus-address", f"127.0.0.1:{prom_port}", "--log.level", "error", "--duration", "600"],
-        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+         "--prometheus-address", f"127.0.0.1:{prom_port}", "--log.level", "error", "--duration", "600",
+         "--report", "lab-report"],  # relative to where the lab was started, though it changes directory
+        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
     try:
         timeline_file = work / "poc-timeline.json"
         deadline = time.monotonic() + 180
@@ -83,10 +86,18 @@ def poc(tmp_path_factory):
         url = f"http://127.0.0.1:{prom_port}"
         out = tmp / "report"
         t0 = time.monotonic()
+        # no --settings: the report reads the settings from the rules the lab's Prometheus loaded
         r = _cli("report", "--prometheus-url", url, "--from", f"{timeline['start']:.0f}", "--to", f"{end:.0f}",
-                 "--settings", str(work / "lab-mixin-settings.yaml"), "--out", str(out))
+                 "--out", str(out))
         TIMINGS["report_s"] = round(time.monotonic() - t0, 1)
         assert r.returncode == 0, r.stdout + r.stderr
+        lab_report = tmp / "lab-report" / "summary.json"
+        deadline = time.monotonic() + 120
+        while not lab_report.exists():  # the lab writes it a few scrapes after the sequence's end
+            assert lab.poll() is None, (tmp / "lab.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the lab's --report did not write a report within 120 s"
+            time.sleep(1)
+        time.sleep(0.5)
         yield {"tmp": tmp, "work": work, "url": url, "out": out, "timeline": timeline, "end": end,
                "summary": json.loads((out / "summary.json").read_text()), "stdout": r.stdout}
     finally:
@@ -209,6 +220,63 @@ def test_page_renders_in_headless_chromium(poc):
     if keep:
         shutil.copytree(poc["out"], Path(keep) / "report", dirs_exist_ok=True)
         shutil.copy(poc["work"] / "poc-timeline.json", Path(keep) / "poc-timeline.json")
+
+
+def test_report_without_settings_equals_the_report_with_the_labs_settings_file(poc, tmp_path):
+    """The settings come from the rules Prometheus evaluates: the lab's settings file agrees and changes nothing."""
+    r = _cli("report", "--prometheus-url", poc["url"], "--from", f"{poc['timeline']['start']:.0f}",
+             "--to", f"{poc['end']:.0f}", "--settings", str(poc["work"] / "lab-mixin-settings.yaml"),
+             "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    with_file = json.loads((tmp_path / "summary.json").read_text())
+    assert with_file["fabrics"] == poc["summary"]["fabrics"]
+    assert with_file["settings"] == poc["summary"]["settings"]
+    assert poc["summary"]["settings"]["rate_window"] == f"{RATE_WINDOW:.0f}s"  # the lab's, not the default 5m
+    assert poc["summary"]["settings"]["congestion.bridge_gap"] == "30s"
+
+
+def test_a_settings_file_that_disagrees_with_the_rules_is_refused(poc, tmp_path):
+    defaults = tmp_path / "defaults.yaml"
+    defaults.write_text("rate_window: 5m\n")
+    r = _cli("report", "--prometheus-url", poc["url"], "--since", "5m", "--settings", str(defaults),
+             "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    for difference in (f"rate_window: '{RATE_WINDOW:.0f}s' in the rules, '5m' in the file",
+                       "congestion.pfc_pause_fraction: 0.05 in the rules, 0.1 in the file",
+                       "congestion.bridge_gap: '30s' in the rules, '1m' in the file",
+                       "congestion.ib_xmit_wait_ratio: 5e-06 in the rules, 0.05 in the file"):
+        assert difference in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_lab_says_when_the_poc_is_over_and_writes_the_report(poc):
+    log = (poc["tmp"] / "lab.log").read_text()
+    assert "POC sequence over: baseline (30 s), incast on InfiniBand (15 s)" in log, log[-3000:]
+    assert f"POC report written to {poc['tmp'] / 'lab-report'}" in log, log[-3000:]
+    lab = json.loads((poc["tmp"] / "lab-report" / "summary.json").read_text())
+    assert (poc["tmp"] / "lab-report" / "index.html").exists()
+    start, end = poc["timeline"]["start"], poc["timeline"]["end"]
+    assert abs(_epoch(lab["window"]["from"]) - start) <= 1 and abs(_epoch(lab["window"]["to"]) - end) <= 1
+    assert lab["settings"] == poc["summary"]["settings"]
+    for fabric in ("ib-lab", "roce-lab"):
+        assert lab["fabrics"][fabric]["congestion"]["episodes_count"] >= 1, lab["fabrics"][fabric]["congestion"]
+
+
+def test_ports_and_counts_read_as_an_operator_reads_them(poc):
+    for name, f in poc["summary"]["fabrics"].items():
+        st, tp = f["stability"], f["throughput"]
+        for key in ("probes_count", "probe_failures_count", "errors_count", "link_downs_count"):
+            assert isinstance(st[key], int), (name, key, st[key])
+        # port names are "node port N" (IB) or "host device/port" (NIC), never a label dump
+        assert st["link_downs_count_by_port"] and not any("=" in port for port in st["link_downs_count_by_port"])
+        # 2 racks x 2 hosts x 1 adapter port on each fabric
+        assert tp["host_adapter_ports_count"] == 4, (name, tp)
+        assert tp["host_transmit_per_adapter_port_mean_bytes_per_second"] == pytest.approx(
+            tp["host_transmit_mean_bytes_per_second"] / 4, rel=0.05), (name, tp)
+    ib_ports = poc["summary"]["fabrics"]["ib-lab"]["stability"]["link_downs_count_by_port"]
+    assert any(re.fullmatch(r"leaf-\d+ port \d+", p) for p in ib_ports), ib_ports
+    nic_ports = poc["summary"]["fabrics"]["roce-lab"]["stability"]["link_downs_count_by_port"]
+    assert any(re.fullmatch(r"gpu-r\d-\d\d mlx5_\d/\d", p) for p in nic_ports), nic_ports
 
 
 def test_report_errors_are_clear(poc, tmp_path):

@@ -78,6 +78,7 @@ class LabOptions:
     duration: float | None = None  # stop by itself after this many seconds (demos, tests)
     poc_phase: float = 120.0  # --scenario poc: seconds per phase unit (lab/poc.py)
     rules_rate_window: str = "1m"  # rate window of the lab's generated rules
+    report: Path | None = None  # --scenario poc: write the POC report here when the sequence is over
 
 
 class Lab:
@@ -100,6 +101,7 @@ class Lab:
         self._stop = asyncio.Event()
         self._flap_state = False
         self._snmp_written = 0.0
+        self._report_task: asyncio.Future | None = None  # --report: writing the POC report
 
     # -- the parts ------------------------------------------------------------------------------
 
@@ -483,6 +485,7 @@ class Lab:
         from .poc import schedule, total_seconds
 
         loop, now = asyncio.get_running_loop(), time.time()
+        total = total_seconds(self.opts.poc_phase)
         phases = schedule(self.opts.poc_phase)
         for p in phases:
             p["start"], p["end"] = now + p["offset_seconds"], now + p["offset_seconds"] + p["seconds"]
@@ -491,13 +494,41 @@ class Lab:
                 loop.call_later(p["offset_seconds"], self.model.start, p["scenario"], time.monotonic())
                 loop.call_later(p["offset_seconds"] + p["seconds"], self.model.stop, p["scenario"])
         (self.workdir / "poc-timeline.json").write_text(json.dumps(
-            {"phase_seconds": self.opts.poc_phase, "start": now, "end": now + total_seconds(self.opts.poc_phase),
-             "phases": phases}, indent=2))
-        prom = f"http://{self.opts.prometheus_listen}"
-        print(f"POC running for {total_seconds(self.opts.poc_phase):.0f} s "
-              f"(timeline: {self.workdir / 'poc-timeline.json'}); then:\n"
-              f"  fabric-exporter report --prometheus-url {prom} --from {now:.0f} --to {now + total_seconds(self.opts.poc_phase):.0f}"
-              f" --settings {self.workdir / 'lab-mixin-settings.yaml'} --out poc-report", file=sys.stderr, flush=True)
+            {"phase_seconds": self.opts.poc_phase, "start": now, "end": now + total, "phases": phases}, indent=2))
+        # No --settings: the report reads the settings from the rules this lab's Prometheus loaded.
+        report_argv = ["--prometheus-url", f"http://{self.opts.prometheus_listen}", "--from", f"{now:.0f}",
+                       "--to", f"{now + total:.0f}", "--out", str(self.opts.report or "poc-report")]
+        print(f"POC running for {total:.0f} s (timeline: {self.workdir / 'poc-timeline.json'}); "
+              + (f"the report goes to {self.opts.report} when it is over" if self.opts.report else
+                 f"then:\n  fabric-exporter report {shlex.join(report_argv)}"), file=sys.stderr, flush=True)
+        loop.call_later(total, self._poc_over, phases, report_argv)
+
+    def _poc_over(self, phases: list[dict], report_argv: list[str]) -> None:
+        """Say that the POC sequence is over, what ran and how to get the report; write it with --report."""
+        ran = ", ".join(f"{p['phase']} ({p['seconds']:g} s)" for p in phases)
+        print(f"POC sequence over: {ran}; timeline: {self.workdir / 'poc-timeline.json'}\n"
+              + (f"  writing the report to {self.opts.report} once Prometheus has recorded the last phase"
+                 if self.opts.report else f"  report: fabric-exporter report {shlex.join(report_argv)}"),
+              file=sys.stderr, flush=True)
+        if self.opts.report:
+            self._report_task = asyncio.ensure_future(self._write_report(report_argv))
+
+    async def _write_report(self, report_argv: list[str]) -> None:
+        """``fabric-exporter report`` itself (same parser, same code), in a thread: it blocks on HTTP."""
+        from ..report.main import add_arguments as report_arguments, main as report_main
+        from .prometheus import Prometheus
+
+        if not any(isinstance(s, Prometheus) for s in self.services):
+            print("POC report not written: the lab's Prometheus is not running (scripts/setup-deps installs it)",
+                  file=sys.stderr, flush=True)
+            return
+        # the last phase's samples: two scrapes and one rule evaluation after the sequence's end
+        await asyncio.sleep(3 * max(self.opts.interval, 1.0) + 1.0)
+        parser = argparse.ArgumentParser(prog="fabric-exporter report")
+        report_arguments(parser)
+        status = await asyncio.to_thread(report_main, parser.parse_args(report_argv))
+        print(f"POC report {'written to ' + str(self.opts.report) if status == 0 else 'failed (see above)'}; "
+              f"the same again: fabric-exporter report {shlex.join(report_argv)}", file=sys.stderr, flush=True)
 
     def _banner(self, config_path: Path) -> None:
         lines = [
@@ -527,6 +558,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "POC phases; default: %(default)s)")
     p.add_argument("--poc-phase", type=float, default=120.0, metavar="SECONDS",
                    help="--scenario poc: length of one phase unit (the sequence is 12 units; default: %(default)s)")
+    p.add_argument("--report", type=Path, metavar="DIR",
+                   help="--scenario poc: when the sequence is over, write the POC report (index.html, summary.json) "
+                        "into DIR, as `fabric-exporter report` does")
     p.add_argument("--racks", type=int, default=2, help="racks (= leaves) in both fabrics (default: %(default)s)")
     p.add_argument("--hosts-per-rack", type=int, default=4, help="GPU hosts per rack (default: %(default)s)")
     p.add_argument("--nics", type=int, default=2, help="RoCE NICs per GPU host (default: %(default)s)")
@@ -546,10 +580,16 @@ def main(args: argparse.Namespace) -> int:
     from ..logsetup import setup_logging
 
     setup_logging(args.log_level, "text")
+    if args.report and ("poc" not in args.scenario or args.no_prometheus):
+        print("fabric-exporter lab: --report needs --scenario poc and the lab's Prometheus (no --no-prometheus)",
+              file=sys.stderr)
+        return 2
     opts = LabOptions(listen=args.listen, control=args.control, workdir=args.workdir, racks=args.racks,
                       hosts_per_rack=args.hosts_per_rack, nics=args.nics, ib=not args.no_ib,
                       ib_spines=args.ib_spines, prometheus=not args.no_prometheus,
                       prometheus_listen=args.prometheus_address, interval=args.interval,
                       scenarios=args.scenario, duration=args.duration, poc_phase=args.poc_phase,
-                      rules_rate_window=args.rules_rate_window)
+                      rules_rate_window=args.rules_rate_window,
+                      # absolute now: the lab changes into its work directory before the POC ends
+                      report=args.report.resolve() if args.report else None)
     return asyncio.run(Lab(opts).run())

@@ -55,8 +55,12 @@ def _alert_case(a: AlertRule, sc: Scenario, index: int) -> dict:
     }
 
 
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
 def _labels_text(labels: dict, name: str) -> str:
-    return name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return name + "{" + ", ".join(f"{k}={_quoted(v)}" for k, v in sorted(labels.items())) + "}"
 
 
 def build_tests(rs: RuleSet, rule_file: str) -> dict[int, dict]:

@@ -9,6 +9,7 @@ silently keeps a default.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -143,7 +144,14 @@ SETTINGS: tuple[Setting, ...] = (
     *(Setting(f"for.{name}", value, f"`for:` of {name}.") for name, value in FOR_DEFAULTS.items()),
 )
 
+# The settings `fabric-exporter report`'s figures depend on: the selector and rate window of its own
+# queries, the congestion thresholds behind the recorded severities, and the episode rules. The
+# generator records them as labels of one recording rule (rules/congestion.py, SETTINGS_INFO) so the
+# report reads them back from the Prometheus that evaluates the rules instead of trusting a file.
+REPORT_SETTINGS = ("selector", "rate_window", "congestion.ib_xmit_wait_ratio", "congestion.pfc_pause_fraction",
+                   "congestion.ecn_marked_ratio", "congestion.recovery_margin", "congestion.bridge_gap")
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
+_DURATION_PATHS = ("rate_window", "link_lookback", "congestion.bridge_gap")
 _BY_PATH = {s.path: s for s in SETTINGS}
 
 
@@ -164,7 +172,7 @@ def _flatten(raw: Mapping, prefix: str = "") -> dict[str, Any]:
 
 def _check(path: str, value: Any) -> Any:
     default = _BY_PATH[path].default
-    if path.startswith("for.") or path in ("rate_window", "link_lookback", "congestion.bridge_gap"):
+    if path.startswith("for.") or path in _DURATION_PATHS:
         if not isinstance(value, str) or not _DURATION.match(value):
             raise SettingsError(f"{path}: {value!r} is not a Prometheus duration (e.g. 5m)")
     elif isinstance(default, bool) or isinstance(default, list):
@@ -211,6 +219,59 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
+
+
+def settings_label(path: str) -> str:
+    """A setting's label name in the recorded settings (label names cannot hold dots)."""
+    return path.replace(".", "_")
+
+
+def _label_value(value: Any) -> str:
+    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def recorded_labels(settings: Settings) -> dict[str, str]:
+    """The REPORT_SETTINGS as the labels the generator records (numbers exactly: ``repr`` round-trips)."""
+    return {settings_label(p): _label_value(settings[p]) for p in REPORT_SETTINGS}
+
+
+def from_recorded_labels(labels: Mapping[str, str]) -> Settings:
+    """Settings whose REPORT_SETTINGS are the recorded labels (the rest: defaults, unused by the report)."""
+    missing = [settings_label(p) for p in REPORT_SETTINGS if settings_label(p) not in labels]
+    if missing:
+        raise SettingsError("recorded settings lack " + ", ".join(missing))
+    values: dict[str, Any] = {}
+    for path in REPORT_SETTINGS:
+        text = labels[settings_label(path)]
+        if isinstance(_BY_PATH[path].default, (int, float)):
+            try:
+                value: Any = float(text)
+            except ValueError:
+                raise SettingsError(f"recorded {settings_label(path)}={text!r} is not a number") from None
+        else:
+            value = text
+        node = values
+        *sections, leaf = path.split(".")
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[leaf] = value
+    return Settings(values)
+
+
+def _same(path: str, a: Any, b: Any) -> bool:
+    if path in _DURATION_PATHS or path.startswith("for."):
+        from .rules.base import duration_seconds  # here: rules import this module
+
+        return duration_seconds(a) == duration_seconds(b)  # 1m is 60s
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    return a == b
+
+
+def differences(recorded: Settings, given: Settings, paths=REPORT_SETTINGS) -> list[str]:
+    """Each setting of ``paths`` on which two settings disagree, as 'path: A (rules) vs B (file)'."""
+    return [f"{p}: {recorded[p]!r} in the rules, {given[p]!r} in the file"
+            for p in paths if not _same(p, recorded[p], given[p])]
 
 
 def load_settings(path: str | None) -> Settings:

@@ -22,7 +22,8 @@ from ..mixin.rules.congestion import FABRIC_CONGESTED_PORTS, FABRIC_SEVERITY
 from ..mixin.rules import duration_seconds
 from ..mixin.settings import Settings
 from . import episodes as ep
-from .prom import PrometheusClient, ReportError, Series
+from .ports import port_name
+from .prom import PrometheusClient, Series
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in a range query
 UTIL_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -34,7 +35,6 @@ ERROR_COUNTERS = ("fabric_ib_port_receive_errors_total", "fabric_ib_symbol_error
                   "fabric_ib_excessive_buffer_overrun_errors_total", "fabric_ib_link_error_recovery_total",
                   "fabric_roce_switch_if_rx_errors_total", "fabric_roce_switch_if_tx_errors_total",
                   "fabric_roce_nic_rx_crc_errors_total")
-CONGESTION_GROUP = "fabric-exporter.congestion.recording"
 
 
 @dataclass(frozen=True)
@@ -90,21 +90,6 @@ def _round(value, digits=6):
     return float(f"{value:.{digits}g}")
 
 
-def _port_key(labels: dict) -> str:
-    """A port's identity in the report: its labels without the metric name and scrape labels."""
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("__name__", "job", "instance"))
-
-
-def eval_interval(client: PrometheusClient) -> float:
-    """The evaluation interval of the congestion recording rules: the report's natural step."""
-    for group in client.rule_groups():
-        if group.get("name") == CONGESTION_GROUP:
-            return float(group.get("interval") or 60)
-    raise ReportError(
-        f"Prometheus has no rule group {CONGESTION_GROUP!r}: load the rules `fabric-exporter generate` writes "
-        "(alerts/fabric-exporter.rules.yaml) so congestion episodes can be computed")
-
-
 def choose_step(window_seconds: float, interval: float) -> float:
     step = max(interval, window_seconds / MAX_POINTS)
     return float(math.ceil(step))
@@ -120,20 +105,32 @@ class Collector:
         self.c, self.s, self.w = client, settings, window
         self.rw = settings["rate_window"]
 
-    def sum_of(self, exprs) -> float | None:
-        """Sum of instant results of several queries (one per metric: their label sets may collide)."""
-        values = [v for v in (self.total(e) for e in exprs) if v is not None]
-        return sum(values) if values else None
-
     def fsel(self, fabric: str, extra: str = "") -> str:
         return self.s.sel(",".join(x for x in (f'fabric="{fabric}"', extra) if x))
 
     def rng(self, expr: str) -> list[Series]:
         return self.c.query_range(expr, self.w.start, self.w.end, self.w.step)
 
-    def total(self, expr: str) -> float | None:
-        result = self.c.query(expr, self.w.end)
-        return sum(s.samples[0][1] for s in result) if result else None
+    def counted(self, metrics, sel: str) -> int | None:
+        """Events the counters counted in the window, as a whole number (``increase()`` extrapolates to
+        the window's edges and gives 3479.04 probes). A series that was there at the start and did not
+        reset: its last value in the window minus its value at the start. The others, usually few
+        (born inside the window, or reset in it), are fetched at every step and counted from their
+        first sample, reset-aware (``episodes.counter_increase``): a counter first seen at 1,000,014 had
+        counted that before anyone looked. None when no metric has a series.
+
+        The value at the start is the last sample in the hour up to it, not ``x @ start``: a series that
+        missed scrapes around the start (a staleness marker) would otherwise look born in the window."""
+        w, total, seen = self.w, 0.0, False
+        for metric in metrics:
+            last = f"last_over_time({metric}{sel}[{w.range}] @ {w.end:.3f})"
+            first = f"last_over_time({metric}{sel}[1h] @ {w.start:.3f})"
+            reset = f"resets({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
+            for s in self.c.query(f"sum(({last} - {first}) unless {reset})", w.end):
+                total, seen = total + s.samples[0][1], True
+            for s in self.rng(f"{metric}{sel} unless ({first} unless {reset})"):
+                total, seen = total + ep.counter_increase(s.samples), True
+        return int(round(total)) if seen else None
 
     # -- sections ---------------------------------------------------------------------------------
 
@@ -162,10 +159,13 @@ class Collector:
         rw = self.rw
         ca = self.fsel(name, 'node_type="ca"')
         nics = self.fsel(name, 'host!=""')
-        host_tx = _sum_by_time(
-            self.rng(f"sum(rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}])"
-                     f" and on (fabric, node_guid) fabric_ib_node_info{ca})")
-            + self.rng(f"sum(rate(fabric_roce_tx_bytes_total{nics}[{rw}]))"))
+        # Host adapter ports: IB ports of CA nodes (HCAs), RoCE NIC ports; per step, the ports with a rate.
+        port_tx = (f"rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}])"
+                   f" and on (fabric, node_guid) fabric_ib_node_info{ca}",
+                   f"rate(fabric_roce_tx_bytes_total{nics}[{rw}])")
+        host_tx = _sum_by_time([x for e in port_tx for x in self.rng(f"sum({e})")])
+        adapters = dict(_sum_by_time([x for e in port_tx for x in self.rng(f"count({e})")]))
+        per_adapter = [(t, v / adapters[t]) for t, v in host_tx if adapters.get(t)]
         util = (f"(rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}]) / (fabric_ib_port_rate_bytes_per_second{sel} > 0))"
                 f" or (rate(fabric_roce_tx_bytes_total{sel}[{rw}]) / "
                 f"(fabric_roce_switch_if_speed_bytes_per_second{sel} > 0))")
@@ -175,17 +175,20 @@ class Collector:
         for lo, hi in zip(UTIL_BINS, UTIL_BINS[1:]):
             upper = f"< {hi}" if hi < 1 else ""  # the last bin takes everything from 0.9 up (rates overshoot)
             hist.append(sum(_values(_sum_by_time(self.rng(f"count(({util}) >= {lo} {upper})")))))
-        values = _values(host_tx)
+        values, each = _values(host_tx), _values(per_adapter)
         figures = {
             "host_transmit_mean_bytes_per_second": _round(statistics.fmean(values)) if values else None,
             "host_transmit_peak_bytes_per_second": _round(max(values)) if values else None,
+            "host_adapter_ports_count": int(max(adapters.values())) if adapters else 0,
+            "host_transmit_per_adapter_port_mean_bytes_per_second": _round(statistics.fmean(each)) if each else None,
+            "host_transmit_per_adapter_port_peak_bytes_per_second": _round(max(each)) if each else None,
             "link_utilisation_p50_ratio": _round(_median(quantiles[0.5])),
             "link_utilisation_p99_ratio": _round(_median(quantiles[0.99])),
             "link_utilisation_max_ratio": _round(max(peak)) if peak else None,
             "link_utilisation_histogram_port_samples": dict(
                 (f"{lo:.1f}-{hi:.1f}", int(n)) for lo, hi, n in zip(UTIL_BINS, UTIL_BINS[1:], hist)),
         }
-        return figures, {"host_tx": host_tx, "hist": hist}
+        return figures, {"host_tx": host_tx, "per_adapter": per_adapter, "hist": hist}
 
     def latency(self, name: str, sel: str):
         rw = self.rw
@@ -257,14 +260,14 @@ class Collector:
             for s in self.rng(f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"):
                 n = ep.counter_increase(s.samples)
                 if n > 0:
-                    key = _port_key(s.labels)
+                    key = port_name(s.labels)
                     downs_by_port[key] = downs_by_port.get(key, 0) + n
                     down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if b != a]
         # IB links the topology expects up going down (ibsim, and some firmware, never count LinkDowned)
         unexpected = f"fabric_ib_port_link_down_unexpected{sel}"
         for s in self.rng(f"{unexpected} and changes({unexpected}[{w.range}] @ {w.end:.3f}) > 0"):
             n = ep.state_changes(s.samples, up=0.0)
-            key = _port_key(s.labels)
+            key = port_name(s.labels)
             if n and n > downs_by_port.get(key, 0):  # the same event may also be in LinkDowned
                 downs_by_port[key] = n
                 down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 0 and b != 0]
@@ -272,19 +275,19 @@ class Collector:
         for s in self.rng(f"{oper} and changes({oper}[{w.range}] @ {w.end:.3f}) > 0"):
             n = ep.state_changes(s.samples)
             if n:
-                downs_by_port[f"switch={s.labels.get('switch')},interface={s.labels.get('interface')}"] = n
+                downs_by_port[port_name(s.labels)] = n
                 down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 1 and b != 1]
         errors = _sum_by_time(
             [x for m in ERROR_COUNTERS for x in self.rng(f"sum(rate({m}{sel}[{rw}]))")])
-        error_total = self.sum_of(f"sum(increase({m}{sel}[{w.range}]))" for m in ERROR_COUNTERS)
+        error_total = self.counted(ERROR_COUNTERS, sel)
         clients = self.fsel(name, 'role="client"')
-        probes = self.total(f"sum(increase(fabric_rdma_latency_probes_total{clients}[{w.range}]))")
-        failures = self.total(f"sum(increase(fabric_rdma_latency_probe_failures_total{sel}[{w.range}]))") or 0.0
+        probes = self.counted(("fabric_rdma_latency_probes_total",), clients)
+        failures = self.counted(("fabric_rdma_latency_probe_failures_total",), sel) or 0
         loss = _sum_by_time(self.rng(
             f"(sum(rate(fabric_rdma_latency_probe_failures_total{sel}[{rw}])) or vector(0))"
             f" / sum(rate(fabric_rdma_latency_probes_total{sel}[{rw}]))"))
-        storm_events = self.sum_of(f"sum(increase({m}{sel}[{w.range}]))" for m in (
-            "fabric_roce_nic_pause_storm_error_events_total", "fabric_roce_switch_pfcwd_storms_detected_total"))
+        storm_events = self.counted(("fabric_roce_nic_pause_storm_error_events_total",
+                                     "fabric_roce_switch_pfcwd_storms_detected_total"), sel)
         storm_alert = _sum_by_time(self.rng(
             f'count(ALERTS{{alertname="FabricRocePfcPauseStorm",alertstate="firing",fabric="{name}"}})'))
         has_pfc = bool(self.c.query(f"group(last_over_time(fabric_roce_pfc_rx_pause_frames_total{sel}[{w.range}]))",
@@ -294,13 +297,15 @@ class Collector:
             "link_downs_count": int(sum(downs_by_port.values())),
             "ports_with_link_downs_count": len(downs_by_port),
             "ports_flapping_count": sum(1 for n in downs_by_port.values() if n > flap_limit),
-            "errors_count": _round(error_total) if error_total is not None else 0,
+            "errors_count": error_total or 0,
             "errors_per_second_mean": _round(statistics.fmean(_values(errors))) if _values(errors) else 0.0,
-            "probes_count": _round(probes) if probes is not None else 0,
+            "probes_count": probes or 0,
+            "probe_failures_count": failures,
             "probe_loss_ratio": _round(failures / probes) if probes else None,
-            "pause_storm_events_count": (_round(storm_events) if storm_events is not None else 0) if has_pfc else None,
+            "pause_storm_events_count": (storm_events or 0) if has_pfc else None,
             "pause_storm_alert_seconds": _round(len(storm_alert) * w.step) if has_pfc else None,
-            "link_downs_count_by_port": dict(sorted(downs_by_port.items(), key=lambda kv: (-kv[1], kv[0]))[:20]),
+            "link_downs_count_by_port": {k: int(v) for k, v in
+                                         sorted(downs_by_port.items(), key=lambda kv: (-kv[1], kv[0]))[:20]},
         }
         return figures, {"errors": errors, "loss": loss, "down_times": sorted(down_times), "storm": storm_alert}
 

@@ -63,7 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a fabric to report (repeatable; default: every fabric with data in the window)")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for index.html and summary.json")
     p.add_argument("--settings", metavar="FILE",
-                   help="the mixin settings the rules were generated with (selector, rate window, thresholds)")
+                   help="optional: a mixin settings file to check against the settings the rules loaded in "
+                        "Prometheus record (the report always uses the recorded ones; it refuses a file that "
+                        "disagrees and names the differences)")
     p.add_argument("--step", type=float, metavar="SECONDS",
                    help="resolution (default: the congestion rules' evaluation interval, coarser for long windows)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-request timeout")
@@ -72,16 +74,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def build(args, now: float | None = None) -> dict:
     """Collect, render and write; returns the summary. Raises ReportError."""
     from ..mixin.settings import SettingsError, load_settings
-    from . import collect, page, plots  # matplotlib only now
+    from . import collect, loaded_rules, page, plots  # matplotlib only now
 
     started = time.monotonic()
     try:
-        settings = load_settings(args.settings)
+        given = load_settings(args.settings) if args.settings else None
     except (SettingsError, OSError) as e:
         raise ReportError(f"--settings: {e}") from None
     client = PrometheusClient(args.prometheus_url, timeout=args.timeout)
     start, end = resolve_window(args, now if now is not None else time.time())
-    interval = collect.eval_interval(client)
+    rules = loaded_rules.read(client.rule_groups(), f"Prometheus at {client.base}")
+    if given is not None:
+        loaded_rules.check_given(rules.settings, given, args.settings)
+    settings, interval = rules.settings, rules.interval
     step = args.step or collect.choose_step(end - start, interval)
     if (end - start) / step > collect.MAX_POINTS:
         raise ReportError(f"--step {step:g} gives more than {collect.MAX_POINTS} points over this window")
@@ -90,8 +95,8 @@ def build(args, now: float | None = None) -> dict:
     if not known:
         raise ReportError(
             f"no fabric-exporter data in Prometheus at {client.base} between {collect.iso(start)} and "
-            f"{collect.iso(end)} (no fabric_up{settings.sel()} series): check the window and that this "
-            "Prometheus scrapes the exporter (and --settings' selector)")
+            f"{collect.iso(end)} (no fabric_up{settings.sel()} series; the selector is the loaded rules'): check "
+            "the window and that this Prometheus scrapes the exporter")
     unknown = [f for f in args.fabric if f not in known]
     if unknown:
         raise ReportError(f"unknown fabric(s) {', '.join(map(repr, unknown))}: fabrics with data in the window: "
@@ -108,10 +113,7 @@ def build(args, now: float | None = None) -> dict:
     summary = {"window": {"from": meta["from"], "to": meta["to"], "window_seconds": round(end - start, 3),
                           "step_seconds": step, "rules_evaluation_interval_seconds": interval,
                           "prometheus_url": client.base},
-               "settings": {"rate_window": settings["rate_window"],
-                            **{k: settings[k] for k in ("congestion.ib_xmit_wait_ratio", "congestion.pfc_pause_fraction",
-                                                         "congestion.ecn_marked_ratio", "congestion.recovery_margin",
-                                                         "congestion.bridge_gap")}},
+               "settings": loaded_rules.as_summary(settings),
                "fabrics": {r.name: r.figures for r in reports}}
     meta["elapsed_seconds"] = time.monotonic() - started
     summary["generated"] = {"version": __version__, "elapsed_seconds": round(meta["elapsed_seconds"], 2),

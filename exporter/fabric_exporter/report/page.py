@@ -8,8 +8,12 @@ from .collect import FabricReport
 
 # (section, figure label, key in that section, how to show it)
 SUMMARY_ROWS = (
-    ("Throughput", "host transmit, mean", "host_transmit_mean_bytes_per_second", "gbps"),
-    ("Throughput", "host transmit, peak", "host_transmit_peak_bytes_per_second", "gbps"),
+    ("Throughput", "host transmit, mean / peak", ("host_transmit_mean_bytes_per_second",
+                                                  "host_transmit_peak_bytes_per_second"), "gbps"),
+    ("Throughput", "per host adapter port, mean / peak", ("host_transmit_per_adapter_port_mean_bytes_per_second",
+                                                          "host_transmit_per_adapter_port_peak_bytes_per_second"),
+     "gbps"),
+    ("Throughput", "host adapter ports (IB: HCA ports; RoCE: NIC ports)", "host_adapter_ports_count", "int"),
     ("Throughput", "link utilisation p50 / p99 (median over time)", ("link_utilisation_p50_ratio",
                                                                        "link_utilisation_p99_ratio"), "pct2"),
     ("Tail latency", "p50 / p99 / p99.9 (median over time)", ("p50_median_seconds", "p99_median_seconds",
@@ -22,7 +26,8 @@ SUMMARY_ROWS = (
     ("Congestion recovery", "recovery time median / max", ("recovery_median_seconds", "recovery_max_seconds"), "s2"),
     ("Stability", "link downs (ports flapping)", ("link_downs_count", "ports_flapping_count"), "int2"),
     ("Stability", "errors counted (mean per second)", ("errors_count", "errors_per_second_mean"), "num2"),
-    ("Stability", "probe loss", "probe_loss_ratio", "pct"),
+    ("Stability", "probe loss (failed / probes run)", ("probe_loss_ratio", "probe_failures_count", "probes_count"),
+     "loss"),
     ("Stability", "PFC pause storm events (alert firing)", ("pause_storm_events_count", "pause_storm_alert_seconds"),
      "storm"),
     ("Data completeness", "targets fresh: least / mean", ("fresh_min_ratio", "fresh_mean_ratio"), "pct2"),
@@ -60,7 +65,11 @@ def _n(v, unit=""):
 def _fmt(kind: str, values: list):
     v = values
     if kind == "gbps":
-        return "n/a" if v[0] is None else f"{_g(v[0] * 8 / 1e9)} Gb/s"
+        if all(x is None for x in v):
+            return "n/a"
+        return " / ".join("n/a" if x is None else _g(x * 8 / 1e9) for x in v) + " Gb/s"
+    if kind == "loss":
+        return "n/a" if v[0] is None else f"{_g(v[0] * 100)} % ({_n(v[1])} / {_n(v[2])})"
     if kind in ("pct", "pct2"):
         return " / ".join("n/a" if x is None else f"{_g(x * 100)} %" for x in v)
     if kind == "us3":

@@ -43,6 +43,18 @@ def _time_axis(ax):
     ax.set_xlabel("time (UTC)")
 
 
+def _legend_below(ax, *more_axes) -> None:
+    """The legend under the axes, outside the plotted area: it never hides a line or a label drawn on
+    the plot (the recovery annotations)."""
+    handles, labels = [], []
+    for a in (ax, *more_axes):
+        h, lbl = a.get_legend_handles_labels()
+        handles += h
+        labels += lbl
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=min(4, len(labels)),
+              fontsize=6, frameon=False)
+
+
 def _empty(ax, what: str):
     ax.text(0.5, 0.5, f"no {what} in this window", ha="center", va="center", transform=ax.transAxes, color="#a00")
     ax.set_xticks([])
@@ -61,18 +73,28 @@ def _finish(ax, drawn: bool, title: str, missing: str, *, time_axis: bool = True
 
 def throughput(data: dict) -> str:
     fig, (a, b) = plt.subplots(1, 2, figsize=SIZE, gridspec_kw={"width_ratios": [3, 2]})
+    # Per adapter port on the left axis: the figure that compares fabrics of different size; the
+    # fabric total on the right.
     if data["host_tx"]:
-        a.plot(_times(data["host_tx"]), [v * 8 / 1e9 for _, v in data["host_tx"]], color="#1f77b4", lw=1)
-        a.set_ylabel("host transmit (Gb/s)")
+        a.plot(_times(data["per_adapter"]), [v * 8 / 1e9 for _, v in data["per_adapter"]], color="#1f77b4", lw=1,
+               label="per adapter port")
+        a.set_ylabel("per adapter port (Gb/s)")
         a.set_ylim(bottom=0)
-    _finish(a, bool(data["host_tx"]), "Throughput (host adapters)", "throughput data")
-    total = sum(data["hist"])
-    if total:
-        b.bar([lo + 0.05 for lo in UTIL_BINS[:-1]], [n / total for n in data["hist"]], width=0.09, color="#2ca02c")
+        total = a.twinx()
+        total.plot(_times(data["host_tx"]), [v * 8 / 1e9 for _, v in data["host_tx"]], color="#7f7f7f", lw=0.8,
+                   ls="--", label="fabric total (right axis)")
+        total.set_ylabel("fabric total (Gb/s)", color="#7f7f7f")
+        total.set_ylim(bottom=0)
+        total.grid(False)
+        _legend_below(a, total)
+    _finish(a, bool(data["host_tx"]), "Host transmit", "throughput data")
+    samples = sum(data["hist"])
+    if samples:
+        b.bar([lo + 0.05 for lo in UTIL_BINS[:-1]], [n / samples for n in data["hist"]], width=0.09, color="#2ca02c")
         b.set_xlim(0, 1)
         b.set_xlabel("link utilisation")
         b.set_ylabel("share of port-samples")
-    _finish(b, bool(total), "Link utilisation distribution", "utilisation data", time_axis=False)
+    _finish(b, bool(samples), "Link utilisation distribution", "utilisation data", time_axis=False)
     return _svg(fig)
 
 
@@ -86,7 +108,7 @@ def latency(data: dict) -> str:
     if drawn:
         ax.set_yscale("log")
         ax.set_ylabel("latency (µs)")
-        ax.legend(loc="upper left")
+        _legend_below(ax)
     _finish(ax, drawn, "Probed RDMA latency (fabric-wide quantiles)", "latency probes")
     return _svg(fig)
 
@@ -110,7 +132,7 @@ def congestion(data: dict) -> str:
         ax.set_yscale("symlog", linthresh=0.1)
         ax.set_ylim(bottom=0)
         ax.set_ylabel("signal / threshold")
-        ax.legend(loc="upper right", fontsize=6)
+        _legend_below(ax)
     _finish(ax, bool(data["severity"]), f"Congestion episodes ({len(data['episodes'])}) and recovery",
             "congestion severity (are the congestion rules loaded?)")
     return _svg(fig)
@@ -130,9 +152,11 @@ def stability(data: dict) -> str:
         ts = _times(data["storm"])
         ax.scatter(ts, [0] * len(ts), marker="|", color="#e377c2", label="PFC pause storm alert")
         drawn = True
+    twin = None
     if data["loss"]:
         twin = ax.twinx()
-        twin.plot(_times(data["loss"]), [v * 100 for _, v in data["loss"]], color="#17becf", lw=1, ls=":")
+        twin.plot(_times(data["loss"]), [v * 100 for _, v in data["loss"]], color="#17becf", lw=1, ls=":",
+                  label="probe loss (right axis)")
         twin.set_ylabel("probe loss (%)", color="#17becf")
         twin.set_ylim(bottom=0)
         twin.grid(False)
@@ -140,7 +164,7 @@ def stability(data: dict) -> str:
     if drawn:
         ax.set_ylabel("errors per second")
         ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left", fontsize=6)
+        _legend_below(ax, *([twin] if twin else []))
     _finish(ax, drawn, "Stability: errors, link downs, probe loss, pause storms", "stability data")
     return _svg(fig)
 

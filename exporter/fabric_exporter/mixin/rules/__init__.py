@@ -52,7 +52,9 @@ def to_prometheus(rs: RuleSet) -> dict:
     """The rule file as Prometheus loads it (``rule_files``)."""
     groups = []
     for name, recs in rs.recording_groups:
-        groups.append({"name": name, "rules": [{"record": r.record, "expr": r.expr} for r in recs]})
+        groups.append({"name": name, "rules": [{"record": r.record, "expr": r.expr, **({"labels": dict(r.labels)}
+                                                                                    if r.labels else {})}
+                                               for r in recs]})
     for name, alerts in rs.alert_groups:
         rules = []
         for a in alerts:

@@ -38,6 +38,7 @@ class Recording:
     test_at: int = 0  # in steps
     test_expect: tuple[tuple[dict, float], ...] = ()
     test_step: int = 1  # minutes
+    labels: tuple[tuple[str, str], ...] = ()  # static labels the rule adds to what it records
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ..settings import recorded_labels
 from .base import EXAMPLE, IB_PORT, NIC_PORT, SWITCH_IF, Ctx, Recording, fmt
 
 SEVERITY_RULES = ("fabric:ib_port_congestion:severity", "fabric:roce_nic_port_congestion:severity",
@@ -26,6 +27,10 @@ FABRIC_SEVERITY = "fabric:fabric_congestion:severity"
 FABRIC_CONGESTED = "fabric:fabric_congested:bool"
 FABRIC_CONGESTED_PORTS = "fabric:fabric_congested_ports:count"
 PORT_CONGESTED = "fabric:port_congested:bool"
+# One series, value 1, whose labels are the settings these rules were generated with (the ones the
+# POC report depends on: settings.REPORT_SETTINGS). `fabric-exporter report` reads them from the rules
+# API, where they are visible as soon as the rules are loaded; the series keeps their history.
+SETTINGS_INFO = "fabric:mixin_settings:info"
 
 
 def fabric_by(c: Ctx) -> str:
@@ -107,4 +112,7 @@ def congestion_rules(c: Ctx) -> list[Recording]:
     rec.append(Recording(
         FABRIC_CONGESTED, f"{FABRIC_SEVERITY}{sel()} > bool 1",
         quiet, 10, ((lab, 0.0), (roce, 1.0))))
+    settings_labels = recorded_labels(c.s)
+    rec.append(Recording(SETTINGS_INFO, "vector(1)", (), 1, ((settings_labels, 1.0),),
+                         labels=tuple(sorted(settings_labels.items()))))
     return rec
