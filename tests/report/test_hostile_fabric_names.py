@@ -131,3 +131,23 @@ def test_quote_round_trips_through_prometheus(prometheus, value):
     longer = f'label_replace(label_replace(vector(1), "w", {quote(value + "x")}, "", ""), "m", "yes", "w", ' \
              f'{quote(value, regex=True)})'
     assert labels(longer) == [{"w": value + "x"}]
+
+
+def test_a_one_year_window_is_downsampled_and_says_so(prometheus, tmp_path):
+    """A year of window (the data is seconds old): the step is chosen so a series has at most
+    collect.MAX_POINTS points, the report says so, and its memory stays that of a small report."""
+    from fabric_exporter.report.collect import MAX_POINTS
+    from tests.harness.hostile_prometheus import run_measured
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'exporter'}:{ROOT}"}
+    run = run_measured([sys.executable, "-m", "fabric_exporter", "report", "--prometheus-url", prometheus["url"],
+                        "--since", "365d", "--settings", str(prometheus["settings"]), "--out", str(tmp_path / "out")],
+                       env=env, cwd=str(tmp_path), kill_after=300)
+    print(f"\none-year window: {run}")
+    assert run.returncode == 0, run
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    step = summary["window"]["step_seconds"]
+    assert 365 * 86400 / step <= MAX_POINTS and step == 3154, summary["window"]
+    assert f"note: step {step:g} s instead of the rules' 1 s" in run.stderr, run
+    assert set(summary["fabrics"]) == set(FABRICS)
+    assert run.peak_rss_mb < 300, run
