@@ -1,9 +1,10 @@
 """``fabric-exporter report`` against every mode of the hostile Prometheus (tests/harness): exit
 status, wall time, peak RSS of the report process, whether it printed a traceback.
 
-    PYTHONPATH=exporter:. python bench/bench_report_hostile.py [--timeout 5] [--extra "--deadline 20"]
+    PYTHONPATH=exporter:. python bench/bench_report_hostile.py [--timeout 5] [--extra "--deadline 20"] [MODE...]
 
-The same runs the parametrized test asserts on; this prints the figures (before/after a change).
+The same runs the parametrized test asserts on; this prints the figures. For a before/after, point
+--code at another checkout's exporter/ (e.g. `git archive main exporter | tar -x -C /tmp/before`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ def main() -> None:
     p.add_argument("--timeout", default="5")
     p.add_argument("--extra", default="", help="more report arguments")
     p.add_argument("--kill-after", type=float, default=300.0)
+    p.add_argument("--code", default=str(ROOT / "exporter"), help="the fabric_exporter package's parent directory")
     p.add_argument("modes", nargs="*", default=list(MODES))
     a = p.parse_args()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'exporter'}:{ROOT}"}
+    env = {**os.environ, "PYTHONPATH": f"{a.code}:{ROOT}"}
     print(f"{'mode':22} {'exit':>4} {'seconds':>8} {'peak RSS MB':>11}  traceback  last stderr line")
     for mode in a.modes:
         with tempfile.TemporaryDirectory() as tmp, HostilePrometheus(mode) as prom:
