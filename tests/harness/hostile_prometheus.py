@@ -42,6 +42,7 @@ MODES = {
     "cut_short": "rules",        # Content-Length 10,000, 100 bytes, then close
     "cut_short_chunked": "query",  # a chunked body that stops inside a chunk
     "trickle": "rules",          # headers, then one byte every 2 s
+    "trickle_headers": "rules",  # the status line, then a header one byte every 2 s
     "silent": "rules",           # accepts, never answers
     "huge": "query_range",       # a valid 100 MB matrix, its Content-Length announced
     "huge_unannounced": "query_range",  # the same without Content-Length (read until the server closes)
@@ -175,6 +176,12 @@ class HostilePrometheus:
             h.wfile.flush()
             while not self.stopping.wait(TRICKLE_SECONDS):
                 h.wfile.write(b" ")
+                h.wfile.flush()
+        elif m == "trickle_headers":
+            h.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            h.wfile.flush()
+            while not self.stopping.wait(TRICKLE_SECONDS):
+                h.wfile.write(b"X")
                 h.wfile.flush()
         elif m == "silent":
             self.stopping.wait(600)

@@ -39,6 +39,7 @@ EXPECTED = {
     "cut_short": "broke off its answer to /api/v1/rules (IncompleteRead)",
     "cut_short_chunked": "broke off its answer to /api/v1/query (IncompleteRead)",
     "trickle": "did not finish answering /api/v1/rules within 5 s (--timeout 5 s)",
+    "trickle_headers": "did not finish answering /api/v1/rules within 5 s (--timeout 5 s)",
     "silent": "did not finish answering /api/v1/rules within 5 s (--timeout 5 s)",
     "huge": "larger than the 33,554,432-byte cap (it announces",
     "huge_unannounced": "larger than the 33,554,432-byte cap (it kept coming",
