@@ -154,3 +154,21 @@ def test_custom_settings_generate_passing_tests(promtool, tmp_path):
     generate.generate(str(out), str(settings))
     r = _run([promtool, "test", "rules", generate.TEST_FILE, generate.HOURLY_TEST_FILE], out / "alerts")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_hostile_lossless_queue_and_priority_stay_one_label_value(promtool, tmp_path):
+    """Settings values are quoted by fabric_exporter.promql.quote wherever they enter a matcher or a
+    test series: a queue named with a quote, a backslash and a would-be injection still gives rules
+    promtool accepts and whose own tests pass (so the matcher selects exactly that value)."""
+    settings = tmp_path / "site.yaml"
+    settings.write_text(yaml.safe_dump({
+        "lossless_priority": '3"} or vector(1) or {x="', "lossless_queue": 'UC"3\\',
+        "rate_window": "5m"}))
+    out = tmp_path / "out"
+    generate.generate(str(out), str(settings))
+    rule_text = (out / "alerts" / generate.RULE_FILE).read_text()
+    assert 'queue="UC\\"3\\\\"' in rule_text and '{x=\\"' in rule_text  # escaped, inside the string
+    r = _run([promtool, "check", "rules", generate.RULE_FILE], out / "alerts")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _run([promtool, "test", "rules", generate.TEST_FILE, generate.HOURLY_TEST_FILE], out / "alerts")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -110,3 +110,26 @@ def test_summary_figures_read_without_exponents(kind, values, text):
     from fabric_exporter.report.page import _fmt
 
     assert _fmt(kind, values) == text
+
+
+@pytest.mark.parametrize("value, literal, regex", [
+    ("ib-lab", '"ib-lab"', '"ib-lab"'),
+    ('a"b\\c', '"a\\"b\\\\c"', '"a\\"b\\\\\\\\c"'),
+    ("x\ny\tz\x01", '"x\\ny\\tz\\x01"', '"x\\ny\\tz\\x01"'),
+    ("a.b*", '"a.b*"', '"a\\\\.b\\\\*"'),
+])
+def test_quote_writes_promql_string_literals(value, literal, regex):
+    """The exact text (Prometheus reading it back is tests/report/test_hostile_fabric_names.py)."""
+    from fabric_exporter.promql import quote
+
+    assert quote(value) == literal
+    assert quote(value, regex=True) == regex
+
+
+def test_quote_refuses_what_cannot_be_a_label_value():
+    from fabric_exporter.promql import quote
+
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        quote("bad\udcff")
+    with pytest.raises(TypeError):
+        quote(3)

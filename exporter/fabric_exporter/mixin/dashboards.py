@@ -7,6 +7,7 @@ exactly what an alert evaluates); throughput panels compute their own rates with
 
 from __future__ import annotations
 
+from ..promql import quote
 from .panels import Query as Q
 from .panels import dashboard, heatmap, query_variable, row, stat, table, timeseries
 from .settings import Settings
@@ -53,7 +54,7 @@ def _fabric_total(metric: str, selector: str, legend: str = "", fn: str = "rate"
 def overview(s: Settings) -> dict:
     f = s.sel('fabric=~"$fabric"')
     p = s["lossless_priority"]
-    lp = s.sel(f'fabric=~"$fabric",priority="{p}"')
+    lp = s.sel(f'fabric=~"$fabric",priority={quote(p)}')
     n = s["top_n"]
     nic_f = s.sel('fabric=~"$fabric",host!=""')
     ib_link = _link(s, "infiniband", "var-fabric=${__data.fields.fabric}&var-node=${__data.fields.node_name}")
@@ -231,9 +232,9 @@ def roce(s: Settings) -> dict:
     nicp = s.sel('fabric=~"$fabric",host=~"$host",priority=~"$priority"')
     sw = s.sel('fabric=~"$fabric",switch=~"$switch",interface=~"$interface"')
     swp = s.sel('fabric=~"$fabric",switch=~"$switch",interface=~"$interface",priority=~"$priority"')
-    lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",interface=~"$interface",queue="{s["lossless_queue"]}"')
+    lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",interface=~"$interface",queue={quote(s["lossless_queue"])}')
     nic_link = _link(s, "roce", "var-fabric=${__data.fields.fabric}&var-host=${__data.fields.host}")
-    lossless = s.sel(f'fabric=~"$fabric",priority="{s["lossless_priority"]}"')
+    lossless = s.sel(f'fabric=~"$fabric",priority={quote(s["lossless_priority"])}')
     panels = [
         row("PFC on NIC ports"),
         timeseries("NIC PFC pause frames per priority", [

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 
+from ..promql import quote
 from .rules import AlertRule, RuleSet, Scenario, duration_seconds
 
 _LABEL_REF = re.compile(r"\{\{\s*\$labels\.(\w+)\s*\}\}")
@@ -55,12 +56,8 @@ def _alert_case(a: AlertRule, sc: Scenario, index: int) -> dict:
     }
 
 
-def _quoted(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def _labels_text(labels: dict, name: str) -> str:
-    return name + "{" + ", ".join(f"{k}={_quoted(v)}" for k, v in sorted(labels.items())) + "}"
+    return name + "{" + ", ".join(f"{k}={quote(v)}" for k, v in sorted(labels.items())) + "}"
 
 
 def build_tests(rs: RuleSet, rule_file: str) -> dict[int, dict]:

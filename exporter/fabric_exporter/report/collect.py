@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from ..mixin.rules.congestion import FABRIC_CONGESTED_PORTS, FABRIC_SEVERITY
 from ..mixin.rules import duration_seconds
 from ..mixin.settings import Settings
+from ..promql import quote
 from . import episodes as ep
 from .ports import port_name
 from .prom import PrometheusClient, Series
@@ -106,7 +107,7 @@ class Collector:
         self.rw = settings["rate_window"]
 
     def fsel(self, fabric: str, extra: str = "") -> str:
-        return self.s.sel(",".join(x for x in (f'fabric="{fabric}"', extra) if x))
+        return self.s.sel(",".join(x for x in (f"fabric={quote(fabric)}", extra) if x))
 
     def rng(self, expr: str) -> list[Series]:
         return self.c.query_range(expr, self.w.start, self.w.end, self.w.step)
@@ -135,7 +136,7 @@ class Collector:
     # -- sections ---------------------------------------------------------------------------------
 
     def fabric(self, name: str) -> FabricReport:
-        sel = self.s.sel(f'fabric="{name}"')
+        sel = self.s.sel(f"fabric={quote(name)}")
         with ThreadPoolExecutor(max_workers=4) as pool:
             parts = {k: pool.submit(fn, name, sel) for k, fn in (
                 ("throughput", self.throughput), ("latency", self.latency), ("stability", self.stability),
@@ -197,7 +198,7 @@ class Collector:
             series[key] = _sum_by_time(self.rng(
                 f"histogram_quantile({q}, sum by (le) (rate(fabric_rdma_latency_seconds_bucket{sel}[{rw}])))"))
         pairs = []
-        for s in self.rng(f'fabric:rdma_latency_seconds:p99{{fabric="{name}"}}'):
+        for s in self.rng(f"fabric:rdma_latency_seconds:p99{{fabric={quote(name)}}}"):
             v = _values(s.samples)
             if v:
                 pairs.append({"source_group": s.labels.get("source_group", ""),
@@ -289,7 +290,7 @@ class Collector:
         storm_events = self.counted(("fabric_roce_nic_pause_storm_error_events_total",
                                      "fabric_roce_switch_pfcwd_storms_detected_total"), sel)
         storm_alert = _sum_by_time(self.rng(
-            f'count(ALERTS{{alertname="FabricRocePfcPauseStorm",alertstate="firing",fabric="{name}"}})'))
+            f'count(ALERTS{{alertname="FabricRocePfcPauseStorm",alertstate="firing",fabric={quote(name)}}})'))
         has_pfc = bool(self.c.query(f"group(last_over_time(fabric_roce_pfc_rx_pause_frames_total{sel}[{w.range}]))",
                                     w.end))
         flap_limit = 1

@@ -16,7 +16,8 @@ import time
 from datetime import datetime, timezone
 
 from .. import __version__
-from .prom import PrometheusClient, ReportError
+from . import limits
+from .prom import DEFAULT_MAX_RESPONSE_BYTES, PrometheusClient, ReportError
 
 _DURATION_HELP = "a Prometheus duration: 90m, 6h, 2d"
 
@@ -24,7 +25,7 @@ _DURATION_HELP = "a Prometheus duration: 90m, 6h, 2d"
 def parse_time(text: str) -> float:
     """RFC 3339 (2026-11-30T10:00:00Z, offsets allowed) or Unix seconds."""
     try:
-        return float(text)
+        return limits.check_time(float(text), text)
     except ValueError:
         pass
     try:
@@ -33,7 +34,7 @@ def parse_time(text: str) -> float:
         raise ReportError(f"{text!r} is neither an RFC 3339 time (2026-11-30T10:00:00Z) nor Unix seconds") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
+    return limits.check_time(parsed.timestamp(), text)
 
 
 def resolve_window(args, now: float) -> tuple[float, float]:
@@ -45,12 +46,14 @@ def resolve_window(args, now: float) -> tuple[float, float]:
         seconds = duration_seconds(args.since) if re.fullmatch(r"(\d+(ms|s|m|h|d|w|y))+", args.since) else 0
         if seconds <= 0:
             raise ReportError(f"--since {args.since!r} is not {_DURATION_HELP}")
+        limits.check_window(seconds, f"--since {args.since}")
         return now - seconds, now
     if not (args.from_ and args.to):
         raise ReportError("give the window: --since 6h, or --from T --to T")
     start, end = parse_time(args.from_), parse_time(args.to)
     if end <= start:
         raise ReportError("--to must be after --from")
+    limits.check_window(min(end, now) - start, "--from .. --to")
     return start, min(end, now)
 
 
@@ -66,9 +69,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="optional: a mixin settings file to check against the settings the rules loaded in "
                         "Prometheus record (the report always uses the recorded ones; it refuses a file that "
                         "disagrees and names the differences)")
-    p.add_argument("--step", type=float, metavar="SECONDS",
+    p.add_argument("--step", type=limits.positive_seconds, metavar="SECONDS",
                    help="resolution (default: the congestion rules' evaluation interval, coarser for long windows)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-request timeout")
+    p.add_argument("--timeout", type=limits.positive_seconds, default=60.0, metavar="SECONDS",
+                   help="deadline of one request to Prometheus, connect to last byte")
+    p.add_argument("--deadline", type=limits.positive_seconds, default=limits.DEFAULT_DEADLINE_SECONDS,
+                   metavar="SECONDS", help="deadline of the whole report run")
+    p.add_argument("--max-response-bytes", type=limits.positive_bytes, default=DEFAULT_MAX_RESPONSE_BYTES,
+                   metavar="BYTES", help="largest answer read from Prometheus (larger: an error)")
 
 
 def build(args, now: float | None = None) -> dict:
@@ -81,7 +89,8 @@ def build(args, now: float | None = None) -> dict:
         given = load_settings(args.settings) if args.settings else None
     except (SettingsError, OSError) as e:
         raise ReportError(f"--settings: {e}") from None
-    client = PrometheusClient(args.prometheus_url, timeout=args.timeout)
+    client = PrometheusClient(args.prometheus_url, timeout=args.timeout, deadline=started + args.deadline,
+                              max_response_bytes=args.max_response_bytes)
     start, end = resolve_window(args, now if now is not None else time.time())
     rules = loaded_rules.read(client.rule_groups(), f"Prometheus at {client.base}")
     if given is not None:
@@ -117,7 +126,9 @@ def build(args, now: float | None = None) -> dict:
                "fabrics": {r.name: r.figures for r in reports}}
     meta["elapsed_seconds"] = time.monotonic() - started
     summary["generated"] = {"version": __version__, "elapsed_seconds": round(meta["elapsed_seconds"], 2),
-                            "prometheus_queries_count": client.queries}
+                            "prometheus_queries_count": client.queries,
+                            "non_finite_samples_skipped_count": client.non_finite_samples,
+                            "notes": _notes(client, step, interval, args.step, collect.MAX_POINTS)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2, sort_keys=True)
@@ -125,6 +136,18 @@ def build(args, now: float | None = None) -> dict:
     with open(os.path.join(args.out, "index.html"), "w", encoding="utf-8") as f:
         f.write(page.render(reports, svgs, meta))
     return summary
+
+
+def _notes(client: PrometheusClient, step: float, interval: float, asked_step: float | None,
+           max_points: int) -> list[str]:
+    """What the user should know about how the figures were read (printed, and kept in summary.json)."""
+    notes = []
+    if asked_step is None and step > interval:
+        notes.append(f"step {step:g} s instead of the rules' {interval:g} s, so a series has at most "
+                     f"{max_points} points over this window (episodes shorter than a step are not resolved)")
+    if client.non_finite_samples:
+        notes.append(f"{client.non_finite_samples} NaN/±Inf samples from Prometheus left out (gaps)")
+    return notes
 
 
 def main(args) -> int:
@@ -136,6 +159,8 @@ def main(args) -> int:
     except OSError as e:
         print(f"fabric-exporter report: cannot write {args.out}: {e}", file=sys.stderr)
         return 2
+    for note in summary["generated"]["notes"]:
+        print(f"fabric-exporter report: note: {note}", file=sys.stderr)
     fabrics = summary["fabrics"]
     print(f"wrote {os.path.join(args.out, 'index.html')} and summary.json: "
           + "; ".join(f"{n}: {f['congestion']['episodes_count']} congestion episode(s)" for n, f in fabrics.items())

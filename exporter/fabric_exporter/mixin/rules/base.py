@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ...catalog.infiniband import IB_PORT
 from ...catalog.labels import NIC_PORT, SWITCH_IF, TARGET
 from ...catalog.latency import GROUP_PAIR as LAT_GROUP_PAIR
+from ...promql import quote
 from ..settings import Settings
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
@@ -114,7 +115,7 @@ def pct(value: float) -> str:
 
 
 def labels_text(labels: dict) -> str:
-    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return "{" + ", ".join(f"{k}={quote(v)}" for k, v in sorted(labels.items())) + "}"
 
 
 class Ctx:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ...promql import quote
 from ..settings import recorded_labels
 from .base import EXAMPLE, IB_PORT, NIC_PORT, SWITCH_IF, Ctx, Recording, fmt
 
@@ -63,7 +64,7 @@ def congestion_rules(c: Ctx) -> list[Recording]:
     s_psec, _ = c.series("fabric_roce_nic_pfc_rx_pause_seconds_total", NIC_PORT + ("priority",), priority=p)
     s_ecn, nic = c.series("fabric_roce_ecn_marked_packets_total", NIC_PORT)
     s_rxp, _ = c.series("fabric_roce_rx_packets_total", NIC_PORT)
-    pause_sel = sel('priority="' + p + '",direction="rx",host!=""')
+    pause_sel = sel(f'priority={quote(p)},direction="rx",host!=""')
     host_sel = sel('host!=""')
     nic_series = ((s_psec, "0+30x20"), (s_ecn, "0+600x20"), (s_rxp, "0+6000x20"))
     rec.append(Recording(
@@ -75,7 +76,7 @@ def congestion_rules(c: Ctx) -> list[Recording]:
 
     # Switch lossless queue: 60 of 240 packets a minute CE-marked (0.25).
     queue = c.s["lossless_queue"]
-    queue_sel = sel('switch!="",queue="' + queue + '"')
+    queue_sel = sel(f'switch!="",queue={quote(queue)}')
     s_sw_ecn, sw_q = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue)
     s_sw_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue)
     sw_series = ((s_sw_ecn, "0+60x20"), (s_sw_tx, "0+240x20"))
@@ -91,7 +92,7 @@ def congestion_rules(c: Ctx) -> list[Recording]:
     # "roce": the NIC port (congested).
     s_wait2, port2 = c.series("fabric_ib_port_transmit_wait_total", IB_PORT, port="2")
     s_rate2, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT, port="2")
-    roce_nic = {k.replace(f'fabric="{EXAMPLE["fabric"]}"', 'fabric="roce"'): v for k, v in nic_series}
+    roce_nic = {k.replace(f'fabric={quote(EXAMPLE["fabric"])}', 'fabric="roce"'): v for k, v in nic_series}
     mixed = ib_series + ((s_wait2, "0+1x20"), (s_rate2, "100x20")) + tuple(roce_nic.items())
     any_severity = sel(f'__name__=~"{severity_names}"')
     rec.append(Recording(

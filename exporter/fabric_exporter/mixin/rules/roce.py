@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ...promql import quote
 from .base import CRITICAL, INFO, NIC_PORT, SWITCH_IF, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes
 
 
@@ -89,8 +90,8 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
 
     alerts: list[AlertRule] = []
     start = c.window_steps() + 2
-    prio_sel = sel(f'priority="{p}"')
-    queue_sel = sel(f'queue="{c.s["lossless_queue"]}"')
+    prio_sel = sel(f"priority={quote(p)}")
+    queue_sel = sel(f'queue={quote(c.s["lossless_queue"])}')
     host_sel, switch_sel = sel('host!=""'), sel('switch!=""')
     ignored_sel, timeout_sel = sel('kind="ignored"'), sel('kind="local_ack_timeout"')
 
@@ -123,7 +124,7 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     for where, s_name, labels, direction in ((NIC_WHERE, s_rx_pause, nic_prio, "rx"),
                                               (SWITCH_WHERE, s_sw_tx_pause, sw_prio, "tx")):
         side = "host" if "host" in labels else "switch"
-        side_sel = sel(f'priority="{p}",{side}!=""')
+        side_sel = sel(f'priority={quote(p)},{side}!=""')
         alerts.append(r.alert(
             WARNING, f"fabric:roce_pfc_pause_frames:rate{side_sel}",
             "A RoCE port sends or receives PFC pause frames continuously.",
