@@ -18,6 +18,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from fabric_exporter.mixin.settings import Settings, recorded_labels
+from fabric_exporter.report.loaded_rules import SETTINGS_INFO
+
 CONGESTION_GROUP = "fabric-exporter.congestion.recording"
 FABRIC = "f1"
 TRICKLE_SECONDS = 2.0  # one byte this often
@@ -52,8 +55,12 @@ SHAPE_MODES = [m for m in MODES if m != "nan_samples"]
 
 
 def _rules() -> dict:
+    # the healthy rules record the default settings, as generated rules do, so the report goes on
+    # to the endpoint a mode answers hostile
+    settings_rule = {"name": SETTINGS_INFO, "type": "recording", "query": "vector(1)",
+                     "labels": recorded_labels(Settings())}
     return {"status": "success", "data": {"groups": [
-        {"name": CONGESTION_GROUP, "file": "rules.yaml", "interval": 15, "rules": []}]}}
+        {"name": CONGESTION_GROUP, "file": "rules.yaml", "interval": 15, "rules": [settings_rule]}]}}
 
 
 def _vector(at: float) -> dict:

@@ -221,6 +221,17 @@ class Settings:
         return dict(self._values)
 
 
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def duration_seconds(text: str) -> float:
+    """A Prometheus duration (``1h30m``, ``15s``) in seconds."""
+    total = 0.0
+    for number, unit in re.findall(r"(\d+)(ms|s|m|h|d|w|y)", text):
+        total += int(number) * _UNITS[unit]
+    return total
+
+
 def settings_label(path: str) -> str:
     """A setting's label name in the recorded settings (label names cannot hold dots)."""
     return path.replace(".", "_")
@@ -260,7 +271,6 @@ def from_recorded_labels(labels: Mapping[str, str]) -> Settings:
 
 def _same(path: str, a: Any, b: Any) -> bool:
     if path in _DURATION_PATHS or path.startswith("for."):
-        from .rules.base import duration_seconds  # here: rules import this module
 
         return duration_seconds(a) == duration_seconds(b)  # 1m is 60s
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):

@@ -14,7 +14,7 @@ from ...catalog.infiniband import IB_PORT
 from ...catalog.labels import NIC_PORT, SWITCH_IF, TARGET
 from ...catalog.latency import GROUP_PAIR as LAT_GROUP_PAIR
 from ...promql import quote
-from ..settings import Settings
+from ..settings import Settings, duration_seconds
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
 
@@ -86,16 +86,6 @@ class RuleSet:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-
-
-def duration_seconds(text: str) -> float:
-    total = 0.0
-    for number, unit in re.findall(r"(\d+)(ms|s|m|h|d|w|y)", text):
-        total += int(number) * _UNITS[unit]
-    return total
-
 
 def minutes(text: str) -> int:
     """A duration in whole test steps (1m), rounded up: promtool evaluates once a minute."""
