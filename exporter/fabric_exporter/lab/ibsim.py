@@ -331,6 +331,7 @@ class IbsimFabric:
         """Wait (bounded) until ``needle`` appears in ``path`` after the last marker found there."""
         follower = self._follower(path)
         deadline = time.monotonic() + timeout
+        pause = 0.002  # ibsim answers a command in a few ms: look again soon, then every 50 ms
         while time.monotonic() < deadline:
             for proc, name in ((self.ibsim, "ibsim"), (self.opensm, "opensm")):
                 if proc is not None and proc.poll() is not None:
@@ -339,7 +340,8 @@ class IbsimFabric:
             text = follower.poll(needle, keep_text)
             if text is not None:
                 return text
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
         raise IbsimError(f"timed out after {timeout:g}s waiting for {what}: {follower.tail()}")
 
     def stop(self) -> None:
