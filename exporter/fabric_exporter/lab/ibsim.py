@@ -295,6 +295,8 @@ class IbsimFabric:
         self.cache_dir.mkdir()
         (self.cache_dir / "guid2lid").write_text(self.topology.guid2lid())
         (self.workdir / "opensm-dump").mkdir(exist_ok=True)
+        (self.workdir / "opensm-etc").mkdir(exist_ok=True)
+        (self.workdir / "opensm-etc" / "ib-node-name-map").write_text("")  # opensm warns when it is missing
         osm_conf = self.workdir / "opensm.conf"
         osm_conf.write_text(opensm_config(self.workdir))
         n_ports = sum(n.ports + 1 for n in self.topology.nodes.values())
