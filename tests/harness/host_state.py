@@ -36,6 +36,9 @@ MACHINE_ACTIVITY = {
     "/var/lib/systemd": "systemd's timer stamps and random seed",
     "/run/systemd": "systemd's runtime state",
     "/run/user": "per-login runtime dirs of the machine's sessions",
+    # libuuid's clock for time-based UUIDs (snmpsim makes some): one file every uuid1 caller on the
+    # host shares by design, written only where uuid-runtime created the directory
+    "/var/lib/libuuid": "libuuid's host-wide clock for time-based UUIDs",
 }
 
 
