@@ -62,8 +62,8 @@ def _entry(path: str, st: os.stat_result) -> str:
 
 
 def snapshot(roots: Iterable[str] = SYSTEM_ROOTS, exclude: Iterable[str] = MACHINE_ACTIVITY) -> dict[str, str]:
-    """{path: "dir" | "link:<target>" | "sha256:<hex> mtime_ns:<n> inode:<n>" | "special"} for every entry under ``roots``
-    (not following links, not crossing into an excluded path)."""
+    """{path: "dir" | "link:<target>" | "sha256:<hex> mtime_ns:<n> inode:<n>" | "special"} for every
+    entry under ``roots`` (not following links, not crossing into an excluded path)."""
     excluded = set(exclude)
     out: dict[str, str] = {}
     for root in roots:

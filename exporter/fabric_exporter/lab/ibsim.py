@@ -177,8 +177,9 @@ class IbsimError(RuntimeError):
 
 def opensm_config(workdir: Path) -> str:
     """opensm's config file (``-F``) for a simulated fabric: every file opensm would read from
-    /etc/opensm or write under /var/log is named inside ``workdir`` (the ones to read do not exist:
-    opensm's built-in defaults apply, whatever the host's real SM is configured with)."""
+    /etc/opensm or write under /var/log is named inside ``workdir`` (the ones to read are absent, or
+    empty for the node-name map: opensm's built-in defaults apply, whatever the host's real SM is
+    configured with)."""
     etc, dump = workdir / "opensm-etc", workdir / "opensm-dump"
     settings = {
         "log_file": workdir / "opensm.log",
@@ -199,7 +200,7 @@ def opensm_config(workdir: Path) -> str:
 class LogFollower:
     """Reads a log another process appends to, from where the last read stopped.
 
-    ``wait_for`` returns the text up to and including a marker; what follows the marker stays for
+    ``poll`` returns the text up to and including a marker; what follows the marker stays for
     the next call, so each byte of the file is read once however long the log grows. A marker split
     across two writes is found because the search runs over the unmatched rest plus the new bytes.
     """
@@ -288,6 +289,7 @@ class IbsimFabric:
 
     def start(self, timeout: float = 60.0) -> IbsimFabric:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self._followers.clear()  # the logs start over (a restarted fabric truncates them)
         net = self.workdir / "net"
         net.write_text(self.topology.netfile())
         # A fresh cache seeded with the pinned LIDs: opensm keeps a cached LID unless run with -r.
@@ -407,7 +409,8 @@ class IbsimFabric:
         self.command(f'Error "{nodeid}"[{port}] {rate}')
 
 
-__all__ = ["FatTree", "IbsimFabric", "IbsimError", "LogFollower", "opensm_config", "SimNode", "SimLink", "tool_env", "lab_config", "main", "UMAD2SIM"]
+__all__ = ["FatTree", "IbsimFabric", "IbsimError", "LogFollower", "opensm_config", "SimNode", "SimLink", "tool_env",
+           "lab_config", "main", "UMAD2SIM"]
 
 
 def lab_config(fabric: IbsimFabric, name: str = "ib-lab") -> dict:
