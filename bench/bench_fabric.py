@@ -134,6 +134,7 @@ class Daemon:
         self.proc = subprocess.Popen([sys.executable, "-m", "fabric_exporter", "run", "--config", str(config),
                                       "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", "error"],
                                      env={**os.environ, "PYTHONPATH": str(ROOT / "exporter")},
+                                     cwd=tmp,  # libumad2sim writes ./sys-<pid> for each IB tool run: not in the checkout
                                      stdout=self.log, stderr=subprocess.STDOUT)
 
     def metrics(self) -> str:

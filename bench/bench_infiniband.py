@@ -76,6 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, IbsimFabric(topo, tmp, sockname=f"bench{os.getpid()}") as fabric:
         env = fabric.env()
         pid = fabric.ibsim.pid
+        os.chdir(tmp)  # the tools run here: libumad2sim writes ./sys-<pid> into their working directory
         # Wait (bounded) until a bare sweep sees the whole fabric: opensm may still be configuring.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -321,6 +321,8 @@ def row(tool: str, t: dict | None, ref: dict | None) -> str:
 
 async def inside(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-snmp-"))
+    # net-snmp's clients (snmpget, snmpbulkwalk) keep state in /var/lib/snmp by default: keep it here
+    os.environ["SNMP_PERSISTENT_DIR"] = str(work / "client-persist")
     procs = start_agents(args.agents, work)
     try:
         n_if = len(os.listdir("/sys/class/net"))

@@ -16,7 +16,11 @@
 - ``start()`` waits (bounded) for the SSH banner; ``stop()`` ends sshd by its PID, after signalling
   its per-connection children (found by parent PID), which would otherwise outlive the listener.
 
-Needs root (mount namespaces, privilege separation directory /run/sshd).
+- the privilege separation directory /run/sshd sshd requires is made on a tmpfs mounted on /run
+  inside the namespace: the host's /run is left alone (nothing outside the test's directory is
+  written; sshd's pid file and log are in it too).
+
+Needs root (mount namespaces).
 """
 
 from __future__ import annotations
@@ -104,7 +108,6 @@ class SSHD:
         self.stop()
 
     def start(self) -> SSHD:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
         last_error = ""
         for _ in range(3):  # the free port may be taken between probing and binding: retry
             self.port = free_port()
@@ -189,7 +192,9 @@ class SSHD:
         self.config_file.write_text("\n".join(lines) + "\n")
 
     def _command(self) -> list[str]:
-        steps = ["set -e"]
+        # sshd insists on its compiled-in privilege separation directory /run/sshd: a tmpfs on /run
+        # inside this namespace gives it one without creating anything on the host.
+        steps = ["set -e", "mount -t tmpfs -o mode=0755,size=1m fabric-test-run /run", "mkdir -m 0755 /run/sshd"]
         if self.shell:
             passwd = self.dir / "passwd"
             rows = []

@@ -65,6 +65,21 @@ def test_bad_options_are_reported_with_their_path(options, where):
     assert any(where in p for p in e.value.problems), e.value.problems
 
 
+def test_tick_multiplier_is_refused_on_a_simulated_fabric():
+    """perfquery -c (PortSamplesControl) makes ibsim's opensm segfault: a config that would send it
+    through libumad2sim is refused, naming the option and why; a real fabric may turn it on."""
+    from fabric_exporter.lab.ibsim import tool_env
+
+    with pytest.raises(ConfigError) as e:
+        _group({"env": tool_env("lab"), "read_tick_multiplier": True})
+    assert any("options.read_tick_multiplier" in p and "ibsim" in p for p in e.value.problems), e.value.problems
+    assert _group({"env": tool_env("lab")}).options.read_tick_multiplier is False
+    assert _group({"read_tick_multiplier": True}).options.read_tick_multiplier is True
+    # a perfquery of one's own (the tests' stand-in that answers -c itself) is not ibsim's
+    assert _group({"env": tool_env("lab"), "read_tick_multiplier": True,
+                   "tool_paths": {"perfquery": "/opt/fake/perfquery"}}).options.read_tick_multiplier is True
+
+
 def test_unreadable_node_name_map_is_a_config_error(tmp_path):
     bad = tmp_path / "map"
     bad.write_text("not-a-guid name\n")

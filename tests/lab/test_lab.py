@@ -10,6 +10,7 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
 from ..conftest import require_tool
 from ..harness.daemon import free_port, package_env
@@ -128,6 +129,37 @@ def test_scenarios_can_be_scheduled_and_end_by_themselves(lab):
     time.sleep(2.0)
     assert active() is False
     assert control(ctl, "POST", "/scenarios/bit_errors?after=soon")[0] == 400
+
+
+@pytest.mark.parametrize("query, named", [
+    ("after=nan", "after"), ("after=inf", "after"), ("after=-1", "after"), ("after=1e300", "after"),
+    ("seconds=nan", "seconds"), ("seconds=-inf", "seconds"), ("seconds=0", "seconds"), ("seconds=1e9", "seconds"),
+    ("after=1&seconds=NaN", "seconds"), ("after=", "after"),
+])
+def test_a_schedule_that_is_not_a_sane_number_of_seconds_is_refused(lab, query, named):
+    _, _, ctl, _ = lab
+    status, body = control(ctl, "POST", f"/scenarios/bit_errors?{query}")
+    assert status == 400, body
+    assert body["error"].startswith(f"{named}="), body  # names the parameter and what it should be
+    assert "seconds" in body["error"]
+    assert control(ctl, "GET", "/")[1]["scenarios"]["bit_errors"]["active"] is False
+
+
+def test_the_lab_config_cannot_turn_on_the_query_that_crashes_its_sm(lab, tmp_path):
+    """read_tick_multiplier sends perfquery -c, on which ibsim's opensm segfaults: the lab does not
+    turn it on, and a lab config edited to turn it on is refused by check-config (and so by a reload)."""
+    proc, _, _, workdir = lab
+    config = yaml.safe_load((workdir / "fabric-lab.yaml").read_text())
+    ib = next(t for t in config["targets"] if t["collector"] == "infiniband")
+    assert not ib["options"].get("read_tick_multiplier")
+    ib["options"]["read_tick_multiplier"] = True
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump(config))
+    r = subprocess.run([sys.executable, "-m", "fabric_exporter", "check-config", "--config", str(edited)],
+                       env=package_env(), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode != 0
+    assert "read_tick_multiplier" in r.stdout + r.stderr and "ibsim" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert any("opensm" in line for line in processes_mentioning(str(workdir))), "the lab's opensm is gone"
 
 
 def test_ctrl_c_stops_everything_the_lab_started(lab):

@@ -185,6 +185,14 @@ def test_page_is_self_contained_and_has_every_section(poc):
     assert 'id="summary"' in page
 
 
+def chromium_env(tmp: Path) -> dict[str, str]:
+    """chromium writes ~/.config/chromium/Crash Reports and ~/.cache/dconf even with --user-data-dir:
+    a home of its own in the test's directory."""
+    home = tmp / "chromium-home"
+    return {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache")}
+
+
 def test_page_renders_in_headless_chromium(poc):
     chromium = require_tool("chromium")
     shot = poc["tmp"] / "report.png"
@@ -194,7 +202,7 @@ def test_page_renders_in_headless_chromium(poc):
          f"--proxy-server=127.0.0.1:{free_port()}", "--enable-logging=stderr", "--v=0",
          f"--user-data-dir={poc['tmp'] / 'chromium-profile'}",
          f"--screenshot={shot}", (poc["out"] / "index.html").as_uri()],
-        capture_output=True, text=True, timeout=120)
+        env=chromium_env(poc["tmp"]), capture_output=True, text=True, timeout=120)
     assert shot.exists(), r.stderr[-2000:]
     console = [line for line in r.stderr.splitlines()
                if "CONSOLE" in line or "Uncaught" in line or "Failed to load resource" in line]
@@ -202,7 +210,7 @@ def test_page_renders_in_headless_chromium(poc):
     dom = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--proxy-server=127.0.0.1:{free_port()}",
          f"--user-data-dir={poc['tmp'] / 'chromium-profile'}", "--dump-dom", (poc["out"] / "index.html").as_uri()],
-        capture_output=True, text=True, timeout=120).stdout
+        env=chromium_env(poc["tmp"]), capture_output=True, text=True, timeout=120).stdout
     # every section, for both fabrics, rendered with its plot (matplotlib draws paths)
     for section in SECTIONS:
         assert dom.count(f'data-section="{section}"') == 2, section

@@ -75,6 +75,8 @@ class NetSnmpd:
         user, auth, auth_pw, *_ = USERS[-1]
         while subprocess.run(["snmpget", "-v3", "-l", "authNoPriv", "-u", user, "-a", auth, "-A", auth_pw,
                               "-t", "1", "-r", "0", f"127.0.0.1:{self.port}", "1.3.6.1.2.1.1.5.0"],
+                             # snmpget keeps state in /var/lib/snmp unless told otherwise
+                             env={**os.environ, "SNMP_PERSISTENT_DIR": str(self.workdir / "client-persist")},
                              capture_output=True, timeout=10).returncode != 0:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 self.stop()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 import shlex
 import shutil
@@ -321,6 +322,31 @@ class Lab:
 
     # -- control endpoint -----------------------------------------------------------------------
 
+    MAX_SCHEDULE_SECONDS = 7 * 86400.0
+
+    @classmethod
+    def scenario_schedule(cls, query) -> tuple[float, float | None]:
+        """``?after=`` (default 0) and ``?seconds=`` (default: until stopped) of POST /scenarios/NAME.
+
+        Each must be a finite number of seconds, after >= 0 and 0 < seconds, both within a week: a
+        NaN or infinite timer put into the event loop the lab's daemon shares misorders its timer
+        heap (a 0.25 s sleep took 3.85 s), so a bad value is refused with a 400 naming it."""
+        limit = cls.MAX_SCHEDULE_SECONDS
+        values: dict[str, float] = {}
+        for name in ("after", "seconds"):
+            if name not in query:
+                continue
+            text = query[name]
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError(f"{name}={text!r} is not a number of seconds") from None
+            if not math.isfinite(value) or value < 0 or value > limit or (name == "seconds" and value == 0):
+                low = "0 <= after" if name == "after" else "0 < seconds"
+                raise ValueError(f"{name}={text!r}: expected a finite number of seconds, {low} <= {limit:g} (a week)")
+            values[name] = value
+        return values.get("after", 0.0), values.get("seconds")
+
     def control_app(self) -> web.Application:
         async def index(request):
             return web.json_response({
@@ -334,10 +360,9 @@ class Lab:
                 return web.json_response({"error": f"unknown scenario {name!r}",
                                           "known": sorted(SCENARIOS)}, status=404)
             try:
-                after = float(request.query.get("after", 0))
-                seconds = float(request.query["seconds"]) if "seconds" in request.query else None
-            except ValueError:
-                return web.json_response({"error": "after and seconds are numbers of seconds"}, status=400)
+                after, seconds = self.scenario_schedule(request.query)
+            except ValueError as e:
+                return web.json_response({"error": str(e)}, status=400)
             loop = asyncio.get_running_loop()
             loop.call_later(after, self.model.start, name, loop.time() + after)
             if seconds is not None:

@@ -73,6 +73,10 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         discovery_cache_path=r.string("discovery_cache_path"),
         skip_sl=r.boolean("skip_sl", False),
     )
+    if options.read_tick_multiplier and simulated_fabric(options) and "perfquery" not in dict(options.tool_paths):
+        err(f"{path}.read_tick_multiplier", "perfquery -c (PortSamplesControl) makes ibsim's opensm crash "
+            "(SIGSEGV when the query reaches the switch the SM runs on): not available on a simulated fabric "
+            "(libumad2sim preloaded)")
     if node_name_map and Path(node_name_map).is_file():
         try:
             ib_nodenamemap.parse(Path(node_name_map).read_text())
@@ -80,3 +84,8 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
             err(f"{path}.node_name_map", f"unreadable node name map: {e}")
     r.done()
     return options
+
+
+def simulated_fabric(options: InfinibandOptions) -> bool:
+    """The tools reach ibsim (the lab, the tests), not an HCA: libumad2sim is preloaded into them."""
+    return "libumad2sim" in dict(options.env).get("LD_PRELOAD", "")
