@@ -160,6 +160,54 @@ def test_sonic_na_is_absent_not_zero():
     assert find(stormed, "fabric_roce_switch_pfcwd_storm_active", interface="Ethernet0", queue="UC3") == [1.0]
 
 
+# -- Arista EOS through the switch_cli collector's own mapping (eos dialect) -----------------------
+
+def eos_samples(command: str, name: str):
+    group = parse_config({"targets": [{
+        "name": "eos", "fabric": "lab", "collector": "switch_cli", "transport": "local",
+        "options": {"dialect": "eos"}}]}).targets[0]
+    collector = SwitchCliCollector(PollContext(group, group.hosts[0], None))
+    collector._skipped = []
+    samples = collector._samples(command, text(name))
+    valid(samples)
+    return samples, collector._skipped
+
+
+EOS_QUEUE = "eos_queue_counters_detail_egress_nz.txt"
+EOS_DISCARDS = "eos_interfaces_counters_discards_anta.json"
+ENQ_PKTS, ENQ_BYTES = "fabric_roce_switch_queue_enqueued_packets_total", "fabric_roce_switch_queue_enqueued_bytes_total"
+QDROP_BYTES = "fabric_roce_switch_queue_dropped_bytes_total"
+EOS_CASES = [
+    # read by hand from the capture's rows (Et written out as Ethernet; TC<n> + DestType UC -> UC<n>)
+    ("queue", EOS_QUEUE, ENQ_PKTS, {"interface": "Ethernet3/1/1", "queue": "UC1"}, 67521),
+    ("queue", EOS_QUEUE, ENQ_BYTES, {"interface": "Ethernet3/1/1", "queue": "UC1"}, 7523778),
+    ("queue", EOS_QUEUE, ENQ_PKTS, {"interface": "Ethernet3/9/1", "queue": "UC7"}, 876430),
+    ("queue", EOS_QUEUE, ENQ_BYTES, {"interface": "Ethernet3/9/1", "queue": "UC7"}, 238170896),
+    ("queue", EOS_QUEUE, QDROP, {"interface": "Ethernet4/2/1", "queue": "UC7"}, 1),
+    ("queue", EOS_QUEUE, QDROP_BYTES, {"interface": "Ethernet4/4/1", "queue": "UC7"}, 110),
+    ("queue", EOS_QUEUE, QDROP, {"interface": "Ethernet3/16/1", "queue": "UC7"}, 0),
+    ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet1"}, 42),
+    ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Ethernet3"}, 40),
+    ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Port-Channel2"}, 30),
+    ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet2"}, 0),
+]
+
+
+@pytest.mark.parametrize("command,name,metric,labels,value", EOS_CASES)
+def test_eos_captures(command, name, metric, labels, value):
+    samples, skipped = eos_samples(command, name)
+    assert find(samples, metric, **labels) == [value]
+    assert skipped == []
+
+
+def test_eos_queue_capture_whole():
+    samples, _ = eos_samples("queue", EOS_QUEUE)
+    # 20 rows (18 ports, Et3/1/1 and Et3/9/1 with two classes), 4 counters each, no row lost
+    assert len(samples) == 20 * 4
+    assert len({(s.labels["interface"], s.labels["queue"]) for s in samples}) == 20
+    assert sum(s.value for s in samples if s.name == QDROP) == 2
+
+
 # -- InfiniBand: ibnetdiscover, ibdiagnet files and perfquery through the infiniband collector -------
 
 def ib_collector(options: dict | None = None, runner=None) -> InfinibandCollector:
