@@ -471,6 +471,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES}
+              | {c[1] for c in EOS_CASES}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
               | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)

@@ -57,7 +57,7 @@ def test_dialect_and_commands_choices_come_from_the_table(monkeypatch):
     assert errors == [] and opts.commands == ("discards", "queue")
     switch_cli.SwitchCliCollector.parse_options({"dialect": "eos", "commands": ["pfc"]}, "o",
                                                 lambda path, msg: errors.append((path, msg)))
-    assert errors == [("o.commands[0]", "unknown value 'pfc' (known: discards, queue)")]
+    assert errors == [("o.commands[0]", "'pfc' is not a command of the eos dialect (known: discards, queue)")]
     errors.clear()
     switch_cli.SwitchCliCollector.parse_options({"dialect": "acme"}, "o", lambda path, msg: errors.append((path, msg)))
     assert [p for p, _ in errors] == ["o.dialect"]

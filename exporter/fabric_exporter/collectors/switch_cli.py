@@ -226,7 +226,13 @@ class SwitchCliCollector(Collector):
         r = OptionReader(raw, path, err, base_dir)
         dialect = r.string("dialect", "sonic", choices=tuple(DIALECTS)) or "sonic"
         names = tuple(DIALECTS.get(dialect, DIALECTS["sonic"]).commands) or SONIC_COMMANDS
-        commands = r.string_list("commands", names, choices=names)
+        # every dialect's names are valid words (so the generated schema knows them all) ...
+        every = tuple(dict.fromkeys(n for d in DIALECTS.values() for n in d.commands))
+        commands = r.string_list("commands", names, choices=every)
+        # ... but only this dialect's are commands of this switch
+        for i, c in enumerate(commands):
+            if c in every and c not in names:
+                err(f"{path}.commands[{i}]", f"{c!r} is not a command of the {dialect} dialect (known: {', '.join(names)})")
         json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
         include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
         cumulus = r.regex("cumulus_interfaces")
