@@ -8,6 +8,7 @@ import asyncio
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ def install_eos_cli(base: Path) -> tuple[Path, Path, Path]:
     cli.write_text(f"""#!/bin/sh
 # One exec request = one CLI line, answered from a recorded capture (no shell, no batching).
 printf '%s\\n' "$SSH_ORIGINAL_COMMAND" >> {q(str(log))}
+[ -e {q(str(data / 'hang'))} ] && exec sleep 60  # a CLI that never answers
 case "$SSH_ORIGINAL_COMMAND" in
   {q(QUEUE_LINE)}) exec cat {q(str(data / 'queue.txt'))} ;;
   {q(DISCARDS_LINE)}) exec cat {q(str(data / 'discards.json'))} ;;
@@ -49,10 +51,10 @@ def eos_env(tmp_path):
         yield sshd, data, log
 
 
-def config(tmp_path, sshd, **options):
+def config(tmp_path, sshd, timeout="15s", **options):
     group = {"name": "eos", "fabric": "lab", "collector": "switch_cli", "transport": "ssh", "credentials": "ssh",
              "hosts": [{"name": "spine1", "address": "127.0.0.1", "port": sshd.port}], "interval": "30s",
-             "timeout": "15s", "options": {"dialect": "eos", **options}}
+             "timeout": timeout, "options": {"dialect": "eos", **options}}
     return make_config(tmp_path, [group], {"ssh": sshd.credential()})
 
 
@@ -124,3 +126,15 @@ def test_eos_needs_the_ssh_transport(tmp_path):
     (only,) = asyncio.run(polls(make_config(tmp_path, [group])))
     state = only[0][("eos", "localhost")]
     assert state.state == "failed" and "use transport: ssh" in state.last_error
+
+
+def test_eos_a_cli_that_never_answers_times_out_at_the_deadline(eos_env, tmp_path):
+    # no coreutils timeout on a device CLI: the client closes the channel at the poll's deadline
+    sshd, data, log = eos_env
+    (data / "hang").touch()
+    started = time.monotonic()
+    (only,) = asyncio.run(polls(config(tmp_path, sshd, timeout="2s", commands=["queue"])))
+    elapsed = time.monotonic() - started
+    state = only[0][("eos", "spine1")]
+    assert state.state == "failed" and "timeout" in state.errors, (state.state, state.errors, state.last_error)
+    assert elapsed < 6, elapsed
