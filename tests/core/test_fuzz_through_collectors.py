@@ -64,7 +64,7 @@ RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statisti
 SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
                                                       "show_queue_counters.json", "show_queue_wredcounters.txt",
                                                       "show_queue_wredcounters.json")}
-EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt")
+EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
@@ -141,7 +141,7 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
-    "eos_cli.parse_queue_detail": (eos_cli.parse_queue_detail, EOS_QUEUE),
+    "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
 }
 

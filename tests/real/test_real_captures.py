@@ -174,6 +174,7 @@ def eos_samples(command: str, name: str):
 
 
 EOS_QUEUE = "eos_queue_counters_detail_egress_nz.txt"
+EOS_QUEUE_VOQ = "eos_queue_counters_nz_7280sr3e.txt"
 EOS_DISCARDS = "eos_interfaces_counters_discards_anta.json"
 ENQ_PKTS, ENQ_BYTES = "fabric_roce_switch_queue_enqueued_packets_total", "fabric_roce_switch_queue_enqueued_bytes_total"
 QDROP_BYTES = "fabric_roce_switch_queue_dropped_bytes_total"
@@ -186,6 +187,14 @@ EOS_CASES = [
     ("queue", EOS_QUEUE, QDROP, {"interface": "Ethernet4/2/1", "queue": "UC7"}, 1),
     ("queue", EOS_QUEUE, QDROP_BYTES, {"interface": "Ethernet4/4/1", "queue": "UC7"}, 110),
     ("queue", EOS_QUEUE, QDROP, {"interface": "Ethernet3/16/1", "queue": "UC7"}, 0),
+    ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet14", "queue": "UC7"}, 45407),
+    ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet14", "queue": "UC7"}, 36671321),
+    ("queue", EOS_QUEUE_VOQ, QDROP, {"interface": "Ethernet14", "queue": "UC7"}, 1),
+    ("queue", EOS_QUEUE_VOQ, QDROP_BYTES, {"interface": "Ethernet14", "queue": "UC7"}, 241),
+    ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet31", "queue": "UC1"}, 9453397328),
+    ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet31", "queue": "UC1"}, 905632037460),
+    ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet15", "queue": "UC6"}, 1510646427),
+    ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet46/1", "queue": "UC1"}, 913369789142),
     ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet1"}, 42),
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Ethernet3"}, 40),
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Port-Channel2"}, 30),
@@ -197,7 +206,20 @@ EOS_CASES = [
 def test_eos_captures(command, name, metric, labels, value):
     samples, skipped = eos_samples(command, name)
     assert find(samples, metric, **labels) == [value]
-    assert skipped == []
+    if name != EOS_QUEUE_VOQ:
+        assert skipped == []
+
+
+def test_eos_voq_table_and_two_class_row_are_skipped_and_counted_not_read():
+    samples, skipped = eos_samples("queue", EOS_QUEUE_VOQ)
+    # 48 lines of the Aggregate VoQ table (title, 2 header lines, dashes, 44 rows) and the CPU
+    # port's 'TC3,7' row (two classes in one row: no one queue's count)
+    assert [s.line_no for s in skipped] == list(range(1, 49)) + [96]
+    assert {s.source for s in skipped} == {"eos_queue_counters"}
+    assert find(samples, ENQ_PKTS, interface="OlpFap0") == []
+    # the VoQ table's Et1 TC7 (54352 pkts) is not taken for the egress queue's (54354)
+    assert find(samples, ENQ_PKTS, interface="Ethernet1", queue="UC7") == [54354]
+    assert len(samples) == 43 * 4
 
 
 def test_eos_queue_capture_whole():

@@ -19,7 +19,7 @@ ROW = "Et3/1/1                TC1      DP0-3         UC             67521       
 
 def parse(text):
     skipped: list = []
-    return eos_cli.parse_queue_detail(text, skipped=skipped), skipped
+    return eos_cli.parse_queue_counters(text, skipped=skipped), skipped
 
 
 def test_long_names():
@@ -78,7 +78,7 @@ def test_rows_moved_above_the_header_are_skipped():
 ])
 def test_queue_structure_errors(text):
     with pytest.raises(ParseError):
-        eos_cli.parse_queue_detail(text)
+        eos_cli.parse_queue_counters(text)
 
 
 def test_discards_capture():

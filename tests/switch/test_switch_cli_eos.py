@@ -17,7 +17,7 @@ from ..harness.sshd import SSHD
 from .conftest import Poller, make_config, series
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
-QUEUE_LINE = "show interfaces counters queue detail"
+QUEUE_LINE = "show interfaces counters queue"
 DISCARDS_LINE = "show interfaces counters discards | json"
 
 
@@ -25,7 +25,7 @@ def install_eos_cli(base: Path) -> tuple[Path, Path, Path]:
     """The stand-in CLI (a POSIX sh ForceCommand), its answers' directory and its log of lines."""
     data, log, cli = base / "eos-data", base / "eos-lines.log", base / "eos-cli"
     data.mkdir()
-    shutil.copy(REAL / "eos_queue_counters_detail_egress_nz.txt", data / "queue.txt")
+    shutil.copy(REAL / "eos_queue_counters_nz_7280sr3e.txt", data / "queue.txt")
     shutil.copy(REAL / "eos_interfaces_counters_discards_anta.json", data / "discards.json")
     q = shlex.quote
     cli.write_text(f"""#!/bin/sh
@@ -76,22 +76,24 @@ def test_eos_over_ssh_reads_the_captures_one_line_per_exec(eos_env, tmp_path):
 
     def change():  # the switch counts on: the next poll must show the new value, not a cached one
         text = (data / "queue.txt").read_text()
-        (data / "queue.txt").write_text(text.replace("876430", "876999", 1))
+        (data / "queue.txt").write_text(text.replace("9453397328", "9453397999", 1))
 
     (st1, s1), (st2, s2) = asyncio.run(polls(config(tmp_path, sshd), change))
     state = st1[("eos", "spine1")]
     assert state.state == "ok", state.last_error
     lab = {"fabric": "lab", "switch": "spine1"}
     # values read by hand from the captures
-    assert series(s1, "fabric_roce_switch_queue_enqueued_packets_total", **lab, interface="Ethernet3/9/1",
-                  queue="UC7") == 876430
-    assert series(s2, "fabric_roce_switch_queue_enqueued_packets_total", **lab, interface="Ethernet3/9/1",
-                  queue="UC7") == 876999
-    assert series(s1, "fabric_roce_switch_queue_dropped_bytes_total", **lab, interface="Ethernet4/2/1",
-                  queue="UC7") == 110
+    assert series(s1, "fabric_roce_switch_queue_enqueued_packets_total", **lab, interface="Ethernet31",
+                  queue="UC1") == 9453397328
+    assert series(s2, "fabric_roce_switch_queue_enqueued_packets_total", **lab, interface="Ethernet31",
+                  queue="UC1") == 9453397999
+    assert series(s1, "fabric_roce_switch_queue_dropped_bytes_total", **lab, interface="Ethernet14",
+                  queue="UC7") == 241
     assert series(s1, "fabric_roce_rx_discards_total", **lab, interface="Ethernet1") == 42
     assert series(s1, "fabric_roce_tx_discards_total", **lab, interface="Port-Channel1") == 30
-    assert len(s1) == 20 * 4 + 5 * 2
+    assert len(s1) == 43 * 4 + 5 * 2
+    # the VoQ table (48 lines) and the CPU port's 'TC3,7' row: skipped and counted, every poll
+    assert {k: v for k, v in st2[("eos", "spine1")].skipped_lines.items() if v} == {"eos_queue_counters": 2 * 49}
     # each poll: exactly the two CLI lines, each its own exec, as typed at the CLI (no sh, no timeout)
     assert log.read_text().splitlines() == [DISCARDS_LINE, QUEUE_LINE] * 2
     assert sshd.log().count("Accepted publickey") == 1  # one pooled connection for both polls
@@ -107,7 +109,7 @@ def test_eos_refused_and_garbled_commands_make_the_poll_partial(eos_env, tmp_pat
     assert f"{DISCARDS_LINE}: " in state.last_error and "invalid JSON" in state.last_error
     assert not any(name.startswith("fabric_roce_rx_discards") for name, _ in s)
     assert series(s, "fabric_roce_switch_queue_enqueued_packets_total", fabric="lab", switch="spine1",
-                  interface="Ethernet3/1/1", queue="UC1") == 67521
+                  interface="Ethernet1", queue="UC1") == 10203741
 
 
 def test_eos_every_command_failing_fails_the_poll(eos_env, tmp_path):

@@ -9,7 +9,7 @@ and the command's exit status, so one session (one channel) carries the whole po
   [--json]``, ``show pfcwd stats``. With ``json: auto`` (default) ``--json`` is tried first; a
   release without it (usage error) is remembered and the text table used from then on.
 * Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
-* EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue detail``.
+* EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
   EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
   request on the pooled connection (``run_line``), so the dialect needs the ``ssh`` transport.
 
@@ -152,8 +152,8 @@ SONIC_COMMANDS = tuple(SONIC)
 EOS = {
     "discards": CliCommand(("show", "interfaces", "counters", "discards", "|", "json"),
                            eos_cli.parse_discards_json, eos_discard_samples),
-    "queue": CliCommand(("show", "interfaces", "counters", "queue", "detail"),
-                        eos_cli.parse_queue_detail, eos_queue_samples),
+    "queue": CliCommand(("show", "interfaces", "counters", "queue"),
+                        eos_cli.parse_queue_counters, eos_queue_samples),
 }
 _SONIC_ARGV = {name: c.argv for name, c in SONIC.items()}
 

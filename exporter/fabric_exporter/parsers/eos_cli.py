@@ -6,17 +6,19 @@ Pure functions: text in, records out; only ParseError on bad input.
   "outDiscards": n}}, "inDiscardsTotal": n, "outDiscardsTotal": n}``. The totals are sums the
   switch made, not read. An ``{"errors": [...]}`` object (what EOS prints for a command it
   refuses under ``| json``) is a ParseError naming the error.
-* ``show interfaces counters queue detail`` (text; no public ``| json`` capture was found): the
-  ``Egress Queue Counters`` table -- Port, Traffic Class (a second header line holds "Class"),
-  DropPrec, DestType (UC/MC), OutEnqPkts, OutEnqOctets, OutDropPkts, OutDropOctets.
+* ``show interfaces counters queue`` (text; no public ``| json`` capture was found; ``detail``
+  prints the same egress table): the ``Egress Queue Counters`` table -- Port, Traffic Class (a
+  second header line holds "Class"), DropPrec, DestType (UC/MC), OutEnqPkts, OutEnqOctets,
+  OutDropPkts, OutDropOctets. On VoQ platforms (7280R/7500R) an ``Aggregate VoQ Counters`` table
+  comes first: not read here (skipped and counted).
 
 Interface names: the queue table abbreviates (``Et3/1/1``), the JSON does not (``Ethernet1``);
 ``Et<digit>`` and ``Po<digit>`` are written out as EOS's own long names (``Ethernet``,
 ``Port-Channel``) so both commands and SNMP's ifName give one label value per interface.
 
 Skip-and-count: in the queue text, a line before the ``Egress Queue Counters`` title or after the
-table ends (another section the command prints, e.g. ingress VOQ counters on some platforms), a
-row that is not a queue row, and every row of a queue that appears more than once (a platform
+table ends (another section the command prints), a row that is not one queue's (e.g. ``TC3,7``,
+two traffic classes together on the CPU port ``OlpFap0``), and every row of a queue that appears more than once (a platform
 that splits a queue per drop precedence: its rows are never summed, and no single one is the
 queue's count) are skipped and counted. A header other than the known columns, or a queue row
 whose counter is not a count, fails the parse.
@@ -100,7 +102,7 @@ def parse_discards_json(text: str, skipped: list[SkippedLine] | None = None) -> 
     return out
 
 
-# -- show interfaces counters queue detail (text) ------------------------------------------------------
+# -- show interfaces counters queue (text) -------------------------------------------------------------
 
 @dataclass(frozen=True)
 class QueueCounters:
@@ -120,8 +122,8 @@ SOURCE_QUEUE = "eos_queue_counters"
 
 
 @parser_entry
-def parse_queue_detail(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
-    what = "show interfaces counters queue detail"
+def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
+    what = "show interfaces counters queue"
     lines = text.splitlines()
     title = next((i for i, line in enumerate(lines) if line.strip() == EGRESS_TITLE), None)
     if title is None:
@@ -165,4 +167,4 @@ def parse_queue_detail(text: str, skipped: list[SkippedLine] | None = None) -> l
     return out
 
 
-__all__ = ["Discards", "QueueCounters", "long_name", "parse_discards_json", "parse_queue_detail"]
+__all__ = ["Discards", "QueueCounters", "long_name", "parse_discards_json", "parse_queue_counters"]
