@@ -195,6 +195,15 @@ EOS_CASES = [
     ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet31", "queue": "UC1"}, 905632037460),
     ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet15", "queue": "UC6"}, 1510646427),
     ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet46/1", "queue": "UC1"}, 913369789142),
+    # the Aggregate VoQ table of the same capture: where this 7280SR3E's congestion drops are
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_dropped_packets_total", {"interface": "Ethernet15", "queue": "UC6"},
+     2326123603),
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_dropped_bytes_total", {"interface": "Ethernet31", "queue": "UC1"},
+     188546446560),
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_packets_total", {"interface": "Ethernet31", "queue": "UC1"},
+     9453790962),
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_bytes_total", {"interface": "Ethernet15", "queue": "UC6"},
+     105745556037),
     ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet1"}, 42),
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Ethernet3"}, 40),
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Port-Channel2"}, 30),
@@ -210,16 +219,17 @@ def test_eos_captures(command, name, metric, labels, value):
         assert skipped == []
 
 
-def test_eos_voq_table_and_two_class_row_are_skipped_and_counted_not_read():
+def test_eos_voq_table_is_read_and_the_two_class_row_skipped():
     samples, skipped = eos_samples("queue", EOS_QUEUE_VOQ)
-    # 48 lines of the Aggregate VoQ table (title, 2 header lines, dashes, 44 rows) and the CPU
-    # port's 'TC3,7' row (two classes in one row: no one queue's count)
-    assert [s.line_no for s in skipped] == list(range(1, 49)) + [96]
-    assert {s.source for s in skipped} == {"eos_queue_counters"}
+    # the CPU port's 'TC3,7' egress row (two classes in one row: no one queue's count) is the only
+    # line not read
+    assert [s.line_no for s in skipped] == [96] and skipped[0].source == "eos_queue_counters"
     assert find(samples, ENQ_PKTS, interface="OlpFap0") == []
-    # the VoQ table's Et1 TC7 (54352 pkts) is not taken for the egress queue's (54354)
+    # 44 VoQ rows and 43 egress rows, 4 counts each; a VoQ row never stands in for the egress row
+    assert len(samples) == (44 + 43) * 4
     assert find(samples, ENQ_PKTS, interface="Ethernet1", queue="UC7") == [54354]
-    assert len(samples) == 43 * 4
+    assert find(samples, "fabric_roce_switch_voq_packets_total", interface="Ethernet1", queue="UC7") == [54352]
+    assert find(samples, "fabric_roce_switch_voq_packets_total", interface="OlpFap0", queue="UC7") == [47]
 
 
 def test_eos_queue_capture_whole():

@@ -69,9 +69,24 @@ def test_rows_moved_above_the_header_are_skipped():
     assert len(rows) == 19 and [s.line_no for s in skipped] == [1]
 
 
+VOQ = (REAL / "eos_queue_counters_nz_7280sr3e.txt").read_text()
+
+
+def test_voq_and_egress_rows_of_one_queue_are_two_records():
+    rows, skipped = parse(VOQ)
+    et1 = [r for r in rows if r.port == "Ethernet1" and r.queue == "UC7"]
+    assert [sorted(r.values) for r in et1] == [
+        ["voq_bytes", "voq_dropped_bytes", "voq_dropped_packets", "voq_packets"],
+        ["dropped_bytes", "dropped_packets", "enqueued_bytes", "enqueued_packets"]]
+    assert [s.line_no for s in skipped] == [96]
+
+
 @pytest.mark.parametrize("text", [
     "",
     "Port  Traffic\n",
+    VOQ.replace("DropOctets", "DropBytes", 1),  # the VoQ table's header changed
+    "Egress Queue Counters\n",  # a title without its header
+    VOQ.replace("2326123603", "23261236O3"),  # a malformed count in a VoQ row
     QUEUE.replace("OutDropOctets", "OutDropBytes"),  # unknown column set
     QUEUE.replace("7523778", "7523778x"),  # a malformed counter in a queue row
     QUEUE.replace("67521", "9" * 30),  # larger than 64 bits

@@ -91,9 +91,11 @@ def test_eos_over_ssh_reads_the_captures_one_line_per_exec(eos_env, tmp_path):
                   queue="UC7") == 241
     assert series(s1, "fabric_roce_rx_discards_total", **lab, interface="Ethernet1") == 42
     assert series(s1, "fabric_roce_tx_discards_total", **lab, interface="Port-Channel1") == 30
-    assert len(s1) == 43 * 4 + 5 * 2
-    # the VoQ table (48 lines) and the CPU port's 'TC3,7' row: skipped and counted, every poll
-    assert {k: v for k, v in st2[("eos", "spine1")].skipped_lines.items() if v} == {"eos_queue_counters": 2 * 49}
+    assert series(s1, "fabric_roce_switch_voq_dropped_packets_total", **lab, interface="Ethernet15",
+                  queue="UC6") == 2326123603
+    assert len(s1) == (44 + 43) * 4 + 5 * 2
+    # the CPU port's 'TC3,7' row: skipped and counted, on each of the two polls
+    assert {k: v for k, v in st2[("eos", "spine1")].skipped_lines.items() if v} == {"eos_queue_counters": 2}
     # each poll: exactly the two CLI lines, each its own exec, as typed at the CLI (no sh, no timeout)
     assert log.read_text().splitlines() == [DISCARDS_LINE, QUEUE_LINE] * 2
     assert sshd.log().count("Accepted publickey") == 1  # one pooled connection for both polls

@@ -50,7 +50,11 @@ WRED_METRICS = {"wred_dropped_packets": "fabric_roce_switch_queue_wred_dropped_p
 EOS_QUEUE_METRICS = {"enqueued_packets": "fabric_roce_switch_queue_enqueued_packets_total",
                      "enqueued_bytes": "fabric_roce_switch_queue_enqueued_bytes_total",
                      "dropped_packets": "fabric_roce_switch_queue_dropped_packets_total",
-                     "dropped_bytes": "fabric_roce_switch_queue_dropped_bytes_total"}
+                     "dropped_bytes": "fabric_roce_switch_queue_dropped_bytes_total",
+                     "voq_packets": "fabric_roce_switch_voq_packets_total",
+                     "voq_bytes": "fabric_roce_switch_voq_bytes_total",
+                     "voq_dropped_packets": "fabric_roce_switch_voq_dropped_packets_total",
+                     "voq_dropped_bytes": "fabric_roce_switch_voq_dropped_bytes_total"}
 EOS_DISCARD_METRICS = {"in_discards": "fabric_roce_rx_discards_total",
                        "out_discards": "fabric_roce_tx_discards_total"}
 PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_total",

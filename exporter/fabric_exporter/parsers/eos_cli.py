@@ -9,19 +9,20 @@ Pure functions: text in, records out; only ParseError on bad input.
 * ``show interfaces counters queue`` (text; no public ``| json`` capture was found; ``detail``
   prints the same egress table): the ``Egress Queue Counters`` table -- Port, Traffic Class (a
   second header line holds "Class"), DropPrec, DestType (UC/MC), OutEnqPkts, OutEnqOctets,
-  OutDropPkts, OutDropOctets. On VoQ platforms (7280R/7500R) an ``Aggregate VoQ Counters`` table
-  comes first: not read here (skipped and counted).
+  OutDropPkts, OutDropOctets; and, on VoQ platforms (7280R/7500R), the ``Aggregate VoQ Counters``
+  table before it -- Egress Port, Traffic Class, Pkts, Octets, DropPkts, DropOctets.
 
 Interface names: the queue table abbreviates (``Et3/1/1``), the JSON does not (``Ethernet1``);
 ``Et<digit>`` and ``Po<digit>`` are written out as EOS's own long names (``Ethernet``,
 ``Port-Channel``) so both commands and SNMP's ifName give one label value per interface.
 
-Skip-and-count: in the queue text, a line before the ``Egress Queue Counters`` title or after the
-table ends (another section the command prints), a row that is not one queue's (e.g. ``TC3,7``,
-two traffic classes together on the CPU port ``OlpFap0``), and every row of a queue that appears more than once (a platform
-that splits a queue per drop precedence: its rows are never summed, and no single one is the
-queue's count) are skipped and counted. A header other than the known columns, or a queue row
-whose counter is not a count, fails the parse.
+Skip-and-count: in the queue text, a line outside those two tables (a section this reader does
+not know, whose title is a flush-left line ending in "Counters"), a row that is not one queue's
+(e.g. ``TC3,7``: two traffic classes together, on the CPU port ``OlpFap0``), and every row of a
+queue that appears more than once in a table (a platform that splits a queue per drop
+precedence: its rows are never summed, and no single one is the queue's count) are skipped and
+counted. A header other than the known columns, or a queue row whose counter is not a count,
+fails the parse.
 """
 
 from __future__ import annotations
@@ -111,59 +112,93 @@ class QueueCounters:
     values: dict[str, int]
 
 
-EGRESS_TITLE = "Egress Queue Counters"
-EGRESS_HEADER = ("Port", "Traffic", "DropPrec", "DestType", "OutEnqPkts", "OutEnqOctets", "OutDropPkts",
-                 "OutDropOctets")
-EGRESS_VALUES = ("enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes")
+@dataclass(frozen=True)
+class _Table:
+    header: tuple[str, ...]  # the first header line's words
+    second: tuple[str, ...]  # the header's second line ("Class" of "Traffic Class")
+    values: tuple[str, ...]  # names of the four counts, in column order
+    drop_prec: bool  # rows carry DropPrec and DestType before the counts
+
+
+TABLES = {
+    "Egress Queue Counters": _Table(
+        ("Port", "Traffic", "DropPrec", "DestType", "OutEnqPkts", "OutEnqOctets", "OutDropPkts", "OutDropOctets"),
+        ("Class",), ("enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes"), True),
+    # VoQ platforms (7280R/7500R): packets queued for an egress port and class at the ingress
+    # chips, and dropped there -- where congestion drops show on these switches.
+    "Aggregate VoQ Counters": _Table(
+        ("Egress", "Traffic", "Pkts", "Octets", "DropPkts", "DropOctets"),
+        ("Port", "Class"), ("voq_packets", "voq_bytes", "voq_dropped_packets", "voq_dropped_bytes"), False),
+}
 _TC = re.compile(r"^TC([0-9]{1,2})$")
 _DROP_PREC = re.compile(r"^DP[0-9](?:-[0-9])?$")
 _DEST = ("UC", "MC")
+_RULE = re.compile(r"^-+$")
 SOURCE_QUEUE = "eos_queue_counters"
+
+
+def _is_title(line: str) -> bool:
+    return bool(line) and not line[0].isspace() and line.rstrip().endswith("Counters")
+
+
+def _queue_row(cells: list[str], table: _Table) -> tuple[str, str, list[str]] | None:
+    """(port, queue label, count cells) of a row of ``table``; None for a line that is not one."""
+    if len(cells) != len(table.header) or not _PORT.match(cells[0]) or not _TC.match(cells[1]):
+        return None
+    if table.drop_prec:
+        if not _DROP_PREC.match(cells[2]) or cells[3] not in _DEST:
+            return None
+        dest, counts = cells[3], cells[4:]
+    else:
+        dest, counts = "UC", cells[2:]  # VoQs carry unicast traffic
+    return long_name(cells[0]), f"{dest}{_TC.match(cells[1]).group(1)}", counts
 
 
 @parser_entry
 def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
     what = "show interfaces counters queue"
     lines = text.splitlines()
-    title = next((i for i, line in enumerate(lines) if line.strip() == EGRESS_TITLE), None)
-    if title is None:
-        raise ParseError(f"{what}: no {EGRESS_TITLE!r} table")
-    for i in range(title):  # another section before ours: not this reader's table
-        if lines[i].strip():
-            note(skipped, SOURCE_QUEUE, i + 1, lines[i])
-    header_at = next((i for i in range(title + 1, len(lines)) if lines[i].strip()), None)
-    if header_at is None or tuple(lines[header_at].split()) != EGRESS_HEADER:
-        got = lines[header_at].strip()[:80] if header_at is not None else "nothing"
-        raise ParseError(f"{what}: unknown header after {EGRESS_TITLE!r}: {got!r}")
-    rows: dict[tuple[str, str], list[tuple[int, str, tuple[int, ...]]]] = {}
-    i = header_at + 1
-    if i < len(lines) and lines[i].split() == ["Class"]:  # the header's second line ("Traffic / Class")
-        i += 1
-    ended = False
-    for i in range(i, len(lines)):
-        line = lines[i]
+    table: _Table | None = None  # None: outside any table we read
+    header_next = False
+    rows: dict[tuple[str, str, str], list[tuple[int, str, dict[str, int]]]] = {}
+    seen_tables = 0
+    for i, line in enumerate(lines):
         cells = line.split()
         if not cells:
             continue
-        # a new section's title (flush left, "... Counters") ends the table: its rows are not ours
-        ended = ended or (not line[0].isspace() and line.rstrip().endswith("Counters"))
-        if ended:
+        if _is_title(line):
+            title = line.strip()
+            table, header_next = TABLES.get(title), title in TABLES
+            if table is None:
+                note(skipped, SOURCE_QUEUE, i + 1, line)  # a section this reader does not know
+            else:
+                seen_tables += 1
+            continue
+        if header_next:  # the line after a known title must be its header
+            if tuple(cells) != table.header:
+                raise ParseError(f"{what}: unknown header of {title!r}: {line.strip()[:80]!r}")
+            header_next = False
+            continue
+        if table is not None and (tuple(cells) == table.second or _RULE.match(line.strip())):
+            continue
+        found = _queue_row(cells, table) if table is not None else None
+        if found is None:
             note(skipped, SOURCE_QUEUE, i + 1, line)
             continue
-        if (len(cells) != len(EGRESS_HEADER) or not _PORT.match(cells[0]) or not _TC.match(cells[1])
-                or not _DROP_PREC.match(cells[2]) or cells[3] not in _DEST):
-            note(skipped, SOURCE_QUEUE, i + 1, line)
-            continue
-        counts = tuple(_count(c, f"{what}: {cells[0]} {cells[1]} {h}") for c, h in zip(cells[4:], EGRESS_HEADER[4:]))
-        queue = f"{cells[3]}{_TC.match(cells[1]).group(1)}"
-        rows.setdefault((long_name(cells[0]), queue), []).append((i + 1, line, counts))
+        port, queue, counts = found
+        values = {name: _count(c, f"{what}: {cells[0]} {cells[1]} {name}") for name, c in zip(table.values, counts)}
+        rows.setdefault((title, port, queue), []).append((i + 1, line, values))
+    if not seen_tables:
+        raise ParseError(f"{what}: none of the tables {', '.join(map(repr, TABLES))}")
+    if header_next:
+        raise ParseError(f"{what}: {title!r} without its header")
     out = []
-    for (port, queue), found in rows.items():
+    for (_, port, queue), found in rows.items():
         if len(found) > 1:  # split per drop precedence: no single row is the queue's count
             for line_no, line, _ in found:
                 note(skipped, SOURCE_QUEUE, line_no, line)
             continue
-        out.append(QueueCounters(port, queue, dict(zip(EGRESS_VALUES, found[0][2]))))
+        out.append(QueueCounters(port, queue, found[0][2]))
     return out
 
 
