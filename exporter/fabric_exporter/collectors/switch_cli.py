@@ -236,7 +236,8 @@ class SwitchCliCollector(Collector):
         # ... but only this dialect's are commands of this switch
         for i, c in enumerate(commands):
             if c in every and c not in names:
-                err(f"{path}.commands[{i}]", f"{c!r} is not a command of the {dialect} dialect (known: {', '.join(names)})")
+                err(f"{path}.commands[{i}]",
+                    f"{c!r} is not a command of the {dialect} dialect (known: {', '.join(names)})")
         json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
         include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
         cumulus = r.regex("cumulus_interfaces")
