@@ -32,8 +32,8 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors,
-                                     perftest, rdma, sonic_cli)
+from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
+                                     ib_queryerrors, perftest, rdma, sonic_cli)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -64,6 +64,8 @@ RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statisti
 SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
                                                       "show_queue_counters.json", "show_queue_wredcounters.txt",
                                                       "show_queue_wredcounters.json")}
+EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
+EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
 NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
@@ -139,6 +141,8 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
+    "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
+    "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
 }
 
 
@@ -219,6 +223,10 @@ class _Runner:
     async def run(self, argv, *, timeout: float, stdin=None) -> CommandResult:
         status, out, err = await self.answer(self.host, list(argv))
         return CommandResult(tuple(argv), status, out, err)
+
+    async def run_line(self, line: str, *, timeout: float) -> CommandResult:  # a device CLI (EOS)
+        status, out, err = await self.answer(self.host, [line])
+        return CommandResult((line,), status, out, err)
 
     async def close(self) -> None:
         pass
@@ -340,6 +348,17 @@ def switch_answer(bodies: dict[str, str]):
 def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred):
     bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred}
     states = poll_once(group_config("switch_cli", hosts=["sw1"]), switch_answer(bodies))
+    assert_explained(states)
+
+
+@FUZZ
+@given(queue=mutated(EOS_QUEUE), discards=mutated(EOS_DISCARDS))
+def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards):
+    async def answer(host, argv):
+        (line,) = argv
+        return 0, queue if "queue" in line else discards, ""
+
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options={"dialect": "eos"}), answer)
     assert_explained(states)
 
 

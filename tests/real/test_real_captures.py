@@ -160,6 +160,86 @@ def test_sonic_na_is_absent_not_zero():
     assert find(stormed, "fabric_roce_switch_pfcwd_storm_active", interface="Ethernet0", queue="UC3") == [1.0]
 
 
+# -- Arista EOS through the switch_cli collector's own mapping (eos dialect) -----------------------
+
+def eos_samples(command: str, name: str):
+    group = parse_config({"targets": [{
+        "name": "eos", "fabric": "lab", "collector": "switch_cli", "transport": "local",
+        "options": {"dialect": "eos"}}]}).targets[0]
+    collector = SwitchCliCollector(PollContext(group, group.hosts[0], None))
+    collector._skipped = []
+    samples = collector._samples(command, text(name))
+    valid(samples)
+    return samples, collector._skipped
+
+
+EOS_QUEUE = "eos_queue_counters_detail_egress_nz.txt"
+EOS_QUEUE_VOQ = "eos_queue_counters_nz_7280sr3e.txt"
+EOS_DISCARDS = "eos_interfaces_counters_discards_anta.json"
+ENQ_PKTS, ENQ_BYTES = "fabric_roce_switch_queue_enqueued_packets_total", "fabric_roce_switch_queue_enqueued_bytes_total"
+QDROP_BYTES = "fabric_roce_switch_queue_dropped_bytes_total"
+EOS_CASES = [
+    # read by hand from the capture's rows (Et written out as Ethernet; TC<n> + DestType UC -> UC<n>)
+    ("queue", EOS_QUEUE, ENQ_PKTS, {"interface": "Ethernet3/1/1", "queue": "UC1"}, 67521),
+    ("queue", EOS_QUEUE, ENQ_BYTES, {"interface": "Ethernet3/1/1", "queue": "UC1"}, 7523778),
+    ("queue", EOS_QUEUE, ENQ_PKTS, {"interface": "Ethernet3/9/1", "queue": "UC7"}, 876430),
+    ("queue", EOS_QUEUE, ENQ_BYTES, {"interface": "Ethernet3/9/1", "queue": "UC7"}, 238170896),
+    ("queue", EOS_QUEUE, QDROP, {"interface": "Ethernet4/2/1", "queue": "UC7"}, 1),
+    ("queue", EOS_QUEUE, QDROP_BYTES, {"interface": "Ethernet4/4/1", "queue": "UC7"}, 110),
+    ("queue", EOS_QUEUE, QDROP, {"interface": "Ethernet3/16/1", "queue": "UC7"}, 0),
+    ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet14", "queue": "UC7"}, 45407),
+    ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet14", "queue": "UC7"}, 36671321),
+    ("queue", EOS_QUEUE_VOQ, QDROP, {"interface": "Ethernet14", "queue": "UC7"}, 1),
+    ("queue", EOS_QUEUE_VOQ, QDROP_BYTES, {"interface": "Ethernet14", "queue": "UC7"}, 241),
+    ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet31", "queue": "UC1"}, 9453397328),
+    ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet31", "queue": "UC1"}, 905632037460),
+    ("queue", EOS_QUEUE_VOQ, ENQ_PKTS, {"interface": "Ethernet15", "queue": "UC6"}, 1510646427),
+    ("queue", EOS_QUEUE_VOQ, ENQ_BYTES, {"interface": "Ethernet46/1", "queue": "UC1"}, 913369789142),
+    # the Aggregate VoQ table of the same capture: where this 7280SR3E's congestion drops are
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_dropped_packets_total", {"interface": "Ethernet15", "queue": "UC6"},
+     2326123603),
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_dropped_bytes_total", {"interface": "Ethernet31", "queue": "UC1"},
+     188546446560),
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_packets_total", {"interface": "Ethernet31", "queue": "UC1"},
+     9453790962),
+    ("queue", EOS_QUEUE_VOQ, "fabric_roce_switch_voq_bytes_total", {"interface": "Ethernet15", "queue": "UC6"},
+     105745556037),
+    ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet1"}, 42),
+    ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Ethernet3"}, 40),
+    ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Port-Channel2"}, 30),
+    ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet2"}, 0),
+]
+
+
+@pytest.mark.parametrize("command,name,metric,labels,value", EOS_CASES)
+def test_eos_captures(command, name, metric, labels, value):
+    samples, skipped = eos_samples(command, name)
+    assert find(samples, metric, **labels) == [value]
+    if name != EOS_QUEUE_VOQ:
+        assert skipped == []
+
+
+def test_eos_voq_table_is_read_and_the_two_class_row_skipped():
+    samples, skipped = eos_samples("queue", EOS_QUEUE_VOQ)
+    # the CPU port's 'TC3,7' egress row (two classes in one row: no one queue's count) is the only
+    # line not read
+    assert [s.line_no for s in skipped] == [96] and skipped[0].source == "eos_queue_counters"
+    assert find(samples, ENQ_PKTS, interface="OlpFap0") == []
+    # 44 VoQ rows and 43 egress rows, 4 counts each; a VoQ row never stands in for the egress row
+    assert len(samples) == (44 + 43) * 4
+    assert find(samples, ENQ_PKTS, interface="Ethernet1", queue="UC7") == [54354]
+    assert find(samples, "fabric_roce_switch_voq_packets_total", interface="Ethernet1", queue="UC7") == [54352]
+    assert find(samples, "fabric_roce_switch_voq_packets_total", interface="OlpFap0", queue="UC7") == [47]
+
+
+def test_eos_queue_capture_whole():
+    samples, _ = eos_samples("queue", EOS_QUEUE)
+    # 20 rows (18 ports, Et3/1/1 and Et3/9/1 with two classes), 4 counters each, no row lost
+    assert len(samples) == 20 * 4
+    assert len({(s.labels["interface"], s.labels["queue"]) for s in samples}) == 20
+    assert sum(s.value for s in samples if s.name == QDROP) == 2
+
+
 # -- InfiniBand: ibnetdiscover, ibdiagnet files and perfquery through the infiniband collector -------
 
 def ib_collector(options: dict | None = None, runner=None) -> InfinibandCollector:
@@ -423,6 +503,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES}
+              | {c[1] for c in EOS_CASES}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
               | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)

@@ -50,7 +50,14 @@ def test_dialect_and_commands_choices_come_from_the_table(monkeypatch):
     assert errors == [] and opts.commands == ("pfc",)
     switch_cli.SwitchCliCollector.parse_options({"dialect": "cumulus", "commands": ["pfc"]}, "o",
                                                 lambda path, msg: errors.append((path, msg)))
-    assert errors == [("o.commands", "only for the sonic dialect (cumulus reads ethtool -S)")]
+    assert errors == [("o.commands", "only for the sonic / eos dialect (cumulus reads ethtool -S)")]
+    errors.clear()
+    # eos: its own command names, all of them by default; a SONiC name is not one of them
+    opts = switch_cli.SwitchCliCollector.parse_options({"dialect": "eos"}, "o", lambda path, msg: errors.append((path, msg)))
+    assert errors == [] and opts.commands == ("discards", "queue")
+    switch_cli.SwitchCliCollector.parse_options({"dialect": "eos", "commands": ["pfc"]}, "o",
+                                                lambda path, msg: errors.append((path, msg)))
+    assert errors == [("o.commands[0]", "'pfc' is not a command of the eos dialect (known: discards, queue)")]
     errors.clear()
     switch_cli.SwitchCliCollector.parse_options({"dialect": "acme"}, "o", lambda path, msg: errors.append((path, msg)))
     assert [p for p, _ in errors] == ["o.dialect"]

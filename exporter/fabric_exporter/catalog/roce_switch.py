@@ -68,14 +68,42 @@ METRICS = [
                (SWITCH_IF_QUEUE,), (SNMP, CLI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedPkts, "
-               "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts).",
+               "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts, "
+               "EOS 'show interfaces counters queue' OutDropPkts).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI),
                ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.6")),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedBytes, "
-               "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes).",
+               "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes, "
+               "EOS 'show interfaces counters queue' OutDropOctets).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI),
                ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.7")),
+    # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
+    MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
+               "Packets admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqPkts); "
+               "packets the queue dropped are not in it.",
+               (SWITCH_IF_QUEUE,), (CLI,)),
+    MetricSpec("fabric_roce_switch_queue_enqueued_bytes_total", "counter", "bytes",
+               "Bytes admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqOctets).",
+               (SWITCH_IF_QUEUE,), (CLI,)),
+    # VoQ platforms (EOS 7280R/7500R): congestion drops happen in the ingress chips' virtual output
+    # queues for an egress port and class, not in the egress queue; interface = the egress port.
+    MetricSpec("fabric_roce_switch_voq_packets_total", "counter", "packets",
+               "Packets queued in the virtual output queues for this egress interface and class, summed over "
+               "ingress chips (EOS 'show interfaces counters queue' Aggregate VoQ Counters Pkts).",
+               (SWITCH_IF_QUEUE,), (CLI,)),
+    MetricSpec("fabric_roce_switch_voq_bytes_total", "counter", "bytes",
+               "Bytes queued in the virtual output queues for this egress interface and class "
+               "(EOS Aggregate VoQ Counters Octets).",
+               (SWITCH_IF_QUEUE,), (CLI,)),
+    MetricSpec("fabric_roce_switch_voq_dropped_packets_total", "counter", "packets",
+               "Packets dropped in the virtual output queues for this egress interface and class: congestion "
+               "drops of a VoQ switch (EOS Aggregate VoQ Counters DropPkts).",
+               (SWITCH_IF_QUEUE,), (CLI,)),
+    MetricSpec("fabric_roce_switch_voq_dropped_bytes_total", "counter", "bytes",
+               "Bytes dropped in the virtual output queues for this egress interface and class "
+               "(EOS Aggregate VoQ Counters DropOctets).",
+               (SWITCH_IF_QUEUE,), (CLI,)),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_packets_total", "counter", "packets",
                "Packets WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/pkts, "
                "Cumulus ethtool HwIfOutQ{n}WredDrops).",

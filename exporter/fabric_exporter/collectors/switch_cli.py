@@ -1,4 +1,4 @@
-"""switch_cli: RoCE switch counters from the switch's own CLI over SSH (SONiC; Cumulus ethtool).
+"""switch_cli: RoCE switch counters from the switch's own CLI over SSH (SONiC; Cumulus ethtool; Arista EOS).
 
 What SNMP does not give: ECN-marked packets per queue (SONiC's SNMP has none), WRED drops and the
 PFC watchdog's storms. One poll is ONE command on the pooled SSH connection: a small POSIX sh
@@ -9,13 +9,17 @@ and the command's exit status, so one session (one channel) carries the whole po
   [--json]``, ``show pfcwd stats``. With ``json: auto`` (default) ``--json`` is tried first; a
   release without it (usage error) is remembered and the text table used from then on.
 * Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
+* EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
+  EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
+  request on the pooled connection (``run_line``), so the dialect needs the ``ssh`` transport.
 
 A command that fails or prints what its parser cannot read makes the poll partial (its samples are
 left out, the problem is reported); when every command fails the poll fails.
 
 Dialects are a table (``DIALECTS``): each names its commands, their parsers and the mapping of the
 parsed records to samples (``CliCommand``), and how a poll runs them -- one batched script of named
-commands (SONiC), or ethtool per interface (Cumulus). A new switch OS is a new entry.
+commands (SONiC), ethtool per interface (Cumulus), or one CLI exec per command (EOS). A new switch
+OS is a new entry.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar
 
 from ..errors import CommandError, ParseError, PollError
+from ..parsers import eos_cli
 from ..parsers import sonic_cli as p
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
@@ -42,6 +47,16 @@ WRED_METRICS = {"wred_dropped_packets": "fabric_roce_switch_queue_wred_dropped_p
                 "wred_dropped_bytes": "fabric_roce_switch_queue_wred_dropped_bytes_total",
                 "ecn_marked_packets": "fabric_roce_ecn_marked_packets_total",
                 "ecn_marked_bytes": "fabric_roce_switch_queue_ecn_marked_bytes_total"}
+EOS_QUEUE_METRICS = {"enqueued_packets": "fabric_roce_switch_queue_enqueued_packets_total",
+                     "enqueued_bytes": "fabric_roce_switch_queue_enqueued_bytes_total",
+                     "dropped_packets": "fabric_roce_switch_queue_dropped_packets_total",
+                     "dropped_bytes": "fabric_roce_switch_queue_dropped_bytes_total",
+                     "voq_packets": "fabric_roce_switch_voq_packets_total",
+                     "voq_bytes": "fabric_roce_switch_voq_bytes_total",
+                     "voq_dropped_packets": "fabric_roce_switch_voq_dropped_packets_total",
+                     "voq_dropped_bytes": "fabric_roce_switch_voq_dropped_bytes_total"}
+EOS_DISCARD_METRICS = {"in_discards": "fabric_roce_rx_discards_total",
+                       "out_discards": "fabric_roce_tx_discards_total"}
 PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_total",
                  "storms_restored": "fabric_roce_switch_pfcwd_storms_restored_total",
                  "tx_dropped": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
@@ -100,6 +115,20 @@ def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> li
                for k, v in sorted(c.wred_dropped.items())])
 
 
+def eos_queue_samples(switch: str, rows: list[eos_cli.QueueCounters], wanted: Wanted) -> list[Sample]:
+    return queue_samples(EOS_QUEUE_METRICS, switch, rows, wanted)  # type: ignore[arg-type]  # same fields
+
+
+def eos_discard_samples(switch: str, rows: list[eos_cli.Discards], wanted: Wanted) -> list[Sample]:
+    out: list[Sample] = []
+    for row in rows:
+        if wanted(row.port):
+            labels = {"switch": switch, "interface": row.port}
+            out.extend(Sample(metric, labels, float(row.values[stat]))
+                       for stat, metric in EOS_DISCARD_METRICS.items() if stat in row.values)
+    return out
+
+
 # -- the dialect table ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -121,6 +150,15 @@ SONIC = {
     "pfcwd": CliCommand(("show", "pfcwd", "stats"), p.parse_pfcwd_stats, pfcwd_samples),
 }
 SONIC_COMMANDS = tuple(SONIC)
+
+# Arista EOS: ``| json`` where a published capture of the JSON exists (discards); the queue table
+# is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
+EOS = {
+    "discards": CliCommand(("show", "interfaces", "counters", "discards", "|", "json"),
+                           eos_cli.parse_discards_json, eos_discard_samples),
+    "queue": CliCommand(("show", "interfaces", "counters", "queue"),
+                        eos_cli.parse_queue_counters, eos_queue_samples),
+}
 _SONIC_ARGV = {name: c.argv for name, c in SONIC.items()}
 
 
@@ -185,14 +223,21 @@ class SwitchCliCollector(Collector):
     name: ClassVar[str] = "switch_cli"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
-                                                "sonic_pfcwd_stats", "ethtool")
+                                                "sonic_pfcwd_stats", "ethtool", eos_cli.SOURCE_QUEUE)
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
         r = OptionReader(raw, path, err, base_dir)
         dialect = r.string("dialect", "sonic", choices=tuple(DIALECTS)) or "sonic"
         names = tuple(DIALECTS.get(dialect, DIALECTS["sonic"]).commands) or SONIC_COMMANDS
-        commands = r.string_list("commands", names, choices=names)
+        # every dialect's names are valid words (so the generated schema knows them all) ...
+        every = tuple(dict.fromkeys(n for d in DIALECTS.values() for n in d.commands))
+        commands = r.string_list("commands", names, choices=every)
+        # ... but only this dialect's are commands of this switch
+        for i, c in enumerate(commands):
+            if c in every and c not in names:
+                err(f"{path}.commands[{i}]",
+                    f"{c!r} is not a command of the {dialect} dialect (known: {', '.join(names)})")
         json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
         include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
         cumulus = r.regex("cumulus_interfaces")
@@ -274,6 +319,32 @@ class SwitchCliCollector(Collector):
         parse = command.parse_json if self._json.get(name) else command.parse
         return command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
 
+    # -- one CLI exec per command (EOS) -----------------------------------------------------------
+
+    async def _poll_cli_lines(self) -> PollResult:
+        runner = self.ctx.runner()
+        run_line = getattr(runner, "run_line", None)
+        if run_line is None:
+            raise CommandError(f"{runner.description}: the {self.dialect.name} dialect runs commands in the "
+                               f"switch's CLI over SSH; use transport: ssh")
+        samples: list[Sample] = []
+        failures: list[PollError] = []
+        self._skipped = []
+        for n in self.options.commands:
+            line = " ".join(self.dialect.commands[n].argv)
+            result = await run_line(line, timeout=self.ctx.remaining())
+            if result.exit_status != 0:
+                tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-2:]) or "no output"
+                failures.append(CommandError(f"{line}: exit status {result.exit_status}: {tail}"))
+                continue
+            try:
+                samples.extend(await parse_off_loop(functools.partial(self._samples, n), result.stdout))
+            except ParseError as e:
+                failures.append(ParseError(f"{line}: {e}"))
+        if failures and len(failures) == len(self.options.commands):
+            raise failures[0]
+        return PollResult(samples, [str(f) for f in failures], self._skipped)
+
     # -- Cumulus -----------------------------------------------------------------------------------
 
     async def _poll_cumulus(self) -> PollResult:
@@ -306,4 +377,5 @@ class SwitchCliCollector(Collector):
 DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands"),
     "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S"),
+    "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands"),
 }

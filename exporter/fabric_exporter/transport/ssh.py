@@ -2,7 +2,8 @@
 
 Every await has a deadline: TCP connect + handshake (``connect_timeout``), login, each command.
 A command that overruns is killed on the remote side too: it runs under coreutils ``timeout``,
-and the channel is closed. Commands are argument lists quoted with ``shlex``.
+and the channel is closed. Commands are argument lists quoted with ``shlex``; ``run_line`` sends a
+device CLI's command line as it is (no shell on the other side).
 """
 
 from __future__ import annotations
@@ -115,6 +116,15 @@ class SSHConnection:
         # The remote side enforces the same deadline, so nothing is left running if we give up.
         remote_limit = max(1, math.ceil(timeout))
         command = shlex.join(("timeout", "-k", "2", str(remote_limit), *argv))
+        return await self._run(command, argv, timeout, stdin)
+
+    async def run_line(self, line: str, *, timeout: float) -> CommandResult:
+        """One command line sent as the exec request, as it is: for a remote whose SSH lands in a
+        device CLI (Arista EOS), not a shell. No ``timeout`` wrapper and no quoting (a CLI has
+        neither); at the deadline the channel is closed, which ends the command on the device."""
+        return await self._run(line, (line,), timeout, None)
+
+    async def _run(self, command: str, argv: tuple[str, ...], timeout: float, stdin: str | None) -> CommandResult:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         async with self._sessions:

@@ -1,0 +1,205 @@
+"""Parsers for Arista EOS CLI output (the ``eos`` dialect of switch_cli).
+
+Pure functions: text in, records out; only ParseError on bad input.
+
+* ``show interfaces counters discards | json``: ``{"interfaces": {name: {"inDiscards": n,
+  "outDiscards": n}}, "inDiscardsTotal": n, "outDiscardsTotal": n}``. The totals are sums the
+  switch made, not read. An ``{"errors": [...]}`` object (what EOS prints for a command it
+  refuses under ``| json``) is a ParseError naming the error.
+* ``show interfaces counters queue`` (text; no public ``| json`` capture was found; ``detail``
+  prints the same egress table): the ``Egress Queue Counters`` table -- Port, Traffic Class (a
+  second header line holds "Class"), DropPrec, DestType (UC/MC), OutEnqPkts, OutEnqOctets,
+  OutDropPkts, OutDropOctets; and, on VoQ platforms (7280R/7500R), the ``Aggregate VoQ Counters``
+  table before it -- Egress Port, Traffic Class, Pkts, Octets, DropPkts, DropOctets.
+
+Interface names: the queue table abbreviates (``Et3/1/1``), the JSON does not (``Ethernet1``);
+``Et<digit>`` and ``Po<digit>`` are written out as EOS's own long names (``Ethernet``,
+``Port-Channel``) so both commands and SNMP's ifName give one label value per interface.
+
+Skip-and-count: in the queue text, a line outside those two tables (a section this reader does
+not know, whose title is a flush-left line ending in "Counters"), a row that is not one queue's
+(e.g. ``TC3,7``: two traffic classes together, on the CPU port ``OlpFap0``), and every row of a
+queue that appears more than once in a table (a platform that splits a queue per drop
+precedence: its rows are never summed, and no single one is the queue's count) are skipped and
+counted. A header other than the known columns, or a queue row whose counter is not a count,
+fails the parse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..errors import ParseError
+from .guard import parser_entry
+from .skipped import SkippedLine, note
+
+MAX_COUNTER = (1 << 64) - 1
+_COUNT = re.compile(r"^[0-9]{1,20}$")
+_PORT = re.compile(r"^[A-Za-z][A-Za-z0-9_./:-]*$")
+_SHORT = (("Et", "Ethernet"), ("Po", "Port-Channel"))
+
+
+def long_name(port: str) -> str:
+    """EOS's abbreviated interface name written out: 'Et3/1/1' -> 'Ethernet3/1/1'; others unchanged."""
+    for short, full in _SHORT:
+        if port.startswith(short) and port[len(short):len(short) + 1].isdigit():
+            return full + port[len(short):]
+    return port
+
+
+def _count(token: str, what: str) -> int:
+    if not _COUNT.match(token) or int(token) > MAX_COUNTER:
+        raise ParseError(f"{what}: expected a 64-bit count, got {token[:40]!r}")
+    return int(token)
+
+
+# -- show interfaces counters discards | json --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Discards:
+    port: str
+    values: dict[str, int]  # in_discards / out_discards, when the switch gave them
+
+
+DISCARD_KEYS = {"inDiscards": "in_discards", "outDiscards": "out_discards"}
+
+
+def _json_object(text: str, what: str) -> dict:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+    if not isinstance(data, dict):
+        raise ParseError(f"{what}: expected a JSON object")
+    if "errors" in data:
+        errors = data["errors"]
+        first = errors[0] if isinstance(errors, list) and errors else errors
+        raise ParseError(f"{what}: the switch refused it: {str(first)[:160]}")
+    return data
+
+
+@parser_entry
+def parse_discards_json(text: str, skipped: list[SkippedLine] | None = None) -> list[Discards]:
+    what = "show interfaces counters discards | json"
+    interfaces = _json_object(text, what).get("interfaces")
+    if not isinstance(interfaces, dict):
+        raise ParseError(f"{what}: no 'interfaces' object")
+    out = []
+    for port, counters in interfaces.items():
+        if not _PORT.match(port):
+            raise ParseError(f"{what}: {port[:40]!r} is not an interface name")
+        if not isinstance(counters, dict):
+            raise ParseError(f"{what}: {port}: expected an object of counters")
+        values = {}
+        for key, name in DISCARD_KEYS.items():
+            if key in counters:
+                raw = counters[key]
+                if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= MAX_COUNTER:
+                    raise ParseError(f"{what}: {port} {key}: {str(raw)[:40]!r} is not a 64-bit count")
+                values[name] = raw
+        out.append(Discards(long_name(port), values))
+    return out
+
+
+# -- show interfaces counters queue (text) -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QueueCounters:
+    port: str
+    queue: str  # <DestType><traffic class>: UC7, MC1 -- the label form SONiC and SNMP use
+    values: dict[str, int]
+
+
+@dataclass(frozen=True)
+class _Table:
+    header: tuple[str, ...]  # the first header line's words
+    second: tuple[str, ...]  # the header's second line ("Class" of "Traffic Class")
+    values: tuple[str, ...]  # names of the four counts, in column order
+    drop_prec: bool  # rows carry DropPrec and DestType before the counts
+
+
+TABLES = {
+    "Egress Queue Counters": _Table(
+        ("Port", "Traffic", "DropPrec", "DestType", "OutEnqPkts", "OutEnqOctets", "OutDropPkts", "OutDropOctets"),
+        ("Class",), ("enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes"), True),
+    # VoQ platforms (7280R/7500R): packets queued for an egress port and class at the ingress
+    # chips, and dropped there -- where congestion drops show on these switches.
+    "Aggregate VoQ Counters": _Table(
+        ("Egress", "Traffic", "Pkts", "Octets", "DropPkts", "DropOctets"),
+        ("Port", "Class"), ("voq_packets", "voq_bytes", "voq_dropped_packets", "voq_dropped_bytes"), False),
+}
+_TC = re.compile(r"^TC([0-9]{1,2})$")
+_DROP_PREC = re.compile(r"^DP[0-9](?:-[0-9])?$")
+_DEST = ("UC", "MC")
+_RULE = re.compile(r"^-+$")
+SOURCE_QUEUE = "eos_queue_counters"
+
+
+def _is_title(line: str) -> bool:
+    return bool(line) and not line[0].isspace() and line.rstrip().endswith("Counters")
+
+
+def _queue_row(cells: list[str], table: _Table) -> tuple[str, str, list[str]] | None:
+    """(port, queue label, count cells) of a row of ``table``; None for a line that is not one."""
+    if len(cells) != len(table.header) or not _PORT.match(cells[0]) or not _TC.match(cells[1]):
+        return None
+    if table.drop_prec:
+        if not _DROP_PREC.match(cells[2]) or cells[3] not in _DEST:
+            return None
+        dest, counts = cells[3], cells[4:]
+    else:
+        dest, counts = "UC", cells[2:]  # VoQs carry unicast traffic
+    return long_name(cells[0]), f"{dest}{_TC.match(cells[1]).group(1)}", counts
+
+
+@parser_entry
+def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) -> list[QueueCounters]:
+    what = "show interfaces counters queue"
+    lines = text.splitlines()
+    table: _Table | None = None  # None: outside any table we read
+    header_next = False
+    rows: dict[tuple[str, str, str], list[tuple[int, str, dict[str, int]]]] = {}
+    seen_tables = 0
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if not cells:
+            continue
+        if _is_title(line):
+            title = line.strip()
+            table, header_next = TABLES.get(title), title in TABLES
+            if table is None:
+                note(skipped, SOURCE_QUEUE, i + 1, line)  # a section this reader does not know
+            else:
+                seen_tables += 1
+            continue
+        if header_next:  # the line after a known title must be its header
+            if tuple(cells) != table.header:
+                raise ParseError(f"{what}: unknown header of {title!r}: {line.strip()[:80]!r}")
+            header_next = False
+            continue
+        if table is not None and (tuple(cells) == table.second or _RULE.match(line.strip())):
+            continue
+        found = _queue_row(cells, table) if table is not None else None
+        if found is None:
+            note(skipped, SOURCE_QUEUE, i + 1, line)
+            continue
+        port, queue, counts = found
+        values = {name: _count(c, f"{what}: {cells[0]} {cells[1]} {name}") for name, c in zip(table.values, counts)}
+        rows.setdefault((title, port, queue), []).append((i + 1, line, values))
+    if not seen_tables:
+        raise ParseError(f"{what}: none of the tables {', '.join(map(repr, TABLES))}")
+    if header_next:
+        raise ParseError(f"{what}: {title!r} without its header")
+    out = []
+    for (_, port, queue), found in rows.items():
+        if len(found) > 1:  # split per drop precedence: no single row is the queue's count
+            for line_no, line, _ in found:
+                note(skipped, SOURCE_QUEUE, line_no, line)
+            continue
+        out.append(QueueCounters(port, queue, found[0][2]))
+    return out
+
+
+__all__ = ["Discards", "QueueCounters", "long_name", "parse_discards_json", "parse_queue_counters"]
