@@ -75,11 +75,12 @@ def test_bnxt_buffer_threshold_name_is_bnxt_only():
 
 
 def test_mlx5_completion_errors_from_rdma_statistic_text():
-    """The OCI capture (rdma statistic, one line) reads through the rdma tool path: all eight series present."""
+    """The OCI captures (rdma link + rdma statistic) read through the rdma tool path: all eight series present."""
     line = text("rdma_statistic_oci_mlx5_2.txt").replace("resp_cqe_error 0", "resp_cqe_error 5")
-    link = "link mlx5_2/1 state ACTIVE physical_state LINK_UP netdev eth2\n"
+    link = text("rdma_link_oci_bm_optimized3.txt")
     dump = f"@@fabric-roce 1 rdma\n@@rdma_link 0\n{link}@@rdma_statistic 0\n{line}@@end\n"
-    samples = result_from_dump(parse_host_dump(dump), "gpu-o", RoceNicOptions(hw_counters_from="rdma")).samples
+    result = result_from_dump(parse_host_dump(dump), "gpu-o", RoceNicOptions(hw_counters_from="rdma"))
+    samples = [s for s in result.samples if s.labels["device"] == "mlx5_2"]
     names = ("requester_cqe_errors", "requester_cqe_flush_errors", "responder_cqe_errors",
              "responder_cqe_flush_errors", "requester_remote_access_errors", "requester_remote_invalid_requests",
              "responder_local_length_errors", "responder_remote_access_errors")
