@@ -86,3 +86,23 @@ def test_mlx5_completion_errors_from_rdma_statistic_text():
              "responder_local_length_errors", "responder_remote_access_errors")
     got = {n: series(samples, f"fabric_roce_nic_{n}_total").get(()) for n in names}
     assert got == {n: (5 if n == "responder_cqe_errors" else 0) for n in names}
+
+
+def test_bnxt_re_completion_errors_under_both_generations_of_names():
+    """Broadcom renamed bnxt_re's counters to the mlx5 names ("RDMA/bnxt_re: RoCE related hardware counters
+    update", linux-rdma 2025-08-14): newer kernels print req_cqe_error etc., older ones the names on the left."""
+    from fabric_exporter.collectors.roce_nic import HW_MAPPER
+    older = {"remote_access_err": 3, "remote_invalid_req_err": 4, "res_length_mismatch": 5, "rnr_naks_rcvd": 6,
+             "missing_resp": 7, "bad_resp_err": 8}
+    got = {s.name: s.value for s in HW_MAPPER.map(older, "bnxt", {}, None)}
+    assert got == {"fabric_roce_nic_requester_remote_access_errors_total": 3,
+                   "fabric_roce_nic_requester_remote_invalid_requests_total": 4,
+                   "fabric_roce_nic_responder_local_length_errors_total": 5,
+                   "fabric_roce_nic_rnr_nak_retry_errors_total": 6,
+                   "fabric_roce_nic_implied_nak_sequence_errors_total": 7}  # bad_resp_err: one cause of many
+    newer = {"req_cqe_error": 9, "resp_cqe_error": 10, "resp_remote_access_errors": 11,
+             "req_remote_access_errors": 12, "remote_access_err": 99}
+    got = {s.name: s.value for s in HW_MAPPER.map(newer, "bnxt", {}, None)}
+    assert got == {"fabric_roce_nic_requester_cqe_errors_total": 9, "fabric_roce_nic_responder_cqe_errors_total": 10,
+                   "fabric_roce_nic_responder_remote_access_errors_total": 11,
+                   "fabric_roce_nic_requester_remote_access_errors_total": 12}  # the newer name wins

@@ -177,8 +177,9 @@ METRICS = [
        "go-back-N retransmits.",
        NIC_PORT, ("packet_seq_err", "seq_err_naks_rcvd")),
     _c("fabric_roce_nic_implied_nak_sequence_errors_total", "events",
-       "Implied NAK sequence errors: a read response or ACK skipped PSNs (mlx5 implied_nak_seq_err).",
-       NIC_PORT, ("implied_nak_seq_err",)),
+       "Implied NAK sequence errors: a read response or ACK skipped PSNs (mlx5 and newer bnxt_re "
+       "implied_nak_seq_err, older bnxt_re missing_resp).",
+       NIC_PORT, ("implied_nak_seq_err", "missing_resp")),
     _c("fabric_roce_nic_local_ack_timeouts_total", "events",
        "Retransmissions after the local ACK timer expired (mlx5 local_ack_timeout_err, bnxt_re to_retransmits): "
        "tail-latency spikes.",
@@ -198,15 +199,17 @@ METRICS = [
        "Duplicate requests received: the peer retransmitted (mlx5 duplicate_request, bnxt_re dup_req/dup_reqs).",
        NIC_PORT, ("duplicate_request", "dup_req", "dup_reqs")),
     _c("fabric_roce_nic_rnr_nak_retry_errors_total", "events",
-       "Receiver-not-ready NAK retries exhausted (mlx5 rnr_nak_retry_err).", NIC_PORT, ("rnr_nak_retry_err",)),
+       "Receiver-not-ready NAKs the requester received while its retry limit was not yet exceeded: the peer had "
+       "no receive posted (mlx5 and newer bnxt_re rnr_nak_retry_err, older bnxt_re rnr_naks_rcvd).",
+       NIC_PORT, ("rnr_nak_retry_err", "rnr_naks_rcvd")),
     _c("fabric_roce_nic_transport_retries_exceeded_total", "events",
        "Requests whose transport retries ran out, so the QP went to error (mlx5 req_transport_retries_exceeded, "
        "bnxt_re max_retry_exceeded).",
        NIC_PORT, ("req_transport_retries_exceeded", "max_retry_exceeded")),
-    # --- RDMA work completions with an error status (mlx5 RDMA hw counters) ---------------------
+    # --- RDMA work completions with an error status (mlx5, bnxt_re RDMA hw counters) ------------
     _c("fabric_roce_nic_requester_cqe_errors_total", "completions",
        "Completions with an error status seen by the requester, i.e. the side that sent the request "
-       "(mlx5 req_cqe_error); flushes are counted apart.",
+       "(mlx5 and newer bnxt_re req_cqe_error); flushes are counted apart.",
        NIC_PORT, ("req_cqe_error",)),
     _c("fabric_roce_nic_requester_cqe_flush_errors_total", "completions",
        "Requester work requests flushed because their QP had gone to the error state (mlx5 req_cqe_flush_error): "
@@ -214,24 +217,25 @@ METRICS = [
        NIC_PORT, ("req_cqe_flush_error",)),
     _c("fabric_roce_nic_responder_cqe_errors_total", "completions",
        "Completions with an error status seen by the responder, the side that received the request "
-       "(mlx5 resp_cqe_error); flushes are counted apart.",
+       "(mlx5 and newer bnxt_re resp_cqe_error); flushes are counted apart.",
        NIC_PORT, ("resp_cqe_error",)),
     _c("fabric_roce_nic_responder_cqe_flush_errors_total", "completions",
        "Responder work requests flushed because their QP had gone to the error state (mlx5 resp_cqe_flush_error).",
        NIC_PORT, ("resp_cqe_flush_error",)),
     _c("fabric_roce_nic_requester_remote_access_errors_total", "errors",
        "Remote access errors the requester was told of: the peer refused the memory key or range "
-       "(mlx5 req_remote_access_errors).",
-       NIC_PORT, ("req_remote_access_errors",)),
+       "(mlx5 and newer bnxt_re req_remote_access_errors, older bnxt_re remote_access_err).",
+       NIC_PORT, ("req_remote_access_errors", "remote_access_err")),
     _c("fabric_roce_nic_requester_remote_invalid_requests_total", "errors",
-       "Remote invalid request errors the requester was told of (mlx5 req_remote_invalid_request).",
-       NIC_PORT, ("req_remote_invalid_request",)),
+       "Remote invalid request errors the requester was told of (mlx5 and newer bnxt_re req_remote_invalid_request, older bnxt_re remote_invalid_req_err).",
+       NIC_PORT, ("req_remote_invalid_request", "remote_invalid_req_err")),
     _c("fabric_roce_nic_responder_local_length_errors_total", "errors",
        "Responder local length errors: an incoming message did not fit the posted receive buffer "
-       "(mlx5 resp_local_length_error).",
-       NIC_PORT, ("resp_local_length_error",)),
+       "(mlx5 and newer bnxt_re resp_local_length_error, older bnxt_re res_length_mismatch).",
+       NIC_PORT, ("resp_local_length_error", "res_length_mismatch")),
     _c("fabric_roce_nic_responder_remote_access_errors_total", "errors",
-       "Remote access errors the responder detected in incoming requests (mlx5 resp_remote_access_errors).",
+       "Remote access errors the responder detected in incoming requests (mlx5 and newer bnxt_re "
+       "resp_remote_access_errors).",
        NIC_PORT, ("resp_remote_access_errors",)),
     # --- counters the catalog does not know (option expose_unmapped, off by default) ------------
     MetricSpec("fabric_roce_nic_unmapped_value", "gauge", "",

@@ -227,6 +227,7 @@ HW_RULES: list[Rule] = [
     *_r("fabric_roce_nic_packet_sequence_errors_total", "packet_seq_err", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_packet_sequence_errors_total", "seq_err_naks_rcvd", vendor=BNXT_RE),
     *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "implied_nak_seq_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "missing_resp", vendor=BNXT_RE),
     *_r("fabric_roce_nic_local_ack_timeouts_total", "local_ack_timeout_err", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_local_ack_timeouts_total", "to_retransmits", vendor=BNXT_RE),
     *_r("fabric_roce_nic_adaptive_retransmits_total", "roce_adp_retrans", vendor=MLX5_RDMA),
@@ -237,6 +238,7 @@ HW_RULES: list[Rule] = [
     *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_duplicate_requests_total", "dup_req", "dup_reqs", vendor=BNXT_RE),
     *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_nak_retry_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_naks_rcvd", vendor=BNXT_RE),
     *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_rdma_out_of_buffer_total", "rx_out_of_buffer", "res_oob_drop_count", vendor=BNXT_RE),
     *_r("fabric_roce_nic_transport_retries_exceeded_total", "req_transport_retries_exceeded", vendor=MLX5_RDMA),
@@ -253,6 +255,12 @@ HW_RULES: list[Rule] = [
     *_r("fabric_roce_nic_requester_remote_invalid_requests_total", "req_remote_invalid_request", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_responder_local_length_errors_total", "resp_local_length_error", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_responder_remote_access_errors_total", "resp_remote_access_errors", vendor=MLX5_RDMA),
+    # Older bnxt_re names of the same counters: Broadcom renamed them to the mlx5 names above ("RDMA/bnxt_re:
+    # RoCE related hardware counters update", linux-rdma 2025-08-14), which newer kernels print, so the mlx5
+    # rows cover those. Its older per-cause requester errors have no single req_cqe_error to map.
+    *_r("fabric_roce_nic_requester_remote_access_errors_total", "remote_access_err", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_requester_remote_invalid_requests_total", "remote_invalid_req_err", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_responder_local_length_errors_total", "res_length_mismatch", vendor=BNXT_RE),
 ]
 
 
