@@ -72,6 +72,20 @@ NIC_CASES = [
      441063206498),
     ("ethtool_mlx5_xdp_kernel6.5.txt", "mlx5_core", "fabric_roce_nic_link_pause_tx_frames_total", {}, 44414017),
     ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_duplicate_requests_total", {}, 41),
+    # issue 26: counters that were parsed but dropped (hand-read from the same captures)
+    ("ethtool_ethq_bnxt_en.txt", "bnxt_en", "fabric_roce_nic_rx_buffer_passed_threshold_events_total", {}, 417),
+    ("ethtool_ethq_bnxt_en.txt", "bnxt_en", "fabric_roce_nic_queue_rx_discard_bytes_total", {"queue": "7"}, 0),
+    ("ethtool_ethq_bnxt_en.txt", "bnxt_en", "fabric_roce_nic_port_continuous_pause_events_total", {}, 0),
+    ("ethtool_ethq_bnxt_en.txt", "bnxt_en", "fabric_roce_nic_port_continuous_pause_resume_events_total", {}, 0),
+    ("ethtool_ethq_bnxt_en.txt", "bnxt_en", "fabric_roce_nic_continuous_pause_resume_events_total", {}, 0),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_requester_cqe_errors_total", {}, 3481),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_requester_cqe_flush_errors_total", {}, 80),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_responder_cqe_errors_total", {}, 8109),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_responder_cqe_flush_errors_total", {}, 4708),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_requester_remote_access_errors_total", {}, 0),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_requester_remote_invalid_requests_total", {}, 0),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_responder_local_length_errors_total", {}, 0),
+    ("hw_counters_procfs_mlx5_0.txt", "mlx5_core", "fabric_roce_nic_responder_remote_access_errors_total", {}, 0),
 ]
 # Drivers with no RoCE mapping: the capture still reads, every counter under its own name (expose_unmapped).
 UNMAPPED_CASES = [

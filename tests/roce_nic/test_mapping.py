@@ -87,6 +87,11 @@ def test_mlx5_pfc_priority_3_exact(fixture_text):
         key("fabric_roce_nic_rnr_nak_retry_errors_total"): 0,
         key("fabric_roce_nic_rdma_out_of_buffer_total"): 0,
         key("fabric_roce_nic_transport_retries_exceeded_total"): 0,
+        # completion errors (req_cqe_error ... resp_remote_access_errors): all 0 in this dump
+        **{key(f"fabric_roce_nic_{n}_total"): 0 for n in (
+            "requester_cqe_errors", "requester_cqe_flush_errors", "responder_cqe_errors",
+            "responder_cqe_flush_errors", "requester_remote_access_errors", "requester_remote_invalid_requests",
+            "responder_local_length_errors", "responder_remote_access_errors")},
     }
     for p in range(8):
         prio = {0: (9872301, 113420, 0, 9901115, 113871), 3: (35198822745211, 8821651603, 31, 36720005497096, 9102273890),

@@ -61,6 +61,17 @@ METRICS = [
        "The port was paused continuously on the RoCE priority past the NIC's threshold "
        "(bnxt continuous_roce_pause_events).",
        NIC_PORT, ("continuous_roce_pause_events",)),
+    _c("fabric_roce_nic_continuous_pause_resume_events_total", "events",
+       "The RoCE priority resumed after a continuous pause (bnxt resume_roce_pause_events): fewer resumes than "
+       "continuous-pause events means the port is still stuck.",
+       NIC_PORT, ("resume_roce_pause_events",)),
+    _c("fabric_roce_nic_port_continuous_pause_events_total", "events",
+       "The port was paused continuously past the NIC's threshold, any traffic class, not only RoCE's "
+       "(bnxt continuous_pause_events).",
+       NIC_PORT, ("continuous_pause_events",)),
+    _c("fabric_roce_nic_port_continuous_pause_resume_events_total", "events",
+       "The port resumed after a continuous pause, any traffic class (bnxt resume_pause_events).",
+       NIC_PORT, ("resume_pause_events",)),
     # --- per-priority traffic -------------------------------------------------------------------
     _c("fabric_roce_nic_priority_rx_bytes_total", "bytes",
        "Bytes received per priority (mlx5 rx_prio{p}_bytes).", NIC_PORT_PRIORITY, ("rx_prio{p}_bytes",)),
@@ -74,8 +85,13 @@ METRICS = [
        "Received packets dropped per priority for lack of port buffer (mlx5 rx_prio{p}_discards).",
        NIC_PORT_PRIORITY, ("rx_prio{p}_discards",)),
     _c("fabric_roce_nic_queue_rx_discards_total", "packets",
-       "Received packets dropped per CoS queue (bnxt rx_discard_packets_cos{q}; queue = q).",
+       "Received packets dropped per CoS queue (bnxt rx_discard_packets_cos{q}; queue = q, a hardware queue "
+       "that one or more priorities map to, not a priority).",
        NIC_PORT_QUEUE, ("rx_discard_packets_cos{q}",)),
+    _c("fabric_roce_nic_queue_rx_discard_bytes_total", "bytes",
+       "Bytes of received packets dropped per CoS queue (bnxt rx_discard_bytes_cos{q}; queue = q, a hardware "
+       "queue, not a priority).",
+       NIC_PORT_QUEUE, ("rx_discard_bytes_cos{q}",)),
     # --- drops by cause -------------------------------------------------------------------------
     _c("fabric_roce_nic_rx_out_of_buffer_packets_total", "packets",
        "Packets dropped because the host's receive queue had no buffer posted (mlx5 ethtool rx_out_of_buffer, "
@@ -83,9 +99,9 @@ METRICS = [
        "not the fabric's.",
        NIC_PORT, ("rx_out_of_buffer", "rx_total_discard_pkts", "rx_total_ring_discards")),
     _c("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "events",
-       "The port's receive buffer passed its fill threshold, 85% by default (mlx5 rx_buffer_passed_thres_phy): "
-       "early warning of drops or pause.",
-       NIC_PORT, ("rx_buffer_passed_thres_phy",)),
+       "The port's receive buffer passed its fill threshold, 85% by default (mlx5 rx_buffer_passed_thres_phy, "
+       "bnxt rx_buffer_passed_threshold): early warning of drops or pause.",
+       NIC_PORT, ("rx_buffer_passed_thres_phy", "rx_buffer_passed_threshold")),
     _c("fabric_roce_nic_rdma_out_of_buffer_total", "packets",
        "RDMA packets dropped because the receive queue had no WQE posted (hw counter out_of_buffer; bnxt_re "
        "rx_out_of_buffer or res_oob_drop_count).",
@@ -161,8 +177,9 @@ METRICS = [
        "go-back-N retransmits.",
        NIC_PORT, ("packet_seq_err", "seq_err_naks_rcvd")),
     _c("fabric_roce_nic_implied_nak_sequence_errors_total", "events",
-       "Implied NAK sequence errors: a read response or ACK skipped PSNs (mlx5 implied_nak_seq_err).",
-       NIC_PORT, ("implied_nak_seq_err",)),
+       "Implied NAK sequence errors: a read response or ACK skipped PSNs (mlx5 and newer bnxt_re "
+       "implied_nak_seq_err, older bnxt_re missing_resp).",
+       NIC_PORT, ("implied_nak_seq_err", "missing_resp")),
     _c("fabric_roce_nic_local_ack_timeouts_total", "events",
        "Retransmissions after the local ACK timer expired (mlx5 local_ack_timeout_err, bnxt_re to_retransmits): "
        "tail-latency spikes.",
@@ -182,11 +199,44 @@ METRICS = [
        "Duplicate requests received: the peer retransmitted (mlx5 duplicate_request, bnxt_re dup_req/dup_reqs).",
        NIC_PORT, ("duplicate_request", "dup_req", "dup_reqs")),
     _c("fabric_roce_nic_rnr_nak_retry_errors_total", "events",
-       "Receiver-not-ready NAK retries exhausted (mlx5 rnr_nak_retry_err).", NIC_PORT, ("rnr_nak_retry_err",)),
+       "Receiver-not-ready NAKs the requester received while its retry limit was not yet exceeded: the peer had "
+       "no receive posted (mlx5 and newer bnxt_re rnr_nak_retry_err, older bnxt_re rnr_naks_rcvd).",
+       NIC_PORT, ("rnr_nak_retry_err", "rnr_naks_rcvd")),
     _c("fabric_roce_nic_transport_retries_exceeded_total", "events",
        "Requests whose transport retries ran out, so the QP went to error (mlx5 req_transport_retries_exceeded, "
        "bnxt_re max_retry_exceeded).",
        NIC_PORT, ("req_transport_retries_exceeded", "max_retry_exceeded")),
+    # --- RDMA work completions with an error status (mlx5, bnxt_re RDMA hw counters) ------------
+    _c("fabric_roce_nic_requester_cqe_errors_total", "completions",
+       "Completions with an error status seen by the requester, i.e. the side that sent the request "
+       "(mlx5 and newer bnxt_re req_cqe_error); flushes are counted apart.",
+       NIC_PORT, ("req_cqe_error",)),
+    _c("fabric_roce_nic_requester_cqe_flush_errors_total", "completions",
+       "Requester work requests flushed because their QP had gone to the error state (mlx5 req_cqe_flush_error): "
+       "follows a QP error or a process exiting; read it beside the error counts, not as one.",
+       NIC_PORT, ("req_cqe_flush_error",)),
+    _c("fabric_roce_nic_responder_cqe_errors_total", "completions",
+       "Completions with an error status seen by the responder, the side that received the request "
+       "(mlx5 and newer bnxt_re resp_cqe_error); flushes are counted apart.",
+       NIC_PORT, ("resp_cqe_error",)),
+    _c("fabric_roce_nic_responder_cqe_flush_errors_total", "completions",
+       "Responder work requests flushed because their QP had gone to the error state (mlx5 resp_cqe_flush_error).",
+       NIC_PORT, ("resp_cqe_flush_error",)),
+    _c("fabric_roce_nic_requester_remote_access_errors_total", "errors",
+       "Remote access errors the requester was told of: the peer refused the memory key or range "
+       "(mlx5 and newer bnxt_re req_remote_access_errors, older bnxt_re remote_access_err).",
+       NIC_PORT, ("req_remote_access_errors", "remote_access_err")),
+    _c("fabric_roce_nic_requester_remote_invalid_requests_total", "errors",
+       "Remote invalid request errors the requester was told of (mlx5 and newer bnxt_re req_remote_invalid_request, older bnxt_re remote_invalid_req_err).",
+       NIC_PORT, ("req_remote_invalid_request", "remote_invalid_req_err")),
+    _c("fabric_roce_nic_responder_local_length_errors_total", "errors",
+       "Responder local length errors: an incoming message did not fit the posted receive buffer "
+       "(mlx5 and newer bnxt_re resp_local_length_error, older bnxt_re res_length_mismatch).",
+       NIC_PORT, ("resp_local_length_error", "res_length_mismatch")),
+    _c("fabric_roce_nic_responder_remote_access_errors_total", "errors",
+       "Remote access errors the responder detected in incoming requests (mlx5 and newer bnxt_re "
+       "resp_remote_access_errors).",
+       NIC_PORT, ("resp_remote_access_errors",)),
     # --- counters the catalog does not know (option expose_unmapped, off by default) ------------
     MetricSpec("fabric_roce_nic_unmapped_value", "gauge", "",
                "A driver counter with no catalog name, as read (label counter = its original name, source = "

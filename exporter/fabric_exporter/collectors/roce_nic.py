@@ -156,18 +156,31 @@ ETHTOOL_RULES: list[Rule] = [
     *_r("fabric_roce_nic_pfc_tx_pause_transitions_total", "pfc_pri{p}_tx_transitions", vendor=BNXT_EN),
     *_r("fabric_roce_nic_pause_storm_warning_events_total", "tx_pause_storm_warning_events", vendor=MLX5),
     *_r("fabric_roce_nic_pause_storm_error_events_total", "tx_pause_storm_error_events", vendor=MLX5),
+    # bnxt_en pause-storm indicators (Broadcom's descriptions: "num times [roce] pause events" and
+    # "... pause events resumes"): the RoCE class's and any traffic's, each with its resume count.
     *_r("fabric_roce_nic_continuous_pause_events_total", "continuous_roce_pause_events", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_continuous_pause_resume_events_total", "resume_roce_pause_events", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_port_continuous_pause_events_total", "continuous_pause_events", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_port_continuous_pause_resume_events_total", "resume_pause_events", vendor=BNXT_EN),
     *_r("fabric_roce_nic_priority_rx_bytes_total", "rx_prio{p}_bytes", vendor=MLX5),
     *_r("fabric_roce_nic_priority_tx_bytes_total", "tx_prio{p}_bytes", vendor=MLX5),
     *_r("fabric_roce_nic_priority_rx_packets_total", "rx_prio{p}_packets", vendor=MLX5),
     *_r("fabric_roce_nic_priority_tx_packets_total", "tx_prio{p}_packets", vendor=MLX5),
     *_r("fabric_roce_nic_priority_rx_discards_total", "rx_prio{p}_discards", vendor=MLX5),
+    # bnxt_en drops per CoS queue: the index is a hardware queue (several priorities may share one),
+    # not a priority, and the driver prints no per-priority drop count -- so label queue. (Its
+    # "*_pri{p}" traffic counters are not mapped: each is the whole count of the priority's CoS
+    # queue, so priorities sharing a queue repeat one value and a sum over priorities overcounts.)
     *_r("fabric_roce_nic_queue_rx_discards_total", "rx_discard_packets_cos{q}", vendor=BNXT_EN),
+    *_r("fabric_roce_nic_queue_rx_discard_bytes_total", "rx_discard_bytes_cos{q}", vendor=BNXT_EN),
     *_r("fabric_roce_nic_rx_out_of_buffer_packets_total", "rx_out_of_buffer", vendor=MLX5),
     # bnxt_en: Rx ring drops summed over rings (no buffer posted by the host); renamed in 6.x kernels
     *_r("fabric_roce_nic_rx_out_of_buffer_packets_total", "rx_total_discard_pkts", "rx_total_ring_discards",
         families=BNXT, vendor=BNXT_EN),
     *_r("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "rx_buffer_passed_thres_phy", vendor=MLX5),
+    # bnxt_en: "num of events port buffer was over 85%" (Broadcom), the same threshold as mlx5's default
+    *_r("fabric_roce_nic_rx_buffer_passed_threshold_events_total", "rx_buffer_passed_threshold", families=BNXT,
+        vendor=BNXT_EN),
     # mlx5: not rx/tx_pause_ctrl_phy -- published captures show it rising with PFC on and global
     # pause off, so it is PFC + link pause together; no catalog metric means that (docs say why).
     *_r("fabric_roce_nic_link_pause_rx_frames_total", "rx_global_pause", vendor=MLX5),
@@ -214,6 +227,7 @@ HW_RULES: list[Rule] = [
     *_r("fabric_roce_nic_packet_sequence_errors_total", "packet_seq_err", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_packet_sequence_errors_total", "seq_err_naks_rcvd", vendor=BNXT_RE),
     *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "implied_nak_seq_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_implied_nak_sequence_errors_total", "missing_resp", vendor=BNXT_RE),
     *_r("fabric_roce_nic_local_ack_timeouts_total", "local_ack_timeout_err", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_local_ack_timeouts_total", "to_retransmits", vendor=BNXT_RE),
     *_r("fabric_roce_nic_adaptive_retransmits_total", "roce_adp_retrans", vendor=MLX5_RDMA),
@@ -224,11 +238,29 @@ HW_RULES: list[Rule] = [
     *_r("fabric_roce_nic_duplicate_requests_total", "duplicate_request", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_duplicate_requests_total", "dup_req", "dup_reqs", vendor=BNXT_RE),
     *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_nak_retry_err", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_rnr_nak_retry_errors_total", "rnr_naks_rcvd", vendor=BNXT_RE),
     *_r("fabric_roce_nic_rdma_out_of_buffer_total", "out_of_buffer", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_rdma_out_of_buffer_total", "rx_out_of_buffer", "res_oob_drop_count", vendor=BNXT_RE),
     *_r("fabric_roce_nic_transport_retries_exceeded_total", "req_transport_retries_exceeded", vendor=MLX5_RDMA),
     *_r("fabric_roce_nic_transport_retries_exceeded_total", "max_retry_exceeded", vendor=BNXT_RE),
     *_r("fabric_roce_nic_rx_icrc_errors_total", "rx_icrc_encapsulated", vendor=MLX5_RDMA),
+    # Work completions with an error status, as the requester (sender) or the responder saw them.
+    # A flush error is every WQE still queued when a QP went to the error state (often a process
+    # exiting or a peer's QP dying): counted apart, so real errors are not drowned by flushes.
+    *_r("fabric_roce_nic_requester_cqe_errors_total", "req_cqe_error", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_requester_cqe_flush_errors_total", "req_cqe_flush_error", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_responder_cqe_errors_total", "resp_cqe_error", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_responder_cqe_flush_errors_total", "resp_cqe_flush_error", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_requester_remote_access_errors_total", "req_remote_access_errors", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_requester_remote_invalid_requests_total", "req_remote_invalid_request", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_responder_local_length_errors_total", "resp_local_length_error", vendor=MLX5_RDMA),
+    *_r("fabric_roce_nic_responder_remote_access_errors_total", "resp_remote_access_errors", vendor=MLX5_RDMA),
+    # Older bnxt_re names of the same counters: Broadcom renamed them to the mlx5 names above ("RDMA/bnxt_re:
+    # RoCE related hardware counters update", linux-rdma 2025-08-14), which newer kernels print, so the mlx5
+    # rows cover those. Its older per-cause requester errors have no single req_cqe_error to map.
+    *_r("fabric_roce_nic_requester_remote_access_errors_total", "remote_access_err", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_requester_remote_invalid_requests_total", "remote_invalid_req_err", vendor=BNXT_RE),
+    *_r("fabric_roce_nic_responder_local_length_errors_total", "res_length_mismatch", vendor=BNXT_RE),
 ]
 
 

@@ -290,6 +290,15 @@ def roce(s: Settings) -> dict:
             Q(_rate("fabric_roce_nic_rx_out_of_buffer_packets_total", nic), NIC + " no rx buffer"),
             Q(_rate("fabric_roce_nic_rdma_out_of_buffer_total", nic), RDMA_DEVICE + " no RDMA WQE")],
             "pps", description="Drops because the host did not post buffers: not the fabric's fault."),
+        timeseries("RDMA completion errors", [
+            Q(_rate("fabric_roce_nic_requester_cqe_errors_total", nic, "increase"), RDMA_DEVICE + " requester"),
+            Q(_rate("fabric_roce_nic_responder_cqe_errors_total", nic, "increase"), RDMA_DEVICE + " responder"),
+            Q(_rate("fabric_roce_nic_requester_cqe_flush_errors_total", nic, "increase"),
+              RDMA_DEVICE + " requester flushed"),
+            Q(_rate("fabric_roce_nic_responder_cqe_flush_errors_total", nic, "increase"),
+              RDMA_DEVICE + " responder flushed")],
+            "short", description="Work completions with an error status, per interval. Flushed = queued work "
+            "cancelled after its QP failed (or its process exited): read with the errors, not as errors."),
         row("PFC storm watchdog"),
         timeseries("Switch PFC watchdog", [
             Q(f"fabric_roce_switch_pfcwd_storm_active{sw}", SWITCH_IF + " {{queue}} stormed"),
