@@ -255,16 +255,38 @@ class Run:
                 f"stderr={self.stderr[-300:]!r})")
 
 
+# Runs the module the argv names and, on the way out, writes its own VmHWM. ru_maxrss from wait4 is
+# not that: Linux carries the pre-exec high-water mark across execve, so a child forked from a large
+# pytest process would report pytest's size.
+_PEAK_WRAPPER = """
+import os, runpy, sys
+module, out = sys.argv[1], sys.argv[2]
+sys.argv = [module] + sys.argv[3:]
+try:
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+finally:
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(out, "w") as f:
+        f.write(peak)
+"""
+
+
 def run_measured(argv: list[str], *, env: dict, cwd: str, kill_after: float) -> Run:
-    """Run ``argv``, killing it after ``kill_after`` s; os.wait4 gives this child's own peak RSS."""
+    """Run ``argv`` (``python -m MODULE ...``), killing it after ``kill_after`` s; the peak RSS is the
+    child's own VmHWM (a killed child: wait4's ru_maxrss, an upper bound)."""
     import os
     import signal
     import subprocess
     import tempfile
 
-    with tempfile.TemporaryFile() as err:
+    if argv[1] != "-m":
+        raise ValueError("run_measured runs `python -m MODULE ...`")
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        peak_file = os.path.join(tmp, "vmhwm-kb")
+        wrapped = [argv[0], "-c", _PEAK_WRAPPER, argv[2], peak_file, *argv[3:]]
         started = time.monotonic()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(wrapped, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err)
         killer = threading.Timer(kill_after, lambda: os.kill(proc.pid, signal.SIGKILL))
         killer.start()
@@ -276,4 +298,8 @@ def run_measured(argv: list[str], *, env: dict, cwd: str, kill_after: float) -> 
         seconds = time.monotonic() - started
         err.seek(0)
         stderr = err.read().decode(errors="replace")
-    return Run(proc.returncode, stderr, seconds, usage.ru_maxrss / 1024)
+        try:
+            peak_kb = float(open(peak_file).read())
+        except (OSError, ValueError):
+            peak_kb = usage.ru_maxrss
+    return Run(proc.returncode, stderr, seconds, peak_kb / 1024)
