@@ -126,3 +126,17 @@ def hostile_snmp():
     yield start
     for agent in started:
         agent.__exit__(None, None, None)
+
+
+async def polls(cfg, *steps):
+    """Poll, then for each step: run it, poll again. Returns every (states, samples)."""
+    p = Poller(cfg)
+    out = []
+    try:
+        out.append(await p.poll())
+        for step in steps:
+            step()
+            out.append(await p.poll())
+        return out, p
+    finally:
+        await p.close()

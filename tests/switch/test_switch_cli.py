@@ -13,7 +13,7 @@ from fabric_exporter.lab.snmp import SimulatedSwitch
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 
 from ..harness.sshd import SSHD
-from .conftest import Poller, make_config, series
+from .conftest import Poller, make_config, polls, series
 
 
 def run(coro):
@@ -41,20 +41,6 @@ def cli_group(sshd, name="sonic", host="leaf9", **options):
 
 def config(tmp_path, sshd, **options):
     return make_config(tmp_path, [cli_group(sshd, **options)], {"ssh": sshd.credential()})
-
-
-async def polls(cfg, *steps):
-    """Poll, then for each step: run it, poll again. Returns every (states, samples)."""
-    p = Poller(cfg)
-    out = []
-    try:
-        out.append(await p.poll())
-        for step in steps:
-            step()
-            out.append(await p.poll())
-        return out, p
-    finally:
-        await p.close()
 
 
 def test_sonic_all_commands_exact_values_and_changes(sonic_env, tmp_path):

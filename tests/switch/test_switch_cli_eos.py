@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..harness.sshd import SSHD
-from .conftest import Poller, make_config, series
+from .conftest import make_config, polls, series
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 QUEUE_LINE = "show interfaces counters queue"
@@ -58,19 +58,6 @@ def config(tmp_path, sshd, timeout="15s", **options):
     return make_config(tmp_path, [group], {"ssh": sshd.credential()})
 
 
-async def polls(cfg, *steps):
-    p = Poller(cfg)
-    out = []
-    try:
-        out.append(await p.poll())
-        for step in steps:
-            step()
-            out.append(await p.poll())
-        return out
-    finally:
-        await p.close()
-
-
 def test_eos_over_ssh_reads_the_captures_one_line_per_exec(eos_env, tmp_path):
     sshd, data, log = eos_env
 
@@ -78,7 +65,7 @@ def test_eos_over_ssh_reads_the_captures_one_line_per_exec(eos_env, tmp_path):
         text = (data / "queue.txt").read_text()
         (data / "queue.txt").write_text(text.replace("9453397328", "9453397999", 1))
 
-    (st1, s1), (st2, s2) = asyncio.run(polls(config(tmp_path, sshd), change))
+    ((st1, s1), (st2, s2)), _ = asyncio.run(polls(config(tmp_path, sshd), change))
     state = st1[("eos", "spine1")]
     assert state.state == "ok", state.last_error
     lab = {"fabric": "lab", "switch": "spine1"}
@@ -104,7 +91,7 @@ def test_eos_over_ssh_reads_the_captures_one_line_per_exec(eos_env, tmp_path):
 def test_eos_refused_and_garbled_commands_make_the_poll_partial(eos_env, tmp_path):
     sshd, data, log = eos_env
     (data / "discards.json").write_text("% This is an unconverted command\n")
-    (only,) = asyncio.run(polls(config(tmp_path, sshd)))
+    (only,), _ = asyncio.run(polls(config(tmp_path, sshd)))
     st, s = only
     state = st[("eos", "spine1")]
     assert state.state == "partial"
@@ -117,7 +104,7 @@ def test_eos_refused_and_garbled_commands_make_the_poll_partial(eos_env, tmp_pat
 def test_eos_every_command_failing_fails_the_poll(eos_env, tmp_path):
     sshd, data, log = eos_env
     (data / "queue.txt").unlink()
-    (only,) = asyncio.run(polls(config(tmp_path, sshd, commands=["queue"])))
+    (only,), _ = asyncio.run(polls(config(tmp_path, sshd, commands=["queue"])))
     state = only[0][("eos", "spine1")]
     assert state.state == "failed"
     assert f"{QUEUE_LINE}: exit status 1" in state.last_error
@@ -127,7 +114,7 @@ def test_eos_every_command_failing_fails_the_poll(eos_env, tmp_path):
 def test_eos_needs_the_ssh_transport(tmp_path):
     group = {"name": "eos", "fabric": "lab", "collector": "switch_cli", "transport": "local", "interval": "30s",
              "timeout": "15s", "options": {"dialect": "eos"}}
-    (only,) = asyncio.run(polls(make_config(tmp_path, [group])))
+    (only,), _ = asyncio.run(polls(make_config(tmp_path, [group])))
     state = only[0][("eos", "localhost")]
     assert state.state == "failed" and "use transport: ssh" in state.last_error
 
@@ -137,7 +124,7 @@ def test_eos_a_cli_that_never_answers_times_out_at_the_deadline(eos_env, tmp_pat
     sshd, data, log = eos_env
     (data / "hang").touch()
     started = time.monotonic()
-    (only,) = asyncio.run(polls(config(tmp_path, sshd, timeout="2s", commands=["queue"])))
+    (only,), _ = asyncio.run(polls(config(tmp_path, sshd, timeout="2s", commands=["queue"])))
     elapsed = time.monotonic() - started
     state = only[0][("eos", "spine1")]
     assert state.state == "failed" and "timeout" in state.errors, (state.state, state.errors, state.last_error)
