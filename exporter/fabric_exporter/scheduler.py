@@ -156,7 +156,7 @@ class Scheduler:
             self._running[key] = _identity(group, host, cls)
             self.states[key] = TargetState(group.name, key[1], group.collector, group.fabric, group.transport,
                                            group.interval, group.stale_after)
-            for source in getattr(cls, "parse_sources", ()):
+            for source in cls.sources_for(group.options):
                 self.states[key].skipped_lines[source] = 0  # published from the start
             self._publish_state(key)
             if start_tasks:

@@ -58,3 +58,22 @@ def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_a
     text = metrics.render().decode()
     assert 'collector="roce_nic",fabric="lab",group="g",host="localhost",source="ethtool"} 0.0' in text
     assert dict(state.skipped_lines) == {s: 0 for s in declared["roce_nic"]}
+
+
+def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
+    from fabric_exporter.collectors.switch_cli import DIALECTS, SwitchCliCollector
+    from fabric_exporter.scheduler import Scheduler
+    from fabric_exporter.store import SnapshotStore
+    from tests.harness.configs import parse_config
+
+    # the class declares every dialect's sources (docs, tests); a target publishes its own dialect's
+    assert set(SwitchCliCollector.parse_sources) == {s for d in DIALECTS.values() for s in d.sources}
+    groups = [{"name": f"sw-{d}", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
+               "credentials": "sw", "hosts": [f"{d}-1"], "options": {"dialect": d}} for d in ("sonic", "cumulus", "eos")]
+    sched = Scheduler(transports=None, store=SnapshotStore(), self_metrics=SelfMetrics(ReloadStatus()))
+    credentials = {"sw": {"type": "ssh", "username": "u", "password": "env:SWITCH_PASSWORD"}}
+    sched.apply(parse_config({"credentials": credentials, "targets": groups}), start_tasks=False)
+    sources = {state.host: set(state.skipped_lines) for state in sched.states.values()}
+    assert sources == {"sonic-1": {"sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
+                                   "sonic_pfcwd_stats"},
+                       "cumulus-1": {"ethtool"}, "eos-1": {"eos_queue_counters"}}

@@ -119,6 +119,12 @@ class Collector(abc.ABC):
         self.options = ctx.group.options
 
     @classmethod
+    def sources_for(cls, options: Any) -> tuple[str, ...]:
+        """The parse sources a target with these options can report (published at 0 from its start).
+        Default: every one the collector declares; a collector with dialects names its dialect's."""
+        return cls.parse_sources
+
+    @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> Any:
         """Validate ``options:``; report problems with ``err(key_path, message)``. Default: none allowed."""
         for key in raw:

@@ -170,6 +170,7 @@ class Dialect:
     commands: dict[str, CliCommand]
     poll: Callable[[SwitchCliCollector], Awaitable[PollResult]]
     reads: str
+    sources: tuple[str, ...]  # what its parsers report skipped lines under
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,10 @@ class SwitchCliCollector(Collector):
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                                 "sonic_pfcwd_stats", "ethtool", eos_cli.SOURCE_QUEUE)
+
+    @classmethod
+    def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
+        return DIALECTS[options.dialect].sources
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
@@ -375,7 +380,8 @@ class SwitchCliCollector(Collector):
 
 
 DIALECTS: dict[str, Dialect] = {
-    "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands"),
-    "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S"),
-    "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands"),
+    "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
+                     ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats")),
+    "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S", ("ethtool",)),
+    "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands", (eos_cli.SOURCE_QUEUE,)),
 }
