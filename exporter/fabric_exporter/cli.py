@@ -110,8 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                          add_arguments=_report_arguments)
 
     gen = sub.add_parser("generate", help="generate Grafana dashboards and Prometheus rules")
-    gen.add_argument("--out", required=True, metavar="DIR")
+    gen.add_argument("--out", metavar="DIR", help="directory to write alerts/ and dashboards/ into")
     gen.add_argument("--settings", metavar="FILE", help="YAML overrides of the mixin settings")
+    gen.add_argument("--print-defaults", action="store_true",
+                     help="print the default settings as a commented YAML file and exit")
     return parser
 
 
@@ -208,7 +210,8 @@ def cmd_generate(args) -> int:
     except ModuleNotFoundError:
         print("the dashboard/alert generator is not installed in this build", file=sys.stderr)
         return 2
-    argv = ["--out", args.out] + (["--settings", args.settings] if args.settings else [])
+    argv = ((["--out", args.out] if args.out else []) + (["--settings", args.settings] if args.settings else [])
+            + (["--print-defaults"] if args.print_defaults else []))
     return generate_main(argv)
 
 

@@ -30,3 +30,12 @@ def test_main_writes_files(tmp_path, capsys):
     assert generate.main(["--out", str(tmp_path), "--settings", str(tmp_path / "missing.yaml")]) == 2
     assert generate.main(["--print-defaults"]) == 0
     assert "thresholds:" in capsys.readouterr().out
+
+
+def test_the_cli_generate_takes_the_generators_options(tmp_path, capsys):
+    from fabric_exporter.cli import main as cli_main
+
+    assert cli_main(["generate", "--print-defaults"]) == 0  # the main CLI once demanded --out here
+    assert "thresholds:" in capsys.readouterr().out
+    assert cli_main(["generate", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "alerts" / generate.RULE_FILE).exists()
