@@ -41,3 +41,42 @@ def load_example(name: str, tmp_path: Path, *, base_dir: Path | None = None):
                 (tmp_path / key).write_text("x\n")
                 cred[key] = str(tmp_path / key)
     return parse_config(raw, base_dir=base_dir or tmp_path)
+
+
+# The two lanes (tests/harness/lanes.py): a test that starts a process is marked "external" here, from
+# what its code and fixtures refer to; `scripts/test --fast` runs the others. A test left in the fast
+# lane cannot start a process at all: the guard makes a start the walk missed fail loudly.
+from tests.harness.lanes import MARKER, ProcessFinder, ProcessGuard, classify, starts_processes  # noqa: E402
+
+_guard = ProcessGuard()
+
+
+def pytest_configure(config) -> None:
+    _guard.install()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items) -> None:
+    finder = ProcessFinder()
+    for item in items:
+        why = classify(item, finder)
+        if why:
+            item.add_marker(MARKER)
+            item.user_properties.append(("starts a process", why))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _guard.allowed = item.get_closest_marker(MARKER) is not None
+    _guard.test = item.nodeid
+    try:
+        yield
+    finally:
+        _guard.allowed = True
+
+
+@pytest.fixture
+@starts_processes
+def local_commands() -> None:
+    """Asked for by a test whose config has the exporter run commands through its local transport:
+    those are real processes that no code the lane walk reads shows (the config decides)."""
