@@ -65,14 +65,17 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.user_properties.append(("starts a process", why))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    _guard.allowed = item.get_closest_marker(MARKER) is not None
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    _guard.allowed = item.get_closest_marker(MARKER) is not None  # through the test's call
     _guard.test = item.nodeid
-    try:
-        yield
-    finally:
-        _guard.allowed = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem) -> None:
+    # Teardown may end a module's servers an external test started (stopping one is no start, but
+    # it is not this test's doing either).
+    _guard.allowed = True
 
 
 @pytest.fixture
