@@ -24,6 +24,7 @@ import _posixsubprocess
 import asyncio
 import concurrent.futures
 import functools
+import importlib.util
 import inspect
 import multiprocessing
 import os
@@ -226,3 +227,11 @@ class ProcessGuard:
             return original(*args, **kwargs)
 
         setattr(module, name, guarded)
+
+
+def build_library_caches() -> None:
+    """Build, before the tests and outside any of them, what a library fills on first use by starting a
+    helper: matplotlib's font list (it runs fc-list), written to $MPLCONFIGDIR. A library's one-time
+    side effect is not the process of whichever test happened to import it first."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        import matplotlib.font_manager  # noqa: F401
