@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,6 @@ def require_tool(name: str) -> str:
     """The path of a tool the tests need. CI installs every one; a missing tool fails loudly there."""
     path = shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/usr/bin/{name}") if Path(p).exists()), None)
     if path is None:
-        import os
-
         if os.environ.get("CI"):
             pytest.fail(f"{name} is not installed: .ci/run should have installed it")
         pytest.skip(f"{name} is not installed (run .ci/run to install the test dependencies)")
@@ -41,3 +41,55 @@ def load_example(name: str, tmp_path: Path, *, base_dir: Path | None = None):
                 (tmp_path / key).write_text("x\n")
                 cred[key] = str(tmp_path / key)
     return parse_config(raw, base_dir=base_dir or tmp_path)
+
+
+# The two lanes (tests/harness/lanes.py): a test that starts a process is marked "external" here, from
+# what its code and fixtures refer to; `scripts/test --fast` runs the others. A test left in the fast
+# lane cannot start a process at all: the guard makes a start the walk missed fail loudly.
+from tests.harness.lanes import (  # noqa: E402
+    MARKER, ProcessFinder, ProcessGuard, build_library_caches, classify, starts_processes)
+
+# matplotlib writes its font list to $MPLCONFIGDIR (else ~/.cache/matplotlib): tests write only in their
+# own directories and the temp dir. Inherited by the subprocesses tests start.
+os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="fabric-tests-matplotlib-"))
+
+_guard = ProcessGuard()
+
+
+def pytest_configure(config) -> None:
+    _guard.install()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items) -> None:
+    finder = ProcessFinder()
+    for item in items:
+        why = classify(item, finder)
+        if why:
+            item.add_marker(MARKER)
+            item.user_properties.append(("starts a process", why))
+
+
+def pytest_collection_finish(session) -> None:
+    if any(item.get_closest_marker(MARKER) is None for item in session.items):
+        build_library_caches()  # while no test runs, so the guard is off
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    _guard.allowed = item.get_closest_marker(MARKER) is not None  # through the test's call
+    _guard.test = item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem) -> None:
+    # Teardown may end a module's servers an external test started (stopping one is no start, but
+    # it is not this test's doing either).
+    _guard.allowed = True
+
+
+@pytest.fixture
+@starts_processes
+def local_commands() -> None:
+    """Asked for by a test whose config has the exporter run commands through its local transport:
+    those are real processes that no code the lane walk reads shows (the config decides)."""

@@ -58,7 +58,7 @@ def test_a_hung_host_never_delays_a_healthy_one(tmp_path):
     assert 'host="healthy"' in text and 'host="hung"' not in text
 
 
-def test_stale_target_publishes_no_series_but_its_status(tmp_path):
+def test_stale_target_publishes_no_series_but_its_status(tmp_path, local_commands):
     counter = tmp_path / "value"
     counter.write_text("eth0 5\n")
 
@@ -90,7 +90,7 @@ def test_stale_target_publishes_no_series_but_its_status(tmp_path):
     assert state.state == "failed" and state.errors["command_failed"] >= 1 and not fresh
 
 
-def test_polls_of_one_target_never_overlap_and_limits_hold(tmp_path):
+def test_polls_of_one_target_never_overlap_and_limits_hold(tmp_path, local_commands):
     log = tmp_path / "log"
     script = tmp_path / "probe.sh"
     # Each poll appends start/end marks and sleeps 0.3s; three hosts share a local limit of 1.
@@ -117,7 +117,7 @@ def test_polls_of_one_target_never_overlap_and_limits_hold(tmp_path):
     assert sum(1 for e in events if e[0] == "end") >= 3
 
 
-def test_once_reports_each_failure_reason(tmp_path):
+def test_once_reports_each_failure_reason(tmp_path, local_commands):
     async def scenario():
         cfg = parse_config({"targets": [
             {"name": "ok", "fabric": "lab", "collector": "test_command", "transport": "local"},
@@ -137,7 +137,7 @@ def test_once_reports_each_failure_reason(tmp_path):
     assert "command not found" in states["missing"].last_error
 
 
-def test_waiting_for_a_slot_does_not_eat_the_poll_deadline(tmp_path):
+def test_waiting_for_a_slot_does_not_eat_the_poll_deadline(tmp_path, local_commands):
     # Two hosts, one local slot, each poll takes 0.5s of its 0.6s deadline: the second waits for
     # the first and must still get its full deadline.
     async def scenario():
@@ -154,7 +154,7 @@ def test_waiting_for_a_slot_does_not_eat_the_poll_deadline(tmp_path):
     assert [s.state for s in states] == ["ok", "ok"], [s.last_error for s in states]
 
 
-def test_a_failing_target_is_logged_when_it_changes_not_every_poll(tmp_path, caplog):
+def test_a_failing_target_is_logged_when_it_changes_not_every_poll(tmp_path, caplog, local_commands):
     values = tmp_path / "values"
 
     async def scenario():

@@ -20,6 +20,11 @@ HEALTHY = ["gpu-01", "gpu-02", "gpu-03"]
 TIMEOUT = 5.0
 
 
+def flood_errors(body: str) -> float | None:
+    return metric_value(body, 'fabric_poll_errors_total{collector="roce_nic",fabric="f1",group="flood",'
+                              'host="gpu-flood",reason="output_too_large"}')
+
+
 @pytest.mark.slow
 def test_a_50mb_output_fails_alone_and_costs_nobody_else(tmp_path):
     _, healthy = gpu_host_sshd(tmp_path, "healthy")
@@ -39,10 +44,13 @@ def test_a_50mb_output_fails_alone_and_costs_nobody_else(tmp_path):
         with DaemonProcess(config) as d:
             d.wait_http(30)
             with Sampler(d.base, d.proc.pid, set(HEALTHY), scrape_timeout=10.0) as s:
-                time.sleep(16)  # at least two polls of the flooding host
-            body = d.get("/metrics", timeout=10)[1]
+                # until the flooding host has failed twice (two polls, its backoff between), at most 60 s
+                deadline = time.monotonic() + 60
+                while (flood_errors(body := d.get("/metrics", timeout=10)[1]) or 0) < 2 \
+                        and time.monotonic() < deadline:
+                    time.sleep(0.5)
+    assert flood_errors(body) >= 2, d.logs()[-3000:]
     labels = 'collector="roce_nic",fabric="f1",group="flood",host="gpu-flood"'
-    assert metric_value(body, f'fabric_poll_errors_total{{{labels},reason="output_too_large"}}') >= 1, d.logs()[-3000:]
     assert metric_value(body, f"fabric_up{{{labels}}}") == 0
     assert s.failures == [], s.failures  # every scrape answered within 10 s
     for host in HEALTHY:

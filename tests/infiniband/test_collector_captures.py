@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.lanes import starts_processes
+
 from .conftest import CollectorHarness, group_for, index, values
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "infiniband"
@@ -21,6 +23,7 @@ OLD = "old-qdr-hca HCA-1"
 
 
 @pytest.fixture()
+@starts_processes  # the collector runs the stand-in scripts through the local transport
 def result(tmp_path):
     tool = tmp_path / "fake-tool"
     tool.write_text(

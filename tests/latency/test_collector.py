@@ -13,6 +13,7 @@ from fabric_exporter.collectors import PollContext
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector, _cdf, _Histogram
 from fabric_exporter.config import ConfigError
 from tests.harness.configs import parse_config
+from tests.harness.lanes import starts_processes
 from fabric_exporter.lab.perftest import install_programs
 from fabric_exporter.parsers.perftest import LatencyReport
 from fabric_exporter.transport.factory import Transports
@@ -96,6 +97,7 @@ def test_cdf_through_the_reported_points():
 
 
 @pytest.fixture
+@starts_processes  # the collector runs the fake perftest through the local transport
 def fake_perftest_on_path(tmp_path, monkeypatch):
     install_programs(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:" + __import__("os").environ["PATH"])
@@ -193,7 +195,7 @@ def test_round_deadline_leaves_probes_out_and_carries_them_over(fake_perftest_on
     assert done_second and done_second <= {(p.source, p.destination) for p in carried}
 
 
-def test_real_perftest_without_an_rdma_device_fails_every_probe_clearly():
+def test_real_perftest_without_an_rdma_device_fails_every_probe_clearly(local_commands):
     """The real ib_write_lat (Debian perftest) on this machine, which has no RDMA device: the server
     exits at once with perftest's own message; every probe fails as server_failed and the poll fails."""
     import shutil

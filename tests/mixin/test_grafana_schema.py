@@ -81,26 +81,55 @@ def check(tsc: Path, boards: dict[str, dict], workdir: Path) -> subprocess.Compl
     return subprocess.run([str(tsc), "-p", str(workdir)], capture_output=True, text=True, timeout=300)
 
 
-def test_committed_dashboards_type_check(tsc, repo, tmp_path):
-    boards = {p.stem: json.loads(p.read_text()) for p in sorted(Path(repo, "dashboards").glob("*.json"))}
-    assert len(boards) >= 5
-    r = check(tsc, boards, tmp_path / "committed")
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda b: b["templating"]["list"][1].setdefault("options", []).append(
+# Each broken board changes one thing of the overview dashboard; tsc must report it in that file.
+BREAKAGES = {
+    "legacy-variable-option-tags": (lambda b: b["templating"]["list"][1].setdefault("options", []).append(
         {"selected": False, "text": "a", "value": "a", "tags": []}), "'\"tags\"' does not exist"),
-    (lambda b: next(p for p in b["panels"] if p.get("links")).__setitem__(
+    "panel-link-without-dashboardlink-fields": (lambda b: next(p for p in b["panels"] if p.get("links")).__setitem__(
         "links", [{"title": "x", "url": "/d/x"}]), "missing the following properties"),
-    (lambda b: b["panels"][1].__setitem__("editable", True), "'\"editable\"' does not exist"),
-    (lambda b: b["panels"][1]["fieldConfig"].pop("overrides"), "'overrides' is missing"),
-    (lambda b: b["panels"][1]["fieldConfig"]["defaults"]["thresholds"].__setitem__("mode", "relativ"),
-     "not assignable"),
-], ids=["legacy-variable-option-tags", "panel-link-without-dashboardlink-fields", "legacy-panel-field",
-        "missing-overrides", "bad-enum-value"])
-def test_the_check_catches_structural_errors(tsc, tmp_path, breakage, expected):
-    board = dashboards.build_all(Settings())["fabric-overview"]
-    breakage(board)
-    r = check(tsc, {"broken": board}, tmp_path / "broken")
-    assert r.returncode != 0 and expected in r.stdout, r.stdout + r.stderr
+    "legacy-panel-field": (lambda b: b["panels"][1].__setitem__("editable", True), "'\"editable\"' does not exist"),
+    "missing-overrides": (lambda b: b["panels"][1]["fieldConfig"].pop("overrides"), "'overrides' is missing"),
+    "bad-enum-value": (lambda b: b["panels"][1]["fieldConfig"]["defaults"]["thresholds"].__setitem__("mode", "relativ"),
+                       "not assignable"),
+}
+
+
+@pytest.fixture(scope="module")
+def checked(tsc, repo, tmp_path_factory) -> tuple[set[str], dict[str, str], subprocess.CompletedProcess]:
+    """One tsc run over the committed dashboards and every broken board, a file each (tsc checks every
+    file and names the file of each error; a run costs seconds, most of it loading Grafana's types):
+    (the committed files, {file: its errors}, the run)."""
+    boards = {p.stem: json.loads(p.read_text()) for p in sorted(Path(repo, "dashboards").glob("*.json"))}
+    committed = {f"{name}.ts" for name in boards}
+    for name, (breakage, _) in BREAKAGES.items():
+        board = dashboards.build_all(Settings())["fabric-overview"]
+        breakage(board)
+        boards[f"broken-{name}"] = board
+    r = check(tsc, boards, tmp_path_factory.mktemp("tsc"))
+    return committed, errors_by_file(r.stdout), r
+
+
+def errors_by_file(output: str) -> dict[str, str]:
+    """tsc's diagnostics ("path/file.ts(line,col): error TS...: message" and its indented continuation
+    lines), grouped by file name; a diagnostic naming no file is kept under ""."""
+    found: dict[str, str] = {}
+    name = ""
+    for line in output.splitlines():
+        if line and not line[0].isspace():
+            name = Path(line.split(".ts(", 1)[0] + ".ts").name if ".ts(" in line else ""
+        found[name] = found.get(name, "") + line + "\n"
+    return found
+
+
+def test_committed_dashboards_type_check(checked):
+    committed, errors, r = checked
+    assert len(committed) >= 5
+    assert not committed & errors.keys(), r.stdout + r.stderr
+    assert set(errors) == {f"broken-{name}.ts" for name in BREAKAGES}, r.stdout + r.stderr  # nothing unattributed
+
+
+@pytest.mark.parametrize("name", BREAKAGES)
+def test_the_check_catches_structural_errors(checked, name):
+    _, errors, r = checked
+    assert r.returncode != 0
+    assert BREAKAGES[name][1] in errors.get(f"broken-{name}.ts", ""), r.stdout + r.stderr

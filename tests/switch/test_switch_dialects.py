@@ -14,7 +14,7 @@ from .conftest import Poller, make_config, series
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "switch" / "sonic" / "show_pfc_counters.txt"
 
 
-def test_a_third_dialect_is_one_entry(monkeypatch, tmp_path):
+def test_a_third_dialect_is_one_entry(monkeypatch, tmp_path, local_commands):
     # A made-up OS whose "pfc" command prints the sonic-utilities capture (cat of the file, on
     # this machine through the local transport) and whose "broken" command fails.
     table = {"pfc": switch_cli.CliCommand(("cat", str(CAPTURE)), sonic_cli.parse_pfc_counters,
