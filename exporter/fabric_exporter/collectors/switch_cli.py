@@ -170,7 +170,7 @@ class Dialect:
     commands: dict[str, CliCommand]
     poll: Callable[[SwitchCliCollector], Awaitable[PollResult]]
     reads: str
-    sources: tuple[str, ...]  # what its parsers report skipped lines under
+    sources: tuple[str, ...] = ()  # what its parsers report skipped lines under (published at 0 from the start)
 
 
 @dataclass(frozen=True)
