@@ -1,22 +1,16 @@
 """Fixtures of the report's tests: the hostile Prometheus (tests/harness/hostile_prometheus.py) and a
 runner of the real ``fabric-exporter report`` CLI that measures the process's time and peak RSS.
-
-matplotlib writes its font list to ``$MPLCONFIGDIR`` (else ``~/.cache/matplotlib``) the first time
-it is imported; tests write only in their own directories and the temp dir. Set at import, before
-any test imports matplotlib, and inherited by the ``fabric-exporter report`` subprocesses."""
+(matplotlib's font cache goes to a temp ``$MPLCONFIGDIR``: tests/conftest.py sets it for every test.)"""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
 import pytest
 
 from tests.conftest import ROOT
 from tests.harness.hostile_prometheus import HostilePrometheus, Run, run_measured
-
-os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="fabric-tests-matplotlib-"))
 
 
 @pytest.fixture
