@@ -231,7 +231,10 @@ class ProcessGuard:
 
 def build_library_caches() -> None:
     """Build, before the tests and outside any of them, what a library fills on first use by starting a
-    helper: matplotlib's font list (it runs fc-list), written to $MPLCONFIGDIR. A library's one-time
-    side effect is not the process of whichever test happened to import it first."""
+    helper: matplotlib's font list (it runs fc-list), written to $MPLCONFIGDIR, and asyncssh's UMAC
+    binding (its import runs `ldconfig -p` through ctypes.util.find_library). A library's one-time
+    side effect is not the process of whichever test happened to import it first (alone, or on an
+    xdist worker, that test would fail the guard; after another test it would pass)."""
     if importlib.util.find_spec("matplotlib") is not None:
         import matplotlib.font_manager  # noqa: F401
+    import asyncssh  # noqa: F401

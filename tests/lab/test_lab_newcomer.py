@@ -4,18 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from fabric_exporter.cli import build_parser
 
-from ..harness.daemon import free_port, package_env
+from ..harness.lab_process import running_lab
 
 
 def lab_parser() -> argparse.ArgumentParser:
@@ -33,37 +28,14 @@ def test_every_lab_flag_has_a_description():
 
 @pytest.mark.slow
 def test_lab_starts_quietly_and_ctrl_c_is_a_normal_stop(tmp_path):
-    port, control, prom = free_port(), free_port(), free_port()
-    log_path = tmp_path / "lab.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "fabric_exporter", "lab", "--no-ib", "--workdir", str(tmp_path / "lab"),
-             "--racks", "1", "--hosts-per-rack", "2", "--nics", "1", "--interval", "2",
-             "--web.listen-address", f"127.0.0.1:{port}", "--control-address", f"127.0.0.1:{control}",
-             "--prometheus-address", f"127.0.0.1:{prom}"],
-            env=package_env(), stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:  # bounded wait for the banner and the first scrape
-                assert proc.poll() is None, log_path.read_text()[-3000:]
-                if "lab is running" in log_path.read_text():
-                    try:
-                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                            if b"fabric_up" in r.read():
-                                break
-                    except OSError:
-                        pass
-                time.sleep(0.5)
-            else:
-                raise AssertionError("lab did not come up:\n" + log_path.read_text()[-3000:])
-            proc.send_signal(signal.SIGINT)
-            proc.wait(30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-    out = log_path.read_text()
-    assert proc.returncode == 0, out[-3000:]
+    def banner_and_first_scrape(lab) -> bool:
+        return "lab is running" in lab.log() and "fabric_up" in lab.metrics()
+
+    with running_lab(tmp_path, "--no-ib", "--racks", "1", "--hosts-per-rack", "2", "--nics", "1", "--interval", "2",
+                     ready=banner_and_first_scrape, up_within=90, stop_within=30) as lab:
+        pass  # up: now Ctrl-C, as a person stops it
+    out = lab.log()
+    assert lab.proc.returncode == 0, out[-3000:]
     assert "promtool tests need" not in out
     if Path("/usr/bin/prometheus").exists():
         assert "Prometheus: http" in out, out[-3000:]  # the rules were written and Prometheus started
