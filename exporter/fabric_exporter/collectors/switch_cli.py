@@ -163,6 +163,16 @@ _SONIC_ARGV = {name: c.argv for name, c in SONIC.items()}
 
 
 @dataclass(frozen=True)
+class CommandOutput:
+    """What one named command printed, however the dialect ran it."""
+    name: str
+    command: str  # as the user would type it, for messages
+    exit_status: int | None  # None: the batch printed no section for it
+    text: str
+    error_tail: str  # the last lines of its error output, for a failure's message
+
+
+@dataclass(frozen=True)
 class Dialect:
     """A switch OS: its named commands (the ``commands`` option picks among them; empty when the
     dialect has no such choice), how one poll runs them, and what it reads (for messages)."""
@@ -297,27 +307,37 @@ class SwitchCliCollector(Collector):
             stdout2, stderr = await self._run(build_script([(n, self._argv(n)) for n in retry], nonce))
             sections.update({s.name: s for s in split_sections(stdout2, nonce)})
 
-        samples: list[Sample] = []
-        problems: list[str] = []
-        failures: list[PollError] = []
-        self._skipped: list = []  # lines the parsers skipped (skip-and-count rule)
+        outputs = []
         for n in names:
             section = sections.get(n)
             command = " ".join(self._argv(n))
             if section is None:
-                failures.append(CommandError(f"{command}: no output section (shell failed?)"))
-            elif section.exit_status != 0:
-                tail = " | ".join(stderr.strip().splitlines()[-2:]) or section.text.strip()[-200:] or "no output"
-                failures.append(CommandError(f"{command}: exit status {section.exit_status}: {tail}"))
+                outputs.append(CommandOutput(n, command, None, "", ""))
+            else:
+                tail = " | ".join(stderr.strip().splitlines()[-2:]) or section.text.strip()[-200:]
+                outputs.append(CommandOutput(n, command, section.exit_status, section.text, tail))
+        return await self._result(outputs)
+
+    async def _result(self, outputs: list[CommandOutput]) -> PollResult:
+        """Each named command's output parsed into samples; a command that failed or printed what its
+        parser cannot read is a problem (its samples left out), and when every one did the poll fails."""
+        samples: list[Sample] = []
+        failures: list[PollError] = []
+        self._skipped: list = []  # lines the parsers skipped (skip-and-count rule)
+        for out in outputs:
+            if out.exit_status is None:
+                failures.append(CommandError(f"{out.command}: no output section (shell failed?)"))
+            elif out.exit_status != 0:
+                failures.append(CommandError(f"{out.command}: exit status {out.exit_status}: "
+                                             f"{out.error_tail or 'no output'}"))
             else:
                 try:
-                    samples.extend(await parse_off_loop(functools.partial(self._samples, n), section.text))
+                    samples.extend(await parse_off_loop(functools.partial(self._samples, out.name), out.text))
                 except ParseError as e:
-                    failures.append(ParseError(f"{command}: {e}"))
-        problems.extend(str(f) for f in failures)
-        if failures and len(failures) == len(names):
+                    failures.append(ParseError(f"{out.command}: {e}"))
+        if failures and len(failures) == len(outputs):
             raise failures[0]
-        return PollResult(samples, problems, self._skipped)
+        return PollResult(samples, [str(f) for f in failures], self._skipped)
 
     def _samples(self, name: str, text: str) -> list[Sample]:
         command = self.dialect.commands[name]
@@ -332,23 +352,13 @@ class SwitchCliCollector(Collector):
         if run_line is None:
             raise CommandError(f"{runner.description}: the {self.dialect.name} dialect runs commands in the "
                                f"switch's CLI over SSH; use transport: ssh")
-        samples: list[Sample] = []
-        failures: list[PollError] = []
-        self._skipped = []
+        outputs = []
         for n in self.options.commands:
             line = " ".join(self.dialect.commands[n].argv)
             result = await run_line(line, timeout=self.ctx.remaining())
-            if result.exit_status != 0:
-                tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-2:]) or "no output"
-                failures.append(CommandError(f"{line}: exit status {result.exit_status}: {tail}"))
-                continue
-            try:
-                samples.extend(await parse_off_loop(functools.partial(self._samples, n), result.stdout))
-            except ParseError as e:
-                failures.append(ParseError(f"{line}: {e}"))
-        if failures and len(failures) == len(self.options.commands):
-            raise failures[0]
-        return PollResult(samples, [str(f) for f in failures], self._skipped)
+            tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-2:])
+            outputs.append(CommandOutput(n, line, result.exit_status, result.stdout, tail))
+        return await self._result(outputs)
 
     # -- Cumulus -----------------------------------------------------------------------------------
 
