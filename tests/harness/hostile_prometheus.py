@@ -19,9 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from fabric_exporter.mixin.settings import Settings, recorded_labels
-from fabric_exporter.report.loaded_rules import SETTINGS_INFO
+from fabric_exporter.mixin.rules.congestion import CONGESTION_GROUP, SETTINGS_INFO
 
-CONGESTION_GROUP = "fabric-exporter.congestion.recording"
 FABRIC = "f1"
 TRICKLE_SECONDS = 2.0  # one byte this often
 HUGE_BYTES = 100 * 1024 * 1024

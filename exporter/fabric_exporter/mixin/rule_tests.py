@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..promql import quote
-from .rules import AlertRule, RuleSet, Scenario, duration_seconds
+from .rules import AlertRule, RuleSet, Scenario, duration_seconds, labels_text
 
 _LABEL_REF = re.compile(r"\{\{\s*\$labels\.(\w+)\s*\}\}")
 
@@ -57,7 +56,7 @@ def _alert_case(a: AlertRule, sc: Scenario, index: int) -> dict:
 
 
 def _labels_text(labels: dict, name: str) -> str:
-    return name + "{" + ", ".join(f"{k}={quote(v)}" for k, v in sorted(labels.items())) + "}"
+    return name + labels_text(labels)
 
 
 def build_tests(rs: RuleSet, rule_file: str) -> dict[int, dict]:

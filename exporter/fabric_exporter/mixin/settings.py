@@ -170,9 +170,13 @@ def _flatten(raw: Mapping, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _is_duration(path: str) -> bool:
+    return path.startswith("for.") or path in _DURATION_PATHS
+
+
 def _check(path: str, value: Any) -> Any:
     default = _BY_PATH[path].default
-    if path.startswith("for.") or path in _DURATION_PATHS:
+    if _is_duration(path):
         if not isinstance(value, str) or not _DURATION.match(value):
             raise SettingsError(f"{path}: {value!r} is not a Prometheus duration (e.g. 5m)")
     elif isinstance(default, bool) or isinstance(default, list):
@@ -270,8 +274,7 @@ def from_recorded_labels(labels: Mapping[str, str]) -> Settings:
 
 
 def _same(path: str, a: Any, b: Any) -> bool:
-    if path in _DURATION_PATHS or path.startswith("for."):
-
+    if _is_duration(path):
         return duration_seconds(a) == duration_seconds(b)  # 1m is 60s
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)

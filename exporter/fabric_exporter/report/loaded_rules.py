@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..mixin.rules.congestion import SETTINGS_INFO
+from ..mixin.rules.congestion import CONGESTION_GROUP, SETTINGS_INFO
 from ..mixin.settings import REPORT_SETTINGS, Settings, SettingsError, differences, from_recorded_labels
 from .prom import ReportError
 
-CONGESTION_GROUP = "fabric-exporter.congestion.recording"
 _REGENERATE = ("regenerate them with `fabric-exporter generate --settings YOUR-SETTINGS.yaml --out DIR` and load "
                "DIR/alerts/fabric-exporter.rules.yaml into this Prometheus")
 

@@ -71,7 +71,7 @@ class Transports:
             return 0
         from .ssh import SSHEndpoint
 
-        wanted = {SSHEndpoint(h.address, h.port or 22, g.credentials)
+        wanted = {SSHEndpoint.of(h.address, h.port, g.credentials)
                   for g in config.targets if g.transport == "ssh" for h in g.hosts}
         gone = self._ssh.retain(wanted)
         await asyncio.gather(*(c.close() for c in gone), return_exceptions=True)

@@ -30,6 +30,11 @@ class SSHEndpoint:
     port: int
     credential: SSHCredential
 
+    @classmethod
+    def of(cls, address: str, port: int | None, credential: SSHCredential) -> SSHEndpoint:
+        """The endpoint a host of the config names (no port: 22), as the pool keys its connections."""
+        return cls(address, port or 22, credential)
+
 
 class _Client(asyncssh.SSHClient):
     def __init__(self, on_lost):
@@ -217,7 +222,7 @@ class SSHPool:
         self.output_limit = output_limit or OutputLimit()
 
     def get(self, address: str, port: int | None, credential: SSHCredential) -> SSHConnection:
-        ep = SSHEndpoint(address, port or 22, credential)
+        ep = SSHEndpoint.of(address, port, credential)
         conn = self._conns.get(ep)
         if conn is None:
             conn = self._conns[ep] = SSHConnection(ep, self.output_limit)

@@ -20,7 +20,7 @@ from ..settings import Settings
 from .base import (CRITICAL, EXAMPLE, IB_PORT, INFO, LAT_GROUP_PAIR, NIC_PORT, SWITCH_IF, TARGET, WARNING,
                    AlertRule, Ctx, Ramp, Recording, RuleSet, Scenario, component_of, duration_seconds, fmt,
                    labels_text, minutes, pct)
-from .congestion import congestion_rules
+from .congestion import CONGESTION_GROUP, congestion_rules
 from .exporter import exporter_rules
 from .infiniband import ib_rules
 from .latency import LAT_BY, QUANTILES, latency_rules
@@ -42,7 +42,7 @@ def build(settings: Settings) -> RuleSet:
     for domain, (rec, _) in parts:
         rs.recording_groups.append((f"fabric-exporter.{domain}.recording", rec))
     # after the groups it reads, so one evaluation sees this round's ratios
-    rs.recording_groups.append(("fabric-exporter.congestion.recording", congestion_rules(c)))
+    rs.recording_groups.append((CONGESTION_GROUP, congestion_rules(c)))
     for domain, (_, alerts) in parts:
         rs.alert_groups.append((f"fabric-exporter.{domain}.alerts", alerts))
     return rs

@@ -22,6 +22,8 @@ from ...promql import quote
 from ..settings import recorded_labels
 from .base import EXAMPLE, IB_PORT, NIC_PORT, SWITCH_IF, Ctx, Recording, fmt
 
+# The recording group these rules form; the POC report reads its interval and SETTINGS_INFO from it.
+CONGESTION_GROUP = "fabric-exporter.congestion.recording"
 SEVERITY_RULES = ("fabric:ib_port_congestion:severity", "fabric:roce_nic_port_congestion:severity",
                   "fabric:roce_switch_queue_congestion:severity")
 FABRIC_SEVERITY = "fabric:fabric_congestion:severity"
