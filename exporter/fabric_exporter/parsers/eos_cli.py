@@ -27,12 +27,11 @@ fails the parse.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from ..errors import ParseError
-from .guard import parser_entry
+from .guard import load_json, parser_entry
 from .skipped import SkippedLine, note
 
 MAX_COUNTER = (1 << 64) - 1
@@ -67,10 +66,7 @@ DISCARD_KEYS = {"inDiscards": "in_discards", "outDiscards": "out_discards"}
 
 
 def _json_object(text: str, what: str) -> dict:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+    data = load_json(text, what)
     if not isinstance(data, dict):
         raise ParseError(f"{what}: expected a JSON object")
     if "errors" in data:

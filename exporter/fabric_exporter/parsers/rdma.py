@@ -19,12 +19,11 @@ skipped and counted (``skipped=``, see parsers/skipped.py).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
-from .guard import parser_entry
+from .guard import load_json, parser_entry
 from .ethtool import U64_MAX, parse_u64
 from .skipped import SkippedLine, note
 
@@ -96,10 +95,7 @@ def _text_lines(text: str, what: str, source: str, skipped: list[SkippedLine] | 
 
 
 def _json_rows(text: str, what: str) -> list[dict]:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+    data = load_json(text, what)
     if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
         raise ParseError(f"{what}: expected a JSON list of objects")
     return data

@@ -25,13 +25,12 @@ set or a malformed value fails the parse.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
 from .ethtool import parse_ethtool_stats
-from .guard import parser_entry
+from .guard import load_json, parser_entry
 from .skipped import SkippedLine, note
 
 _COUNT = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
@@ -212,10 +211,7 @@ def _queue_tables(text: str, columns: dict[str, str], what: str,
 
 
 def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounters]:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+    data = load_json(text, what)
     if not isinstance(data, dict):
         raise ParseError(f"{what}: expected a JSON object of ports")
     out = []
