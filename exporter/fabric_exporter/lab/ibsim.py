@@ -175,12 +175,11 @@ class IbsimError(RuntimeError):
     pass
 
 
-def opensm_config(workdir: Path) -> str:
+def opensm_config(workdir: Path, etc: Path, dump: Path) -> str:
     """opensm's config file (``-F``) for a simulated fabric: every file opensm would read from
-    /etc/opensm or write under /var/log is named inside ``workdir`` (the ones to read are absent, or
-    empty for the node-name map: opensm's built-in defaults apply, whatever the host's real SM is
-    configured with)."""
-    etc, dump = workdir / "opensm-etc", workdir / "opensm-dump"
+    /etc/opensm (now under ``etc``) or write under /var/log (the log in ``workdir``, dumps in ``dump``)
+    is inside the work dir (the ones to read are absent, or empty for the node-name map: opensm's
+    built-in defaults apply, whatever the host's real SM is configured with)."""
     settings = {
         "log_file": workdir / "opensm.log",
         "dump_files_dir": dump,
@@ -275,6 +274,8 @@ class IbsimFabric:
         self.opensm: subprocess.Popen | None = None
         self._log = self.workdir / "ibsim.log"
         self.cache_dir = self.workdir / "opensm-cache"  # OSM_CACHE_DIR: guid2lid, guid2mkey, neighbors
+        self.dump_dir = self.workdir / "opensm-dump"  # OSM_TMP_DIR and dump_files_dir: subnet dumps
+        self.etc_dir = self.workdir / "opensm-etc"  # what opensm would read from /etc/opensm
         self._followers: dict[Path, LogFollower] = {}
         self._sync = 0
 
@@ -285,7 +286,7 @@ class IbsimFabric:
 
     def opensm_env(self) -> dict[str, str]:
         """opensm's state and dumps in the work dir, never /var/cache/opensm or /var/log."""
-        return {"OSM_CACHE_DIR": str(self.cache_dir), "OSM_TMP_DIR": str(self.workdir / "opensm-dump")}
+        return {"OSM_CACHE_DIR": str(self.cache_dir), "OSM_TMP_DIR": str(self.dump_dir)}
 
     def start(self, timeout: float = 60.0) -> IbsimFabric:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -296,11 +297,11 @@ class IbsimFabric:
         shutil.rmtree(self.cache_dir, ignore_errors=True)
         self.cache_dir.mkdir()
         (self.cache_dir / "guid2lid").write_text(self.topology.guid2lid())
-        (self.workdir / "opensm-dump").mkdir(exist_ok=True)
-        (self.workdir / "opensm-etc").mkdir(exist_ok=True)
-        (self.workdir / "opensm-etc" / "ib-node-name-map").write_text("")  # opensm warns when it is missing
+        self.dump_dir.mkdir(exist_ok=True)
+        self.etc_dir.mkdir(exist_ok=True)
+        (self.etc_dir / "ib-node-name-map").write_text("")  # opensm warns when it is missing
         osm_conf = self.workdir / "opensm.conf"
-        osm_conf.write_text(opensm_config(self.workdir))
+        osm_conf.write_text(opensm_config(self.workdir, self.etc_dir, self.dump_dir))
         n_ports = sum(n.ports + 1 for n in self.topology.nodes.values())
         env = {**os.environ, "IBSIM_SOCKNAME": self.sockname}
         env.pop("LD_PRELOAD", None)
