@@ -53,6 +53,16 @@ MODES = {
 SHAPE_MODES = [m for m in MODES if m != "nan_samples"]
 
 
+def send_body(handler: BaseHTTPRequestHandler, body: bytes, code: int = 200,
+              content_type: str = "application/json") -> None:
+    """A whole answer with its Content-Length (what a well-behaved server sends)."""
+    handler.send_response(code)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def _rules() -> dict:
     # the healthy rules record the default settings, as generated rules do, so the report goes on
     # to the endpoint a mode answers hostile
@@ -102,11 +112,7 @@ class HostilePrometheus:
                 self._send(json.dumps(payload).encode(), code)
 
             def _send(self, body: bytes, code=200, content_type="application/json"):
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, body, code, content_type)
 
             def log_message(self, *args):
                 pass

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from .hostile_prometheus import send_body
+
 
 def escape_label_value(value: str) -> str:
     """The text exposition format's escaping of a label value (backslash, double quote, newline)."""
@@ -30,12 +32,8 @@ class StaticExporter:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 (http.server naming)
-                body = render(time.time() - exporter.started).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, render(time.time() - exporter.started).encode(),
+                          content_type="text/plain; version=0.0.4")
 
             def log_message(self, *args):
                 pass
