@@ -162,6 +162,18 @@ def test_worst_hosts_ranked(job101):
         {"host": "gpu-b", "max_severity_ratio": 1.5, "time_congested_seconds": 20 * STEP}]
 
 
+def test_a_step_that_is_not_whole_seconds(prometheus, tmp_path):
+    """--step 7.5: the subqueries' resolution is written in milliseconds (PromQL has no 7.5s)."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'exporter'}:{ROOT}"}
+    r = subprocess.run([sys.executable, "-m", "fabric_exporter", "report", "--prometheus-url", prometheus,
+                        "--from", str(T0), "--to", str(END), "--step", "7.5", "--job", "101", "--out", str(tmp_path)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    job = json.loads((tmp_path / "summary.json").read_text())["job"]
+    assert job["congestion"]["episodes_count"] == 3
+    assert [h["host"] for h in job["worst_hosts"]] == ["gpu-a", "gpu-b"]
+
+
 def test_a_job_that_ended_inside_the_window_is_reported(prometheus, tmp_path):
     r = report(prometheus, tmp_path, "--job", "102")
     assert r.returncode == 0, r.stderr

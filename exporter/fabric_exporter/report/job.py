@@ -157,9 +157,10 @@ class JobCollector:
     def _worst_hosts(self, sel: str) -> list[dict]:
         w = self.w
         per_host = f"max by (host) ({JOB_HOST_SEVERITY}{sel})"
-        peaks = self.c.query(f"topk({WORST_HOSTS}, max_over_time({per_host}[{w.range}:{w.step:g}s]))", w.end)
+        window = f"[{w.range}:{max(1, round(w.step * 1000))}ms]"  # a PromQL duration has no fractions: 2.5s is 2500ms
+        peaks = self.c.query(f"topk({WORST_HOSTS}, max_over_time({per_host}{window}))", w.end)
         congested = {s.labels.get("host", ""): s.samples[0][1] for s in self.c.query(
-            f"count_over_time(({per_host} > 1)[{w.range}:{w.step:g}s])", w.end)}
+            f"count_over_time(({per_host} > 1){window})", w.end)}
         hosts = [{"host": s.labels.get("host", ""), "max_severity_ratio": _round(s.samples[0][1]),
                   "time_congested_seconds": _round(congested.get(s.labels.get("host", ""), 0) * w.step)}
                  for s in peaks]
