@@ -185,7 +185,8 @@ SCALE = {"gpu-a": 1, "gpu-b": 10, "uplink": 100}
 
 def _series_lines() -> list[str]:
     lines = []
-    names = sorted({m for _, _, e in host_panel_queries() for m, _ in _SELECTOR.findall(e)})
+    names = sorted({m for b, board in BOARDS.items() if b not in EXEMPT for _, e in queries_of(board)
+                    for m, _ in _SELECTOR.findall(e) if LABELS.get(m, set()) & IDENTIFYING})
     for name in names:
         if name in CONTRACT_LABELS and name.startswith("fabric_"):
             continue  # written below, with their own meaning
@@ -244,6 +245,17 @@ def _options(client, query: str, regex: str, job: str) -> list[tuple[str, str]]:
         if m:
             out.append((m.group("value"), m.groupdict().get("text") or m.group("value")))
     return sorted(out)
+
+
+def test_the_roce_host_list_is_the_jobs_hosts(prom):
+    query = next(v["query"] for v in BOARDS["fabric-roce"]["templating"]["list"] if v["name"] == "host")
+    selector = re.fullmatch(r"label_values\((.*), host\)", query).group(1)
+
+    def hosts(job, job_hosts):
+        return sorted({s.labels["host"] for s in prom.query(interpolate(selector, job, job_hosts), END)})
+
+    assert hosts("101", ["gpu-a"]) == ["gpu-a"]
+    assert hosts(".*", [".*"]) == ["gpu-a", "gpu-b"]
 
 
 def test_the_variables_list_ended_jobs_by_name_and_give_their_hosts(prom):

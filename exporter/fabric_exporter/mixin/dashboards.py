@@ -333,7 +333,8 @@ def roce(s: Settings) -> dict:
     ]
     fsw = s.sel('fabric=~"$fabric",switch=~"$switch"')
     variables = [
-        query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{f}, host)"),
+        # with a job selected, the host list is the job's hosts
+        query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{J.with_matcher(f, J.HOST)}, host)"),
         query_variable("switch", "Switch", f"label_values(fabric_roce_switch_if_oper_status{f}, switch)"),
         query_variable("interface", "Interface",
                        f"label_values(fabric_roce_switch_if_oper_status{fsw}, interface)"),
