@@ -34,7 +34,7 @@ from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
 from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
-from fabric_exporter.mixin import dashboards, generate, rules
+from fabric_exporter.mixin import dashboards, generate, job_views, rules
 from fabric_exporter.mixin.panels import queries_of
 from fabric_exporter.mixin.settings import Settings
 from tests.harness.daemon import DaemonProcess, free_port
@@ -449,11 +449,11 @@ def _expected_to_have_data(expr: str, recorded: dict[str, str]) -> bool:
 
 
 def _grafana_to_promql(expr: str) -> str:
-    m = re.fullmatch(r"label_values\((.*),\s*\w+\)", expr)
+    m = re.fullmatch(r"label_values\((.*),\s*\w+\)", expr) or re.fullmatch(r"query_result\((.*)\)", expr)
     if m:
         expr = m.group(1)
     expr = expr.replace("$__rate_interval", "5s").replace("$__interval", "1s").replace("$__range", "1m")
-    return re.sub(r"\$\{?\w+\}?", ".*", expr)  # dashboard variables = All
+    return re.sub(r"\$\{\w+(?::\w+)?\}|\$\w+", ".*", expr)  # dashboard variables = All (${job_hosts:pipe} too)
 
 
 def test_every_dashboard_query_returns_data(stack):
@@ -488,5 +488,9 @@ def test_every_dashboard_query_returns_data(stack):
           + "\n  ".join(no_data_elsewhere))
     assert not empty, empty
     # every panel of every dashboard shows something (some of its queries may need the switch CLI)
-    missing = [k for k, v in panels_with_data.items() if not v]
+    # ... except the per-job row: no scheduler runs in this e2e, so no job series exist
+    job_series = (job_views.JOB_SEVERITY, job_views.JOB_ROLE_SCORE, job_views.JOB_HOST_SEVERITY)
+    job_panels = {(b, title) for b, board in dashboards.build_all(settings).items() for title, expr in queries_of(board)
+                  if any(name in expr for name in job_series)}
+    missing = [k for k, v in panels_with_data.items() if not v and k not in job_panels]
     assert not missing, missing

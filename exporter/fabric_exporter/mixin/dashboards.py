@@ -2,12 +2,15 @@
 
 Congestion, error and latency panels read the recording rules in ``rules/`` (so a panel shows
 exactly what an alert evaluates); throughput panels compute their own rates with
-``$__rate_interval``. Every panel filters by ``$fabric`` and the dashboard's own variables.
+``$__rate_interval``. Every panel filters by ``$fabric`` and the dashboard's own variables, and every
+host and port panel by the selected job's hosts (``job_views.py``: the ``cluster``, ``job`` and hidden
+``job_hosts`` variables every dashboard carries; "All" shows everything).
 """
 
 from __future__ import annotations
 
 from ..promql import quote
+from . import job_views as J
 from .panels import Query as Q
 from .panels import dashboard, heatmap, query_variable, row, stat, table, timeseries
 from .settings import Settings
@@ -36,8 +39,8 @@ def _fabric_var(s: Settings):
 
 
 def _board(s: Settings, name: str, title: str, description: str, panels: list, variables: list = ()) -> dict:
-    """A dashboard with the house uid, tags and refresh; its variables follow the fabric variable."""
-    return dashboard(_uid(s, name), title, description, panels, [_fabric_var(s), *variables],
+    """A dashboard with the house uid, tags and refresh; its variables follow the fabric and job variables."""
+    return dashboard(_uid(s, name), title, description, panels, [_fabric_var(s), *J.variables(s), *variables],
                      tags=s["dashboard_tags"], refresh=s["dashboard_refresh"])
 
 
@@ -46,9 +49,16 @@ def _rate(metric: str, selector: str, fn: str = "rate") -> str:
     return f"{fn}({metric}{selector}[{RI}])"
 
 
-def _fabric_total(metric: str, selector: str, legend: str = "", fn: str = "rate") -> Q:
-    """The overview's view of a per-port counter: its rate summed per fabric."""
-    return Q(f"sum by (fabric) ({_rate(metric, selector, fn)})", "{{fabric}}" + (f" {legend}" if legend else ""))
+def R(metric: str, fn: str = "rate"):  # noqa: N802  (reads like S in the panel lists)
+    """``fn`` of a metric as a job_views Build: selector -> expression."""
+    return lambda sel: _rate(metric, sel, fn)
+
+
+def _fabric_total(metric: str, selector: str, scope, legend: str = "", fn: str = "rate") -> Q:
+    """The overview's view of a per-port counter: its rate summed per fabric, over the ports ``scope``
+    (a job_views filter: hosts, ib_ports, switch_ifs) keeps."""
+    expr = scope(R(metric, fn), selector)
+    return Q(f"sum by (fabric) ({expr})", "{{fabric}}" + (f" {legend}" if legend else ""))
 
 
 def overview(s: Settings) -> dict:
@@ -59,35 +69,40 @@ def overview(s: Settings) -> dict:
     nic_f = s.sel('fabric=~"$fabric",host!=""')
     ib_link = _link(s, "infiniband", "var-fabric=${__data.fields.fabric}&var-node=${__data.fields.node_name}")
     roce_link = _link(s, "roce", "var-fabric=${__data.fields.fabric}&var-host=${__data.fields.host}")
+    ib, hosts, S = J.ib_ports, J.hosts, J.series
+    switches = lambda build, sel: J.switch_ifs(s, build, sel)  # noqa: E731
     panels = [
+        *J.job_row(s),
         row("Throughput"),
         timeseries("InfiniBand throughput (transmitted)", [
-            _fabric_total("fabric_ib_port_data_transmitted_bytes_total", f)],
+            _fabric_total("fabric_ib_port_data_transmitted_bytes_total", f, ib)],
             "Bps", description="Bytes sent by all IB ports (PortXmitData x 4), per fabric.",
             links=[("InfiniBand ports", _link(s, "infiniband", "var-fabric=${fabric}"))]),
         timeseries("RoCE throughput (NIC transmit)", [
-            _fabric_total("fabric_roce_tx_bytes_total", nic_f)],
+            _fabric_total("fabric_roce_tx_bytes_total", nic_f, hosts)],
             "Bps", description="Bytes sent by all RoCE NIC ports, per fabric.",
             links=[("RoCE congestion", _link(s, "roce", "var-fabric=${fabric}"))]),
         row("Congestion"),
         timeseries("InfiniBand worst transmit-wait ratio", [
-            Q(f"max by (fabric) (fabric:ib_port_xmit_wait:ratio{f})", "{{fabric}} worst port"),
-            Q(f"avg by (fabric) (fabric:ib_port_xmit_wait:ratio{f})", "{{fabric}} average")],
+            Q(f"max by (fabric) ({ib(S('fabric:ib_port_xmit_wait:ratio'), f)})", "{{fabric}} worst port"),
+            Q(f"avg by (fabric) ({ib(S('fabric:ib_port_xmit_wait:ratio'), f)})", "{{fabric}} average")],
             "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
             description="Fraction of time IB ports had data and no credits (PortXmitWait over link rate)."),
         timeseries(f"RoCE worst PFC pause-time fraction (priority {p})", [
-            Q(f"max by (fabric) (fabric:roce_pfc_pause_time:fraction{lp})", "{{fabric}} worst port"),
-            Q(f"max by (fabric) (fabric:roce_ecn_marked:ratio{f})", "{{fabric}} worst ECN-marked ratio")],
+            Q(f"max by (fabric) ({hosts(S('fabric:roce_pfc_pause_time:fraction'), lp)})",
+              "{{fabric}} worst port"),
+            Q(f"max by (fabric) ({J.nic_or_switch(s, S('fabric:roce_ecn_marked:ratio'), f)})",
+              "{{fabric}} worst ECN-marked ratio")],
             "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
             description="Fraction of time NIC ports were paused on the lossless priority, and the worst share of "
                         "CE-marked packets."),
         table(f"Top {n} congested InfiniBand ports", [
-            Q(f"topk({n}, fabric:ib_port_xmit_wait:ratio{f})")],
+            Q(f"topk({n}, {ib(S('fabric:ib_port_xmit_wait:ratio'), f)})")],
             "percentunit", hide=["node_guid"], link_field="node_name",
             links=[("Open in InfiniBand ports", ib_link)],
             description="Ports with the highest transmit-wait ratio now, with their peers."),
         table(f"Top {n} paused RoCE ports (priority {p})", [
-            Q(f"topk({n}, fabric:roce_pfc_pause_time:fraction{lp})")],
+            Q(f"topk({n}, {hosts(S('fabric:roce_pfc_pause_time:fraction'), lp)})")],
             "percentunit", link_field="host", links=[("Open in RoCE congestion", roce_link)],
             description="NIC ports paused the largest fraction of time on the lossless priority."),
         *_congestion_recovery(s, f),
@@ -99,20 +114,23 @@ def overview(s: Settings) -> dict:
             links=[("Tail latency", _link(s, "latency", "var-fabric=${fabric}"))],
             description="Probe latency quantiles of the worst source/destination group pair."),
         timeseries("Latency probe failures", [
-            Q(f"max by (fabric) (fabric:rdma_latency_probe_failures:ratio{f})", "{{fabric}}")],
+            Q(f"max by (fabric) ({hosts(S('fabric:rdma_latency_probe_failures:ratio'), f)})",
+              "{{fabric}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.probe_loss_ratio"]],
             description="Share of probes with no result, worst host."),
         row("Stability"),
         timeseries("InfiniBand errors and link downs", [
-            Q(f"sum by (fabric, counter) (fabric:ib_port_errors:rate{f})", "{{fabric}} {{counter}}"),
-            _fabric_total("fabric_ib_symbol_error_total", f, "SymbolErrors"),
-            _fabric_total("fabric_ib_link_downed_total", f, "LinkDowned")],
+            Q(f"sum by (fabric, counter) ({ib(S('fabric:ib_port_errors:rate'), f)})",
+              "{{fabric}} {{counter}}"),
+            _fabric_total("fabric_ib_symbol_error_total", f, ib, "SymbolErrors"),
+            _fabric_total("fabric_ib_link_downed_total", f, ib, "LinkDowned")],
             "cps", description="Error counters per second summed over all IB ports."),
         timeseries("RoCE errors and link downs", [
-            Q(f"sum by (fabric, direction) (fabric:roce_switch_if_errors:rate{f})", "{{fabric}} switch {{direction}} errors"),
-            _fabric_total("fabric_roce_nic_rx_crc_errors_total", f, "NIC CRC errors"),
-            _fabric_total("fabric_roce_nic_link_down_events_total", f, "NIC link downs"),
-            _fabric_total("fabric_roce_switch_if_oper_status", f, "switch state changes", fn="changes")],
+            Q(f"sum by (fabric, direction) ({switches(S('fabric:roce_switch_if_errors:rate'), f)})",
+              "{{fabric}} switch {{direction}} errors"),
+            _fabric_total("fabric_roce_nic_rx_crc_errors_total", f, hosts, "NIC CRC errors"),
+            _fabric_total("fabric_roce_nic_link_down_events_total", f, hosts, "NIC link downs"),
+            _fabric_total("fabric_roce_switch_if_oper_status", f, switches, "switch state changes", fn="changes")],
             "cps", description="Error and link-down events per second over NIC ports and switch interfaces."),
     ]
     return _board(s, "overview", "Fabric overview",
@@ -151,69 +169,70 @@ def infiniband(s: Settings) -> dict:
     n = s["top_n"]
     port_link = _link(s, "infiniband", "var-fabric=${__data.fields.fabric}&var-node=${__data.fields.node_name}"
                                        "&var-port=${__data.fields.port}")
+    ib, S = J.ib_ports, J.series
     panels = [
         row("Congestion"),
-        heatmap("Transmit-wait ratio across ports", Q(f"fabric:ib_port_xmit_wait:ratio{f}"), "percentunit",
+        heatmap("Transmit-wait ratio across ports", Q(ib(S("fabric:ib_port_xmit_wait:ratio"), f)), "percentunit",
                 buckets=False, description="Distribution of the transmit-wait ratio over every port in the fabric."),
-        table(f"Top {n} ports by transmit-wait ratio", [Q(f"topk({n}, fabric:ib_port_xmit_wait:ratio{f})")],
+        table(f"Top {n} ports by transmit-wait ratio", [Q(f"topk({n}, {ib(S('fabric:ib_port_xmit_wait:ratio'), f)})")],
               "percentunit", hide=["node_guid"], link_field="node_name",
               links=[("Select this port", port_link)],
               description="Most congested ports now, with their peer; click a node to select it."),
         timeseries("Transmit-wait ratio (selected ports)", [
-            Q(f"fabric:ib_port_xmit_wait:ratio{fp}", IB_PORT + " -> {{peer_node_name}}:{{peer_port}}")],
+            Q(ib(S("fabric:ib_port_xmit_wait:ratio"), fp), IB_PORT + " -> {{peer_node_name}}:{{peer_port}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
             description="Fraction of time the port had data to send but no credits."),
         timeseries("Transmit wait ticks (selected ports)", [
-            Q(_rate("fabric_ib_port_transmit_wait_total", fp), IB_PORT)],
+            Q(ib(R("fabric_ib_port_transmit_wait_total"), fp), IB_PORT)],
             "cps", description="Raw PortXmitWait ticks per second (not comparable across link generations)."),
         row("Traffic"),
         timeseries("Transmitted (selected ports)", [
-            Q(_rate("fabric_ib_port_data_transmitted_bytes_total", fp), IB_PORT)],
+            Q(ib(R("fabric_ib_port_data_transmitted_bytes_total"), fp), IB_PORT)],
             "Bps", description="PortXmitData x 4 per second."),
         timeseries("Received (selected ports)", [
-            Q(_rate("fabric_ib_port_data_received_bytes_total", fp), IB_PORT)],
+            Q(ib(R("fabric_ib_port_data_received_bytes_total"), fp), IB_PORT)],
             "Bps", description="PortRcvData x 4 per second."),
         timeseries("Packets (selected ports)", [
-            Q(_rate("fabric_ib_port_packets_transmitted_total", fp), IB_PORT + " tx"),
-            Q(_rate("fabric_ib_port_packets_received_total", fp), IB_PORT + " rx")],
+            Q(ib(R("fabric_ib_port_packets_transmitted_total"), fp), IB_PORT + " tx"),
+            Q(ib(R("fabric_ib_port_packets_received_total"), fp), IB_PORT + " rx")],
             "pps", description="PortXmitPkts and PortRcvPkts per second."),
         timeseries("Utilisation (selected ports)", [
-            Q(f"{_rate('fabric_ib_port_data_transmitted_bytes_total', fp)} / (fabric_ib_port_rate_bytes_per_second{fp} > 0)",
-              IB_PORT)],
+            Q(ib(lambda x: f"{_rate('fabric_ib_port_data_transmitted_bytes_total', x)}"
+                           f" / (fabric_ib_port_rate_bytes_per_second{x} > 0)", fp), IB_PORT)],
             "percentunit", max_one=True, description="Transmitted bytes over the link's effective rate."),
         row("Errors"),
         timeseries("Port errors by counter (selected ports)", [
-            Q(f"fabric:ib_port_errors:rate{fp}", IB_PORT + " {{counter}}")],
+            Q(ib(S("fabric:ib_port_errors:rate"), fp), IB_PORT + " {{counter}}")],
             "cps", description="PortRcvErrors, remote physical, link integrity, buffer overrun, link recoveries."),
         timeseries("Symbol errors and link downs (selected ports)", [
-            Q(_rate("fabric_ib_symbol_error_total", fp), IB_PORT + " symbol"),
-            Q(_rate("fabric_ib_link_downed_total", fp), IB_PORT + " link downed")],
+            Q(ib(R("fabric_ib_symbol_error_total"), fp), IB_PORT + " symbol"),
+            Q(ib(R("fabric_ib_link_downed_total"), fp), IB_PORT + " link downed")],
             "cps", description="SymbolErrorCounter and LinkDownedCounter per second."),
         timeseries("Transmit discards (selected ports)", [
-            Q(f"fabric:ib_port_transmit_discards:rate{fp}", IB_PORT)],
+            Q(ib(S("fabric:ib_port_transmit_discards:rate"), fp), IB_PORT)],
             "pps", description="PortXmitDiscards per second: link down or congestion timeouts."),
         table("Ports with latched 32-bit counters or missing from the sweep", [
-            Q(f"fabric_ib_port_latched{f} + fabric_ib_port_sweep_missing{f}")],
+            Q(ib(lambda x: f"fabric_ib_port_latched{x} + fabric_ib_port_sweep_missing{x}", f))],
             "short", hide=["node_guid"],
             description="Value 1+: a counter is pinned at its maximum (rates meaningless) or the port did not answer."),
         row("Link state, width and speed"),
         table("Links (selected ports)", [
-            Q(f"fabric_ib_port_rate_bytes_per_second{fp}")],
+            Q(ib(S("fabric_ib_port_rate_bytes_per_second"), fp))],
             "Bps", hide=["node_guid"],
             description="Effective rate of every selected link with its peer (0 = down)."),
         table("Degraded or unexpectedly down links", [
-            Q(f"fabric_ib_port_degraded{f} + fabric_ib_port_link_down_unexpected{f}")],
+            Q(ib(lambda x: f"fabric_ib_port_degraded{x} + fabric_ib_port_link_down_unexpected{x}", f))],
             "short", hide=["node_guid"],
             description="1: the link runs below what both ends support, or is down while the topology had it up."),
         timeseries("Active width and lane rate (selected ports)", [
-            Q(f"fabric_ib_port_active_width_lanes{fp}", IB_PORT + " lanes"),
-            Q(f"fabric_ib_port_supported_width_lanes{fp}", IB_PORT + " supported lanes")],
+            Q(ib(S("fabric_ib_port_active_width_lanes"), fp), IB_PORT + " lanes"),
+            Q(ib(S("fabric_ib_port_supported_width_lanes"), fp), IB_PORT + " supported lanes")],
             "short", description="LinkWidthActive against the widest width both ends support."),
         timeseries("Port state (selected ports)", [
-            Q(f"fabric_ib_port_state_id{fp}", IB_PORT + " logical"),
-            Q(f"fabric_ib_port_physical_state_id{fp}", IB_PORT + " physical")],
+            Q(ib(S("fabric_ib_port_state_id"), fp), IB_PORT + " logical"),
+            Q(ib(S("fabric_ib_port_physical_state_id"), fp), IB_PORT + " physical")],
             "short", description="Logical 1 Down .. 4 Active; physical 5 LinkUp."),
-        table("Port identity and peers (selected ports)", [Q(f"fabric_ib_port_info{fp}")], "short",
+        table("Port identity and peers (selected ports)", [Q(ib(S("fabric_ib_port_info"), fp))], "short",
               description="LID, GUIDs, peer and the width/speed strings as the tools print them."),
     ]
     fn = s.sel('fabric=~"$fabric",node_name=~"$node"')
@@ -235,83 +254,87 @@ def roce(s: Settings) -> dict:
     lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",interface=~"$interface",queue={quote(s["lossless_queue"])}')
     nic_link = _link(s, "roce", "var-fabric=${__data.fields.fabric}&var-host=${__data.fields.host}")
     lossless = s.sel(f'fabric=~"$fabric",priority={quote(s["lossless_priority"])}')
+    hosts, S = J.hosts, J.series
+    switches = lambda build, sel: J.switch_ifs(s, build, sel)  # noqa: E731
     panels = [
         row("PFC on NIC ports"),
         timeseries("NIC PFC pause frames per priority", [
-            Q(f"fabric:roce_pfc_pause_frames:rate{nicp}", NIC + " prio {{priority}} {{direction}}")],
+            Q(hosts(S("fabric:roce_pfc_pause_frames:rate"), nicp), NIC + " prio {{priority}} {{direction}}")],
             "pps", thresholds=[s["thresholds.pfc_pause_frames_per_second"]],
             description="rx: the fabric pauses this NIC; tx: the NIC cannot absorb and pauses its switch."),
         timeseries("NIC time paused per priority", [
-            Q(f"fabric:roce_pfc_pause_time:fraction{nicp}", NIC + " prio {{priority}} {{direction}}")],
+            Q(hosts(S("fabric:roce_pfc_pause_time:fraction"), nicp), NIC + " prio {{priority}} {{direction}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
             description="Fraction of time paused (pause duration counters); near 100% is a storm."),
         row("PFC on switch interfaces"),
         timeseries("Switch PFC pause frames per priority", [
-            Q(f"fabric:roce_pfc_pause_frames:rate{swp}", SWITCH_IF + " prio {{priority}} {{direction}}")],
+            Q(switches(S("fabric:roce_pfc_pause_frames:rate"), swp), SWITCH_IF + " prio {{priority}} {{direction}}")],
             "pps", thresholds=[s["thresholds.pfc_pause_frames_per_second"]],
             description="Per-priority PFC frames received (rx) and sent (tx) by switch interfaces."),
         timeseries("Switch PFC frames, all priorities", [
-            Q(_rate("fabric_roce_switch_pfc_rx_frames_total", sw), SWITCH_IF + " rx"),
-            Q(_rate("fabric_roce_switch_pfc_tx_frames_total", sw), SWITCH_IF + " tx")],
+            Q(switches(R("fabric_roce_switch_pfc_rx_frames_total"), sw), SWITCH_IF + " rx"),
+            Q(switches(R("fabric_roce_switch_pfc_tx_frames_total"), sw), SWITCH_IF + " tx")],
             "pps", description="IEEE8021-PFC-MIB totals, for switches without per-priority counters."),
         row("ECN and congestion notification"),
         timeseries("ECN-marked packets", [
-            Q(f"fabric:roce_ecn_marked_packets:rate{nic}", NIC + " received"),
-            Q(f"fabric:roce_ecn_marked_packets:rate{sw}", SWITCH_IF + " {{queue}} marked")],
+            Q(hosts(S("fabric:roce_ecn_marked_packets:rate"), nic), NIC + " received"),
+            Q(switches(S("fabric:roce_ecn_marked_packets:rate"), sw), SWITCH_IF + " {{queue}} marked")],
             "pps", description="CE-marked packets a NIC received, and packets a switch queue marked."),
         timeseries("ECN-marked share", [
-            Q(f"fabric:roce_ecn_marked:ratio{nic}", NIC),
-            Q(f"fabric:roce_ecn_marked:ratio{sw}", SWITCH_IF + " {{queue}}")],
+            Q(hosts(S("fabric:roce_ecn_marked:ratio"), nic), NIC),
+            Q(switches(S("fabric:roce_ecn_marked:ratio"), sw), SWITCH_IF + " {{queue}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.ecn_marked_ratio"]],
             description="Marked packets over received (NIC) or sent from the queue (switch)."),
         timeseries("CNPs sent / received / handled / ignored", [
-            Q(f"fabric:roce_cnp:rate{nic}", RDMA_DEVICE + " {{kind}}")],
+            Q(hosts(S("fabric:roce_cnp:rate"), nic), RDMA_DEVICE + " {{kind}}")],
             "pps", thresholds=[s["thresholds.cnp_ignored_per_second"]],
             description="DCQCN: receivers send CNPs, senders handle them; ignored CNPs mean misconfiguration."),
         table(f"Most paused NIC ports now (priority {s['lossless_priority']})", [
-            Q(f"topk({s['top_n']}, fabric:roce_pfc_pause_time:fraction{lossless})")],
+            Q(f"topk({s['top_n']}, {hosts(S('fabric:roce_pfc_pause_time:fraction'), lossless)})")],
             "percentunit", link_field="host", links=[("Select this host", nic_link)],
             description="Click a host to select it on this dashboard."),
         row("Retransmits and drops"),
         timeseries("Retransmits and sequence errors", [
-            Q(f"fabric:roce_retransmits:rate{nic}", RDMA_DEVICE + " {{kind}}")],
+            Q(hosts(S("fabric:roce_retransmits:rate"), nic), RDMA_DEVICE + " {{kind}}")],
             "cps", thresholds=[s["thresholds.retransmit_timeouts_per_second"]],
             description="ACK timeouts (tail latency), sequence NAKs and out-of-sequence drops (go-back-N)."),
         timeseries("Port discards", [
-            Q(f"fabric:roce_port_discards:rate{nic}", NIC + " {{direction}}"),
-            Q(f"fabric:roce_port_discards:rate{sw}", SWITCH_IF + " {{direction}}")],
+            Q(hosts(S("fabric:roce_port_discards:rate"), nic), NIC + " {{direction}}"),
+            Q(switches(S("fabric:roce_port_discards:rate"), sw), SWITCH_IF + " {{direction}}")],
             "pps", thresholds=[s["thresholds.port_discards_per_second"]],
             description="Packets dropped by ports for lack of buffer."),
         timeseries(f"Lossless drops (switch queue {s['lossless_queue']}, NIC priority)", [
-            Q(f"fabric:roce_switch_queue_dropped_packets:rate{lq}", SWITCH_IF + " {{queue}}"),
-            Q(_rate("fabric_roce_nic_priority_rx_discards_total", nicp), NIC + " prio {{priority}}")],
+            Q(switches(S("fabric:roce_switch_queue_dropped_packets:rate"), lq), SWITCH_IF + " {{queue}}"),
+            Q(hosts(R("fabric_roce_nic_priority_rx_discards_total"), nicp), NIC + " prio {{priority}}")],
             "pps", description="Any drop in the lossless class is a fault: PFC did not protect it."),
         timeseries("Host-side receive drops", [
-            Q(_rate("fabric_roce_nic_rx_out_of_buffer_packets_total", nic), NIC + " no rx buffer"),
-            Q(_rate("fabric_roce_nic_rdma_out_of_buffer_total", nic), RDMA_DEVICE + " no RDMA WQE")],
+            Q(hosts(R("fabric_roce_nic_rx_out_of_buffer_packets_total"), nic), NIC + " no rx buffer"),
+            Q(hosts(R("fabric_roce_nic_rdma_out_of_buffer_total"), nic), RDMA_DEVICE + " no RDMA WQE")],
             "pps", description="Drops because the host did not post buffers: not the fabric's fault."),
         timeseries("RDMA completion errors", [
-            Q(_rate("fabric_roce_nic_requester_cqe_errors_total", nic, "increase"), RDMA_DEVICE + " requester"),
-            Q(_rate("fabric_roce_nic_responder_cqe_errors_total", nic, "increase"), RDMA_DEVICE + " responder"),
-            Q(_rate("fabric_roce_nic_requester_cqe_flush_errors_total", nic, "increase"),
+            Q(hosts(R("fabric_roce_nic_requester_cqe_errors_total", "increase"), nic), RDMA_DEVICE + " requester"),
+            Q(hosts(R("fabric_roce_nic_responder_cqe_errors_total", "increase"), nic), RDMA_DEVICE + " responder"),
+            Q(hosts(R("fabric_roce_nic_requester_cqe_flush_errors_total", "increase"), nic),
               RDMA_DEVICE + " requester flushed"),
-            Q(_rate("fabric_roce_nic_responder_cqe_flush_errors_total", nic, "increase"),
+            Q(hosts(R("fabric_roce_nic_responder_cqe_flush_errors_total", "increase"), nic),
               RDMA_DEVICE + " responder flushed")],
             "short", description="Work completions with an error status, per interval. Flushed = queued work "
             "cancelled after its QP failed (or its process exited): read with the errors, not as errors."),
         row("PFC storm watchdog"),
         timeseries("Switch PFC watchdog", [
-            Q(f"fabric_roce_switch_pfcwd_storm_active{sw}", SWITCH_IF + " {{queue}} stormed"),
-            Q(_rate("fabric_roce_switch_pfcwd_storms_detected_total", sw, "increase"), SWITCH_IF + " {{queue}} detected")],
+            Q(switches(S("fabric_roce_switch_pfcwd_storm_active"), sw), SWITCH_IF + " {{queue}} stormed"),
+            Q(switches(R("fabric_roce_switch_pfcwd_storms_detected_total", "increase"), sw),
+              SWITCH_IF + " {{queue}} detected")],
             "short", description="1 while the watchdog holds a queue in a storm; storms detected per interval."),
         timeseries("NIC pause-storm events", [
-            Q(_rate("fabric_roce_nic_pause_storm_error_events_total", nic, "increase"), NIC + " error"),
-            Q(_rate("fabric_roce_nic_pause_storm_warning_events_total", nic, "increase"), NIC + " warning")],
+            Q(hosts(R("fabric_roce_nic_pause_storm_error_events_total", "increase"), nic), NIC + " error"),
+            Q(hosts(R("fabric_roce_nic_pause_storm_warning_events_total", "increase"), nic), NIC + " warning")],
             "short", description="The NIC's own stall watchdog: warning = paused too long, error = stopped pausing."),
     ]
     fsw = s.sel('fabric=~"$fabric",switch=~"$switch"')
     variables = [
-        query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{f}, host)"),
+        # with a job selected, the host list is the job's hosts
+        query_variable("host", "Host", f"label_values(fabric_roce_nic_port_active{J.with_matcher(f, J.HOST)}, host)"),
         query_variable("switch", "Switch", f"label_values(fabric_roce_switch_if_oper_status{f}, switch)"),
         query_variable("interface", "Interface",
                        f"label_values(fabric_roce_switch_if_oper_status{fsw}, interface)"),
@@ -364,10 +387,11 @@ def latency(s: Settings) -> dict:
             link_field="source_group", links=[("Select this pair", pair_link)],
             description="Group pairs with the highest p99 now."),
         table(f"Worst {n} host pairs by last probe p99", [
-            Q(f"topk({n}, fabric_rdma_latency_p99_seconds{gs})")], "s", width=12,
-            description="From each pair's last probe (per-pair series must be on in the probe config)."),
+            Q(f"topk({n}, {J.host_pairs(J.series('fabric_rdma_latency_p99_seconds'), gs)})")], "s", width=12,
+            description="From each pair's last probe (per-pair series must be on in the probe config); with a "
+                        "job selected, the pairs with one end on its hosts."),
         timeseries("Probe failures", [
-            Q(f"fabric:rdma_latency_probe_failures:ratio{lv}",
+            Q(J.hosts(J.series("fabric:rdma_latency_probe_failures:ratio"), lv),
               "{{host}} {{role}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.probe_loss_ratio"]],
             description="Share of probes with no latency result, per host and role."),

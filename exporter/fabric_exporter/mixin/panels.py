@@ -168,10 +168,15 @@ def row(title: str) -> Panel:
 
 
 def query_variable(name: str, label: str, query: str, *, multi: bool = True, include_all: bool = True,
-                   default: str | None = None) -> g.Template:
+                   default: str | None = None, all_value: str | None = ".*", regex: str | None = None,
+                   hidden: bool = False) -> g.Template:
+    """A query variable. ``all_value=None`` makes "All" stand for every option (Grafana expands it to
+    the options' values) instead of a catch-all regex; ``regex`` extracts value/text from each result;
+    ``hidden`` keeps it off the variable bar (a variable other queries read)."""
     return g.Template(name=name, label=label, query=query, dataSource=DS, multi=multi, includeAll=include_all,
-                      allValue=".*" if include_all else None, default=default or ("$__all" if include_all else None),
-                      refresh=2, sort=1)
+                      allValue=all_value if include_all else None,
+                      default=default or ("$__all" if include_all else None), regex=regex,
+                      hide=g.HIDE_VARIABLE if hidden else g.SHOW, refresh=2, sort=1)
 
 
 def _datasource_variable() -> g.Template:

@@ -64,6 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", metavar="TIME", help="window end (RFC 3339 or Unix seconds)")
     p.add_argument("--fabric", action="append", default=[], metavar="NAME",
                    help="a fabric to report (repeatable; default: every fabric with data in the window)")
+    p.add_argument("--job", metavar="ID",
+                   help="add a section for this scheduler job: its hosts, congestion episodes and recovery, roles "
+                        "and worst hosts in the window (needs the slurm_jobs collector and the job rules; docs/jobs.md)")
+    p.add_argument("--cluster", metavar="NAME", help="the scheduler cluster of --job (when its id ran in several)")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for index.html and summary.json")
     p.add_argument("--settings", metavar="FILE",
                    help="optional: a mixin settings file to check against the settings the rules loaded in "
@@ -111,6 +115,13 @@ def build(args, now: float | None = None) -> dict:
         raise ReportError(f"unknown fabric(s) {', '.join(map(repr, unknown))}: fabrics with data in the window: "
                           + ", ".join(known))
     names = args.fabric or known
+    if args.cluster is not None and args.job is None:
+        raise ReportError("--cluster goes with --job")
+    job = None
+    if args.job is not None:  # first: a job that is not there is refused before the long part
+        from .job import JobCollector
+
+        job = JobCollector(client, settings, window).job(args.job, args.cluster)
     collector = collect.Collector(client, settings, window)
     reports = [collector.fabric(n) for n in names]
     svgs = {}
@@ -124,6 +135,8 @@ def build(args, now: float | None = None) -> dict:
                           "prometheus_url": client.base},
                "settings": loaded_rules.as_summary(settings),
                "fabrics": {r.name: r.figures for r in reports}}
+    if job is not None:
+        summary["job"] = job.figures
     meta["elapsed_seconds"] = time.monotonic() - started
     summary["generated"] = {"version": __version__, "elapsed_seconds": round(meta["elapsed_seconds"], 2),
                             "prometheus_queries_count": client.queries,
@@ -134,7 +147,7 @@ def build(args, now: float | None = None) -> dict:
         json.dump(summary, f, indent=2, sort_keys=True)
         f.write("\n")
     with open(os.path.join(args.out, "index.html"), "w", encoding="utf-8") as f:
-        f.write(page.render(reports, svgs, meta))
+        f.write(page.render(reports, svgs, meta, job, plots.job(job.plots) if job is not None else ""))
     return summary
 
 
@@ -164,5 +177,7 @@ def main(args) -> int:
     fabrics = summary["fabrics"]
     print(f"wrote {os.path.join(args.out, 'index.html')} and summary.json: "
           + "; ".join(f"{n}: {f['congestion']['episodes_count']} congestion episode(s)" for n, f in fabrics.items())
+          + (f"; job {summary['job']['job_id']}: {summary['job']['congestion']['episodes_count']} episode(s) on "
+             f"{summary['job']['hosts_count']} host(s)" if "job" in summary else "")
           + f" ({summary['generated']['elapsed_seconds']} s, {summary['generated']['prometheus_queries_count']} queries)")
     return 0

@@ -44,6 +44,7 @@ th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:to
 th{background:#f3f3f3} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .grid{display:grid;gap:1em} .fabric h3{margin:.3em 0;font-size:1em}
 .fabric svg{width:100%;height:auto} .note{color:#555;font-size:.85em}
+.job svg{width:100%;max-width:1000px;height:auto}
 """
 
 
@@ -127,7 +128,53 @@ def _detail(section: str, r: FabricReport) -> str:
     return ""
 
 
-def render(reports: list[FabricReport], svgs: dict, meta: dict) -> str:
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def job_section(job, svg: str) -> str:
+    """The ``--job`` section: who the job is, its hosts, episodes with recovery, roles, worst hosts."""
+    f = job.figures
+    c, roles = f["congestion"], f["roles"]
+    facts = (("job", f'{f["job_name"] or "(name not published)"} #{f["job_id"]}'), ("cluster", f["cluster"]),
+             ("user / account / partition", " / ".join(x or "-" for x in (f["user"], f["account"], f["partition"]))),
+             ("started", f["start_time"] or "n/a"),
+             ("seen running in the window", f'{f["first_seen"]} → {f["last_seen"]}'
+              + (" (still running)" if f["running_at_window_end"] else "")),
+             ("hosts", f'{f["hosts_count"]}: ' + ", ".join(f["hosts"]) + (" …" if f["hosts_count"] > len(f["hosts"]) else "")),
+             ("episodes (unrecovered)", f'{c["episodes_count"]} ({c["episodes_unrecovered_count"]})'),
+             ("time congested", _n(c["time_congested_seconds"], " s")),
+             ("recovery median / max", f'{_n(c["recovery_median_seconds"], " s")} / {_n(c["recovery_max_seconds"], " s")}'),
+             ("worst severity / baseline", f'{_n(c["severity_max_ratio"])} / {_n(c["baseline_severity_ratio"])}'))
+    parts = ['<h2 id="job">Job ' + _e(f["job_id"]) + "</h2>", '<div class="job" data-section="job">',
+             '<table id="job-facts">' + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+             + "</table>", svg]
+    if c["episodes"]:
+        dominant = roles["episode_dominant_roles"]
+        rows = "".join(
+            f"<tr><td>{e['start']}</td><td class='n'>{_n(e['duration_seconds'])} s"
+            f"{'' if e['end_observed'] else ' (end not seen)'}</td><td class='n'>{_n(e['peak_severity_ratio'])}</td>"
+            f"<td class='n'>{_n(e['recovery_seconds'], ' s')}</td><td>{_e(dominant[i] or 'n/a')}</td></tr>"
+            for i, e in enumerate(c["episodes"][:50]))
+        parts.append('<table id="job-episodes"><tr><th>episode start (UTC)</th><th>duration</th><th>peak severity</th>'
+                     "<th>recovery</th><th>dominant role</th></tr>" + rows + "</table>")
+    else:
+        parts.append('<p class="note">No congestion episode of this job in the window.</p>')
+    rows = "".join(f"<tr><td>{_e(r)}</td><td class='n'>{_n(v['max_score'])}</td><td class='n'>{_n(v['median_score'])}</td>"
+                   f"<td class='n'>{_n(v['time_above_one_seconds'], ' s')}</td></tr>" for r, v in roles["by_role"].items())
+    parts.append('<table id="job-roles"><tr><th>role</th><th>max score</th><th>median score</th><th>time above 1</th></tr>'
+                 + rows + "</table>")
+    if f["worst_hosts"]:
+        rows = "".join(f"<tr><td>{_e(h['host'])}</td><td class='n'>{_n(h['max_severity_ratio'])}</td>"
+                       f"<td class='n'>{_n(h['time_congested_seconds'], ' s')}</td></tr>" for h in f["worst_hosts"])
+        parts.append('<table id="job-worst-hosts"><tr><th>worst hosts</th><th>max severity</th><th>time congested</th>'
+                     "</tr>" + rows + "</table>")
+    parts.append('<p class="note">Episodes: runs of fabric:job_congestion:severity above 1; recovery: back within the '
+                 "recovery margin of the job's baseline severity (docs/jobs.md).</p></div>")
+    return "\n".join(parts)
+
+
+def render(reports: list[FabricReport], svgs: dict, meta: dict, job=None, job_svg: str = "") -> str:
     from .plots import SECTIONS
 
     cols = f"grid-template-columns:repeat({len(reports)},minmax(0,1fr))"
@@ -141,6 +188,8 @@ def render(reports: list[FabricReport], svgs: dict, meta: dict) -> str:
         f'{html.escape(meta["version"])} in {meta["elapsed_seconds"]:.1f} s. Definitions: docs/poc.md.</p>',
         '<h2 id="summary-heading">Summary</h2>', summary_table(reports),
     ]
+    if job is not None:
+        parts.append(job_section(job, job_svg))
     for key, title, _ in SECTIONS:
         parts.append(f'<h2 id="{key}">{title}</h2><div class="grid" style="{cols}">')
         for r in reports:

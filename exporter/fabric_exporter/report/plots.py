@@ -185,6 +185,42 @@ def completeness(data: dict) -> str:
     return _svg(fig)
 
 
+ROLE_COLORS = {"victim": "#1f77b4", "contributor": "#2ca02c", "incast_target": "#d62728"}
+
+
+def job(data: dict) -> str:
+    """One job: its congestion severity with episodes and recovery (top), its role scores (bottom)."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE[0] * 1.6, SIZE[1] * 1.7))
+    severity = data["severity"]
+    if severity:
+        top.plot(_times(severity), [v for _, v in severity], color="#9467bd", lw=1, label="job severity (worst host)")
+        top.axhline(1.0, color="#d62728", lw=0.8, ls="--", label="congestion threshold")
+        for i, e in enumerate(data["episodes"]):
+            start, end = (datetime.fromtimestamp(t, timezone.utc) for t in (e.start, e.end))
+            top.axvspan(start, end, color="#d62728", alpha=0.18, label="episode" if i == 0 else None)
+            if e.recovered_at is not None:
+                top.axvspan(end, datetime.fromtimestamp(e.recovered_at, timezone.utc), color="#ff7f0e", alpha=0.18,
+                            label="recovery" if i == 0 else None)
+        top.set_yscale("symlog", linthresh=0.1)
+        top.set_ylim(0, max(2.0, max(v for _, v in severity)) * 2)  # headroom: a peak is not cut by the frame
+        top.set_ylabel("signal / threshold")
+        _legend_below(top)
+    _finish(top, bool(severity), f"Job congestion: {len(data['episodes'])} episode(s)",
+            "job severity (are the job rules loaded?)")
+    drawn = False
+    for role, samples in sorted(data["roles"].items()):
+        if samples:
+            bottom.plot(_times(samples), [v for _, v in samples], lw=1, label=role, color=ROLE_COLORS.get(role))
+            drawn = True
+    if drawn:
+        bottom.axhline(1.0, color="#7f7f7f", lw=0.8, ls="--")
+        bottom.set_ylim(bottom=0)
+        bottom.set_ylabel("role score")
+        _legend_below(bottom)
+    _finish(bottom, drawn, "Roles: victim, contributor, incast target", "role scores")
+    return _svg(fig)
+
+
 SECTIONS = (("throughput", "Throughput", throughput), ("latency", "Tail latency", latency),
             ("congestion", "Congestion recovery", congestion), ("stability", "Stability", stability),
             ("completeness", "Data completeness", completeness))
