@@ -365,6 +365,19 @@ def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred)
 
 
 @FUZZ
+@given(queue=st.one_of(mutated(WM_QUEUE), mutated(WM_QUEUE_JSON)), pg=st.one_of(mutated(WM_PG), mutated(WM_PG_JSON)),
+       pool=mutated(WM_POOL), history=mutated(PFC_HISTORY))
+def test_switch_cli_watermarks_explain_every_fuzzed_output(queue, pg, pool, history):
+    bodies = {"queue_watermark_unicast": queue, "pg_watermark_headroom": pg, "buffer_pool_watermark": pool,
+              "pfc_history": history}
+    options = {"commands": ["queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history"],
+               "queue_watermark_types": ["unicast"], "pg_watermark_regions": ["headroom"],
+               "buffer_pool_watermarks": ["buffer_pool"]}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), switch_answer(bodies))
+    assert_explained(states)
+
+
+@FUZZ
 @given(queue=mutated(EOS_QUEUE), discards=mutated(EOS_DISCARDS))
 def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards):
     async def answer(host, argv):
