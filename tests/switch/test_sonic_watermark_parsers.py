@@ -201,3 +201,37 @@ def test_fuzzed_lines_give_records_or_a_parse_error(text):
                 assert 0 <= value < 2**64
         except ParseError:
             pass
+
+
+def test_another_commands_table_is_skipped_not_read_as_this_one():
+    skipped: list = []
+    with pytest.raises(ParseError, match="no table"):
+        parse_queue_watermark(real("sonic_pg_watermark_shared.txt"), skipped=skipped)
+    assert len(skipped) == len(real("sonic_pg_watermark_shared.txt").splitlines())
+    # a PG table after a queue table: the queue table is read, the PG lines are skipped and counted
+    skipped = []
+    text = real("sonic_queue_watermark_unicast.txt") + "\n" + real("sonic_pg_watermark_shared.txt")
+    assert len(parse_queue_watermark(text, skipped=skipped)) == 30 and len(skipped) == 6
+
+
+def test_json_value_types():
+    assert cells(parse_queue_watermark_json('[{"Port": "Ethernet0", "UC0": 0, "UC1": "1,024"}]')) == {
+        ("Ethernet0", "UC0"): 0, ("Ethernet0", "UC1"): 1024}
+    for bad in ('[{"Port": "Ethernet0", "UC0": true}]', '[{"Port": "Ethernet0", "UC0": 1.5}]',
+                f'[{{"Port": "Ethernet0", "UC0": {2**64}}}]', '[{"Port": 5}]', '[5]', '[{"Port": "Ethernet0"}] x'):
+        with pytest.raises(ParseError):
+            parse_queue_watermark_json(bad)
+
+
+def test_a_header_that_does_not_fit_its_dash_line_fails():
+    text = real("sonic_buffer_pool_watermark.txt").replace("                 Pool    Bytes", "          Pool Name  Bytes")
+    with pytest.raises(ParseError, match="does not fit"):
+        parse_pool_watermark(text)
+
+
+def test_pools_of_one_name_in_one_namespace_twice_fail_but_across_namespaces_are_two():
+    one = real("sonic_buffer_pool_watermark.txt")
+    with pytest.raises(ParseError, match="twice"):
+        parse_pool_watermark(one + one)
+    two = one.replace("occupancy:", "occupancy: (Namespace asic0)") + one.replace("occupancy:", "occupancy: (Namespace asic1)")
+    assert len(parse_pool_watermark(two)) == 6

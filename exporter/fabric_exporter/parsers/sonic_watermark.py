@@ -108,7 +108,8 @@ def _tables(text: str, titles: tuple[str, ...], what: str, source: str,
         header = lines[i + 1]
         spans = [(mm.start(), mm.end()) for mm in re.finditer(r"-+", lines[i + 2])]
         headers = tuple(header[s:e].strip() for s, e in spans)
-        if not all(headers) or len(" ".join(header[s:e] for s, e in spans).split()) != len(header.split()):
+        # every word of the header inside one dash group, none cut by a group's edge
+        if not all(headers) or " ".join(header[s:e] for s, e in spans).split() != header.split():
             raise ParseError(f"{what}: line {i + 2}: header {header.strip()[:80]!r} does not fit its dash line")
         j = i + 3
         rows = []
