@@ -33,7 +33,7 @@ from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
-                                     ib_queryerrors, perftest, rdma, sonic_cli)
+                                     ib_queryerrors, perftest, rdma, sonic_cli, sonic_watermark)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -64,6 +64,13 @@ RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statisti
 SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
                                                       "show_queue_counters.json", "show_queue_wredcounters.txt",
                                                       "show_queue_wredcounters.json")}
+WM_QUEUE = lines_of("real/sonic_queue_watermark_unicast_masic_all.txt", "real/sonic_queue_watermark_unicast.txt",
+                    "real/sonic_queue_watermark_multicast_unconfigured.txt")
+WM_QUEUE_JSON = lines_of("real/sonic_queue_watermark_unicast.json")
+WM_PG = lines_of("real/sonic_pg_persistent_watermark_headroom_masic_all.txt")
+WM_PG_JSON = lines_of("real/sonic_pg_watermark_shared.json")
+WM_POOL = lines_of("real/sonic_buffer_pool_watermark.txt", "real/sonic_headroom_pool_watermark_masic_all.txt")
+PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 
@@ -141,6 +148,12 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
+    "sonic_cli.parse_pfc_history": (sonic_cli.parse_pfc_history, PFC_HISTORY),
+    "sonic_watermark.parse_queue_watermark": (sonic_watermark.parse_queue_watermark, WM_QUEUE),
+    "sonic_watermark.parse_queue_watermark_json": (sonic_watermark.parse_queue_watermark_json, WM_QUEUE_JSON),
+    "sonic_watermark.parse_pg_watermark": (sonic_watermark.parse_pg_watermark, WM_PG),
+    "sonic_watermark.parse_pg_watermark_json": (sonic_watermark.parse_pg_watermark_json, WM_PG_JSON),
+    "sonic_watermark.parse_pool_watermark": (sonic_watermark.parse_pool_watermark, WM_POOL),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
 }
@@ -348,6 +361,19 @@ def switch_answer(bodies: dict[str, str]):
 def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred):
     bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred}
     states = poll_once(group_config("switch_cli", hosts=["sw1"]), switch_answer(bodies))
+    assert_explained(states)
+
+
+@FUZZ
+@given(queue=st.one_of(mutated(WM_QUEUE), mutated(WM_QUEUE_JSON)), pg=st.one_of(mutated(WM_PG), mutated(WM_PG_JSON)),
+       pool=mutated(WM_POOL), history=mutated(PFC_HISTORY))
+def test_switch_cli_watermarks_explain_every_fuzzed_output(queue, pg, pool, history):
+    bodies = {"queue_watermark_unicast": queue, "pg_watermark_headroom": pg, "buffer_pool_watermark": pool,
+              "pfc_history": history}
+    options = {"commands": ["queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history"],
+               "queue_watermark_types": ["unicast"], "pg_watermark_regions": ["headroom"],
+               "buffer_pool_watermarks": ["buffer_pool"]}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), switch_answer(bodies))
     assert_explained(states)
 
 

@@ -67,13 +67,20 @@ def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
     from tests.harness.configs import parse_config
 
     # the class declares every dialect's sources (docs, tests); a target publishes its own dialect's
-    assert set(SwitchCliCollector.parse_sources) == {s for d in DIALECTS.values() for s in d.sources}
+    # (and the commands' own: the watermark parsers' sources, published only by targets that run them)
+    assert set(SwitchCliCollector.parse_sources) == ({s for d in DIALECTS.values() for s in d.sources}
+                                                     | {c.source for d in DIALECTS.values()
+                                                        for c in d.commands.values() if c.source})
     groups = [{"name": f"sw-{d}", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
                "credentials": "sw", "hosts": [f"{d}-1"], "options": {"dialect": d}} for d in ("sonic", "cumulus", "eos")]
+    groups.append({"name": "sw-wm", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
+                   "credentials": "sw", "hosts": ["wm-1"], "options": {"commands": ["wred", "pg_watermark"]}})
     sched = Scheduler(transports=None, store=SnapshotStore(), self_metrics=SelfMetrics(ReloadStatus()))
     credentials = {"sw": {"type": "ssh", "username": "u", "password": "env:SWITCH_PASSWORD"}}
     sched.apply(parse_config({"credentials": credentials, "targets": groups}), start_tasks=False)
     sources = {state.host: set(state.skipped_lines) for state in sched.states.values()}
     assert sources == {"sonic-1": {"sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                    "sonic_pfcwd_stats"},
-                       "cumulus-1": {"ethtool"}, "eos-1": {"eos_queue_counters"}}
+                       "cumulus-1": {"ethtool"}, "eos-1": {"eos_queue_counters"},
+                       "wm-1": {"sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
+                                "sonic_pfcwd_stats", "sonic_pg_watermark"}}

@@ -66,7 +66,10 @@ ALLOWED = [
     ["ib_write_lat", "-p", "18515", "-n", "1000", "-s", "8", "-d", "mlx5_0", "--out_json",
      "--out_json_file=/dev/stdout", "10.0.0.2"],
     ["show", "pfc", "counters"], ["show", "queue", "counters", "--json"], ["show", "queue", "wredcounters"],
-    ["show", "pfcwd", "stats"],
+    ["show", "pfcwd", "stats"], ["show", "pfc", "counters", "--history"],
+    ["show", "queue", "watermark", "unicast", "--json"], ["show", "queue", "persistent-watermark", "multicast"],
+    ["show", "priority-group", "watermark", "headroom", "--json"], ["show", "priority-group", "persistent-watermark", "shared"],
+    ["show", "buffer_pool", "watermark"], ["show", "headroom-pool", "persistent-watermark"],
 ]
 
 REFUSED = [
@@ -81,7 +84,10 @@ REFUSED = [
     "cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/x/y", "find / -name x",
     "ethtool -s eth0 speed 10", "ethtool -S eth0 extra", "rdma statistic set link mlx5_0/1 optional-counters x",
     "rdma dev set mlx5_0 name x", "ib_write_lat --out_json_file=/tmp/owned", "ib_write_lat $(id)",
-    "show run", "config save -y", "sudo show pfc counters", "timeout 5", "timeout x perfquery",
+    "show run", "config save -y", "sudo show pfc counters", "show queue watermark", "show queue watermark unicast -c",
+    "show queue watermark unicast --json --json", "show priority-group watermark shared -n asic0",
+    "sonic-clear queue watermark unicast", "show buffer_pool watermark --clear", "show pfc counters --history -c",
+    "watermarkstat -t q_shared_uni -c", "timeout 5", "timeout x perfquery",
     "/usr/sbin/perfquery 1 1", "perfquery 'unterminated",
 ]
 

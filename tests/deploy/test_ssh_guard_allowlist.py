@@ -175,6 +175,10 @@ def test_reset_only_in_its_exact_shape_when_allowed():
             guard.decide(command, RESET_POLICY)
 
 
+def test_guard_knows_exactly_the_collectors_sonic_sections():
+    assert guard.SONIC_SECTIONS == switch_cli._SONIC_ARGV
+
+
 def test_switch_scripts_pass_only_as_built():
     nonce = "0123456789abcdef"
     names = list(switch_cli._SONIC_ARGV)
@@ -188,7 +192,10 @@ def test_switch_scripts_pass_only_as_built():
             switch_cli.build_script([("pfc", ("show", "pfc", "counters", "|", "sh"))], nonce),
             switch_cli.build_script([("pfc", ("show", "pfc", "counters")), ("pfc", ("show", "pfc", "counters"))],
                                     nonce),
-            good[2].replace("ethtool -S", "ethtool -s"), good[2].replace("done\n", "done\nid\n")]
+            good[2].replace("ethtool -S", "ethtool -s"), good[2].replace("done\n", "done\nid\n"),
+            good[0].replace("show queue watermark unicast", "sonic-clear queue watermark unicast"),
+            switch_cli.build_script([("queue_watermark_unicast", ("show", "queue", "persistent-watermark", "unicast"))],
+                                    nonce)]
     for script in evil:
         with pytest.raises(guard.Refused):
             guard.decide(shlex.join(["sh", "-c", script]), POLICY)

@@ -195,6 +195,8 @@ class Sources:
                   for name, (_, modules) in SNMP_SWITCHES.items()),
                 {"name": "cli-switch", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                  "credentials": "sonic-cli", "hosts": [{"name": "leaf-cli", "address": "127.0.0.1", "port": sshd.port}],
+                 "options": {"commands": ["pfc", "queue", "wred", "pfcwd", "queue_watermark", "pg_watermark",
+                                          "buffer_pool_watermark", "pfc_history"]},
                  **once},
                 {"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
                  "credentials": "latency-lab", "hosts": latency.hosts(), **once,

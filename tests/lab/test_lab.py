@@ -108,7 +108,12 @@ def test_congestion_scenario_moves_the_correlated_signals(lab):
     after = rate(port, metric, 4.5, host="gpu-r1-01", priority="3")
     ecn_after = rate(port, "fabric_roce_ecn_marked_packets_total", 4.5, host="gpu-r1-01")
     other_rack = rate(port, metric, 4.5, host="gpu-r2-01", priority="3")
+    text = scrape(port)
     control(ctl, "DELETE", "/scenarios/congestion")
+    # the congested rack's switch: its lossless queue's peak occupancy (user watermark) near the threshold
+    wm = "fabric_roce_switch_queue_watermark_bytes"
+    assert min(values(text, wm, switch="leaf-r1", queue="UC3", kind="user")) > 1_000_000
+    assert max(values(text, wm, switch="leaf-r2", queue="UC3", kind="user")) < 100_000
     # paused ~0.2% of the time when healthy, ~30% under incast (per NIC, 2 NICs per host)
     assert after > 20 * max(before, 1e-4), (before, after)
     assert ecn_after > 100 * max(ecn_before, 1), (ecn_before, ecn_after)

@@ -124,8 +124,12 @@ def sonic_samples(command: str, name: str):
     json_mode = "always" if name.endswith(".json") else "never"
     group = parse_config({"targets": [{
         "name": "sonic", "fabric": "lab", "collector": "switch_cli", "transport": "local",
-        "options": {"json": json_mode}}]}).targets[0]
+        "options": {"json": json_mode, "commands": ["pfc", "queue", "wred", "pfcwd", "queue_watermark", "pg_watermark",
+                                                    "buffer_pool_watermark", "pfc_history"],
+                    "queue_watermark_types": ["unicast", "multicast", "all"],
+                    "watermark_kind": "persistent" if "persistent" in command else "user"}}]}).targets[0]
     collector = SwitchCliCollector(PollContext(group, group.hosts[0], None))
+    assert command in collector.options.sections
     collector._skipped = []
     samples = collector._samples(command, text(name))
     valid(samples)
@@ -136,6 +140,9 @@ PFC_RX, PFC_TX = "fabric_roce_pfc_rx_pause_frames_total", "fabric_roce_pfc_tx_pa
 QPKTS, QDROP = "fabric_roce_switch_queue_tx_packets_total", "fabric_roce_switch_queue_dropped_packets_total"
 WRED, ECN = "fabric_roce_switch_queue_wred_dropped_packets_total", "fabric_roce_ecn_marked_packets_total"
 STORMS = "fabric_roce_switch_pfcwd_storms_detected_total"
+QWM, PGWM = "fabric_roce_switch_queue_watermark_bytes", "fabric_roce_switch_pg_watermark_bytes"
+POOLWM, HDRMWM = "fabric_roce_switch_buffer_pool_watermark_bytes", "fabric_roce_switch_headroom_pool_watermark_bytes"
+PAUSE_S = "fabric_roce_switch_pfc_rx_pause_seconds_total"
 SONIC_CASES = [
     ("pfc", "sonic_pfc_counters.txt", PFC_RX, {"interface": "Ethernet0", "priority": "0"}, 1200),
     ("pfc", "sonic_pfc_counters_all.txt", PFC_RX, {"interface": "Ethernet-BP256", "priority": "0"}, 1900),
@@ -157,7 +164,81 @@ SONIC_CASES = [
     ("pfcwd", "sonic_pfcwd_stats.txt", STORMS, {"interface": "Ethernet8", "queue": "UC4"}, 3),
     ("pfcwd", "sonic_pfcwd_stats_masic.txt", "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
      {"interface": "Ethernet0", "queue": "UC1"}, 13),
+    # watermarks (bytes; the kind/region label comes from the command that printed them)
+    ("queue_watermark_unicast", "sonic_queue_watermark_unicast.txt", QWM,
+     {"interface": "Ethernet0", "queue": "UC1", "kind": "user"}, 2056704),
+    ("queue_watermark_unicast", "sonic_queue_watermark_unicast.json", QWM,
+     {"interface": "Ethernet4", "queue": "UC4", "kind": "user"}, 2567),
+    ("queue_persistent_watermark_unicast", "sonic_queue_persistent_watermark_unicast.txt", QWM,
+     {"interface": "Ethernet8", "queue": "UC8", "kind": "persistent"}, 9528),
+    ("queue_persistent_watermark_unicast", "sonic_queue_persistent_watermark_unicast.json", QWM,
+     {"interface": "Ethernet0", "queue": "UC7", "kind": "persistent"}, 3704),
+    ("queue_watermark_all", "sonic_queue_watermark_all.txt", QWM,
+     {"interface": "Ethernet0", "queue": "ALL21", "kind": "user"}, 7654321),
+    ("queue_watermark_all", "sonic_queue_watermark_all.json", QWM,
+     {"interface": "Ethernet8", "queue": "ALL29", "kind": "user"}, 7696),
+    ("queue_watermark_unicast", "sonic_queue_watermark_unicast_masic_all.txt", QWM,
+     {"interface": "Ethernet-BP256", "queue": "UC7", "kind": "user"}, 28),
+    ("queue_watermark_unicast", "sonic_queue_watermark_unicast_masic_asic1.txt", QWM,
+     {"interface": "Ethernet-BP256", "queue": "UC0", "kind": "user"}, 2057328),
+    ("queue_watermark_multicast", "sonic_queue_watermark_multicast_masic_all.txt", QWM,
+     {"interface": "Ethernet-BP256", "queue": "MC14", "kind": "user"}, 228),
+    ("pg_watermark_shared", "sonic_pg_watermark_shared.txt", PGWM,
+     {"interface": "Ethernet4", "pg": "3", "region": "shared"}, 403),
+    ("pg_watermark_shared", "sonic_pg_watermark_shared.json", PGWM,
+     {"interface": "Ethernet8", "pg": "7", "region": "shared"}, 807),
+    ("pg_watermark_headroom", "sonic_pg_watermark_headroom.txt", PGWM,
+     {"interface": "Ethernet0", "pg": "3", "region": "headroom"}, 103),
+    ("pg_watermark_headroom", "sonic_pg_watermark_headroom.json", PGWM,
+     {"interface": "Ethernet4", "pg": "4", "region": "headroom"}, 404),
+    ("pg_persistent_watermark_shared", "sonic_pg_persistent_watermark_shared.txt", PGWM,
+     {"interface": "Ethernet8", "pg": "0", "region": "shared"}, 900),
+    ("pg_persistent_watermark_headroom", "sonic_pg_persistent_watermark_headroom.json", PGWM,
+     {"interface": "Ethernet4", "pg": "6", "region": "headroom"}, 506),
+    ("pg_watermark_shared", "sonic_pg_watermark_shared_masic_all.txt", PGWM,
+     {"interface": "Ethernet-BP260", "pg": "15", "region": "shared"}, 215),
+    ("pg_watermark_headroom", "sonic_pg_watermark_headroom_masic_all.txt", PGWM,
+     {"interface": "Ethernet4", "pg": "10", "region": "headroom"}, 210),
+    ("pg_persistent_watermark_headroom", "sonic_pg_persistent_watermark_headroom_masic_all.txt", PGWM,
+     {"interface": "Ethernet-BP256", "pg": "9", "region": "headroom"}, 501),
+    ("buffer_pool_watermark", "sonic_buffer_pool_watermark.txt", POOLWM, {"pool": "egress_lossy_pool"}, 2000),
+    ("buffer_pool_persistent_watermark", "sonic_buffer_pool_persistent_watermark.txt", POOLWM,
+     {"pool": "ingress_lossless_pool"}, 4000),
+    ("buffer_pool_watermark", "sonic_buffer_pool_watermark_masic_all.txt", POOLWM,
+     {"pool": "asic1/ingress_lossless_pool"}, 3000),
+    ("headroom_pool_watermark", "sonic_headroom_pool_watermark.txt", HDRMWM, {"pool": "ingress_lossless_pool"}, 432640),
+    ("headroom_pool_persistent_watermark", "sonic_headroom_pool_persistent_watermark.txt", HDRMWM,
+     {"pool": "ingress_lossless_pool"}, 863616),
+    ("headroom_pool_watermark", "sonic_headroom_pool_watermark_masic_all.txt", HDRMWM,
+     {"pool": "asic1/ingress_lossless_pool"}, 432640),
+    # PFC history: microseconds -> seconds
+    ("pfc_history", "sonic_pfc_counters_history.txt", PAUSE_S, {"interface": "Ethernet4", "priority": "3"}, 40.000003),
+    ("pfc_history", "sonic_pfc_counters_history_after_clear.txt", PAUSE_S,
+     {"interface": "Ethernet8", "priority": "7"}, 0),
+    ("pfc_history", "sonic_pfc_counters_history_all.txt", "fabric_roce_switch_pfc_rx_pause_transitions_total",
+     {"interface": "Ethernet-BP4", "priority": "2"}, 82),
+    ("pfc_history", "sonic_pfc_counters_history_asic0_all.txt", PAUSE_S,
+     {"interface": "Ethernet-BP0", "priority": "0"}, 16.0),
 ]
+# nothing published: every value N/A, or no multicast queues configured
+SONIC_EMPTY = [("queue_watermark_multicast", "sonic_queue_watermark_multicast_na.txt"),
+               ("queue_watermark_multicast", "sonic_queue_watermark_multicast_na.json"),
+               ("queue_watermark_multicast", "sonic_queue_watermark_multicast_unconfigured.txt")]
+
+
+@pytest.mark.parametrize("command,name", SONIC_EMPTY)
+def test_sonic_watermarks_all_na_give_no_series(command, name):
+    samples, skipped = sonic_samples(command, name)
+    assert samples == [] and skipped == []
+
+
+def test_sonic_watermark_na_rows_are_absent_and_multi_asic_pools_kept_apart():
+    samples, _ = sonic_samples("pg_persistent_watermark_headroom", "sonic_pg_persistent_watermark_headroom_masic_all.txt")
+    assert find(samples, PGWM, interface="Ethernet4") == [] and len(samples) == 4 * 16
+    pools, _ = sonic_samples("buffer_pool_watermark", "sonic_buffer_pool_watermark_masic_all.txt")
+    assert [s.labels["pool"] for s in pools] == ["asic1/ingress_lossless_pool"]  # asic0's is N/A
+    history, _ = sonic_samples("pfc_history", "sonic_pfc_counters_history_all.txt")
+    assert find(history, PAUSE_S, interface="Ethernet-BP256") == []
 
 
 @pytest.mark.parametrize("command,name,metric,labels,value", SONIC_CASES)
@@ -516,7 +597,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 # -- the corpus itself ------------------------------------------------------------------------------
 
 def test_every_capture_is_tested_and_has_its_provenance():
-    tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES}
+    tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES} | {c[1] for c in SONIC_EMPTY}
               | {c[1] for c in EOS_CASES}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}

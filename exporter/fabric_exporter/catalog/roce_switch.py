@@ -136,4 +136,42 @@ METRICS = [
                "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS stormed), "
                "0 when operational.",
                (SWITCH_IF_QUEUE,), (CLI,)),
+    # --- buffer watermarks and PFC history (SONiC watermarkstat, pfcstat --history) ---------------
+    # A watermark is the peak occupancy since it was last reset, not the occupancy now: "user"
+    # watermarks are reset by anyone's 'sonic-clear ... watermark', "persistent" ones only by
+    # 'sonic-clear ... persistent-watermark' (docs/collectors/switch_cli.md, which one to read).
+    MetricSpec("fabric_roce_switch_queue_watermark_bytes", "gauge", "bytes",
+               "Peak shared-buffer occupancy of the egress queue since its watermark was last cleared "
+               "(SONiC 'show queue [persistent-]watermark unicast|multicast|all', SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES); "
+               "kind says which watermark: user or persistent.",
+               (SWITCH_IF_QUEUE + ("kind",),), (CLI,), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",)),
+    MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
+               "Peak occupancy of the ingress priority group since its watermark was last cleared: region "
+               "shared (shared pool) or headroom (XOFF headroom, what absorbs in-flight data after PFC) "
+               "(SONiC 'show priority-group [persistent-]watermark shared|headroom', "
+               "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES / _XOFF_ROOM_WATERMARK_BYTES).",
+               (SWITCH_IF + ("pg", "region"),), (CLI,),
+               ("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
+                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES")),
+    MetricSpec("fabric_roce_switch_buffer_pool_watermark_bytes", "gauge", "bytes",
+               "Peak occupancy of the shared buffer pool since its watermark was last cleared (SONiC "
+               "'show buffer_pool [persistent-]watermark', SAI_BUFFER_POOL_STAT_WATERMARK_BYTES); on a "
+               "multi-ASIC switch the pool is named <namespace>/<pool>.",
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",)),
+    MetricSpec("fabric_roce_switch_headroom_pool_watermark_bytes", "gauge", "bytes",
+               "Peak occupancy of the lossless pool's shared headroom since its watermark was last cleared "
+               "(SONiC 'show headroom-pool [persistent-]watermark', SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES); "
+               "multi-ASIC pools are named <namespace>/<pool>.",
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",)),
+    MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
+               "Time the interface was paused by received PFC frames on the priority (SONiC 'show pfc counters "
+               "--history' Total RX Pause Time US / 1e6; SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
+               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US). rate() is the paused fraction.",
+               (SWITCH_IF + ("priority",),), (CLI,),
+               ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US")),
+    MetricSpec("fabric_roce_switch_pfc_rx_pause_transitions_total", "counter", "",
+               "Times the priority went from unpaused to paused by received PFC (SONiC 'show pfc counters --history' "
+               "RX Pause Transitions; SAI/EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS).",
+               (SWITCH_IF + ("priority",),), (CLI,),
+               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS")),
 ]

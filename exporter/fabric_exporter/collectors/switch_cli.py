@@ -8,6 +8,11 @@ and the command's exit status, so one session (one channel) carries the whole po
 * SONiC: ``show pfc counters``, ``show queue counters [--json]``, ``show queue wredcounters
   [--json]``, ``show pfcwd stats``. With ``json: auto`` (default) ``--json`` is tried first; a
   release without it (usage error) is remembered and the text table used from then on.
+  Buffer watermarks (``queue_watermark``, ``pg_watermark``, ``buffer_pool_watermark``: ``show queue
+  [persistent-]watermark unicast|multicast|all``, ``show priority-group [persistent-]watermark
+  shared|headroom``, ``show buffer_pool|headroom-pool [persistent-]watermark``) and PFC history
+  (``pfc_history``: ``show pfc counters --history``) when the ``commands`` option names them; one
+  option name can stand for several show commands (a section of the batch each).
 * Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
 * EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
   EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
@@ -24,6 +29,7 @@ OS is a new entry.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import secrets
@@ -34,6 +40,7 @@ from typing import Any, Awaitable, Callable, ClassVar
 from ..errors import CommandError, ParseError, PollError
 from ..parsers import eos_cli
 from ..parsers import sonic_cli as p
+from ..parsers import sonic_watermark as wm
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
@@ -105,6 +112,37 @@ def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list
     return out
 
 
+def queue_watermark_samples(kind: str, switch: str, rows: list[wm.QueueWatermark], wanted: Wanted) -> list[Sample]:
+    return [Sample("fabric_roce_switch_queue_watermark_bytes",
+                   {"switch": switch, "interface": r.port, "queue": r.queue, "kind": kind}, float(r.bytes))
+            for r in rows if wanted(r.port)]
+
+
+def pg_watermark_samples(region: str, switch: str, rows: list[wm.PgWatermark], wanted: Wanted) -> list[Sample]:
+    return [Sample("fabric_roce_switch_pg_watermark_bytes",
+                   {"switch": switch, "interface": r.port, "pg": str(r.pg), "region": region}, float(r.bytes))
+            for r in rows if wanted(r.port)]
+
+
+def pool_watermark_samples(metric: str, switch: str, rows: list[wm.PoolWatermark], wanted: Wanted) -> list[Sample]:
+    # a multi-ASIC switch has one pool of each name per ASIC: the namespace keeps them apart
+    return [Sample(metric, {"switch": switch, "pool": f"{r.namespace}/{r.pool}" if r.namespace else r.pool},
+                   float(r.bytes)) for r in rows]
+
+
+def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -> list[Sample]:
+    out = []
+    for r in rows:
+        if not wanted(r.port):
+            continue
+        labels = {"switch": switch, "interface": r.port, "priority": str(r.priority)}
+        if r.pause_us is not None:
+            out.append(Sample("fabric_roce_switch_pfc_rx_pause_seconds_total", labels, r.pause_us / 1e6))
+        if r.transitions is not None:
+            out.append(Sample("fabric_roce_switch_pfc_rx_pause_transitions_total", labels, float(r.transitions)))
+    return out
+
+
 def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
     base = {"switch": switch, "interface": interface}
     return ([Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
@@ -139,6 +177,9 @@ class CliCommand:
     to_samples: Callable[[str, Any, Wanted], list[Sample]]  # (switch, records, wanted)
     # the same records as JSON: ``argv + ("--json",)``, tried first under ``json: auto``
     parse_json: Callable[..., Any] | None = None
+    # where its parser counts skipped lines, when not one of the dialect's ``sources`` (published at 0
+    # only for targets that run the command)
+    source: str = ""
 
 
 SONIC = {
@@ -149,7 +190,54 @@ SONIC = {
                        functools.partial(queue_samples, WRED_METRICS), p.parse_wred_counters_json),
     "pfcwd": CliCommand(("show", "pfcwd", "stats"), p.parse_pfcwd_stats, pfcwd_samples),
 }
-SONIC_COMMANDS = tuple(SONIC)
+SONIC_COMMANDS = tuple(SONIC)  # the default ``commands``
+
+# Watermarks: which one a poll reads (``watermark_kind``) is the show command's word; the section
+# names are ``queue_watermark_unicast``, ``queue_persistent_watermark_unicast``, ``pg_watermark_shared``...
+WATERMARK_KINDS = {"user": "watermark", "persistent": "persistent-watermark"}
+QUEUE_WATERMARK_TYPES = ("unicast", "multicast", "all")
+PG_WATERMARK_REGIONS = ("shared", "headroom")
+POOL_WATERMARKS = {"buffer_pool": ("buffer_pool", "fabric_roce_switch_buffer_pool_watermark_bytes"),
+                   "headroom_pool": ("headroom-pool", "fabric_roce_switch_headroom_pool_watermark_bytes")}
+
+
+def _infix(kind: str) -> str:
+    return WATERMARK_KINDS[kind].replace("-", "_")
+
+
+for _kind, _word in WATERMARK_KINDS.items():
+    for _t in QUEUE_WATERMARK_TYPES:
+        SONIC[f"queue_{_infix(_kind)}_{_t}"] = CliCommand(
+            ("show", "queue", _word, _t), wm.parse_queue_watermark,
+            functools.partial(queue_watermark_samples, _kind), wm.parse_queue_watermark_json, wm.SOURCE_QUEUE)
+    for _r in PG_WATERMARK_REGIONS:
+        SONIC[f"pg_{_infix(_kind)}_{_r}"] = CliCommand(
+            ("show", "priority-group", _word, _r), wm.parse_pg_watermark,
+            functools.partial(pg_watermark_samples, _r), wm.parse_pg_watermark_json, wm.SOURCE_PG)
+    for _pool, (_group, _metric) in POOL_WATERMARKS.items():  # 'show' has no --json for pools
+        SONIC[f"{_pool}_{_infix(_kind)}"] = CliCommand(
+            ("show", _group, _word), wm.parse_pool_watermark, functools.partial(pool_watermark_samples, _metric),
+            source=wm.SOURCE_POOL)
+SONIC["pfc_history"] = CliCommand(("show", "pfc", "counters", "--history"), p.parse_pfc_history, pfc_history_samples,
+                                  source=p.SOURCE_PFC_HISTORY)
+# what the ``commands`` option may name (watermark names stand for one section per type/region/pool)
+SONIC_CHOICES = SONIC_COMMANDS + ("queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history")
+
+
+def sonic_sections(o: SwitchCliOptions) -> tuple[str, ...]:
+    """The batch's sections (keys of SONIC) for the chosen commands and watermark options."""
+    out: list[str] = []
+    infix = _infix(o.watermark_kind)
+    for c in o.commands:
+        if c == "queue_watermark":
+            out += [f"queue_{infix}_{t}" for t in o.queue_watermark_types]
+        elif c == "pg_watermark":
+            out += [f"pg_{infix}_{r}" for r in o.pg_watermark_regions]
+        elif c == "buffer_pool_watermark":
+            out += [f"{pool}_{infix}" for pool in o.buffer_pool_watermarks]
+        else:
+            out.append(c)
+    return tuple(dict.fromkeys(out))
 
 # Arista EOS: ``| json`` where a published capture of the JSON exists (discards); the queue table
 # is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
@@ -181,6 +269,13 @@ class Dialect:
     poll: Callable[[SwitchCliCollector], Awaitable[PollResult]]
     reads: str
     sources: tuple[str, ...] = ()  # what its parsers report skipped lines under (published at 0 from the start)
+    # the names the ``commands`` option takes and its default, when not simply the keys of ``commands``
+    choices: tuple[str, ...] = ()
+    defaults: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.choices or tuple(self.commands)
 
 
 @dataclass(frozen=True)
@@ -191,6 +286,11 @@ class SwitchCliOptions:
     interface_include: re.Pattern | None = None
     interface_exclude: re.Pattern | None = None
     cumulus_interfaces: re.Pattern = re.compile(r"swp[0-9]+(s[0-9]+)?")
+    watermark_kind: str = "user"  # user | persistent
+    queue_watermark_types: tuple[str, ...] = ("unicast", "multicast")
+    pg_watermark_regions: tuple[str, ...] = PG_WATERMARK_REGIONS
+    buffer_pool_watermarks: tuple[str, ...] = tuple(POOL_WATERMARKS)
+    sections: tuple[str, ...] = SONIC_COMMANDS  # what one poll runs (the batch's sections)
 
 
 def _quote(argv: tuple[str, ...]) -> str:
@@ -234,20 +334,24 @@ class SwitchCliCollector(Collector):
     name: ClassVar[str] = "switch_cli"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
-                                                "sonic_pfcwd_stats", "ethtool", eos_cli.SOURCE_QUEUE)
+                                                "sonic_pfcwd_stats", wm.SOURCE_QUEUE, wm.SOURCE_PG, wm.SOURCE_POOL,
+                                                p.SOURCE_PFC_HISTORY, "ethtool", eos_cli.SOURCE_QUEUE)
 
     @classmethod
     def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
-        return DIALECTS[options.dialect].sources
+        d = DIALECTS[options.dialect]
+        extra = (c.source for s in options.sections if (c := d.commands.get(s)) is not None and c.source)
+        return tuple(dict.fromkeys((*d.sources, *extra)))
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
         r = OptionReader(raw, path, err, base_dir)
         dialect = r.string("dialect", "sonic", choices=tuple(DIALECTS)) or "sonic"
-        names = tuple(DIALECTS.get(dialect, DIALECTS["sonic"]).commands) or SONIC_COMMANDS
+        d = DIALECTS.get(dialect, DIALECTS["sonic"])
+        names = d.names or SONIC_COMMANDS
         # every dialect's names are valid words (so the generated schema knows them all) ...
-        every = tuple(dict.fromkeys(n for d in DIALECTS.values() for n in d.commands))
-        commands = r.string_list("commands", names, choices=every)
+        every = tuple(dict.fromkeys(n for x in DIALECTS.values() for n in x.names))
+        commands = r.string_list("commands", d.defaults or names, choices=every)
         # ... but only this dialect's are commands of this switch
         for i, c in enumerate(commands):
             if c in every and c not in names:
@@ -256,21 +360,38 @@ class SwitchCliCollector(Collector):
         json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
         include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
         cumulus = r.regex("cumulus_interfaces")
+        kind = r.string("watermark_kind", "user", choices=tuple(WATERMARK_KINDS)) or "user"
+        queue_types = r.string_list("queue_watermark_types", SwitchCliOptions.queue_watermark_types,
+                                    choices=QUEUE_WATERMARK_TYPES)
+        regions = r.string_list("pg_watermark_regions", PG_WATERMARK_REGIONS, choices=PG_WATERMARK_REGIONS)
+        pools = r.string_list("buffer_pool_watermarks", tuple(POOL_WATERMARKS), choices=tuple(POOL_WATERMARKS))
         r.done()
+        for key, chosen, command in (("queue_watermark_types", queue_types, "queue_watermark"),
+                                     ("pg_watermark_regions", regions, "pg_watermark"),
+                                     ("buffer_pool_watermarks", pools, "buffer_pool_watermark")):
+            if command in commands and not chosen:
+                err(f"{path}.{key}", f"needs at least one value when commands has {command}")
+        watermark_keys = [k for k in ("watermark_kind", "queue_watermark_types", "pg_watermark_regions",
+                                      "buffer_pool_watermarks") if k in (raw or {})]
+        if watermark_keys and dialect != "sonic":
+            err(f"{path}.{watermark_keys[0]}", f"only for the sonic dialect ({dialect} has no watermarks)")
         if not commands:
             err(f"{path}.commands", "needs at least one command")
         d = DIALECTS.get(dialect)
         if d is not None and not d.commands and "commands" in (raw or {}):
             with_commands = " / ".join(n for n, x in DIALECTS.items() if x.commands)
             err(f"{path}.commands", f"only for the {with_commands} dialect ({dialect} reads {d.reads})")
-        return SwitchCliOptions(dialect, commands, json_mode, include, exclude,
-                                cumulus or SwitchCliOptions.cumulus_interfaces)
+        opts = SwitchCliOptions(dialect, commands, json_mode, include, exclude,
+                                cumulus or SwitchCliOptions.cumulus_interfaces, kind, queue_types, regions, pools)
+        sections = sonic_sections(opts) if dialect == "sonic" else commands
+        return dataclasses.replace(opts, sections=sections)
 
     def __init__(self, ctx: Any):
         super().__init__(ctx)
         self.options: SwitchCliOptions = self.options or SwitchCliOptions()
         self.dialect = DIALECTS[self.options.dialect]
-        self._json = {n: self.options.json != "never" for n, c in self.dialect.commands.items() if c.parse_json}
+        self._json = {n: self.options.json != "never" for n in self.options.sections
+                      if (c := self.dialect.commands.get(n)) is not None and c.parse_json}
         self.switch = self.host.name if self.host else ""
 
     def _wanted(self, port: str) -> bool:
@@ -294,7 +415,7 @@ class SwitchCliCollector(Collector):
         return argv + ("--json",) if self._json.get(name) else argv
 
     async def _poll_commands(self) -> PollResult:
-        names = list(self.options.commands)
+        names = list(self.options.sections)
         nonce = secrets.token_hex(8)
         stdout, stderr = await self._run(build_script([(n, self._argv(n)) for n in names], nonce))
         sections = {s.name: s for s in split_sections(stdout, nonce)}
@@ -391,7 +512,8 @@ class SwitchCliCollector(Collector):
 
 DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
-                     ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats")),
+                     ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats"),
+                     SONIC_CHOICES, SONIC_COMMANDS),
     "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S", ("ethtool",)),
     "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands", (eos_cli.SOURCE_QUEUE,)),
 }

@@ -201,6 +201,7 @@ class Lab:
                             "hosts": [{"name": name, "address": "127.0.0.1", "port": agent.port}],
                             "options": {"modules": ["if_mib", "cisco_pfc", "cisco_qos"]}})
         cli_commands = ["wred", "pfcwd"] if self.snmp_agents else ["pfc", "queue", "wred", "pfcwd"]
+        cli_commands += ["queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history"]
         targets.append({"name": "switch-cli", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout,
                         "hosts": [{"name": s, "address": "127.0.0.1", "port": ports[s]} for s in self.switches],
@@ -253,6 +254,8 @@ class Lab:
                 pauses = (4000 if congested else 2) * dt
                 intf.pfc[LOSSLESS][0] += int(pauses)  # sent (requests)
                 intf.pfc[LOSSLESS][1] += int(pauses * 0.5)  # received (indications)
+                sw.buffers.tick(i, LOSSLESS, self.model.switch_buffer_peaks(congested=congested), dt,
+                                int(time.time() * 1e6))
                 q = intf.queues.get(LOSSLESS)
                 if q is not None:
                     q["uc_pkts"] += int(load / 4096)

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .switch_buffers import SwitchBuffers
+
 # snmprec tags
 INTEGER, STRING, COUNTER32, GAUGE32, TIMETICKS, COUNTER64 = 2, 4, 65, 66, 67, 70
 
@@ -113,6 +115,8 @@ class SimulatedSwitch:
                                  "tx_ok": base + q, "tx_drop": 0, "rx_ok": base + 2 * q, "rx_drop": 0,
                                  "tx_last_ok": 0, "tx_last_drop": 0, "rx_last_ok": 0, "rx_last_drop": 0}
             self.interfaces.append(intf)
+        # buffer watermarks and PFC history (CLI only: watermarkstat, pfcstat --history)
+        self.buffers = SwitchBuffers.build(ports, queues, seed)
 
     # -- state changes ---------------------------------------------------------------------------
 

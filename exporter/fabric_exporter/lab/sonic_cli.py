@@ -8,10 +8,17 @@ outputs into a directory and a ``show`` program (POSIX sh) that prints them; put
 on the SSH session's PATH.
 
 Queue names follow SONiC: unicast queues UC0..UC<n-1>, multicast queues MC<n>..MC<2n-1>.
+
+Watermarks (``show queue|priority-group|buffer_pool|headroom-pool [persistent-]watermark``, as
+``watermarkstat`` prints them: a title line, then the table) and PFC history (``show pfc counters
+--history``) come from the switch's ``buffers`` (``lab.switch_buffers``), which the lab's traffic
+model raises while a congestion scenario is on. The simulated platform, like many, has no multicast
+queue watermarks (``N/A``) and no ``ALL<n>`` queues (``watermark all`` fails as watermarkstat does).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shlex
@@ -102,6 +109,73 @@ def render_pfcwd_stats(sw: SimulatedSwitch) -> str:
     return tabulate_simple(headers, rows) + "\n"
 
 
+WATERMARK_WORD = {"user": "watermark", "persistent": "persistent-watermark"}
+QUEUE_TITLES = {"unicast": "Egress shared pool occupancy per unicast queue:",
+                "multicast": "Egress shared pool occupancy per multicast queue:"}
+PG_TITLES = {"shared": "Ingress shared pool occupancy per PG:", "headroom": "Ingress headroom per PG:"}
+
+
+def _queue_wm_rows(sw: SimulatedSwitch, kind: str, qtype: str) -> tuple[list[str], list[list[str]]]:
+    n = sw.queue_count
+    if qtype == "unicast":
+        headers = [f"UC{q}" for q in range(n)]
+        rows = [[i.name] + [str(sw.buffers.ports[k].queue[kind][q]) for q in range(n)]
+                for k, i in enumerate(sw.interfaces)]
+    else:  # the simulated platform has no multicast queue watermarks
+        headers = [f"MC{n + q}" for q in range(n)]
+        rows = [[i.name] + [NA] * n for i in sw.interfaces]
+    return ["Port"] + headers, rows
+
+
+def _pg_wm_rows(sw: SimulatedSwitch, kind: str, region: str) -> tuple[list[str], list[list[str]]]:
+    return (["Port"] + [f"PG{g}" for g in range(8)],
+            [[i.name] + [str(sw.buffers.ports[k].pg[kind][region][g]) for g in range(8)]
+             for k, i in enumerate(sw.interfaces)])
+
+
+def _as_json(headers: list[str], rows: list[list[str]]) -> str:
+    return json.dumps([dict(zip(headers, r)) for r in rows], indent=4) + "\n"
+
+
+def render_queue_watermark(sw: SimulatedSwitch, kind: str, qtype: str, as_json: bool = False) -> str:
+    headers, rows = _queue_wm_rows(sw, kind, qtype)
+    if as_json:
+        return _as_json(headers, rows)
+    return QUEUE_TITLES[qtype] + "\n" + tabulate_simple(headers, rows) + "\n"
+
+
+def render_pg_watermark(sw: SimulatedSwitch, kind: str, region: str, as_json: bool = False) -> str:
+    headers, rows = _pg_wm_rows(sw, kind, region)
+    if as_json:
+        return _as_json(headers, rows)
+    return PG_TITLES[region] + "\n" + tabulate_simple(headers, rows) + "\n"
+
+
+def render_pool_watermark(sw: SimulatedSwitch, kind: str, headroom: bool = False) -> str:
+    pools = (sw.buffers.headroom_pool if headroom else sw.buffers.pool)[kind]
+    title = "Headroom pool maximum occupancy:" if headroom else "Shared pool maximum occupancy:"
+    return title + "\n" + tabulate_simple(["Pool", "Bytes"], [[p, str(v)] for p, v in sorted(pools.items())]) + "\n"
+
+
+def render_pfc_history(sw: SimulatedSwitch) -> str:
+    """pfcstat --history: one row per port and priority, an empty row between ports."""
+    headers = ["Port", "Priority", "RX Pause Transitions", "Total RX Pause Time US", "Recent RX Pause Time US",
+               "Recent RX Pause Timestamp"]
+    rows: list[list[str]] = []
+    for k, i in enumerate(sw.interfaces):
+        pb = sw.buffers.ports[k]
+        for prio in range(8):
+            at = pb.recent_pause_at_us[prio]
+            stamp = NA if at is None else datetime.datetime.fromtimestamp(at / 1e6).strftime("%m/%d/%Y, %H:%M:%S")
+            rows.append([i.name, f"PFC{prio}", _fmt(pb.transitions[prio]), _fmt(pb.pause_us[prio]),
+                         _fmt(pb.recent_pause_us[prio]), stamp])
+        rows.append([""] * len(headers))
+    widths = [max([len(h) + 2] + [len(r[c]) for r in rows]) for c, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths)), "  ".join("-" * w for w in widths)]
+    lines += ["" if not any(r) else "  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 OUTPUTS = {
     "pfc_counters.txt": lambda sw: render_pfc_counters(sw),
     "queue_counters.txt": lambda sw: render_queue_counters(sw),
@@ -109,7 +183,17 @@ OUTPUTS = {
     "queue_wredcounters.txt": lambda sw: render_queue_counters(sw, wred=True),
     "queue_wredcounters.json": lambda sw: render_queue_counters_json(sw, wred=True),
     "pfcwd_stats.txt": lambda sw: render_pfcwd_stats(sw),
+    "pfc_history.txt": lambda sw: render_pfc_history(sw),
 }
+for _kind, _word in WATERMARK_WORD.items():
+    for _qt in QUEUE_TITLES:
+        OUTPUTS[f"queue_{_word}_{_qt}.txt"] = lambda sw, k=_kind, q=_qt: render_queue_watermark(sw, k, q)
+        OUTPUTS[f"queue_{_word}_{_qt}.json"] = lambda sw, k=_kind, q=_qt: render_queue_watermark(sw, k, q, True)
+    for _region in PG_TITLES:
+        OUTPUTS[f"pg_{_word}_{_region}.txt"] = lambda sw, k=_kind, r=_region: render_pg_watermark(sw, k, r)
+        OUTPUTS[f"pg_{_word}_{_region}.json"] = lambda sw, k=_kind, r=_region: render_pg_watermark(sw, k, r, True)
+    OUTPUTS[f"buffer_pool_{_word}.txt"] = lambda sw, k=_kind: render_pool_watermark(sw, k)
+    OUTPUTS[f"headroom_pool_{_word}.txt"] = lambda sw, k=_kind: render_pool_watermark(sw, k, headroom=True)
 
 # ``show`` arguments -> output file. Anything else fails like click does (exit 2, usage on stderr).
 _SHOW_SCRIPT = """#!/bin/sh
@@ -125,6 +209,19 @@ case "$*" in
   "queue wredcounters") f=queue_wredcounters.txt;;
   "queue wredcounters --json") f=queue_wredcounters.json;;
   "pfcwd stats") f=pfcwd_stats.txt;;
+  "pfc counters --history") f=pfc_history.txt;;
+  "queue watermark unicast"|"queue watermark multicast"|"queue persistent-watermark unicast"|\
+  "queue persistent-watermark multicast") f="queue_$2_$3.txt";;
+  "queue watermark unicast --json"|"queue watermark multicast --json"|"queue persistent-watermark unicast --json"|\
+  "queue persistent-watermark multicast --json") f="queue_$2_$3.json";;
+  "queue watermark all"|"queue persistent-watermark all"|"queue watermark all --json"|\
+  "queue persistent-watermark all --json") echo "Object map is empty!" >&2; exit 1;;
+  "priority-group watermark shared"|"priority-group watermark headroom"|"priority-group persistent-watermark shared"|\
+  "priority-group persistent-watermark headroom") f="pg_$2_$3.txt";;
+  "priority-group watermark shared --json"|"priority-group watermark headroom --json"|\
+  "priority-group persistent-watermark shared --json"|"priority-group persistent-watermark headroom --json") f="pg_$2_$3.json";;
+  "buffer_pool watermark"|"buffer_pool persistent-watermark") f="buffer_pool_$2.txt";;
+  "headroom-pool watermark"|"headroom-pool persistent-watermark") f="headroom_pool_$2.txt";;
   *) echo "Usage: show [OPTIONS] COMMAND [ARGS]..." >&2; echo "Error: No such command \\"$*\\"." >&2; exit 2;;
 esac
 [ -f "$dir/$f" ] || {{ echo "fake show: $dir/$f missing" >&2; exit 1; }}

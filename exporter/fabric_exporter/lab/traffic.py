@@ -139,6 +139,20 @@ class TrafficModel:
             _add(eth, "rx_pcs_symbol_err_phy", 500 * dt)
             _add(eth, "rx_corrected_bits_phy", 1e5 * dt)
 
+    # -- switch buffers -----------------------------------------------------------------------------
+
+    def switch_buffer_peaks(self, *, congested: bool) -> dict[str, float]:
+        """The peak occupancy (bytes) one tick reaches in a switch port's buffers, and the fraction of
+        the tick its lossless priority was paused by received PFC. Healthy: a few KB queue up now and
+        then. Incast: the lossless egress queue fills towards its dynamic threshold (~2-3 MB on a
+        Tomahawk/Spectrum class ASIC), the ingress PG's shared use follows and its headroom takes what
+        was in flight after XOFF; the port is paused ~30% of the time (as the NICs are)."""
+        if congested:
+            return {"queue": 2_400_000 * self.jitter(), "other_queue": 30_000 * self.jitter(),
+                    "pg_shared": 1_700_000 * self.jitter(), "pg_headroom": 110_000 * self.jitter(), "paused": 0.3}
+        return {"queue": 9_000 * self.jitter(), "other_queue": 4_000 * self.jitter(),
+                "pg_shared": 6_000 * self.jitter(), "pg_headroom": 0.0, "paused": 0.002}
+
     # -- latency ----------------------------------------------------------------------------------
 
     def latency_us(self, source_rack: int, destination_rack: int, fabric: str = "roce") -> dict:

@@ -349,3 +349,71 @@ def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -
         elif m := _CUMULUS_WRED.match(name):
             wred[int(m.group(1))] = value
     return CumulusPortCounters(rx, tx, wred, dict(stats.counters), stats.ambiguous)
+
+
+# -- show pfc counters --history ------------------------------------------------------------------
+# pfcstat's historical PFC statistics (platforms whose PFC watchdog detect script estimates them, or
+# whose SAI has SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US): one row per port and priority, a blank
+# line between ports; the timestamp column holds a date with a space ("01/10/2008, 21:20:00"), so
+# rows are split into the five leading words and the rest. After a user's clear the values are
+# deltas since the clear (never negative) and "Last cached time was ..." comes first.
+
+PFC_HISTORY_HEADERS = ("Port", "Priority", "RX Pause Transitions", "Total RX Pause Time US",
+                       "Recent RX Pause Time US", "Recent RX Pause Timestamp")
+SOURCE_PFC_HISTORY = "sonic_pfc_history"
+
+
+@dataclass(frozen=True)
+class PfcHistory:
+    port: str
+    priority: int
+    transitions: int | None  # RX pause transitions (XON -> XOFF); None: N/A
+    pause_us: int | None  # total RX pause time, microseconds; None: N/A
+
+
+@parser_entry
+def parse_pfc_history(text: str, skipped: list[SkippedLine] | None = None) -> list[PfcHistory]:
+    what = "show pfc counters --history"
+    if not isinstance(text, str):
+        raise ParseError("expected text")
+    lines = text.splitlines()
+    out: list[PfcHistory] = []
+    seen: set[tuple[str, int]] = set()
+    i = 0
+    tables = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip() or _CACHED.match(line.strip()):
+            i += 1
+            continue
+        if i + 1 >= len(lines) or not _DASHES.match(lines[i + 1]):
+            note(skipped, SOURCE_PFC_HISTORY, i + 1, line)
+            i += 1
+            continue
+        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[i + 1])]
+        headers = tuple(line[s:e].strip() for s, e in spans)
+        if headers != PFC_HISTORY_HEADERS:
+            raise ParseError(f"{what}: line {i + 1}: unexpected columns {line.strip()[:120]!r}")
+        tables += 1
+        i += 2
+        # rows until the end; blank lines separate ports inside the one table
+        while i < len(lines) and (not lines[i].strip() or not _DASHES.match(lines[i + 1] if i + 1 < len(lines) else "")):
+            cells = lines[i].split(None, 5)
+            if not cells or _CACHED.match(lines[i].strip()):
+                i += 1
+                continue
+            m = re.fullmatch(r"PFC([0-7])", cells[1]) if len(cells) == 6 else None
+            if m is None:  # cannot align with the columns: never shift
+                note(skipped, SOURCE_PFC_HISTORY, i + 1, lines[i])
+                i += 1
+                continue
+            port, prio = _port(cells[0], what), int(m.group(1))
+            if (port, prio) in seen:
+                raise ParseError(f"{what}: {port} PFC{prio} listed twice")
+            seen.add((port, prio))
+            out.append(PfcHistory(port, prio, parse_count(cells[2], f"{port} PFC{prio} transitions"),
+                                  parse_count(cells[3], f"{port} PFC{prio} pause time")))
+            i += 1
+    if not tables and text.strip():
+        raise ParseError(f"{what}: no table")
+    return out
