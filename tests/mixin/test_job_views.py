@@ -59,7 +59,7 @@ def _labels() -> dict[str, set[str]]:
 LABELS = _labels()
 _SELECTOR = re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*)\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-LLDP_JOIN = f"and on ({job_views.SWITCH_IF_KEY}) {job_views.NEIGHBOR_INFO}"
+LLDP_JOIN = re.compile(rf"and on \(({job_views.SWITCH_IF_KEY}|{job_views.SWITCH_KEY})\) {job_views.NEIGHBOR_INFO}")
 FILTERS = (job_views.HOST, job_views.IB_NODE, job_views.IB_PEER, job_views.SWITCH_NAMED, job_views.PAIR_SOURCE,
            job_views.PAIR_DESTINATION, 'job_id=~"$job"', f'neighbor_host=~"{job_views.HOSTS}"')
 PAIRED = {job_views.IB_NODE: job_views.IB_PEER, job_views.PAIR_SOURCE: job_views.PAIR_DESTINATION}
@@ -78,7 +78,7 @@ def host_panel_queries():
 def _lldp_spans(expr: str) -> list[tuple[int, int]]:
     """Spans of the ``( ... )`` groups that are joined with the LLDP neighbour map."""
     spans = []
-    for m in re.finditer(re.escape(LLDP_JOIN), expr):
+    for m in LLDP_JOIN.finditer(expr):
         close = expr.rstrip()[:m.start()].rstrip()
         end = len(close) - 1
         assert close.endswith(")"), expr
@@ -142,8 +142,9 @@ def test_every_host_and_port_panel_honours_the_job():
 @pytest.mark.parametrize("breakage", [
     lambda e: e.replace("," + job_views.HOST, "", 1),
     lambda e: e.replace("," + job_views.IB_PEER, "", 1),
-    lambda e: e.replace(LLDP_JOIN, LLDP_JOIN.replace(job_views.NEIGHBOR_INFO, "fabric_roce_switch_if_info"), 1),
-    lambda e: re.sub(re.escape(LLDP_JOIN) + r'\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}', "", e, count=1),
+    lambda e: LLDP_JOIN.sub(lambda m: m.group(0).replace(job_views.NEIGHBOR_INFO, "fabric_roce_switch_if_info"),
+                            e, count=1),
+    lambda e: re.sub(LLDP_JOIN.pattern + r'\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}', "", e, count=1),
     lambda e: e.replace(job_views.PAIR_DESTINATION, 'destination=~".*"', 1),
 ])
 def test_the_check_notices_a_panel_that_ignores_the_job(breakage):
@@ -166,7 +167,8 @@ JOB = 'job="fabric-exporter"'
 DEFAULTS = {"fabric": "lab", "priority": "3", "direction": "rx", "queue": "UC3", "counter": "x", "kind": "sent",
             "role": "client", "group": "g", "collector": "roce_nic", "host_group": "hg", "tool": "ib_write_lat",
             "message_bytes": "2", "source_group": "r1", "destination_group": "r2", "device": "mlx5_0",
-            "netdev": "eth0", "port": "1", "peer_port": "1", "le": "+Inf", "cluster": "c1", "neighbor_port": "eth0"}
+            "netdev": "eth0", "port": "1", "peer_port": "1", "le": "+Inf", "cluster": "c1", "neighbor_port": "eth0",
+            "pg": "3", "region": "shared", "pool": "ingress_lossless_pool"}
 # one entity per host: its identifying labels, and how much bigger the other host's values are
 ENTITIES = {
     "gpu-a": {"host": "gpu-a", "node_guid": "0xa", "node_name": "gpu-a mlx5_0", "peer_node_name": "leaf-1",
@@ -275,6 +277,8 @@ def _belongs_to_a(labels: dict) -> bool:
         return labels["host"] == "gpu-a"
     if "node_name" in labels:
         return "gpu-a mlx5_0" in (labels["node_name"], labels.get("peer_node_name"))
+    if "switch" in labels and "interface" not in labels:  # a whole switch (a buffer pool) facing gpu-a
+        return labels["switch"] == "leaf-1"
     if "switch" in labels:
         return (labels["switch"], labels.get("interface")) == ("leaf-1", "Ethernet0")
     if "source" in labels:
@@ -290,6 +294,11 @@ def test_every_host_and_port_panel_shows_only_the_jobs_ports(prom):
         assert job, (board, title, "nothing for the job", interpolate(expr, "101", ["gpu-a"]))
         assert [s.labels for s in job if not _belongs_to_a(s.labels)] == [], (board, title)
         shown = sorted((sorted(s.labels.items()), s.samples[0][1]) for s in job)
+        if all("switch" in s.labels and "interface" not in s.labels for s in everything):
+            # whole-switch series: the test data has one switch, which faces gpu-a, so the job and "All"
+            # agree; a switch facing none of the job's hosts is dropped (test_a_switch_facing_none_of_the_jobs_hosts_is_dropped).
+            checked += 1
+            continue
         assert shown != sorted((sorted(s.labels.items()), s.samples[0][1]) for s in everything), (board, title)
         interfaces = {s.labels["interface"] for s in everything if "interface" in s.labels}
         if interfaces:  # "All" keeps the interfaces without an LLDP host neighbour (uplinks)
@@ -297,3 +306,12 @@ def test_every_host_and_port_panel_shows_only_the_jobs_ports(prom):
             uplinks += 1
         checked += 1
     assert checked >= 60 and uplinks >= 5, (checked, uplinks)
+
+
+def test_a_switch_facing_none_of_the_jobs_hosts_is_dropped(prom):
+    """Whole-switch panels (buffer pools) keep the switches that face one of the job's hosts only."""
+    whole = [(b, t, e) for b, t, e in host_panel_queries() if "on (fabric, switch) " in e]
+    assert whole, "no whole-switch panel"
+    for board, title, expr in whole:
+        assert prom.query(interpolate(expr, "101", ["gpu-a"]), END), (board, title)
+        assert prom.query(interpolate(expr, "999", ["gpu-z"]), END) == [], (board, title)

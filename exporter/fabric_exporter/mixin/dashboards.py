@@ -253,30 +253,33 @@ def _switch_buffer_bursts(s: Settings) -> list:
     lpg = s.sel(f'fabric=~"$fabric",switch=~"$switch",interface=~"$interface",pg={quote(s["lossless_priority"])}')
     swp = s.sel('fabric=~"$fabric",switch=~"$switch",interface=~"$interface",priority=~"$priority"')
     fsw = s.sel('fabric=~"$fabric",switch=~"$switch"')
+    S = J.series
+    ifs = lambda build, sel: J.switch_ifs(s, build, sel)  # noqa: E731
+    whole = lambda build, sel: J.switches(s, build, sel)  # noqa: E731
     return [
         row("Switch buffers: bursts (peak vs average)"),
         timeseries(f"Queue {s['lossless_queue']} peak occupancy (watermark)", [
-            Q(f"fabric_roce_switch_queue_watermark_bytes{lq}", SWITCH_IF + " {{queue}} {{kind}} peak")],
+            Q(ifs(S("fabric_roce_switch_queue_watermark_bytes"), lq), SWITCH_IF + " {{queue}} {{kind}} peak")],
             "bytes", description="Highest occupancy of the lossless egress queue since its watermark was last "
             "cleared (user: anyone's sonic-clear; persistent: only an explicit persistent clear). A step up is a "
             "new, higher burst; a drop to near 0 is a clear. Read it beside the average rate on the right."),
         timeseries(f"Queue {s['lossless_queue']} average send rate", [
-            Q(_rate("fabric_roce_switch_queue_tx_bytes_total", lq), SWITCH_IF + " {{queue}} average")],
+            Q(ifs(R("fabric_roce_switch_queue_tx_bytes_total"), lq), SWITCH_IF + " {{queue}} average")],
             "Bps", description="The same queue's bytes sent, averaged over the rate interval: a burst that "
             "filled the buffer for 200 ms barely moves it."),
         timeseries(f"Priority group {s['lossless_priority']} peak occupancy: shared and headroom", [
-            Q(f"fabric_roce_switch_pg_watermark_bytes{lpg}", SWITCH_IF + " PG{{pg}} {{region}} peak")],
+            Q(ifs(S("fabric_roce_switch_pg_watermark_bytes"), lpg), SWITCH_IF + " PG{{pg}} {{region}} peak")],
             "bytes", description="Ingress watermarks of the lossless PG: shared-pool use, and XOFF headroom "
             "(what arrived after the switch sent PFC pause). Headroom near its configured size means the next "
             "burst drops lossless packets."),
         timeseries("Switch time paused (PFC history)", [
-            Q(_rate("fabric_roce_switch_pfc_rx_pause_seconds_total", swp), SWITCH_IF + " prio {{priority}} paused")],
+            Q(ifs(R("fabric_roce_switch_pfc_rx_pause_seconds_total"), swp), SWITCH_IF + " prio {{priority}} paused")],
             "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
             description="Fraction of time the interface was paused by received PFC (show pfc counters --history; "
             "only platforms whose PFC watchdog or SAI measures pause durations)."),
         timeseries("Buffer pool peak occupancy", [
-            Q(f"fabric_roce_switch_buffer_pool_watermark_bytes{fsw}", "{{switch}} {{pool}} shared peak"),
-            Q(f"fabric_roce_switch_headroom_pool_watermark_bytes{fsw}", "{{switch}} {{pool}} headroom peak")],
+            Q(whole(S("fabric_roce_switch_buffer_pool_watermark_bytes"), fsw), "{{switch}} {{pool}} shared peak"),
+            Q(whole(S("fabric_roce_switch_headroom_pool_watermark_bytes"), fsw), "{{switch}} {{pool}} headroom peak")],
             "bytes", width=24, description="Watermarks of the switch's shared buffer pools and of the lossless "
             "pool's shared headroom (multi-ASIC: <asic>/<pool>)."),
     ]

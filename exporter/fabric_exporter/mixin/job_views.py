@@ -44,6 +44,7 @@ PAIR_DESTINATION = f'destination=~"{HOSTS}"'
 JOB = 'cluster=~"$cluster",job_id=~"$job"'
 NEIGHBOR_INFO = "fabric_roce_switch_if_neighbor_info"
 SWITCH_IF_KEY = "fabric, switch, interface"
+SWITCH_KEY = "fabric, switch"
 
 # Series the slurm_jobs collector, the host maps and the job rules publish (CONTRACT.md, issue #22).
 JOB_NODE_INFO = "fabric_job_node_info"
@@ -71,6 +72,14 @@ def ib_ports(build: Build, sel: str) -> str:
 def switch_ifs(s: Settings, build: Build, sel: str) -> str:
     neighbours = NEIGHBOR_INFO + s.sel(f'fabric=~"$fabric",neighbor_host=~"{HOSTS}"')
     return (f"(({build(sel)}) and on ({SWITCH_IF_KEY}) {neighbours}"
+            f" or {build(with_matcher(sel, SWITCH_NAMED))})")
+
+
+def switches(s: Settings, build: Build, sel: str) -> str:
+    """A whole-switch series (a buffer pool): the switches with an interface facing one of the job's
+    hosts, or every switch when no job is selected (as ``switch_ifs``)."""
+    neighbours = NEIGHBOR_INFO + s.sel(f'fabric=~"$fabric",neighbor_host=~"{HOSTS}"')
+    return (f"(({build(sel)}) and on ({SWITCH_KEY}) {neighbours}"
             f" or {build(with_matcher(sel, SWITCH_NAMED))})")
 
 
