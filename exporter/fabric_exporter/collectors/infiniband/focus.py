@@ -173,6 +173,17 @@ def _is_hex(text: str) -> bool:
     return bool(text) and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+def read_args(basic: bool, lid: int, ports: list[int]) -> list[str]:
+    """perfquery's arguments for one node's focus ports: -x unless the node lacks the extended
+    PortXmitWait, -l with a port list when there are several."""
+    return ([] if basic else ["-x"]) + (["-l"] if len(ports) > 1 else []) + [str(lid), ",".join(map(str, ports))]
+
+
+def vl_read_args(lid: int, port: int) -> list[str]:
+    """One port's PortVLXmitWaitCounters (perfquery reads only the first port of a list in this mode)."""
+    return ["--vlxmitcounters", str(lid), str(port)]
+
+
 def vl_xmit_wait(block: ib_perfquery.PerfBlock) -> dict[int, int]:
     """VL -> PortVLXmitWait<vl> of a PortVLXmitWaitCounters block."""
     out = {}
@@ -312,9 +323,8 @@ class FocusTask:
     async def _read_node(self, guid: int, fps: list[FocusPort], sem: asyncio.Semaphore) -> None:
         focus, opts = self.focus, self.options
         basic = guid in focus.basic_nodes
-        ports = ",".join(str(fp.key[1]) for fp in fps)
-        args = ([] if basic else ["-x"]) + (["-l"] if len(fps) > 1 else []) + [str(fps[0].lid), ports]
-        ok, text, at = await self._run(self.tools.argv("perfquery", *args), sem)
+        ok, text, at = await self._run(self.tools.argv("perfquery", *read_args(basic, fps[0].lid,
+                                                                                [fp.key[1] for fp in fps])), sem)
         blocks = self._parse(text) if ok else None
         if blocks is None:
             focus.reads["failed"] += len(fps)
@@ -342,8 +352,7 @@ class FocusTask:
 
     async def _read_vl(self, fp: FocusPort, sem: asyncio.Semaphore) -> None:
         focus = self.focus
-        ok, text, _at = await self._run(self.tools.argv("perfquery", "--vlxmitcounters", str(fp.lid),
-                                                        str(fp.key[1])), sem)
+        ok, text, _at = await self._run(self.tools.argv("perfquery", *vl_read_args(fp.lid, fp.key[1])), sem)
         if not ok and "cannot query PortVLXmitWaitCounters" in text:
             focus.vl_unsupported.add(fp.key)  # the port does not have it: do not ask again
             return
@@ -364,4 +373,4 @@ class FocusTask:
 
 
 __all__ = ["FocusPort", "FocusState", "FocusTask", "PortWindows", "focus_info_samples", "focus_samples", "port_rate", "select_focus",
-           "sweep_waits", "vl_xmit_wait", "window_ratio", "guid_str"]
+           "read_args", "sweep_waits", "vl_read_args", "vl_xmit_wait", "window_ratio", "guid_str"]
