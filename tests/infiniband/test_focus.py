@@ -177,3 +177,54 @@ def test_vl_block_from_the_parser():
     assert block.kind == "vl_xmit_wait" and (block.lid, block.port) == (1, 1)
     vl = f.vl_xmit_wait(block)
     assert sorted(vl) == list(range(16)) and vl[3] == 1234 and not math.isnan(vl[0])
+
+
+class _Runner:
+    def __init__(self, text: str):
+        self.text, self.calls = text, []
+
+    async def run(self, argv, timeout):
+        from fabric_exporter.transport.base import CommandResult
+        self.calls.append(list(argv))
+        return CommandResult(tuple(argv), 0, self.text, "")
+
+
+class _Tools:
+    def __init__(self, runner, **options):
+        from fabric_exporter.collectors.infiniband.options import InfinibandOptions
+        self.options = InfinibandOptions(focus=True, **options)
+        self._r = runner
+
+    def runner(self):
+        return self._r
+
+    def argv(self, tool, *args):
+        return [tool, *args]
+
+
+@pytest.mark.parametrize("yield_to_sweep", [True, False])
+def test_focus_reads_wait_while_a_sweep_runs(yield_to_sweep):
+    import asyncio
+
+    text = (FIX / "edr_perfquery_extended.txt").read_text()  # Lid 1719 port 7, with PortXmitWait
+
+    async def scenario():
+        runner = _Runner(text)
+        st = f.FocusState()
+        fp = f.FocusPort((1, 7), 1719, 100.0, 1, "top")
+        st.apply({fp.key: fp})
+        task = f.FocusTask(_Tools(runner, focus_yield_to_sweep=yield_to_sweep, focus_vl_xmit_wait=False), st)
+        st.sweep_idle = asyncio.Event()
+        st.sweep_idle.set()
+        st.sweep_started()
+        one = asyncio.ensure_future(task.round())
+        await asyncio.sleep(0.05)
+        during = len(runner.calls)
+        st.sweep_done()
+        await asyncio.wait_for(one, 5)
+        return during, runner.calls, st
+
+    during, calls, st = asyncio.run(scenario())
+    assert during == (0 if yield_to_sweep else 1)
+    assert calls == [["perfquery", "-x", "1719", "7"]]
+    assert st.reads["ok"] == 1 and st.windows[(1, 7)].last[0] == 9120453371

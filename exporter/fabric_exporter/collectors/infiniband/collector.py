@@ -89,6 +89,13 @@ class InfinibandCollector(Collector):
         self._skipped = []  # lines the parsers skipped this poll (skip-and-count rule)
         self.state.load_name_map(self.options.node_name_map, problems)
         now = time.monotonic()
+        self.focus.sweep_started()  # the focus reads wait while the sweep's tools run (focus_yield_to_sweep)
+        try:
+            return await self._poll(deadline, problems, durations, now)
+        finally:
+            self.focus.sweep_done()
+
+    async def _poll(self, deadline: float, problems: list[str], durations: dict[str, float], now: float) -> PollResult:
         counters, errors_run, cached_nodes = await self._sweeps(now, deadline, durations, problems)
         with _gc_paused():
             errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)

@@ -206,6 +206,18 @@ class FocusState:
     skipped: list[SkippedLine] = field(default_factory=list)  # handed to the next poll
     sweep_waits: dict[PortKey, int] = field(default_factory=dict)  # the previous sweep's PortXmitWait
     sweep_at: float | None = None
+    vl_due: bool = True  # read the per-VL counters in the next round (once per sweep: they are published then)
+    # Set while no sweep runs; the task's reads wait for it (focus_yield_to_sweep). Made by the task,
+    # in its own loop.
+    sweep_idle: asyncio.Event | None = None
+
+    def sweep_started(self) -> None:
+        if self.sweep_idle is not None:
+            self.sweep_idle.clear()
+
+    def sweep_done(self) -> None:
+        if self.sweep_idle is not None:
+            self.sweep_idle.set()
 
     def apply(self, chosen: dict[PortKey, FocusPort]) -> None:
         """Switch to a new focus set: a port that stays keeps its windows, one that leaves forgets them."""
@@ -215,6 +227,7 @@ class FocusState:
         for key in chosen:
             self.windows.setdefault(key, PortWindows())
         self.vl_unsupported &= chosen.keys()
+        self.vl_due = True
 
 
 def focus_samples(focus: FocusState, port_static: dict[PortKey, list]) -> list[Sample]:
@@ -261,6 +274,9 @@ class FocusTask:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         interval = self.options.focus_interval
+        if self.focus.sweep_idle is None or self.focus.sweep_idle._loop not in (None, loop):  # noqa: SLF001
+            self.focus.sweep_idle = asyncio.Event()
+            self.focus.sweep_idle.set()
         tick = loop.time()
         while True:
             try:
@@ -285,7 +301,9 @@ class FocusTask:
             by_node.setdefault(fp.key[0], []).append(fp)
         sem = asyncio.Semaphore(self.options.focus_concurrency)
         jobs = [self._read_node(guid, sorted(fps, key=lambda f: f.key[1]), sem) for guid, fps in by_node.items()]
-        if self.options.focus_vl_xmit_wait:
+        if self.options.focus_vl_xmit_wait and focus.vl_due:
+            # Counters, published only at the sweep: one read per sweep interval is all they need.
+            focus.vl_due = False
             jobs += [self._read_vl(fp, sem) for fp in focus.ports.values() if fp.key not in focus.vl_unsupported]
         if jobs:
             await asyncio.gather(*jobs)
@@ -295,6 +313,11 @@ class FocusTask:
         ``iberror`` on stdout, so a failed run's stdout says why."""
         loop = asyncio.get_running_loop()
         async with sem:
+            idle = self.focus.sweep_idle
+            if self.options.focus_yield_to_sweep and idle is not None:
+                # Checked holding the slot, right before the process starts: the sweep keeps its
+                # speed, and the window across it is that much longer.
+                await idle.wait()
             started = loop.time()
             try:
                 result = await self.tools.runner().run(argv, timeout=max(1.0, self.options.focus_interval))

@@ -42,6 +42,7 @@ class InfinibandOptions:
     focus_concurrency: int = 2
     focus_burst_threshold: float = 0.1
     focus_vl_xmit_wait: bool = True
+    focus_yield_to_sweep: bool = True
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -93,6 +94,7 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         focus_concurrency=r.integer("focus_concurrency", 2, minimum=1, maximum=4),
         focus_burst_threshold=r.number("focus_burst_threshold", 0.1, minimum=1e-9, maximum=1.0),
         focus_vl_xmit_wait=r.boolean("focus_vl_xmit_wait", True),
+        focus_yield_to_sweep=r.boolean("focus_yield_to_sweep", True),
     )
     if options.focus and not (options.focus_top_k or options.focus_ports):
         err(f"{path}.focus", "the focus set would be empty: set focus_top_k above 0 or list focus_ports")
