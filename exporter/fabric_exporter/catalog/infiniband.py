@@ -221,6 +221,8 @@ _IBDIAGNET = [
 # Buckets span 1e-5..1: the lab counts transmit-wait 10,000x slower (lab/traffic.IB_XMIT_WAIT_SCALE).
 FOCUS_RATIO_BUCKETS = (0.00001, 0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0)
 VL_XMIT_WAIT = "perfquery --vlxmitcounters"
+# Port counters the exporter counts itself (from focus windows), not read from a raw counter.
+DERIVED_COUNTERS = ("fabric_ib_port_bursts_total",)
 
 _FOCUS = [
     _port_gauge("fabric_ib_port_focus_xmit_wait_peak_ratio", "ratio",

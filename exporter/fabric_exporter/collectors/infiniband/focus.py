@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.utils import floatToGoString
 
+from ...catalog import infiniband as ib_catalog
 from ...catalog.infiniband import FOCUS_RATIO_BUCKETS
 from ...errors import ParseError, PollError
 from ...parsers import ib_perfquery
@@ -44,7 +45,9 @@ from .state import FabricState, link_up
 log = logging.getLogger("fabric_exporter.infiniband.focus")
 
 _ALL_ONES_32 = (1 << 32) - 1
-_ALL_ONES_16 = (1 << 16) - 1
+# The per-VL wait counter as the catalog declares it: raw name prefix (PortVLXmitWait<vl>) and width.
+_VL_RAW = next(raw for spec in ib_catalog.METRICS for raw in spec.raw if raw.source == ib_catalog.VL_XMIT_WAIT)
+_VL_LATCHED = (1 << _VL_RAW.width) - 1
 _LE = tuple(floatToGoString(b) for b in FOCUS_RATIO_BUCKETS)
 READ_RESULTS = ("ok", "failed", "latched")
 
@@ -187,9 +190,11 @@ def vl_read_args(lid: int, port: int) -> list[str]:
 def vl_xmit_wait(block: ib_perfquery.PerfBlock) -> dict[int, int]:
     """VL -> PortVLXmitWait<vl> of a PortVLXmitWaitCounters block."""
     out = {}
+    prefix = _VL_RAW.name
     for name, value in block.values.items():
-        if name.startswith("PortVLXmitWait") and name[14:].isdigit() and int(name[14:]) <= 15:
-            out[int(name[14:])] = value
+        vl = name[len(prefix):]
+        if name.startswith(prefix) and vl.isdigit() and int(vl) <= 15:
+            out[int(vl)] = value
     return out
 
 
@@ -389,7 +394,7 @@ class FocusTask:
             return
         focus.reads["ok"] += 1
         for vl, value in vl_xmit_wait(vl_blocks[0]).items():
-            if value == _ALL_ONES_16:
+            if value == _VL_LATCHED:
                 w.vl.pop(vl, None)  # latched: withheld until reset
             else:
                 w.vl[vl] = value
