@@ -215,12 +215,15 @@ class FocusState:
     # Set while no sweep runs; the task's reads wait for it (focus_yield_to_sweep). Made by the task,
     # in its own loop.
     sweep_idle: asyncio.Event | None = None
+    sweeping: bool = False
 
     def sweep_started(self) -> None:
+        self.sweeping = True
         if self.sweep_idle is not None:
             self.sweep_idle.clear()
 
     def sweep_done(self) -> None:
+        self.sweeping = False
         if self.sweep_idle is not None:
             self.sweep_idle.set()
 
@@ -279,9 +282,9 @@ class FocusTask:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         interval = self.options.focus_interval
-        if self.focus.sweep_idle is None or self.focus.sweep_idle._loop not in (None, loop):  # noqa: SLF001
-            self.focus.sweep_idle = asyncio.Event()
-            self.focus.sweep_idle.set()
+        self.focus.sweep_idle = idle = asyncio.Event()  # this task's loop's
+        if not self.focus.sweeping:
+            idle.set()
         tick = loop.time()
         while True:
             try:
