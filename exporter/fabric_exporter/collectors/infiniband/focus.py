@@ -36,7 +36,7 @@ from ...catalog import infiniband as ib_catalog
 from ...catalog.infiniband import FOCUS_RATIO_BUCKETS
 from ...errors import ParseError, PollError
 from ...parsers import ib_perfquery
-from ...parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
+from ...parsers.ib_common import SPEEDS, WIDTH_LANES
 from ...parsers.skipped import MAX_KEPT, SkippedLine
 from ...samples import Sample
 from .join import PortKey, SweptPort
@@ -403,5 +403,5 @@ class FocusTask:
                 w.vl[vl] = value
 
 
-__all__ = ["FocusPort", "FocusState", "FocusTask", "PortWindows", "focus_info_samples", "focus_samples", "port_rate", "select_focus",
-           "read_args", "sweep_waits", "vl_read_args", "vl_xmit_wait", "window_ratio", "guid_str"]
+__all__ = ["FocusPort", "FocusState", "FocusTask", "PortWindows", "focus_info_samples", "focus_samples", "port_rate",
+           "read_args", "select_focus", "sweep_waits", "vl_read_args", "vl_xmit_wait", "window_ratio"]
