@@ -5,7 +5,8 @@
 Starts a simulated fat tree (ibsim + opensm; default 40 switches, 320 HCAs) and one infiniband
 collector with ``focus: true``: ``focus_top_k`` 16 plus 16 configured ports on 16 different nodes
 (the costly shape: one perfquery per node, plus one ``--vlxmitcounters`` per port), read every
-``focus_interval`` (1 s). Then, in the same run, rounds alternate:
+``focus_interval`` (1 s). Then, in the same run, rounds alternate (the order of the two phases
+alternates too):
 
 - off: the focus task is stopped, a quiet second, one poll (the sweeps) timed;
 - on: the focus task runs (started a second before, so its rounds overlap the sweep), one poll timed.
@@ -62,8 +63,9 @@ async def run(fabric: IbsimFabric, topo: FatTree, rounds: int, extra: dict, verb
         print(f"focus set: {len(col.focus.ports)} ports on {len({k[0] for k in col.focus.ports})} nodes")
         off: list[float] = []
         on: list[float] = []
-        for _ in range(rounds):
-            for phase, rows in (("off", off), ("on", on)):
+        for i in range(rounds):
+            phases = (("off", off), ("on", on))
+            for phase, rows in phases if i % 2 == 0 else phases[::-1]:  # alternate the order: no position bias
                 if phase == "on":
                     _start(col)
                 await asyncio.sleep(1.2)  # on: a focus round or more before the sweep starts
