@@ -228,3 +228,60 @@ def test_focus_reads_wait_while_a_sweep_runs(yield_to_sweep):
     assert during == (0 if yield_to_sweep else 1)
     assert calls == [["perfquery", "-x", "1719", "7"]]
     assert st.reads["ok"] == 1 and st.windows[(1, 7)].last[0] == 9120453371
+
+
+def _one_round(runner, st, **options):
+    import asyncio
+
+    task = f.FocusTask(_Tools(runner, **options), st)
+    asyncio.run(task.round())
+
+
+def test_a_latched_32bit_read_gives_no_window_and_is_counted():
+    st = f.FocusState()
+    fp = f.FocusPort((9, 1), 33, 100.0, 1, "top")
+    st.apply({fp.key: fp})
+    st.basic_nodes.add(9)  # its -x lacks PortXmitWait: plain perfquery
+    st.windows[fp.key].last = (1000, 0.0)
+    runner = _Runner((FIX / "qdr_perfquery_basic_latched.txt").read_text())  # PortXmitWait at 2^32-1
+    _one_round(runner, st, focus_vl_xmit_wait=False)
+    assert runner.calls == [["perfquery", "33", "1"]]
+    assert st.reads["latched"] == 1 and st.reads["ok"] == 0
+    w = st.windows[fp.key]
+    assert w.count == 0 and w.peak is None and w.last is None  # the next window starts from a fresh read
+
+
+def test_extended_counters_without_port_xmit_wait_switch_the_node_to_port_counters():
+    st = f.FocusState()
+    fp = f.FocusPort((10, 4), 10, 100.0, 1, "top")
+    st.apply({fp.key: fp})
+    runner = _Runner((FIX / "ibsim_perfquery_extended.txt").read_text())  # Lid 10 port 4, no PortXmitWait
+    _one_round(runner, st, focus_vl_xmit_wait=False)
+    assert runner.calls == [["perfquery", "-x", "10", "4"]] and st.basic_nodes == {10}
+    assert st.reads["failed"] == 1
+    runner.text = (FIX / "ibsim_perfquery_basic.txt").read_text()
+    _one_round(runner, st, focus_vl_xmit_wait=False)
+    assert runner.calls[-1] == ["perfquery", "10", "4"]
+
+
+def test_a_port_without_vl_xmit_wait_counters_is_not_asked_again():
+    from fabric_exporter.transport.base import CommandResult
+
+    class Failing(_Runner):
+        async def run(self, argv, timeout):
+            self.calls.append(list(argv))
+            # perfquery's IBEXIT("cannot query %s", "PortVLXmitWaitCounters"), on stdout, exit 255
+            return CommandResult(tuple(argv), 255, "perfquery: iberror: failed: cannot query PortVLXmitWaitCounters\n",
+                                 "")
+
+    st = f.FocusState()
+    fp = f.FocusPort((1, 1), 1, 100.0, 1, "configured")
+    st.apply({fp.key: fp})
+    runner = Failing("")
+    _one_round(runner, st)
+    assert ["perfquery", "--vlxmitcounters", "1", "1"] in runner.calls and st.vl_unsupported == {fp.key}
+    st.apply({fp.key: fp})  # the next sweep: VL reads due again, but not for this port
+    runner.calls.clear()
+    _one_round(runner, st)
+    assert runner.calls == [["perfquery", "-x", "1", "1"]]
+    assert not st.windows[fp.key].vl
