@@ -52,6 +52,7 @@ def lines_of(*names: str) -> list[str]:
 IB_QE = lines_of("infiniband/hdr_ibqueryerrors_errors_report_port.txt", "infiniband/ndr_ibqueryerrors_counters_report_port.txt")
 IB_ND = lines_of("infiniband/ibsim_ibnetdiscover.txt", "infiniband/edge_ibnetdiscover.txt")
 IB_PQ = lines_of("infiniband/edr_perfquery_extended.txt", "infiniband/qdr_perfquery_basic_latched.txt")
+IB_VL = lines_of("infiniband/ibsim_perfquery_vlxmitcounters.txt")
 IB_DB = lines_of("infiniband/ibdiagnet2.db_csv")
 IB_PM = lines_of("infiniband/ibdiagnet2.pm")
 IB_MAP = lines_of("infiniband/node-name-map.txt")
@@ -302,6 +303,45 @@ def test_infiniband_collector_explains_every_fuzzed_output(counters, errors, nd,
     texts = {"counters": counters, "errors": errors, "ibnetdiscover": nd, "perfquery": pq}
     for options in ({}, {"use_discovery_cache": False}):
         assert_explained(poll_once(group_config("infiniband", options=options), infiniband_answer(texts)))
+
+
+@FUZZ
+@given(pq=mutated(IB_PQ + IB_VL), vl=mutated(IB_VL + IB_PQ[:10]))
+def test_infiniband_focus_reads_explain_every_fuzzed_output(pq, vl):
+    """The focus task (collectors/infiniband/focus.py) over fuzzed perfquery answers: no crash, no
+    window ratio outside 0..1, no per-VL value that is not in the answer."""
+    from fabric_exporter.collectors.infiniband import focus
+    from fabric_exporter.collectors.infiniband.options import InfinibandOptions
+    class Runner:
+        async def run(self, argv, timeout):
+            return CommandResult(tuple(argv), 0, vl if "--vlxmitcounters" in argv else pq, "")
+
+    class Tools:
+        options = InfinibandOptions(focus=True, focus_burst_threshold=0.1)
+
+        def runner(self):
+            return Runner()
+
+        def argv(self, tool, *args):
+            return [tool, *args]
+
+    state = focus.FocusState()
+    ports = {(1, p): focus.FocusPort((1, p), 1719, 100.0, 1, "top") for p in (1, 7)}
+    state.apply(ports)
+    task = focus.FocusTask(Tools(), state)
+
+    async def rounds():
+        for _ in range(3):
+            await task.round()
+
+    asyncio.run(rounds())
+    numbers = {int(t, 16) if t.lower().startswith("0x") else int(t)
+               for t in re.findall(r"0x[0-9a-fA-F]+|\d+", vl) if len(t) < 4000}  # longer: never a value
+    for w in state.windows.values():
+        assert w.peak is None or 0.0 <= w.peak <= 1.0
+        assert w.count == w.buckets[-1]  # every ratio is <= 1, the last bucket
+        assert set(w.vl.values()) <= numbers
+    assert sum(state.reads.values()) >= 3
 
 
 def real(lines: list[str]) -> str:

@@ -59,6 +59,8 @@ ALLOWED = [
     ["ibnetdiscover", "--cache", "/tmp/fabric-exporter-ib-ib-mgmt-01.ibnetdiscover-cache"],
     ["ibqueryerrors", "--load-cache", "/tmp/fabric-exporter-ib-ib-all.ibnetdiscover-cache", "--threshold-file", "/dev/null"],
     ["perfquery", "-l", "12", "255"], ["perfquery", "12", "1"], ["perfquery", "-c", "12", "1"], ["perfquery", "-x", "-a"],
+    ["perfquery", "-x", "-l", "12", "1,3,17"], ["perfquery", "-l", "12", "1,3"], ["perfquery", "-x", "12", "3"],
+    ["perfquery", "--vlxmitcounters", "12", "3"],
     ["ethtool", "-S", "ens1f0np0"], ["rdma", "-j", "statistic", "show"], ["rdma", "statistic", "show", "link", "mlx5_0/1"],
     ["rdma", "link", "show"],
     ["cat", "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent"],
@@ -89,6 +91,8 @@ REFUSED = [
     "sonic-clear queue watermark unicast", "show buffer_pool watermark --clear", "show pfc counters --history -c",
     "watermarkstat -t q_shared_uni -c", "timeout 5", "timeout x perfquery",
     "/usr/sbin/perfquery 1 1", "perfquery 'unterminated",
+    "perfquery -x 12 1,3", "perfquery -l 1,2 3", "perfquery -R -l 12 1,3 1,2", "perfquery -l 12 1,,3",
+    "perfquery -l 12 1,3;id", "perfquery --vlxmit 12 1", "perfquery --vlxmitcounters=1 12 1",
 ]
 
 

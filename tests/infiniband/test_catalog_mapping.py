@@ -8,7 +8,8 @@ from fabric_exporter.collectors import infiniband as ib_collector
 
 
 def test_every_counter_family_names_its_raw_counter():
-    counters = [spec for spec in ib_catalog.METRICS if spec.type == "counter" and "port" in spec.label_sets[0]]
+    counters = [spec for spec in ib_catalog.METRICS if spec.type == "counter" and "port" in spec.label_sets[0]
+                and spec.name not in ib_catalog.DERIVED_COUNTERS]
     assert counters
     for spec in counters:
         assert spec.raw, f"{spec.name}: no raw counter in the catalog"
@@ -23,7 +24,10 @@ def test_collector_tables_are_the_catalog():
     assert ib_collector.DATA_COUNTERS == by_source[ib_catalog.COUNTER_SWEEP]
     assert ib_collector.ERROR_COUNTERS == by_source[ib_catalog.ERROR_SWEEP]
     assert ib_collector.QP1_DROPPED == by_source[ib_catalog.PERFQUERY]["QP1Dropped"]
-    assert set(by_source) == {ib_catalog.COUNTER_SWEEP, ib_catalog.ERROR_SWEEP, ib_catalog.PERFQUERY}
+    assert set(by_source) == {ib_catalog.COUNTER_SWEEP, ib_catalog.ERROR_SWEEP, ib_catalog.PERFQUERY,
+                              ib_catalog.VL_XMIT_WAIT}
+    # the focus set's per-VL counters: PortVLXmitWait<vl>, 16-bit fields (libibmad fields.c)
+    assert by_source[ib_catalog.VL_XMIT_WAIT] == {"PortVLXmitWait": ("fabric_ib_port_vl_transmit_wait_total", 16)}
 
 
 def test_word_counters_scale_to_bytes_and_reset_bits_follow_counter_select():

@@ -27,6 +27,7 @@ QE_LINES = _fixture_lines("ibsim_ibqueryerrors_errors_data_report_port.txt", "hd
                           "ndr_ibqueryerrors_counters_report_port.txt")
 ND_LINES = _fixture_lines("edge_ibnetdiscover.txt", "ibsim_ibnetdiscover.txt")
 PQ_LINES = _fixture_lines("edr_perfquery_extended.txt", "qdr_perfquery_basic_latched.txt", "perfquery_samples_control.txt")
+VL_LINES = _fixture_lines("ibsim_perfquery_vlxmitcounters.txt")
 DB_LINES = _fixture_lines("ibdiagnet2.db_csv")
 PM_LINES = _fixture_lines("ibdiagnet2.pm")
 MAP_LINES = _fixture_lines("node-name-map.txt")
@@ -93,6 +94,22 @@ def test_perfquery_fuzz(text):
     numbers = _numbers_in(text)
     for b in blocks:
         assert set(b.values.values()) <= numbers
+
+
+@SETTINGS
+@given(st.one_of(mutated(VL_LINES + PQ_LINES[:12]), st.text(max_size=400)))
+def test_perfquery_vl_xmit_wait_fuzz(text):
+    from fabric_exporter.collectors.infiniband.focus import vl_xmit_wait
+
+    blocks = _check(ib_perfquery.parse, text)
+    if blocks is None:
+        return
+    numbers = _numbers_in(text)
+    for b in blocks:
+        vl = vl_xmit_wait(b)
+        assert set(vl) <= set(range(16)) and set(vl.values()) <= numbers
+        if vl:
+            assert any(f"PortVLXmitWait{n}" in text for n in vl)
 
 
 @SETTINGS

@@ -95,6 +95,21 @@ def test_every_collector_publishes_from_the_simulated_fabric(lab):
     assert re.search(r'fabric_rdma_latency_seconds_bucket\{[^}]*le="\+Inf"', text)
 
 
+def test_the_ib_focus_set_publishes_windows(lab):
+    """The lab's IB target runs the focus set (its burst threshold scaled like the lab's slow
+    transmit-wait counter): within a few sweeps the top ports have windows and a peak."""
+    _, port, _, _ = lab
+    deadline = time.monotonic() + 30
+    while True:
+        text = scrape(port)
+        if values(text, "fabric_ib_port_focus_xmit_wait_peak_ratio") or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert values(text, "fabric_ib_port_focus_info", reason="top")
+    assert values(text, "fabric_ib_port_focus_xmit_wait_peak_ratio")
+    assert sum(values(text, "fabric_ib_port_focus_xmit_wait_ratio_count")) > 0
+
+
 def test_congestion_scenario_moves_the_correlated_signals(lab):
     proc, port, ctl, _ = lab
     status, body = control(ctl, "POST", "/scenarios/nope")

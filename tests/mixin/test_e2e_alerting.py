@@ -198,7 +198,9 @@ def stack(tmp_path_factory):
               for name, (_, modules) in SWITCHES.items()),
             # 2 s polls with 1.8 s deadlines: two shared cores also run the probes, sshd and Prometheus
             {"name": "ib", "fabric": "lab", "collector": "infiniband", "transport": "local", "interval": "2s",
-             "timeout": "1800ms", "options": {"env": fabric.env()}},
+             "timeout": "1800ms", "options": {"env": fabric.env(), "focus": True, "focus_top_k": 2,
+                                              "focus_ports": [f"{CONGESTED[0]}:{CONGESTED[1]}"],
+                                              "focus_interval": "500ms", "focus_burst_threshold": 0.001}},
             {"name": "gpu-unreachable", "fabric": "lab-roce", "collector": "roce_nic", "transport": "ssh",
              "credentials": "nobody", "interval": "1s", "timeout": "900ms",
              "hosts": [{"name": "gpu-404", "address": "127.0.0.1", "port": free_port()}]},

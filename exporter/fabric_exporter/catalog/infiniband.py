@@ -215,4 +215,44 @@ _IBDIAGNET = [
                (IB_NODE,), SRC, ("TEMP_SENSING.CurrentTemperature",)),
 ]
 
-METRICS: list[MetricSpec] = _DATA + _ERRORS + _LINK + _INFO + _SWEEP + _IBDIAGNET
+# The focus set (collectors/infiniband/focus.py): the sweep's K most stalled ports plus configured
+# ones, read every focus_interval. A "window" is the time between two reads of one port; its stall
+# ratio is dPortXmitWait x (Tick+1) / (port rate x window), the recording rule's formula at 1 s.
+# Buckets span 1e-5..1: the lab counts transmit-wait 10,000x slower (lab/traffic.IB_XMIT_WAIT_SCALE).
+FOCUS_RATIO_BUCKETS = (0.00001, 0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0)
+VL_XMIT_WAIT = "perfquery --vlxmitcounters"
+# Port counters the exporter counts itself (from focus windows), not read from a raw counter.
+DERIVED_COUNTERS = ("fabric_ib_port_bursts_total",)
+
+_FOCUS = [
+    _port_gauge("fabric_ib_port_focus_xmit_wait_peak_ratio", "ratio",
+                "Focus ports: the highest stall ratio of one focus window (PortXmitWait x (Tick+1) over "
+                "the link rate and the window) among the windows since the previous sweep; not reset on read.",
+                ("PortXmitWait",)),
+    MetricSpec("fabric_ib_port_focus_xmit_wait_ratio", "histogram", "ratio",
+               "Focus ports: stall ratio of each focus window (PortXmitWait x (Tick+1) over the link rate "
+               "and the window), counted since the port joined the focus set.",
+               (IB_PORT,), SRC, ("PortXmitWait",), buckets=FOCUS_RATIO_BUCKETS),
+    MetricSpec("fabric_ib_port_bursts_total", "counter", "",
+               "Focus ports: bursts, i.e. runs of consecutive focus windows whose stall ratio reaches "
+               "focus_burst_threshold, counted since the port joined the focus set.",
+               (IB_PORT,), SRC, ("PortXmitWait",)),
+    MetricSpec("fabric_ib_port_focus_info", "info", "",
+               "Ports in the focus set (read every focus_interval) and why: reason=top (among the sweep's "
+               "focus_top_k highest stall ratios) or configured (focus_ports).",
+               (IB_PORT + ("reason",),), SRC, ("PortXmitWait",)),
+    MetricSpec("fabric_ib_port_vl_transmit_wait_total", "counter", "ticks",
+               "Focus ports: ticks a virtual lane had data to send but sent nothing (PortVLXmitWait<vl> of "
+               "PortVLXmitWaitCounters, perfquery --vlxmitcounters), where the port answers it. A 16-bit "
+               "field that latches at 65535: a latched value is withheld, not published.",
+               (IB_PORT + ("vl",),), SRC, raw=(RawCounter("PortVLXmitWait", VL_XMIT_WAIT, 16),)),
+    MetricSpec("fabric_ib_focus_reads_total", "counter", "",
+               "Focus rounds' perfquery reads by result: ok, failed (the tool failed or printed nothing "
+               "usable), latched (a 32-bit PortXmitWait at all-ones: no window).",
+               (("fabric", "result"),), SRC),
+    MetricSpec("fabric_ib_focus_rounds_late_total", "counter", "",
+               "Focus rounds that started later than their focus_interval tick because the previous round "
+               "(its perfquery reads) took longer than the interval.", (("fabric",),), SRC),
+]
+
+METRICS: list[MetricSpec] = _DATA + _ERRORS + _LINK + _INFO + _SWEEP + _IBDIAGNET + _FOCUS

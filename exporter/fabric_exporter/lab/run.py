@@ -189,7 +189,11 @@ class Lab:
             targets.append({"name": "ib-fabric", "fabric": "ib-lab", "collector": "infiniband", "transport": "local",
                             "interval": interval, "timeout": timeout,
                             "options": {"env": self.ib.env(), "topology_interval": "1m",
-                                        "use_discovery_cache": False}})
+                                        "use_discovery_cache": False,
+                                        # the focus set, its burst threshold scaled like the lab's
+                                        # transmit-wait counter (traffic.IB_XMIT_WAIT_SCALE)
+                                        "focus": True, "focus_top_k": 8,
+                                        "focus_burst_threshold": 0.1 * IB_XMIT_WAIT_SCALE}})
         gpu_hosts = [{"name": h, "address": "127.0.0.1", "port": ports[h]} for h in self.hosts]
         targets.append({"name": "gpu-nics", "fabric": "roce-lab", "collector": "roce_nic", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts})

@@ -185,6 +185,25 @@ def infiniband(s: Settings) -> dict:
         timeseries("Transmit wait ticks (selected ports)", [
             Q(ib(R("fabric_ib_port_transmit_wait_total"), fp), IB_PORT)],
             "cps", description="Raw PortXmitWait ticks per second (not comparable across link generations)."),
+        row("Bursts (focus set)"),
+        timeseries("Peak vs average transmit-wait (focus ports)", [
+            Q(f"fabric_ib_port_focus_xmit_wait_peak_ratio{fp}", IB_PORT + " peak"),
+            Q(f"fabric:ib_port_xmit_wait:ratio{fp} and on (fabric, node_guid, port) "
+              f"fabric_ib_port_focus_info{fp}", IB_PORT + " average")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
+            description="Side by side for the ports the collector reads every focus_interval: the highest "
+                        "stall ratio of one focus window since the previous sweep (peak) and the rate-window "
+                        "average the other panels show. A peak far above the average is a burst the average hides."),
+        timeseries("Bursts (focus ports)", [
+            Q(_rate("fabric_ib_port_bursts_total", fp, "increase"), IB_PORT)],
+            "short", description="Runs of focus windows at or above the collector's focus_burst_threshold, "
+                                 "per rate interval."),
+        heatmap("Focus window stall ratios", Q(
+            f"sum by (le) ({_rate('fabric_ib_port_focus_xmit_wait_ratio_bucket', fp)})"), "percentunit",
+            description="How the focus ports' windows (one focus_interval each) spread over stall ratios."),
+        table("Focus set", [Q(f"fabric_ib_port_focus_info{f}")], "short", hide=["node_guid"],
+              description="The ports the collector reads every focus_interval, and why: top (highest stall "
+                          "ratio at the last sweep) or configured (focus_ports)."),
         row("Traffic"),
         timeseries("Transmitted (selected ports)", [
             Q(ib(R("fabric_ib_port_data_transmitted_bytes_total"), fp), IB_PORT)],

@@ -36,6 +36,7 @@ FOR_DEFAULTS: dict[str, str] = {
     "FabricExporterAbsent": "5m",
     # congestion
     "FabricIBXmitWaitHigh": "10m",
+    "FabricIBBurstsRepeated": "5m",
     "FabricRocePfcPauseStorm": "2m",
     "FabricRocePfcPausesSustained": "15m",
     "FabricRoceEcnMarkingHigh": "15m",
@@ -87,6 +88,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("thresholds.ib_xmit_wait_ratio", 0.10,
             "FabricIBXmitWaitHigh: fraction of time an IB port had data to send but no credits "
             "(PortXmitWait normalised by link rate)."),
+    Setting("thresholds.ib_bursts_per_hour", 5,
+            "FabricIBBurstsRepeated: stall bursts of one IB focus port in one hour (runs of focus windows at or "
+            "above the collector's focus_burst_threshold; fabric_ib_port_bursts_total)."),
     Setting("thresholds.pfc_pause_fraction", 0.90,
             "FabricRocePfcPauseStorm: fraction of time a port is held paused on the lossless priority; near 1 "
             "means the peer is stuck, not congested."),

@@ -6,6 +6,15 @@
     PortXmitData:....................36298026860928
     ...
 
+``perfquery --vlxmitcounters`` (kind ``vl_xmit_wait``: ``PortVLXmitWait0`` ... ``PortVLXmitWait15``,
+16-bit fields; the header has no CapMask)::
+
+    # PortVLXmitWaitCounters counters: Lid 1 port 1
+    PortSelect:......................1
+    CounterSelect:...................0x0000
+    PortVLXmitWait0:.................0
+    ...
+
 and ``perfquery -c`` (PortSamplesControl), whose ``Tick`` is the PortXmitWait tick multiplier::
 
     # PortSamplesControl: Lid 1 port 1
@@ -69,7 +78,8 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> list[PerfBlock
                 block = None
                 continue
             kind = {"Port counters": "counters", "Port extended counters": "extended",
-                    "PortSamplesControl": "samples_control"}.get(m.group(1), m.group(1).strip().lower())
+                    "PortSamplesControl": "samples_control",
+                    "PortVLXmitWaitCounters counters": "vl_xmit_wait"}.get(m.group(1), m.group(1).strip().lower())
             block = PerfBlock(kind, int(m.group(2)), int(m.group(3)),
                               int(m.group(4), 16) if m.group(4) else None,
                               int(m.group(5), 16) if m.group(5) else None)

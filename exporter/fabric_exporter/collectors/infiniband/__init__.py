@@ -3,7 +3,9 @@
 Modules: options (the options block), tools (running the tools: argv, retries, the sweeps,
 perfquery batches), join (the two sweeps -> one record per port), state (topology, expected ports,
 node facts, name map), mapping (records + state -> samples, pure), ibdiagnet (ibdiagnet2 files),
-counters (raw counter tables built from the catalog), collector (the entry point).
+counters (raw counter tables built from the catalog), focus (the focus set: a few ports read every
+focus_interval between sweeps by a background task the collector owns; the sweep publishes what it
+saw), collector (the entry point).
 
 A poll never starts a process per port. A steady-state poll runs two fabric-wide sweeps side by side:
 

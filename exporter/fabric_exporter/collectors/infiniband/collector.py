@@ -18,6 +18,7 @@ from ...samples import PollResult, Sample
 from ..base import Collector, ErrorSink, parse_off_loop
 from . import options as ib_options
 from .counters import latched_counters
+from .focus import FocusState, FocusTask, focus_info_samples, focus_samples, select_focus, sweep_waits
 from .ibdiagnet import read_ibdiagnet
 from .join import PortKey, SweptPort, join_sweeps
 from .mapping import samples_from_sweep
@@ -73,6 +74,8 @@ class InfinibandCollector(Collector):
         self.state = FabricState(self.options.forget_missing_after)
         self.tools = IbTools(self.options, lambda: self.ctx.runner())
         self._skipped: list = []
+        self.focus = FocusState()
+        self._focus_task: asyncio.Task | None = None
 
     def discovery_cache_path(self) -> str | None:
         return discovery_cache_path(self.options, f"{self.group.name}-{self.host.name if self.host else 'all'}")
@@ -86,6 +89,13 @@ class InfinibandCollector(Collector):
         self._skipped = []  # lines the parsers skipped this poll (skip-and-count rule)
         self.state.load_name_map(self.options.node_name_map, problems)
         now = time.monotonic()
+        self.focus.sweep_started()  # the focus reads wait while the sweep's tools run (focus_yield_to_sweep)
+        try:
+            return await self._poll(deadline, problems, durations, now)
+        finally:
+            self.focus.sweep_done()
+
+    async def _poll(self, deadline: float, problems: list[str], durations: dict[str, float], now: float) -> PollResult:
         counters, errors_run, cached_nodes = await self._sweeps(now, deadline, durations, problems)
         with _gc_paused():
             errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)
@@ -102,6 +112,8 @@ class InfinibandCollector(Collector):
             await self.tools.reset_latched(ports, latched, deadline, durations, problems)
         with _gc_paused():
             samples = self._samples(ports, latched, problems, durations)
+            if self.options.focus:
+                samples += self._focus(ports, now)
             # The sweeps' records (~10k objects) are freed here by their reference counts, before
             # the GC that resumes after the pause would walk them only to find them gone.
             del counters, errors, joined, ports, latched
@@ -190,8 +202,31 @@ class InfinibandCollector(Collector):
         self.state.forget_gone(ports, now)
         return samples_from_sweep(ports, latched, self.state, durations, now, problems)
 
+    def _focus(self, ports: dict[PortKey, SweptPort], now: float) -> list[Sample]:
+        """Publish the focus windows since the previous sweep, pick the next focus set from this
+        sweep (published as fabric_ib_port_focus_info), and make sure the focus task runs (focus.py)."""
+        focus, o = self.focus, self.options
+        out = focus_samples(focus, self.state.port_static)
+        self._skipped += focus.skipped
+        focus.skipped = []
+        waits = sweep_waits(ports)
+        seconds = now - focus.sweep_at if focus.sweep_at is not None else None
+        focus.apply(select_focus(ports, waits, focus.sweep_waits, seconds, self.state, o.focus_top_k, o.focus_ports))
+        focus.sweep_waits, focus.sweep_at = waits, now
+        out += focus_info_samples(focus, self.state.port_static)
+        task = self._focus_task
+        loop = asyncio.get_running_loop()
+        if task is None or task.done() or task.get_loop() is not loop:
+            self._focus_task = loop.create_task(FocusTask(self.tools, focus).run(),
+                                                name=f"ib-focus:{self.group.name}")
+        return out
+
     async def close(self) -> None:
-        """Remove the discovery cache this collector wrote (best effort)."""
+        """Stop the focus task; remove the discovery cache this collector wrote (best effort)."""
+        task, self._focus_task = self._focus_task, None
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         cache = self.discovery_cache_path()
         if cache is None or self.state.topology is None:
             return

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import bounds
 from ...errors import ParseError
 from ...parsers import ib_nodenamemap
 from ..base import ErrorSink
 from ..options import OptionReader
 
 TOOLS = ("ibqueryerrors", "ibnetdiscover", "perfquery")
+FOCUS_INTERVAL = bounds.Range(0.2, 60.0, "s")
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,15 @@ class InfinibandOptions:
     use_discovery_cache: bool = True
     discovery_cache_path: str | None = None
     skip_sl: bool = False
+    # The focus set (focus.py): off unless asked for, since it adds MADs every focus_interval.
+    focus: bool = False
+    focus_top_k: int = 16
+    focus_ports: tuple[tuple[str, int], ...] = ()  # (node name or 0x GUID, port)
+    focus_interval: float = 1.0
+    focus_concurrency: int = 2
+    focus_burst_threshold: float = 0.1
+    focus_vl_xmit_wait: bool = True
+    focus_yield_to_sweep: bool = True
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -72,7 +83,21 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         use_discovery_cache=r.boolean("use_discovery_cache", True),
         discovery_cache_path=r.string("discovery_cache_path"),
         skip_sl=r.boolean("skip_sl", False),
+        focus=r.boolean("focus", False),
+        focus_top_k=r.integer("focus_top_k", 16, minimum=0, maximum=256),
+        focus_ports=_focus_ports(r.string_list("focus_ports"), f"{path}.focus_ports", err),
+        # One perfquery costs ~10 ms on ibsim and a MAD round trip or a few on a real fabric (plus
+        # ~1 ms over a reused SSH connection): 200 ms leaves room for a round of reads.
+        focus_interval=r.duration("focus_interval", 1.0, within=FOCUS_INTERVAL) or 1.0,
+        # ibsim refuses 8 clients: the two sweeps plus a per-device batch (max_concurrency) may run
+        # while a focus round does.
+        focus_concurrency=r.integer("focus_concurrency", 2, minimum=1, maximum=4),
+        focus_burst_threshold=r.number("focus_burst_threshold", 0.1, minimum=1e-9, maximum=1.0),
+        focus_vl_xmit_wait=r.boolean("focus_vl_xmit_wait", True),
+        focus_yield_to_sweep=r.boolean("focus_yield_to_sweep", True),
     )
+    if options.focus and not (options.focus_top_k or options.focus_ports):
+        err(f"{path}.focus", "the focus set would be empty: set focus_top_k above 0 or list focus_ports")
     if options.read_tick_multiplier and simulated_fabric(options) and "perfquery" not in dict(options.tool_paths):
         err(f"{path}.read_tick_multiplier", "perfquery -c (PortSamplesControl) makes ibsim's opensm crash "
             "(SIGSEGV when the query reaches the switch the SM runs on): not available on a simulated fabric "
@@ -84,6 +109,18 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
             err(f"{path}.node_name_map", f"unreadable node name map: {e}")
     r.done()
     return options
+
+
+def _focus_ports(entries: tuple[str, ...], path: str, err: ErrorSink) -> tuple[tuple[str, int], ...]:
+    """``NODE:PORT`` (NODE a node name or a 0x node GUID) -> (NODE, port)."""
+    out = []
+    for i, entry in enumerate(entries):
+        node, sep, port = entry.rpartition(":")
+        if not sep or not node.strip() or not port.isdigit() or not 1 <= int(port) <= 254:
+            err(f"{path}[{i}]", f"expected NODE:PORT (a node name or 0x GUID, a port 1-254), got {entry!r}")
+            continue
+        out.append((node.strip(), int(port)))
+    return tuple(out)
 
 
 def simulated_fabric(options: InfinibandOptions) -> bool:

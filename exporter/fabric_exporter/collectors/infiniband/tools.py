@@ -43,6 +43,10 @@ class IbTools:
         self.options = options
         self._runner = runner  # the context's runner() (a new SSH session may be needed per poll)
 
+    def runner(self):
+        """Where the tools run: the target's transport (local or SSH)."""
+        return self._runner()
+
     def argv(self, tool: str, *args: str) -> list[str]:
         o = self.options
         if tool == "ibqueryerrors" and o.skip_sl:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt
+import math
+
+from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes
 
 
 # Where an alert's description says the series is, from its labels.
@@ -65,6 +67,18 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         # 100 B/s link, no tick multiplier: ticks/s = ratio x 100.
         Scenario(((s_wait, c.ramp(r.start, r.full * 100 * 60, r.length)), (s_rate, f"100x{r.length}")), r.onset, port))
 
+    n = "FabricIBBurstsRepeated"
+    thr = c.s["thresholds.ib_bursts_per_hour"]
+    s_bursts, _ = c.series("fabric_ib_port_bursts_total", IB_PORT)
+    bursts_ib = c.alert(
+        n, WARNING, f"increase(fabric_ib_port_bursts_total{sel()}[1h]) > {fmt(thr)}",
+        "An InfiniBand port keeps stalling in short bursts.",
+        IB_WHERE + f" stalled in more than {fmt(thr)} separate bursts in the last hour (focus-set windows at "
+        "or above focus_burst_threshold), for " + c.s.for_(n) + ": short congestion the averaged transmit-wait "
+        "ratio hides, typically an incast at the start of each collective.",
+        # an hour without bursts, then one more at once than the threshold allows, held past for:
+        Scenario(((s_bursts, f"0x69 {math.floor(thr) + 1}x{minutes(c.s.for_(n)) + 10}"),), 70, port))
+
     r = c.ramp_alert("FabricLinkSymbolErrors", "symbol_errors_per_window")
     symbol_ib = r.alert(
         WARNING, f"increase(fabric_ib_symbol_error_total{sel()}[{w}])", "A link is taking bit errors.",
@@ -112,4 +126,4 @@ def ib_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         IB_WHERE + f" discards more than {r.value} outbound packets per second {r.window}: its link is down "
         "or congestion timed packets out.",
         r.per_second(s_disc, port))
-    return rec, [xmit_wait_ib, symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]
+    return rec, [xmit_wait_ib, bursts_ib, symbol_ib, flap_ib, down_ib, degraded_ib, errors_ib, discards_ib]
