@@ -187,21 +187,21 @@ def infiniband(s: Settings) -> dict:
             "cps", description="Raw PortXmitWait ticks per second (not comparable across link generations)."),
         row("Bursts (focus set)"),
         timeseries("Peak vs average transmit-wait (focus ports)", [
-            Q(f"fabric_ib_port_focus_xmit_wait_peak_ratio{fp}", IB_PORT + " peak"),
-            Q(f"fabric:ib_port_xmit_wait:ratio{fp} and on (fabric, node_guid, port) "
-              f"fabric_ib_port_focus_info{fp}", IB_PORT + " average")],
+            Q(ib(S("fabric_ib_port_focus_xmit_wait_peak_ratio"), fp), IB_PORT + " peak"),
+            Q(ib(lambda sel: f"fabric:ib_port_xmit_wait:ratio{sel} and on (fabric, node_guid, port) "
+                             f"fabric_ib_port_focus_info{sel}", fp), IB_PORT + " average")],
             "percentunit", max_one=True, thresholds=[s["thresholds.ib_xmit_wait_ratio"]],
             description="Side by side for the ports the collector reads every focus_interval: the highest "
                         "stall ratio of one focus window since the previous sweep (peak) and the rate-window "
                         "average the other panels show. A peak far above the average is a burst the average hides."),
         timeseries("Bursts (focus ports)", [
-            Q(_rate("fabric_ib_port_bursts_total", fp, "increase"), IB_PORT)],
+            Q(ib(R("fabric_ib_port_bursts_total", "increase"), fp), IB_PORT)],
             "short", description="Runs of focus windows at or above the collector's focus_burst_threshold, "
                                  "per rate interval."),
         heatmap("Focus window stall ratios", Q(
-            f"sum by (le) ({_rate('fabric_ib_port_focus_xmit_wait_ratio_bucket', fp)})"), "percentunit",
+            f"sum by (le) ({ib(R('fabric_ib_port_focus_xmit_wait_ratio_bucket'), fp)})"), "percentunit",
             description="How the focus ports' windows (one focus_interval each) spread over stall ratios."),
-        table("Focus set", [Q(f"fabric_ib_port_focus_info{f}")], "short", hide=["node_guid"],
+        table("Focus set", [Q(ib(S("fabric_ib_port_focus_info"), f))], "short", hide=["node_guid"],
               description="The ports the collector reads every focus_interval, and why: top (highest stall "
                           "ratio at the last sweep) or configured (focus_ports)."),
         row("Traffic"),
