@@ -188,7 +188,8 @@ class InfinibandCollector(Collector):
         now = time.monotonic()
         self.state.record_sweep(ports, now)
         self.state.forget_gone(ports, now)
-        return samples_from_sweep(ports, latched, self.state, durations, now, problems)
+        return samples_from_sweep(ports, latched, self.state, durations, now, problems,
+                                  self.options.host_from_node_name)
 
     async def close(self) -> None:
         """Remove the discovery cache this collector wrote (best effort)."""

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ParseError
+from ...hostnames import NameRule, read_name_rule
 from ...parsers import ib_nodenamemap
 from ..base import ErrorSink
 from ..options import OptionReader
 
 TOOLS = ("ibqueryerrors", "ibnetdiscover", "perfquery")
+# rdma-core's rdma-ndd sets a CA's NodeDescription to "<hostname> <device>" ("gpu-node-017 mlx5_0")
+DEFAULT_HOST_RULE = NameRule(re.compile(r"^(\S+)"))
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,8 @@ class InfinibandOptions:
     use_discovery_cache: bool = True
     discovery_cache_path: str | None = None
     skip_sl: bool = False
+    # a CA node's name (node-name-map name, else NodeDescription) -> its host (fabric_ib_node_host_info)
+    host_from_node_name: NameRule = DEFAULT_HOST_RULE
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -72,6 +78,7 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         use_discovery_cache=r.boolean("use_discovery_cache", True),
         discovery_cache_path=r.string("discovery_cache_path"),
         skip_sl=r.boolean("skip_sl", False),
+        host_from_node_name=read_name_rule(r, "host_from_node_name", DEFAULT_HOST_RULE),
     )
     if options.read_tick_multiplier and simulated_fabric(options) and "perfquery" not in dict(options.tool_paths):
         err(f"{path}.read_tick_multiplier", "perfquery -c (PortSamplesControl) makes ibsim's opensm crash "
