@@ -64,6 +64,7 @@ RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statisti
 SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
                                                       "show_queue_counters.json", "show_queue_wredcounters.txt",
                                                       "show_queue_wredcounters.json")}
+SONIC_LLDP = lines_of("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 
@@ -141,6 +142,7 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
+    "sonic_cli.parse_lldp_table": (sonic_cli.parse_lldp_table, SONIC_LLDP),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
 }
@@ -344,10 +346,12 @@ def switch_answer(bodies: dict[str, str]):
 @FUZZ
 @given(pfc=mutated(SONIC["show_pfc_counters.txt"]), wd=mutated(SONIC["show_pfcwd_stats.txt"]),
        queue=st.one_of(mutated(SONIC["show_queue_counters.json"]), mutated(SONIC["show_queue_counters.txt"])),
-       wred=st.one_of(mutated(SONIC["show_queue_wredcounters.json"]), mutated(SONIC["show_queue_wredcounters.txt"])))
-def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred):
-    bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred}
-    states = poll_once(group_config("switch_cli", hosts=["sw1"]), switch_answer(bodies))
+       wred=st.one_of(mutated(SONIC["show_queue_wredcounters.json"]), mutated(SONIC["show_queue_wredcounters.txt"])),
+       lldp=mutated(SONIC_LLDP))
+def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred, lldp):
+    bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred, "lldp": lldp}
+    options = {"commands": ["pfc", "queue", "wred", "pfcwd", "lldp"], "neighbor_name": {"regex": r"^([^.]+)"}}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), switch_answer(bodies))
     assert_explained(states)
 
 

@@ -66,7 +66,7 @@ ALLOWED = [
     ["ib_write_lat", "-p", "18515", "-n", "1000", "-s", "8", "-d", "mlx5_0", "--out_json",
      "--out_json_file=/dev/stdout", "10.0.0.2"],
     ["show", "pfc", "counters"], ["show", "queue", "counters", "--json"], ["show", "queue", "wredcounters"],
-    ["show", "pfcwd", "stats"],
+    ["show", "pfcwd", "stats"], ["show", "lldp", "table"],
 ]
 
 REFUSED = [
@@ -81,7 +81,9 @@ REFUSED = [
     "cat /sys/class/infiniband/mlx5_0/ports/1/hw_counters/x/y", "find / -name x",
     "ethtool -s eth0 speed 10", "ethtool -S eth0 extra", "rdma statistic set link mlx5_0/1 optional-counters x",
     "rdma dev set mlx5_0 name x", "ib_write_lat --out_json_file=/tmp/owned", "ib_write_lat $(id)",
-    "show run", "config save -y", "sudo show pfc counters", "timeout 5", "timeout x perfquery",
+    "show run", "config save -y", "sudo show pfc counters",
+    "show lldp table --json", "show lldp table -d", "show lldp table -p Ethernet0", "show lldp neighbors",
+    "show lldp", "sudo show lldp table", "timeout 5", "timeout x perfquery",
     "/usr/sbin/perfquery 1 1", "perfquery 'unterminated",
 ]
 

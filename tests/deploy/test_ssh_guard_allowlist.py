@@ -188,7 +188,10 @@ def test_switch_scripts_pass_only_as_built():
             switch_cli.build_script([("pfc", ("show", "pfc", "counters", "|", "sh"))], nonce),
             switch_cli.build_script([("pfc", ("show", "pfc", "counters")), ("pfc", ("show", "pfc", "counters"))],
                                     nonce),
-            good[2].replace("ethtool -S", "ethtool -s"), good[2].replace("done\n", "done\nid\n")]
+            good[2].replace("ethtool -S", "ethtool -s"), good[2].replace("done\n", "done\nid\n"),
+            # show lldp table takes no option: not even --json, which the other tables have
+            switch_cli.build_script([("lldp", ("show", "lldp", "table", "--json"))], nonce),
+            switch_cli.build_script([("lldp", ("show", "lldp", "neighbors"))], nonce)]
     for script in evil:
         with pytest.raises(guard.Refused):
             guard.decide(shlex.join(["sh", "-c", script]), POLICY)

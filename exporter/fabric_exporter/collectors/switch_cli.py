@@ -7,7 +7,8 @@ and the command's exit status, so one session (one channel) carries the whole po
 
 * SONiC: ``show pfc counters``, ``show queue counters [--json]``, ``show queue wredcounters
   [--json]``, ``show pfcwd stats``. With ``json: auto`` (default) ``--json`` is tried first; a
-  release without it (usage error) is remembered and the text table used from then on.
+  release without it (usage error) is remembered and the text table used from then on. Opt-in:
+  ``show lldp table`` (command ``lldp``): each interface's LLDP neighbour (collectors/lldp.py).
 * Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
 * EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
   EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
@@ -36,6 +37,8 @@ from ..parsers import eos_cli
 from ..parsers import sonic_cli as p
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
+from ..hostnames import NameRule, read_name_rule
+from . import lldp
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
@@ -105,6 +108,11 @@ def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list
     return out
 
 
+def lldp_samples(switch: str, rows: list[p.LldpNeighbor], wanted: Wanted) -> list[Sample]:
+    """The neighbours as the switch names them (the collector maps the hosts by ``neighbor_name``)."""
+    return lldp.neighbor_samples(switch, lldp.neighbors_from_cli(rows), wanted, None)
+
+
 def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
     base = {"switch": switch, "interface": interface}
     return ([Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
@@ -148,8 +156,10 @@ SONIC = {
     "wred": CliCommand(("show", "queue", "wredcounters"), p.parse_wred_counters,
                        functools.partial(queue_samples, WRED_METRICS), p.parse_wred_counters_json),
     "pfcwd": CliCommand(("show", "pfcwd", "stats"), p.parse_pfcwd_stats, pfcwd_samples),
+    "lldp": CliCommand(("show", "lldp", "table"), p.parse_lldp_table, lldp_samples),
 }
-SONIC_COMMANDS = tuple(SONIC)
+# polled unless ``commands`` says otherwise; the LLDP neighbour map is asked for by name
+SONIC_COMMANDS = ("pfc", "queue", "wred", "pfcwd")
 
 # Arista EOS: ``| json`` where a published capture of the JSON exists (discards); the queue table
 # is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
@@ -191,6 +201,8 @@ class SwitchCliOptions:
     interface_include: re.Pattern | None = None
     interface_exclude: re.Pattern | None = None
     cumulus_interfaces: re.Pattern = re.compile(r"swp[0-9]+(s[0-9]+)?")
+    #: an LLDP neighbour's system name -> the scheduler's node name (neighbor_host); None: as sent
+    neighbor_name: NameRule | None = None
 
 
 def _quote(argv: tuple[str, ...]) -> str:
@@ -234,20 +246,24 @@ class SwitchCliCollector(Collector):
     name: ClassVar[str] = "switch_cli"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
-                                                "sonic_pfcwd_stats", "ethtool", eos_cli.SOURCE_QUEUE)
+                                                "sonic_pfcwd_stats", "sonic_lldp_table", "ethtool",
+                                                eos_cli.SOURCE_QUEUE)
 
     @classmethod
     def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
-        return DIALECTS[options.dialect].sources
+        # the LLDP table is read only when asked for: no zero series for it otherwise
+        return tuple(s for s in DIALECTS[options.dialect].sources
+                     if s != "sonic_lldp_table" or "lldp" in options.commands)
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SwitchCliOptions:
         r = OptionReader(raw, path, err, base_dir)
         dialect = r.string("dialect", "sonic", choices=tuple(DIALECTS)) or "sonic"
         names = tuple(DIALECTS.get(dialect, DIALECTS["sonic"]).commands) or SONIC_COMMANDS
+        defaults = SONIC_COMMANDS if dialect == "sonic" else names
         # every dialect's names are valid words (so the generated schema knows them all) ...
         every = tuple(dict.fromkeys(n for d in DIALECTS.values() for n in d.commands))
-        commands = r.string_list("commands", names, choices=every)
+        commands = r.string_list("commands", defaults, choices=every)
         # ... but only this dialect's are commands of this switch
         for i, c in enumerate(commands):
             if c in every and c not in names:
@@ -256,6 +272,7 @@ class SwitchCliCollector(Collector):
         json_mode = r.string("json", "auto", choices=("auto", "always", "never")) or "auto"
         include, exclude = r.regex("interface_include"), r.regex("interface_exclude")
         cumulus = r.regex("cumulus_interfaces")
+        neighbor_name = read_name_rule(r, "neighbor_name")
         r.done()
         if not commands:
             err(f"{path}.commands", "needs at least one command")
@@ -264,7 +281,7 @@ class SwitchCliCollector(Collector):
             with_commands = " / ".join(n for n, x in DIALECTS.items() if x.commands)
             err(f"{path}.commands", f"only for the {with_commands} dialect ({dialect} reads {d.reads})")
         return SwitchCliOptions(dialect, commands, json_mode, include, exclude,
-                                cumulus or SwitchCliOptions.cumulus_interfaces)
+                                cumulus or SwitchCliOptions.cumulus_interfaces, neighbor_name)
 
     def __init__(self, ctx: Any):
         super().__init__(ctx)
@@ -342,7 +359,8 @@ class SwitchCliCollector(Collector):
     def _samples(self, name: str, text: str) -> list[Sample]:
         command = self.dialect.commands[name]
         parse = command.parse_json if self._json.get(name) else command.parse
-        return command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
+        samples = command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
+        return lldp.map_neighbor_hosts(samples, self.options.neighbor_name)
 
     # -- one CLI exec per command (EOS) -----------------------------------------------------------
 
@@ -391,7 +409,8 @@ class SwitchCliCollector(Collector):
 
 DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
-                     ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats")),
+                     ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats",
+                      "sonic_lldp_table")),
     "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S", ("ethtool",)),
     "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands", (eos_cli.SOURCE_QUEUE,)),
 }

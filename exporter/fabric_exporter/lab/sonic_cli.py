@@ -102,6 +102,19 @@ def render_pfcwd_stats(sw: SimulatedSwitch) -> str:
     return tabulate_simple(headers, rows) + "\n"
 
 
+def render_lldp_table(sw: SimulatedSwitch) -> str:
+    """lldpshow's table (tabulate "simple", left-aligned, trailing blanks stripped) of the switch's
+    neighbours: hosts running lldpd, so the port ID is a MAC and the description the netdev."""
+    headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
+    rows = [[i.name, i.neighbor[0], i.neighbor[2], "O", i.neighbor[1]] for i in sw.interfaces if i.neighbor]
+    widths = [max([len(h) + 2] + [len(r[k]) for r in rows]) for k, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return ("Capability codes: (R) Router, (B) Bridge, (O) Other\n" + "\n".join(lines) + "\n"
+            + "-" * 50 + "\n" + f"Total entries displayed:  {len(rows)}\n")
+
+
 OUTPUTS = {
     "pfc_counters.txt": lambda sw: render_pfc_counters(sw),
     "queue_counters.txt": lambda sw: render_queue_counters(sw),
@@ -109,6 +122,7 @@ OUTPUTS = {
     "queue_wredcounters.txt": lambda sw: render_queue_counters(sw, wred=True),
     "queue_wredcounters.json": lambda sw: render_queue_counters_json(sw, wred=True),
     "pfcwd_stats.txt": lambda sw: render_pfcwd_stats(sw),
+    "lldp_table.txt": lambda sw: render_lldp_table(sw),
 }
 
 # ``show`` arguments -> output file. Anything else fails like click does (exit 2, usage on stderr).
@@ -125,6 +139,7 @@ case "$*" in
   "queue wredcounters") f=queue_wredcounters.txt;;
   "queue wredcounters --json") f=queue_wredcounters.json;;
   "pfcwd stats") f=pfcwd_stats.txt;;
+  "lldp table") f=lldp_table.txt;;
   *) echo "Usage: show [OPTIONS] COMMAND [ARGS]..." >&2; echo "Error: No such command \\"$*\\"." >&2; exit 2;;
 esac
 [ -f "$dir/$f" ] || {{ echo "fake show: $dir/$f missing" >&2; exit 1; }}
