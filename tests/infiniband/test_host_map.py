@@ -132,3 +132,22 @@ def test_rule_apply():
     assert rule.apply(".") is None  # nothing before the dot: no host rather than an empty one
     assert DEFAULT_HOST_RULE.apply("gpu-node-017 mlx5_0") == "gpu-node-017"
     assert DEFAULT_HOST_RULE.apply("") is None
+
+
+def test_an_empty_host_is_no_host():
+    # a regex that can match nothing at all names no host, never host=""
+    rule = NameRule(re.compile(r"^(x?)"))
+    assert rule.apply("gpu-node-017 mlx5_0") is None
+
+
+def test_only_channel_adapters_get_a_host():
+    """Routers (and switches) are not hosts even when their description starts like one."""
+    from fabric_exporter.collectors.infiniband.state import NodeFacts
+
+    state = FabricState(forget_missing_after=3600.0)
+    state.nodes = {1: NodeFacts(1, "ca", "gpu-node-001 mlx5_0", 1, None, 0.0),
+                   2: NodeFacts(2, "router", "gpu-router-01 rtr", 2, None, 0.0),
+                   3: NodeFacts(3, "switch", "leaf-01", 36, None, 0.0)}
+    samples = samples_from_sweep({}, {}, state, {}, 1.0, [])
+    hosts = [s.labels["host"] for s in samples if s.name == "fabric_ib_node_host_info"]
+    assert hosts == ["gpu-node-001"]

@@ -293,3 +293,71 @@ def test_lldp_table_real_capture_cells_with_spaces_and_empty_cells():
     rows = parse_lldp_table((REAL / "sonic_lldp_table.txt").read_text())
     assert rows[2].remote_port_id == "GigabitEthernet 0/2" and rows[2].remote_port_descr == ""
     assert rows[2].capability == "OBR"
+
+
+def test_lldp_table_a_cell_running_into_the_next_column_is_skipped_not_cut():
+    # "gpu-node-042.example" is wider than RemoteDevice's column: the row does not fit the dash line
+    skipped: list = []
+    text = HEADER + ("Ethernet0    gpu-node-042.example ens1f0np0     O             ens1f0np0\n"
+                     "Ethernet4    gpu-node-043    0c:42:a1:00:00:04  lowercase     ens2f0np0\n"
+                     "Ethernet8                    0c:42:a1:00:00:08  O             ens3f0np0\n") + FOOTER.format(3)
+    rows = parse_lldp_table(text, skipped=skipped)
+    assert [r.local_port for r in rows] == ["Ethernet8"] and rows[0].remote_device == ""
+    assert [s.line_no for s in skipped] == [4, 5]
+    # a neighbour that sent no system name names no host
+    assert lldp.neighbors_from_cli(rows) == []
+
+
+# -- the varbind mapping, case by case ----------------------------------------------------------------
+
+def _walks(rows: dict[tuple[int, ...], dict[tuple[int, ...], object]]) -> dict:
+    return {column: [Varbind(column + index, "STRING", value) for index, value in cells.items()]
+            for column, cells in rows.items()}
+
+
+def test_lldp_mib_local_port_named_by_its_interface_name_subtype_before_ifname():
+    """A bridge numbering its ports (lldpLocPortNum 3 is not ifIndex 3): lldpLocPortId with subtype
+    interfaceName names the port; ifName of the same number would name the wrong one."""
+    walks = _walks({lldp.LLDP_LOC_PORT_ID_SUBTYPE: {(3,): 5}, lldp.LLDP_LOC_PORT_ID: {(3,): b"Ethernet8"},
+                    lldp.LLDP_REM_SYS_NAME: {(0, 3, 1): b"gpu-node-007", (0, 4, 1): b"gpu-node-008",
+                                             (0, 9, 1): b"gpu-node-009", (0, 5, 1): b"  "},
+                    lldp.LLDP_REM_PORT_ID_SUBTYPE: {(0, 3, 1): 5, (0, 4, 1): 3, (0, 9, 1): 3},
+                    # an interface name with a description: the ID names the port
+                    lldp.LLDP_REM_PORT_ID: {(0, 3, 1): b"ens1f0np0", (0, 4, 1): bytes.fromhex("0c42a1000004"),
+                                            (0, 9, 1): bytes.fromhex("0c42a1000009")},
+                    lldp.LLDP_REM_PORT_DESC: {(0, 3, 1): b"Mellanox ConnectX-7", (0, 4, 1): b"",
+                                              (0, 9, 1): b"ens2f0np0"}})
+    problems: list[str] = []
+    found = lldp.neighbors_from_walks(lldp.LLDP_MIB, walks, {3: "Ethernet2", 4: "Ethernet3"}, problems)
+    assert found == [lldp.Neighbor("Ethernet8", "gpu-node-007", "ens1f0np0"),
+                     # a MAC port ID without a description: the MAC, written as one
+                     lldp.Neighbor("Ethernet3", "gpu-node-008", "0c:42:a1:00:00:04")]
+    # local port 9: no name anywhere -> left out and said; local port 5: a blank system name -> no host
+    assert problems == ["LLDP-MIB: neighbours on local port(s) 9 left out: no interface name for them "
+                        "(neither lldpLocPortId nor ifName)"]
+
+
+def test_neighbor_samples_one_series_per_neighbour_after_mapping():
+    from fabric_exporter.hostnames import NameRule
+
+    same = [lldp.Neighbor("Ethernet0", "gpu-node-001", "ens1f0np0"),
+            lldp.Neighbor("Ethernet0", "gpu-node-001.cluster.example", "ens1f0np0"),
+            lldp.Neighbor("Ethernet0", "gpu-node-001", "ens1f0np0")]
+    assert len(lldp.neighbor_samples("sw", same, lambda _n: True, None)) == 2
+    mapped = lldp.neighbor_samples("sw", same, lambda _n: True, NameRule(re.compile(r"^([^.]+)")))
+    assert [s.labels["neighbor_host"] for s in mapped] == ["gpu-node-001"]
+    again = lldp.map_neighbor_hosts(lldp.neighbor_samples("sw", same, lambda _n: True, None),
+                                    NameRule(re.compile(r"^([^.]+)")))
+    assert [(s.name, s.labels) for s in again] == [(s.name, s.labels) for s in mapped]
+
+
+def test_snmp_oper_up_only_keeps_neighbours_of_up_interfaces(tmp_path):
+    sw = SimulatedSwitch("updown", "sonic", ports=4, queues=1, seed=8)
+    expected = cable(sw, ["gpu-node-301", "gpu-node-302"])
+    sw.interfaces[1].oper_status = 2  # down: its neighbour entry may linger in the agent
+    with SnmpSim([sw], workdir=tmp_path / "sim") as sim:
+        cfg = make_config(tmp_path, [snmp_group("updown", sim.port, ["lldp"], oper_up_only=True)],
+                          {"updown": {"type": "snmp", "version": "2c", "community": "updown"}})
+        states, samples = run(poll_once(cfg))
+    assert [s.state for s in states.values()] == ["ok"]
+    assert neighbors(samples, "updown") == {n for n in expected if n[0] != sw.interfaces[1].name}
