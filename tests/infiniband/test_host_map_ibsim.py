@@ -4,6 +4,8 @@ switch port facing an HCA is attributed to that host through its peer_node_name.
 
 from __future__ import annotations
 
+import pytest
+
 from fabric_exporter.store import build_snapshot
 
 from .conftest import CollectorHarness, group_for, needs_ibsim
@@ -59,3 +61,42 @@ def test_every_ca_gets_its_host_from_the_node_name_map(fabric, tmp_path):
         {topo.nodes[n].guid_hex: (mapped[n], short[n]) for n in mapped}
     facing = _facing(result, {v["node_name"]: v["host"] for v in hosts.values()})
     assert facing == _expected_facing(topo, short)
+
+
+# The joins docs/collectors/infiniband.md gives, evaluated by a real promtool on this poll's series.
+JOIN_BY_NAME = ('max by (fabric, node_guid, port, host) (fabric_ib_port_state_id'
+                ' * on(fabric, peer_node_name) group_left(host) max by (fabric, peer_node_name, host) ('
+                'label_replace(fabric_ib_node_host_info, "peer_node_name", "$1", "node_name", "(.*)")))')
+JOIN_BY_GUID = ('max by (fabric, node_guid, port, host) ((fabric_ib_port_state_id'
+                ' * on(fabric, node_guid, port) group_left(peer_node_guid) fabric_ib_port_info)'
+                ' * on(fabric, peer_node_guid) group_left(host)'
+                ' label_replace(fabric_ib_node_host_info, "peer_node_guid", "$1", "node_guid", "(.*)"))')
+
+
+def test_promtool_attributes_every_hca_facing_switch_port_to_its_host(fabric, tmp_path):
+    import shutil
+    import subprocess
+
+    import yaml
+
+    if shutil.which("promtool") is None:
+        pytest.fail("promtool is not installed (scripts/setup-deps installs it)")
+    topo = fabric.topology
+    result = CollectorHarness(group_for({"env": fabric.env(), "mad_timeout_ms": 300})).poll()
+    wanted = ("fabric_ib_port_state_id", "fabric_ib_port_info", "fabric_ib_node_host_info")
+
+    def series(s):
+        labels = ",".join(f'{k}="{v}"' for k, v in sorted({**s.labels, "fabric": "lab"}.items()))
+        return {"series": f"{s.name}{{{labels}}}", "values": f"{s.value:g}x3"}
+
+    expected = [{"labels": f'{{fabric="lab",host="{host}",node_guid="{guid}",port="{port}"}}', "value": 4}
+                for (guid, port), host in sorted(_expected_facing(
+                    topo, {ca.nodeid: ca.description.split()[0] for ca in topo.cas}).items())]
+    tests = {"tests": [{"interval": "1m", "input_series": [series(s) for s in result.samples if s.name in wanted],
+                        "promql_expr_test": [{"expr": expr, "eval_time": "2m", "exp_samples": expected}
+                                             for expr in (JOIN_BY_NAME, JOIN_BY_GUID)]}]}
+    (tmp_path / "join.test.yml").write_text(yaml.safe_dump(tests))
+    r = subprocess.run(["promtool", "test", "rules", "join.test.yml"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(expected) == len(topo.cas)
