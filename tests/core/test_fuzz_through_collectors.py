@@ -72,6 +72,7 @@ WM_PG = lines_of("real/sonic_pg_persistent_watermark_headroom_masic_all.txt")
 WM_PG_JSON = lines_of("real/sonic_pg_watermark_shared.json")
 WM_POOL = lines_of("real/sonic_buffer_pool_watermark.txt", "real/sonic_headroom_pool_watermark_masic_all.txt")
 PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
+SONIC_LLDP = lines_of("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 
@@ -155,6 +156,7 @@ ENTRY_POINTS = {
     "sonic_watermark.parse_pg_watermark": (sonic_watermark.parse_pg_watermark, WM_PG),
     "sonic_watermark.parse_pg_watermark_json": (sonic_watermark.parse_pg_watermark_json, WM_PG_JSON),
     "sonic_watermark.parse_pool_watermark": (sonic_watermark.parse_pool_watermark, WM_POOL),
+    "sonic_cli.parse_lldp_table": (sonic_cli.parse_lldp_table, SONIC_LLDP),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
 }
@@ -397,10 +399,12 @@ def switch_answer(bodies: dict[str, str]):
 @FUZZ
 @given(pfc=mutated(SONIC["show_pfc_counters.txt"]), wd=mutated(SONIC["show_pfcwd_stats.txt"]),
        queue=st.one_of(mutated(SONIC["show_queue_counters.json"]), mutated(SONIC["show_queue_counters.txt"])),
-       wred=st.one_of(mutated(SONIC["show_queue_wredcounters.json"]), mutated(SONIC["show_queue_wredcounters.txt"])))
-def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred):
-    bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred}
-    states = poll_once(group_config("switch_cli", hosts=["sw1"]), switch_answer(bodies))
+       wred=st.one_of(mutated(SONIC["show_queue_wredcounters.json"]), mutated(SONIC["show_queue_wredcounters.txt"])),
+       lldp=mutated(SONIC_LLDP))
+def test_switch_cli_collector_explains_every_fuzzed_output(pfc, wd, queue, wred, lldp):
+    bodies = {"pfc": pfc, "pfcwd": wd, "queue": queue, "wred": wred, "lldp": lldp}
+    options = {"commands": ["pfc", "queue", "wred", "pfcwd", "lldp"], "neighbor_name": {"regex": r"^([^.]+)"}}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), switch_answer(bodies))
     assert_explained(states)
 
 

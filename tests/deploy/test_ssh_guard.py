@@ -72,6 +72,7 @@ ALLOWED = [
     ["show", "queue", "watermark", "unicast", "--json"], ["show", "queue", "persistent-watermark", "multicast"],
     ["show", "priority-group", "watermark", "headroom", "--json"], ["show", "priority-group", "persistent-watermark", "shared"],
     ["show", "buffer_pool", "watermark"], ["show", "headroom-pool", "persistent-watermark"],
+    ["show", "pfcwd", "stats"], ["show", "lldp", "table"],
 ]
 
 REFUSED = [
@@ -90,6 +91,8 @@ REFUSED = [
     "show queue watermark unicast --json --json", "show priority-group watermark shared -n asic0",
     "sonic-clear queue watermark unicast", "show buffer_pool watermark --clear", "show pfc counters --history -c",
     "watermarkstat -t q_shared_uni -c", "timeout 5", "timeout x perfquery",
+    "show lldp table --json", "show lldp table -d", "show lldp table -p Ethernet0", "show lldp neighbors",
+    "show lldp", "sudo show lldp table",
     "/usr/sbin/perfquery 1 1", "perfquery 'unterminated",
     "perfquery -x 12 1,3", "perfquery -l 1,2 3", "perfquery -R -l 12 1,3 1,2", "perfquery -l 12 1,,3",
     "perfquery -l 12 1,3;id", "perfquery --vlxmit 12 1", "perfquery --vlxmitcounters=1 12 1",

@@ -195,7 +195,10 @@ def test_switch_scripts_pass_only_as_built():
             good[2].replace("ethtool -S", "ethtool -s"), good[2].replace("done\n", "done\nid\n"),
             good[0].replace("show queue watermark unicast", "sonic-clear queue watermark unicast"),
             switch_cli.build_script([("queue_watermark_unicast", ("show", "queue", "persistent-watermark", "unicast"))],
-                                    nonce)]
+                                    nonce),
+            # show lldp table takes no option: not even --json, which the other tables have
+            switch_cli.build_script([("lldp", ("show", "lldp", "table", "--json"))], nonce),
+            switch_cli.build_script([("lldp", ("show", "lldp", "neighbors"))], nonce)]
     for script in evil:
         with pytest.raises(guard.Refused):
             guard.decide(shlex.join(["sh", "-c", script]), POLICY)

@@ -80,9 +80,9 @@ EXCLUDED_PREFIXES: tuple[str, ...] = ()
 
 LATENCY = {"min": 1.9, "typical": 2.1, "avg": 2.2, "p99": 2.9, "p999": 4.4, "max": 9.8}  # µs, every pair
 LATENCY_GROUPS = {"rack-a": ["lat-a1", "lat-a2"], "rack-b": ["lat-b1", "lat-b2"]}
-SNMP_SWITCHES = {"leaf-sw1": ("sonic", ["if_mib", "cisco_pfc", "cisco_qos"]),
+SNMP_SWITCHES = {"leaf-sw1": ("sonic", ["if_mib", "cisco_pfc", "cisco_qos", "lldp"]),
                  "leaf-sw2": ("arista", ["if_mib", "arista_pfc", "arista_queue"]),
-                 "leaf-sw3": ("ieee", ["if_mib", "ieee8021_pfc"])}
+                 "leaf-sw3": ("ieee", ["if_mib", "ieee8021_pfc", "lldp_v2"])}
 
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?P<labels>\{.*\})? (?P<value>\S+)$")
 _LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
@@ -161,11 +161,17 @@ class Sources:
                     for i, (name, (model, _)) in enumerate(SNMP_SWITCHES.items())]
         for sw in switches:
             sw.advance(5)
+        # LLDP neighbours: the GPU hosts' NICs (LLDP-MIB on the SONiC leaf, LLDP-V2-MIB on the IEEE one)
+        switches[0].connect(0, gpus[0].name, gpus[0].ports[0].netdev)
+        switches[0].connect(1, gpus[0].name, gpus[0].ports[1].netdev)
+        switches[2].lldp_mib = "v2"
+        switches[2].connect(2, gpus[1].name, gpus[1].ports[0].netdev)
         sim = SnmpSim(switches, workdir=tmp / "snmpsim").start()
         self._stops.append(sim.stop)
 
         cli_switch = SimulatedSwitch("leaf-cli", "sonic", ports=4, queues=4, seed=9)
         cli_switch.advance(5)
+        cli_switch.connect(3, gpus[1].name, gpus[1].ports[0].netdev)
         write_outputs(cli_switch, tmp / "sonic-cli" / "data")
         install_fake_show(tmp / "sonic-cli" / "bin", tmp / "sonic-cli" / "data")
         sshd = SSHD(tmp / "sonic-cli", path_dirs=[tmp / "sonic-cli" / "bin"]).start()
@@ -196,7 +202,7 @@ class Sources:
                 {"name": "cli-switch", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                  "credentials": "sonic-cli", "hosts": [{"name": "leaf-cli", "address": "127.0.0.1", "port": sshd.port}],
                  "options": {"commands": ["pfc", "queue", "wred", "pfcwd", "queue_watermark", "pg_watermark",
-                                          "buffer_pool_watermark", "pfc_history"]},
+                                          "buffer_pool_watermark", "pfc_history", "lldp"]},
                  **once},
                 {"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
                  "credentials": "latency-lab", "hosts": latency.hosts(), **once,

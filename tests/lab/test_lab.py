@@ -93,6 +93,13 @@ def test_every_collector_publishes_from_the_simulated_fabric(lab):
     assert values(text, "fabric_roce_pfc_tx_pause_frames_total", switch="leaf-r1", priority="3")
     assert values(text, "fabric_roce_ecn_marked_packets_total", switch="leaf-r2")
     assert re.search(r'fabric_rdma_latency_seconds_bucket\{[^}]*le="\+Inf"', text)
+    # one host vocabulary: each leaf's LLDP neighbours are the lab's hosts of its rack, NIC by NIC
+    for rack in (1, 2):
+        for n in (1, 2):
+            host = f"gpu-r{rack}-{n:02d}"
+            assert len(values(text, "fabric_roce_switch_if_neighbor_info", switch=f"leaf-r{rack}",
+                              neighbor_host=host)) == 2, host
+    assert values(text, "fabric_ib_node_host_info", host="gpu-001")
 
 
 def test_the_ib_focus_set_publishes_windows(lab):

@@ -143,6 +143,7 @@ STORMS = "fabric_roce_switch_pfcwd_storms_detected_total"
 QWM, PGWM = "fabric_roce_switch_queue_watermark_bytes", "fabric_roce_switch_pg_watermark_bytes"
 POOLWM, HDRMWM = "fabric_roce_switch_buffer_pool_watermark_bytes", "fabric_roce_switch_headroom_pool_watermark_bytes"
 PAUSE_S = "fabric_roce_switch_pfc_rx_pause_seconds_total"
+NEIGHBOR = "fabric_roce_switch_if_neighbor_info"
 SONIC_CASES = [
     ("pfc", "sonic_pfc_counters.txt", PFC_RX, {"interface": "Ethernet0", "priority": "0"}, 1200),
     ("pfc", "sonic_pfc_counters_all.txt", PFC_RX, {"interface": "Ethernet-BP256", "priority": "0"}, 1900),
@@ -219,6 +220,11 @@ SONIC_CASES = [
      {"interface": "Ethernet-BP4", "priority": "2"}, 82),
     ("pfc_history", "sonic_pfc_counters_history_asic0_all.txt", PAUSE_S,
      {"interface": "Ethernet-BP0", "priority": "0"}, 16.0),
+    ("lldp", "sonic_lldp_table.txt", NEIGHBOR,
+     {"interface": "Ethernet116", "neighbor_host": "T1-2", "neighbor_port": "hundredGigE1/2"}, 1),
+    # a MAC port ID: the description names the port
+    ("lldp", "sonic_lldp_table_two_macs.txt", NEIGHBOR,
+     {"interface": "Ethernet0", "neighbor_host": "dummy", "neighbor_port": "Second MAC"}, 1),
 ]
 # nothing published: every value N/A, or no multicast queues configured
 SONIC_EMPTY = [("queue_watermark_multicast", "sonic_queue_watermark_multicast_na.txt"),
@@ -246,6 +252,72 @@ def test_sonic_captures(command, name, metric, labels, value):
     samples, skipped = sonic_samples(command, name)
     assert find(samples, metric, **labels) == [value]
     assert skipped == []  # every line of these captures is one we know
+
+
+def test_sonic_lldp_tables_whole():
+    """Every neighbour of both captures, as read by hand: cells with spaces and empty cells kept in
+    their columns, a MAC port ID replaced by the description, an empty description leaving the ID."""
+    def neighbors(name):
+        samples, skipped = sonic_samples("lldp", name)
+        assert skipped == []
+        return sorted((s.labels["interface"], s.labels["neighbor_host"], s.labels["neighbor_port"])
+                      for s in samples if s.name == NEIGHBOR)
+    assert neighbors("sonic_lldp_table.txt") == [
+        ("Ethernet112", "T1-1", "hundredGigE1/2"), ("Ethernet116", "T1-2", "hundredGigE1/2"),
+        ("eth0", "swtor-b2lab2-1610", "GigabitEthernet 0/2")]
+    assert neighbors("sonic_lldp_table_two_macs.txt") == [
+        ("Ethernet0", "dummy", "First MAC"), ("Ethernet0", "dummy", "Second MAC")]
+
+
+_SNMPWALK_LINE = re.compile(r"^(IF-MIB|LLDP-MIB)::(\w+)\.([0-9.]+) = (\w+): ?(.*)$")
+# OIDs from the MIB texts (IF-MIB RFC 2863, LLDP-MIB IEEE 802.1AB-2005), not from the code under test
+_MIB_NAMES = {"ifName": (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 1),
+              "lldpLocPortIdSubtype": (1, 0, 8802, 1, 1, 2, 1, 3, 7, 1, 2),
+              "lldpLocPortId": (1, 0, 8802, 1, 1, 2, 1, 3, 7, 1, 3),
+              "lldpLocPortDesc": (1, 0, 8802, 1, 1, 2, 1, 3, 7, 1, 4),
+              "lldpRemChassisIdSubtype": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 4),
+              "lldpRemChassisId": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 5),
+              "lldpRemPortIdSubtype": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 6),
+              "lldpRemPortId": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 7),
+              "lldpRemPortDesc": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 8),
+              "lldpRemSysName": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 9),
+              "lldpRemSysDesc": (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1, 10)}
+
+
+def snmpwalk_varbinds(name: str) -> dict[tuple[int, ...], list]:
+    """net-snmp's named walk output -> varbinds per column (INTEGER: ``local(7)`` -> 7; STRING: the
+    text without net-snmp's quotes, as bytes), the way an agent would send them."""
+    from fabric_exporter.transport.snmp_ber import Varbind
+
+    walks: dict[tuple[int, ...], list] = {}
+    for line in text(name).splitlines():
+        m = _SNMPWALK_LINE.match(line)
+        if not m or m.group(2) not in _MIB_NAMES:
+            continue
+        _mib, obj, index, kind, value = m.groups()
+        column = _MIB_NAMES[obj]
+        if kind == "INTEGER":
+            v: object = int(re.search(r"(\d+)\)?$", value).group(1))
+        else:
+            v = value[1:-1].encode() if value.startswith('"') and value.endswith('"') else value.encode()
+        walks.setdefault(column, []).append(Varbind(column + tuple(map(int, index.split("."))), kind, v))
+    return walks
+
+
+def test_snmp_lldp_scalance_x204irt():
+    """A real switch's LLDP-MIB walk: the local port ID is 'local' (port-001), so the interface is
+    the ifName of the same number; the neighbour without lldpRemSysName names no host and is left
+    out; the other one's port ID (subtype local) is its port."""
+    from fabric_exporter.collectors import lldp
+
+    walks = snmpwalk_varbinds("snmpwalk_lldp_scalance_x204irt.txt")
+    if_names = {vb.oid[-1]: vb.value.decode() for vb in walks.pop(_MIB_NAMES["ifName"])}
+    problems: list[str] = []
+    neighbors = lldp.neighbors_from_walks(lldp.LLDP_MIB, walks, if_names, problems)
+    assert problems == []
+    assert neighbors == [lldp.Neighbor("Siemens, SIMATIC NET, Ethernet Port, X1 P1", "(REMOVED)", "port-001")]
+    samples = lldp.neighbor_samples("x204irt", neighbors, lambda _n: True, None)
+    valid(samples)
 
 
 def test_sonic_na_is_absent_not_zero():
@@ -591,7 +663,8 @@ def test_rdma_link_daocloud_connectx5():
 # files checked by a test function of their own (above)
 EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquoted_issue216.json",
                 "rdma_link_oci_bm_optimized3.txt", "rdma_statistic_oci_mlx5_2.txt",
-                "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt"}
+                "rdma_link_daocloud_connectx5.txt", "rdma_link_old_format_spiderpool_pod.txt",
+                "snmpwalk_lldp_scalance_x204irt.txt"}
 
 
 # -- the corpus itself ------------------------------------------------------------------------------

@@ -303,3 +303,45 @@ def test_exposition_passes_promtool_lint_for_every_vendor(lab_factory):
     assert 'fabric_roce_nic_unmapped_value{' in text and 'counter="[0]: rx_ucast_packets"' in text
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_node_name_maps_the_configured_fqdn_to_the_schedulers_name(lab_factory):
+    """The host configured by its FQDN publishes its NIC series under the short (Slurm) name; the
+    target itself (its state, fabric_up) keeps the configured name, which is its identity."""
+    lab = lab_factory("mlx5", nics=2)
+    lab.model.advance(5)
+    lab.publish()
+    fqdn = f"{lab.model.name}.cluster.example"
+    poller = Poller(config(lab, group("gpu", [host_entry(lab, fqdn)], options={"node_name": {"regex": r"^([^.]+)\."}})))
+
+    async def scenario():
+        try:
+            states, samples = await poller.poll()
+            assert states[fqdn].state == "ok", states[fqdn].last_error
+            check_host(samples, lab)  # host="gpu-001", every value exact
+            hosts = {dict(lbls).get("host") for (name, lbls) in samples if name.startswith("fabric_roce_")}
+            assert hosts == {lab.model.name}
+        finally:
+            await poller.close()
+
+    run(scenario())
+
+
+def test_node_name_option_is_validated():
+    from fabric_exporter.collectors.roce_nic import RoceNicCollector
+
+    errors: list = []
+    o = RoceNicCollector.parse_options({}, "options", lambda p, m: errors.append(p))
+    assert o.node_name is None and o.host_label("gpu-001.x") == "gpu-001.x" and errors == []
+    o = RoceNicCollector.parse_options({"node_name": {"regex": r"^(?P<short>[^.]+)", "template": r"\g<short>"}},
+                                       "options", lambda p, m: errors.append(p))
+    assert (o.host_label("gpu-node-017.cluster.example"), o.host_label("gpu-node-017")) == ("gpu-node-017",) * 2
+    assert o.host_label(".") == "."  # no match: the name as configured, never an empty label
+    assert errors == []
+    for bad, where in (({"regex": "("}, "options.node_name.regex"), ({"template": r"\1"}, "options.node_name.regex"),
+                       ({"regex": "^x", "template": r"\1"}, "options.node_name.template"),
+                       ({"regex": "^(x)", "templat": "a"}, "options.node_name.templat"),
+                       ("^(x)", "options.node_name")):
+        errors.clear()
+        RoceNicCollector.parse_options({"node_name": bad}, "options", lambda p, m: errors.append(p))
+        assert errors == [where], bad

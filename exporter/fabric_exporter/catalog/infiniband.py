@@ -160,6 +160,12 @@ _INFO = [
                "port count, system image GUID.",
                (IB_NODE + ("node_type", "node_description", "ports", "system_guid"),), SRC,
                ("ibnetdiscover",)),
+    MetricSpec("fabric_ib_node_host_info", "info", "",
+               "One series per CA (HCA) node: the host it belongs to, in the scheduler's vocabulary, from "
+               "the node's name (node-name-map name, else NodeDescription, e.g. \"gpu-node-017 mlx5_0\") by "
+               "the option host_from_node_name (default: the first word). Join port series on node_guid "
+               "(the HCA's ports) or on peer_node_name = node_name (the switch port facing it).",
+               (IB_NODE + ("host",),), SRC, ("NodeDescription", "node-name-map")),
     MetricSpec("fabric_ib_port_info", "info", "",
                "One series per port in the topology: LID, port GUID, peer GUID/port/name and the link's "
                "active and supported width and speed as the tools print them.",

@@ -18,6 +18,8 @@ CLI = "switch_cli"
 SWITCH = ("fabric", "switch")
 # One interface's facts that are strings (ifAlias, ifIndex) carried as labels of an _info series.
 SWITCH_IF_INFO = SWITCH_IF + ("ifindex", "alias")
+# The LLDP neighbour behind an interface: the host (scheduler's node name) and its port.
+SWITCH_IF_NEIGHBOR = SWITCH_IF + ("neighbor_host", "neighbor_port")
 
 METRICS = [
     # --- the agent / switch -------------------------------------------------------------------
@@ -35,6 +37,14 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_info", "info", "",
                "Interface identity: ifIndex and operator description (IF-MIB ifName, ifAlias); value 1.",
                (SWITCH_IF_INFO,), (SNMP,), ("1.3.6.1.2.1.31.1.1.1.1", "1.3.6.1.2.1.31.1.1.1.18")),
+    MetricSpec("fabric_roce_switch_if_neighbor_info", "info", "",
+               "The LLDP neighbour behind the interface: its system name (lldpRemSysName, mapped to the "
+               "scheduler's node name by the option neighbor_name) and port (lldpRemPortId, or lldpRemPortDesc "
+               "when the ID is a MAC address); from LLDP-MIB/LLDP-V2-MIB over SNMP or SONiC 'show lldp table'. "
+               "Joins switch interfaces to hosts (and jobs); value 1.",
+               (SWITCH_IF_NEIGHBOR,), (SNMP, CLI),
+               ("1.0.8802.1.1.2.1.4.1.1.9", "1.0.8802.1.1.2.1.4.1.1.7", "1.0.8802.1.1.2.1.4.1.1.8",
+                "1.3.111.2.802.1.1.13.1.4.1.1.10", "show lldp table")),
     MetricSpec("fabric_roce_switch_if_oper_status", "gauge", "",
                "Interface operational state as IF-MIB ifOperStatus codes: 1 up, 2 down, 3 testing, 4 unknown, "
                "5 dormant, 6 notPresent, 7 lowerLayerDown.",

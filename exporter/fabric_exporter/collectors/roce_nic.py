@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import CommandError, ParseError
+from ..hostnames import NameRule, read_name_rule
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
 from ..samples import PollResult, Sample
@@ -394,6 +395,15 @@ class RoceNicOptions:
     ethtool: bool = True
     expose_unmapped: bool = False
     include_infiniband_ports: bool = False
+    # the configured host name -> the scheduler's node name (the ``host`` label); None: as configured
+    node_name: NameRule | None = None
+
+    def host_label(self, configured: str) -> str:
+        """The ``host`` label of a host configured as ``configured``: its scheduler node name when
+        ``node_name`` is set and matches, else the name as configured."""
+        if self.node_name is None:
+            return configured
+        return self.node_name.apply(configured) or configured
 
 
 @dataclass
@@ -426,6 +436,7 @@ class RoceNicCollector(Collector):
             ethtool=r.boolean("ethtool", True),
             expose_unmapped=r.boolean("expose_unmapped", False),
             include_infiniband_ports=r.boolean("include_infiniband_ports", False),
+            node_name=read_name_rule(r, "node_name"),
         )
         r.done()
         return options
@@ -446,7 +457,7 @@ class RoceNicCollector(Collector):
             if result.exit_status != 0:
                 raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
-        host = self.host.name if self.host else "localhost"
+        host = self.options.host_label(self.host.name if self.host else "localhost")
         return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
                                     result.stdout)
 

@@ -13,6 +13,9 @@ the declarative tables in ``snmp_modules``.
 * A table whose walk fails, or whose columns disagree on their rows, makes the poll partial: the
   problem is reported and the table is never presented as complete. If every table fails the poll
   fails with the first error.
+* Modules ``lldp`` (LLDP-MIB) and ``lldp_v2`` (LLDP-V2-MIB) walk the LLDP remote table beside the
+  counters: each interface's neighbour (host and port), ``fabric_roce_switch_if_neighbor_info``
+  (collectors/lldp.py); the host through the option ``neighbor_name`` (the scheduler's node name).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any, ClassVar
 from ..errors import AuthError, OutputTooLargeError, PollError
 from ..samples import PollResult, Sample
 from ..transport.snmp import COUNTER32, DEFAULT_ENGINE, ENGINES, STRING, Varbind
+from ..hostnames import NameRule, read_name_rule
+from . import lldp
 from .base import Collector, ErrorSink
 from .options import OptionReader
 from .snmp_modules import (
@@ -59,6 +64,8 @@ class SnmpSwitchOptions:
     oper_up_only: bool = False
     #: "fast" (SNMPv2c without pysnmp per request) or "pysnmp" (pysnmp for every request)
     snmp_engine: str = DEFAULT_ENGINE
+    #: an LLDP neighbour's system name -> the scheduler's node name (neighbor_host); None: as sent
+    neighbor_name: NameRule | None = None
 
 
 @dataclass
@@ -83,7 +90,7 @@ class SnmpSwitchCollector(Collector):
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SnmpSwitchOptions:
         r = OptionReader(raw, path, err, base_dir)
         opts = SnmpSwitchOptions(
-            modules=r.string_list("modules", DEFAULT_MODULES, choices=MODULES),
+            modules=r.string_list("modules", DEFAULT_MODULES, choices=tuple(MODULES) + tuple(lldp.REM_TABLES)),
             max_repetitions=r.integer("max_repetitions", 25, minimum=1, maximum=200),
             snmp_timeout=r.duration("snmp_timeout", 2.0) or 2.0,
             snmp_retries=r.integer("snmp_retries", 2, minimum=0, maximum=10),
@@ -92,6 +99,7 @@ class SnmpSwitchCollector(Collector):
             interface_exclude=r.regex("interface_exclude"),
             oper_up_only=r.boolean("oper_up_only", False),
             snmp_engine=r.string("snmp_engine", DEFAULT_ENGINE, choices=ENGINES) or DEFAULT_ENGINE,
+            neighbor_name=read_name_rule(r, "neighbor_name"),
         )
         r.done()
         if not opts.modules:
@@ -108,7 +116,9 @@ class SnmpSwitchCollector(Collector):
         self._last_poll_monotonic: float | None = None
         # (column oid, index) -> (last raw Counter32 value, accumulated wraps * 2^32)
         self._wraps: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, int]] = {}
-        self.tables: list[Table] = [t for m in self.options.modules for t in MODULES[m].tables]
+        self.tables: list[Table] = [t for m in self.options.modules if m in MODULES for t in MODULES[m].tables]
+        self.lldp_tables: list[lldp.RemTable] = [lldp.REM_TABLES[m] for m in self.options.modules
+                                                 if m in lldp.REM_TABLES]
         #: rows each column had in the last poll: sizes the next walk's GETBULK pages
         self._rows: dict[tuple[int, ...], int] = {}
         #: varbinds received in the last poll (benchmarks)
@@ -161,6 +171,8 @@ class SnmpSwitchCollector(Collector):
         columns = [c for t in self.tables for c in t.columns]
         need_oper = self.options.oper_up_only and not any(c.oid == IF_OPER_STATUS for c in columns)
         walks = [walk(c.oid) for c in columns]
+        lldp_columns = list(dict.fromkeys(oid for t in self.lldp_tables for oid in t.columns))
+        walks += [walk(oid) for oid in lldp_columns]
         if need_oper:
             walks.append(walk(IF_OPER_STATUS))
         # The name walk joins the same gather, so a cancelled poll (deadline) cancels it too.
@@ -175,6 +187,7 @@ class SnmpSwitchCollector(Collector):
 
         by_column: dict[tuple[int, ...], list[Varbind] | BaseException] = {
             c.oid: r for c, r in zip(columns, results)}
+        lldp_walks = dict(zip(lldp_columns, results[len(columns):len(columns) + len(lldp_columns)]))
         oper_walk = results[-1] if need_oper else by_column.get(IF_OPER_STATUS)
 
         errors = [r for r in results if isinstance(r, BaseException)]
@@ -216,11 +229,12 @@ class SnmpSwitchCollector(Collector):
                 problems.append(f"table {table.name} not published: {failure}")
                 continue
             samples.extend(self._table_samples(table, table_results, wanted, switch, problems))  # type: ignore[arg-type]
+        failed_tables += self._neighbor_samples(lldp_walks, labels, wanted, switch, samples, problems)
         unknown = seen_ifindexes - labels.names.keys()
         if unknown:
             problems.append(f"rows for ifIndex {', '.join(map(str, sorted(unknown)[:10]))} skipped: "
                             f"no ifName for them")
-        if failed_tables == len(self.tables) and errors:
+        if failed_tables == len(self.tables) + len(self.lldp_tables) and errors:
             raise errors[0]
         self.last_varbinds = session.varbinds - before
         samples.append(Sample("fabric_roce_switch_snmp_poll_varbinds", {"switch": switch},
@@ -228,6 +242,28 @@ class SnmpSwitchCollector(Collector):
         samples.append(Sample("fabric_roce_switch_snmp_poll_requests", {"switch": switch},
                               float(session.requests - requests_before)))
         return PollResult(samples, problems)
+
+    def _neighbor_samples(self, walks: dict[tuple[int, ...], Any], labels: _Labels, wanted: dict[int, str],
+                          switch: str, samples: list[Sample], problems: list[str]) -> int:
+        """The LLDP neighbour map of every selected LLDP MIB; returns how many MIBs failed. A neighbour
+        is kept on the interfaces the filters keep (by name; with oper_up_only, up ones only)."""
+        inc, exc = self.options.interface_include, self.options.interface_exclude
+        up_names = set(wanted.values()) if self.options.oper_up_only else None
+
+        def keep(name: str) -> bool:
+            return ((inc is None or bool(inc.fullmatch(name))) and (exc is None or not exc.fullmatch(name))
+                    and (up_names is None or name in up_names))
+
+        failed = 0
+        for table in self.lldp_tables:
+            failure = next((walks[oid] for oid in table.columns if isinstance(walks[oid], BaseException)), None)
+            if failure is not None:
+                failed += 1
+                problems.append(f"{table.mib} neighbours not published: {failure}")
+                continue
+            neighbors = lldp.neighbors_from_walks(table, walks, labels.names, problems)
+            samples.extend(lldp.neighbor_samples(switch, neighbors, keep, self.options.neighbor_name))
+        return failed
 
     def _restarted(self, uptime: int, now: float) -> bool:
         """sysUpTime went back: a restart, unless it is TimeTicks wrapping after ~497 days."""

@@ -12,7 +12,8 @@ and the command's exit status, so one session (one channel) carries the whole po
   [persistent-]watermark unicast|multicast|all``, ``show priority-group [persistent-]watermark
   shared|headroom``, ``show buffer_pool|headroom-pool [persistent-]watermark``) and PFC history
   (``pfc_history``: ``show pfc counters --history``) when the ``commands`` option names them; one
-  option name can stand for several show commands (a section of the batch each).
+  option name can stand for several show commands (a section of the batch each). Opt-in too:
+  ``show lldp table`` (command ``lldp``): each interface's LLDP neighbour (collectors/lldp.py).
 * Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
 * EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
   EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
@@ -43,6 +44,8 @@ from ..parsers import sonic_cli as p
 from ..parsers import sonic_watermark as wm
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
+from ..hostnames import NameRule, read_name_rule
+from . import lldp
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
@@ -128,6 +131,11 @@ def pool_watermark_samples(metric: str, switch: str, rows: list[wm.PoolWatermark
     # a multi-ASIC switch has one pool of each name per ASIC: the namespace keeps them apart
     return [Sample(metric, {"switch": switch, "pool": f"{r.namespace}/{r.pool}" if r.namespace else r.pool},
                    float(r.bytes)) for r in rows]
+
+
+def lldp_samples(switch: str, rows: list[p.LldpNeighbor], wanted: Wanted) -> list[Sample]:
+    """The neighbours as the switch names them (the collector maps the hosts by ``neighbor_name``)."""
+    return lldp.neighbor_samples(switch, lldp.neighbors_from_cli(rows), wanted, None)
 
 
 def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -> list[Sample]:
@@ -220,8 +228,9 @@ for _kind, _word in WATERMARK_KINDS.items():
             source=wm.SOURCE_POOL)
 SONIC["pfc_history"] = CliCommand(("show", "pfc", "counters", "--history"), p.parse_pfc_history, pfc_history_samples,
                                   source=p.SOURCE_PFC_HISTORY)
+SONIC["lldp"] = CliCommand(("show", "lldp", "table"), p.parse_lldp_table, lldp_samples, source="sonic_lldp_table")
 # what the ``commands`` option may name (watermark names stand for one section per type/region/pool)
-SONIC_CHOICES = SONIC_COMMANDS + ("queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history")
+SONIC_CHOICES = SONIC_COMMANDS + ("queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history", "lldp")
 
 
 def sonic_sections(o: SwitchCliOptions) -> tuple[str, ...]:
@@ -291,6 +300,8 @@ class SwitchCliOptions:
     pg_watermark_regions: tuple[str, ...] = PG_WATERMARK_REGIONS
     buffer_pool_watermarks: tuple[str, ...] = tuple(POOL_WATERMARKS)
     sections: tuple[str, ...] = SONIC_COMMANDS  # what one poll runs (the batch's sections)
+    #: an LLDP neighbour's system name -> the scheduler's node name (neighbor_host); None: as sent
+    neighbor_name: NameRule | None = None
 
 
 def _quote(argv: tuple[str, ...]) -> str:
@@ -335,7 +346,8 @@ class SwitchCliCollector(Collector):
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                                 "sonic_pfcwd_stats", wm.SOURCE_QUEUE, wm.SOURCE_PG, wm.SOURCE_POOL,
-                                                p.SOURCE_PFC_HISTORY, "ethtool", eos_cli.SOURCE_QUEUE)
+                                                p.SOURCE_PFC_HISTORY, "sonic_lldp_table", "ethtool",
+                                                eos_cli.SOURCE_QUEUE)
 
     @classmethod
     def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
@@ -365,6 +377,7 @@ class SwitchCliCollector(Collector):
                                     choices=QUEUE_WATERMARK_TYPES)
         regions = r.string_list("pg_watermark_regions", PG_WATERMARK_REGIONS, choices=PG_WATERMARK_REGIONS)
         pools = r.string_list("buffer_pool_watermarks", tuple(POOL_WATERMARKS), choices=tuple(POOL_WATERMARKS))
+        neighbor_name = read_name_rule(r, "neighbor_name")
         r.done()
         for key, chosen, command in (("queue_watermark_types", queue_types, "queue_watermark"),
                                      ("pg_watermark_regions", regions, "pg_watermark"),
@@ -382,7 +395,8 @@ class SwitchCliCollector(Collector):
             with_commands = " / ".join(n for n, x in DIALECTS.items() if x.commands)
             err(f"{path}.commands", f"only for the {with_commands} dialect ({dialect} reads {d.reads})")
         opts = SwitchCliOptions(dialect, commands, json_mode, include, exclude,
-                                cumulus or SwitchCliOptions.cumulus_interfaces, kind, queue_types, regions, pools)
+                                cumulus or SwitchCliOptions.cumulus_interfaces, kind, queue_types, regions, pools,
+                                neighbor_name=neighbor_name)
         sections = sonic_sections(opts) if dialect == "sonic" else commands
         return dataclasses.replace(opts, sections=sections)
 
@@ -463,7 +477,8 @@ class SwitchCliCollector(Collector):
     def _samples(self, name: str, text: str) -> list[Sample]:
         command = self.dialect.commands[name]
         parse = command.parse_json if self._json.get(name) else command.parse
-        return command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
+        samples = command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
+        return lldp.map_neighbor_hosts(samples, self.options.neighbor_name)
 
     # -- one CLI exec per command (EOS) -----------------------------------------------------------
 

@@ -138,6 +138,7 @@ class Lab:
             name = f"leaf-r{rack}"
             self.switches[name] = SimulatedSwitch(name, "sonic", ports=max(8, self.opts.hosts_per_rack * self.opts.nics),
                                                   queues=8, seed=rack)
+        self._cable_hosts()
         if not self.opts.snmp:
             self.notes.append("switches over SNMP: off")
             return
@@ -150,6 +151,15 @@ class Lab:
         for name, sw in self.switches.items():
             self.snmp_agents[name] = SnmpSim([sw], self.workdir / f"snmp-{name}").start(timeout=60)
         self.notes.append(f"switches: {len(self.switches)} SONiC-like leaves over SNMP (snmpsim) and CLI (SSH)")
+
+    def _cable_hosts(self) -> None:
+        """Each rack's hosts on its leaf, NIC by NIC in order: the leaf's LLDP neighbours (SNMP and CLI)
+        name the lab's hosts as they are named, so the neighbour map joins the NIC and job series."""
+        for rack, sw in enumerate(self.switches.values(), start=1):
+            ports = [(name, p.netdev) for name, host in self.hosts.items() if self.rack_of[name] == rack
+                     for p in host.ports]
+            for index, (name, netdev) in enumerate(ports[:len(sw.interfaces)]):
+                sw.connect(index, name, netdev)
 
     async def _answer(self, host: str, argv: list[str]) -> tuple[int, str, str]:
         if host in self.hosts:
@@ -203,8 +213,9 @@ class Lab:
                             "transport": "snmp", "credentials": f"snmp-{name}", "interval": interval,
                             "timeout": timeout,
                             "hosts": [{"name": name, "address": "127.0.0.1", "port": agent.port}],
-                            "options": {"modules": ["if_mib", "cisco_pfc", "cisco_qos"]}})
-        cli_commands = ["wred", "pfcwd"] if self.snmp_agents else ["pfc", "queue", "wred", "pfcwd"]
+                            "options": {"modules": ["if_mib", "cisco_pfc", "cisco_qos", "lldp"]}})
+        # the LLDP neighbour map comes over SNMP when the agents run, else over the CLI
+        cli_commands = ["wred", "pfcwd"] if self.snmp_agents else ["pfc", "queue", "wred", "pfcwd", "lldp"]
         cli_commands += ["queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history"]
         targets.append({"name": "switch-cli", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout,

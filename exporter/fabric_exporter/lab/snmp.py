@@ -3,7 +3,9 @@
 A ``SimulatedSwitch`` holds counter state for one switch model (``sonic``: IF-MIB +
 CISCO-PFC-EXT-MIB + CISCO-SWITCH-QOS-MIB; ``arista``: IF-MIB + ARISTA-PFC-MIB + ARISTA-QUEUE-MIB;
 ``ieee``: IF-MIB + IEEE8021-PFC-MIB), renders it as a ``.snmprec`` file and can advance its counters
-between polls. ``SnmpSim`` starts and stops one snmpsim process serving any number of switches (one
+between polls. Interfaces ``connect``-ed to a host also serve that host as their LLDP neighbour
+(LLDP-MIB, or LLDP-V2-MIB with ``lldp_mib="v2"``), as lldpd on a Linux host announces itself:
+system name = host name, port ID = the NIC's MAC (subtype macAddress), port description = its netdev. ``SnmpSim`` starts and stops one snmpsim process serving any number of switches (one
 community / v3 context per data file). Used by the tests, bench/bench_snmp.py and the lab.
 
 snmpsim re-reads a data file when its mtime (whole seconds) changes, so every write moves the mtime
@@ -39,6 +41,10 @@ CSQ_STATS_VALUE = (1, 3, 6, 1, 4, 1, 9, 9, 580, 1, 5, 5, 1, 4)
 ARISTA_PFC_PRIO_ENTRY = (1, 3, 6, 1, 4, 1, 30065, 3, 11, 1, 1, 1)
 ARISTA_PFCWD_ENTRY = (1, 3, 6, 1, 4, 1, 30065, 3, 11, 1, 2, 1)
 ARISTA_EGRESS_ENTRY = (1, 3, 6, 1, 4, 1, 30065, 3, 6, 1, 2, 1)
+LLDP_LOC_PORT_ENTRY = (1, 0, 8802, 1, 1, 2, 1, 3, 7, 1)
+LLDP_REM_ENTRY = (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1)
+LLDP_V2_REM_ENTRY = (1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 1, 1)
+HEX = "4x"  # snmprec tag: an OCTET STRING given in hex
 
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
@@ -63,6 +69,8 @@ class SimInterface:
     queues: dict[int, dict[str, int]] = field(default_factory=dict)
     # PFC watchdog per queue: status ("operational"/"stormed") and counters (CLI only)
     pfcwd: dict[int, dict] = field(default_factory=dict)
+    # the LLDP neighbour behind the interface: (system name, its port description, its port MAC)
+    neighbor: tuple[str, str, str] | None = None
 
 
 IF_COUNTERS_64 = {  # IF-MIB ifXEntry column -> name
@@ -86,6 +94,7 @@ class SimulatedSwitch:
         self.uptime_ticks = uptime_ticks
         self.queue_count = queues
         self.seed = seed
+        self.lldp_mib = "v1"  # which LLDP MIB serves the neighbours: "v1" (LLDP-MIB) or "v2" (LLDP-V2-MIB)
         self.interfaces: list[SimInterface] = []
         #: extra raw records (oid tuple -> (tag, value)) merged over the generated ones (tests use it
         #: to inject variations such as snmpsim's delay module); value None removes a record.
@@ -119,6 +128,11 @@ class SimulatedSwitch:
         self.buffers = SwitchBuffers.build(ports, queues, seed)
 
     # -- state changes ---------------------------------------------------------------------------
+
+    def connect(self, port_index: int, host: str, netdev: str) -> None:
+        """Cable interface ``port_index`` to ``host``'s NIC ``netdev``: the host is its LLDP neighbour."""
+        mac = f"0c:42:a1:{self.seed & 0xFF:02x}:{port_index >> 8 & 0xFF:02x}:{port_index & 0xFF:02x}"
+        self.interfaces[port_index].neighbor = (host, netdev, mac)
 
     def advance(self, step: int = 1) -> None:
         """Move every counter forward (by amounts that differ per counter), and uptime by 30 s."""
@@ -218,12 +232,39 @@ class SimulatedSwitch:
                         r[ARISTA_EGRESS_ENTRY + (5, i, q, ptype)] = (COUNTER64, stats[f"{cast}_bytes"])
                         r[ARISTA_EGRESS_ENTRY + (6, i, q, ptype)] = (COUNTER64, stats[f"{cast}_drop_pkts"])
                         r[ARISTA_EGRESS_ENTRY + (7, i, q, ptype)] = (COUNTER64, stats[f"{cast}_drop_bytes"])
+        self._lldp_records(r)
         for oid, rec in self.overrides.items():
             if rec is None:
                 r.pop(oid, None)
             else:
                 r[oid] = rec
         return r
+
+    def _lldp_records(self, r: dict) -> None:
+        """LLDP as SONiC's agent serves it: a port number is the ifIndex, the local port ID its alias
+        (subtype local); each neighbour as lldpd on a Linux host announces itself."""
+        if not any(intf.neighbor for intf in self.interfaces):
+            return
+        for n, intf in enumerate(self.interfaces):
+            i = intf.ifindex
+            if self.lldp_mib == "v1":
+                r[LLDP_LOC_PORT_ENTRY + (2, i)] = (INTEGER, 7)  # local
+                r[LLDP_LOC_PORT_ENTRY + (3, i)] = (STRING, f"etp{n + 1}")
+            if intf.neighbor is None:
+                continue
+            host, netdev, mac = intf.neighbor
+            if self.lldp_mib == "v1":
+                entry, index, first = LLDP_REM_ENTRY, (0, i, 1), 4
+            else:  # lldpV2RemTimeMark.lldpV2RemLocalIfIndex.lldpV2RemLocalDestMACAddress.lldpV2RemIndex
+                entry, index, first = LLDP_V2_REM_ENTRY, (0, i, 1, 1), 5
+            hex_mac = mac.replace(":", "")
+            r[entry + (first, *index)] = (INTEGER, 4)  # chassis ID subtype: macAddress
+            r[entry + (first + 1, *index)] = (HEX, hex_mac)
+            r[entry + (first + 2, *index)] = (INTEGER, 3)  # port ID subtype: macAddress
+            r[entry + (first + 3, *index)] = (HEX, hex_mac)
+            r[entry + (first + 4, *index)] = (STRING, netdev)
+            r[entry + (first + 5, *index)] = (STRING, host)
+            r[entry + (first + 6, *index)] = (STRING, "Debian GNU/Linux 12 (bookworm) Linux 6.1.0-28-amd64")
 
     def render(self) -> str:
         """The .snmprec text: ``OID|tag|value`` lines sorted by OID."""

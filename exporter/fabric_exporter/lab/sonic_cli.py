@@ -176,6 +176,19 @@ def render_pfc_history(sw: SimulatedSwitch) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_lldp_table(sw: SimulatedSwitch) -> str:
+    """lldpshow's table (tabulate "simple", left-aligned, trailing blanks stripped) of the switch's
+    neighbours: hosts running lldpd, so the port ID is a MAC and the description the netdev."""
+    headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
+    rows = [[i.name, i.neighbor[0], i.neighbor[2], "O", i.neighbor[1]] for i in sw.interfaces if i.neighbor]
+    widths = [max([len(h) + 2] + [len(r[k]) for r in rows]) for k, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return ("Capability codes: (R) Router, (B) Bridge, (O) Other\n" + "\n".join(lines) + "\n"
+            + "-" * 50 + "\n" + f"Total entries displayed:  {len(rows)}\n")
+
+
 OUTPUTS = {
     "pfc_counters.txt": lambda sw: render_pfc_counters(sw),
     "queue_counters.txt": lambda sw: render_queue_counters(sw),
@@ -184,6 +197,7 @@ OUTPUTS = {
     "queue_wredcounters.json": lambda sw: render_queue_counters_json(sw, wred=True),
     "pfcwd_stats.txt": lambda sw: render_pfcwd_stats(sw),
     "pfc_history.txt": lambda sw: render_pfc_history(sw),
+    "lldp_table.txt": lambda sw: render_lldp_table(sw),
 }
 for _kind, _word in WATERMARK_WORD.items():
     for _qt in QUEUE_TITLES:
@@ -222,6 +236,7 @@ case "$*" in
   "priority-group persistent-watermark shared --json"|"priority-group persistent-watermark headroom --json") f="pg_$2_$3.json";;
   "buffer_pool watermark"|"buffer_pool persistent-watermark") f="buffer_pool_$2.txt";;
   "headroom-pool watermark"|"headroom-pool persistent-watermark") f="headroom_pool_$2.txt";;
+  "lldp table") f=lldp_table.txt;;
   *) echo "Usage: show [OPTIONS] COMMAND [ARGS]..." >&2; echo "Error: No such command \\"$*\\"." >&2; exit 2;;
 esac
 [ -f "$dir/$f" ] || {{ echo "fake show: $dir/$f missing" >&2; exit 1; }}

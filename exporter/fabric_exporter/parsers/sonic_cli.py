@@ -13,6 +13,9 @@ available). A value that is ``N/A`` is left out -- never turned into 0.
   EcnMarked/bytes per queue.
 * ``show pfcwd stats``: QUEUE (``<port>:<queue>``), STATUS, STORM DETECTED/RESTORED and
   OK/DROP pairs for TX, RX and their LAST values.
+* ``show lldp table``: LocalPort, RemoteDevice, RemotePortID, Capability, RemotePortDescr per
+  LLDP neighbour (tabulate "simple", left-aligned; cells may hold spaces or be empty, so rows are
+  cut at the dash line's column spans), then a dash line and ``Total entries displayed:  N``.
 
 The CLI shows counters since the user's last ``sonic-clear``: a clear appears as a counter reset.
 After a clear the CLI prints ``Last cached time was <timestamp>`` (multi-ASIC: ``Ethernet0 Last
@@ -318,6 +321,96 @@ def parse_pfcwd_stats(text: str, skipped: list[SkippedLine] | None = None) -> li
                 if v is not None:
                     values[name] = v
         out.append(PfcwdStats(port, int(queue), None if row[1] == NA else row[1], values))
+    return out
+
+
+# -- show lldp table ---------------------------------------------------------------------------------
+
+LLDP_HEADERS = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
+_LLDP_CAPS = "Capability codes:"
+_LLDP_TOTAL = re.compile(r"^Total entries displayed:\s*([0-9]+)$")
+_LLDP_END = re.compile(r"^-+$")
+_LLDP_CAPABILITY = re.compile(r"^[A-Z]*$")
+
+
+@dataclass(frozen=True)
+class LldpNeighbor:
+    local_port: str
+    remote_device: str  # LLDP system name, "" when the neighbour sent none
+    remote_port_id: str
+    capability: str
+    remote_port_descr: str
+
+
+def _lldp_cells(line: str, spans: list[tuple[int, int]]) -> tuple[str, ...] | None:
+    """The row's cells cut at the column spans (the last column runs to the end of the line), or
+    None when text crosses a gap between columns: the row does not align, never shift it."""
+    cells = []
+    for k, (start, end) in enumerate(spans):
+        last = k == len(spans) - 1
+        if line[max(0, start - 2):start].strip():
+            return None
+        cells.append((line[start:] if last else line[start:end]).strip())
+    return tuple(cells)
+
+
+@parser_entry
+def parse_lldp_table(text: str, skipped: list[SkippedLine] | None = None) -> list[LldpNeighbor]:
+    """``show lldp table`` (sonic-utilities lldpshow): one record per neighbour, in the table's order.
+
+    The table must end with ``Total entries displayed:  N`` and N must equal the rows read plus
+    the rows skipped: a cut-off output is a ParseError, never a shorter neighbour list. Output
+    without the table (the lldp container not running prints nothing; ``Error: ...``) is a ParseError.
+    """
+    what = "show lldp table"
+    if not isinstance(text, str):
+        raise ParseError("expected text")
+    lines = text.splitlines()
+    header_at = next((i for i, line in enumerate(lines) if line.split() == list(LLDP_HEADERS)), None)
+    if header_at is None:
+        first = next((line.strip() for line in lines if line.strip()), "")
+        raise ParseError(f"{what}: no neighbour table" + (f" ({first[:80]!r})" if first else " (empty output)"))
+    for n, line in enumerate(lines[:header_at], 1):
+        if line.strip() and not line.startswith(_LLDP_CAPS):
+            note(skipped, "sonic_lldp_table", n, line)
+    if header_at + 1 >= len(lines) or not _DASHES.match(lines[header_at + 1]):
+        raise ParseError(f"{what}: the header has no dash line under it")
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[header_at + 1])]
+    header = lines[header_at]
+    if len(spans) != len(LLDP_HEADERS) or _lldp_cells(header, spans) != LLDP_HEADERS:
+        raise ParseError(f"{what}: header {header.strip()[:80]!r} does not fit its dash line")
+    out: list[LldpNeighbor] = []
+    skipped_rows = 0
+    total: int | None = None
+    i = header_at + 2
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip():
+            continue
+        if _LLDP_END.match(line.strip()):
+            for n in range(i, len(lines)):
+                if m := _LLDP_TOTAL.match(lines[n].strip()):
+                    total = int(m.group(1))
+                    i = n + 1
+                    break
+                if lines[n].strip():
+                    raise ParseError(f"{what}: line {n + 1}: expected 'Total entries displayed', got "
+                                     f"{lines[n].strip()[:60]!r}")
+            break
+        cells = _lldp_cells(line, spans)
+        if cells is None or not _PORT.match(cells[0]) or not _LLDP_CAPABILITY.match(cells[3]):
+            note(skipped, "sonic_lldp_table", i, line)
+            skipped_rows += 1
+            continue
+        out.append(LldpNeighbor(*cells))
+    if total is None:
+        raise ParseError(f"{what}: no 'Total entries displayed' line: output cut off?")
+    if total != len(out) + skipped_rows:
+        raise ParseError(f"{what}: {total} entries announced, {len(out) + skipped_rows} rows printed")
+    for n in range(i, len(lines)):
+        if lines[n].strip():
+            note(skipped, "sonic_lldp_table", n + 1, lines[n])
     return out
 
 

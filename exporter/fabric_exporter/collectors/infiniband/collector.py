@@ -200,7 +200,8 @@ class InfinibandCollector(Collector):
         now = time.monotonic()
         self.state.record_sweep(ports, now)
         self.state.forget_gone(ports, now)
-        return samples_from_sweep(ports, latched, self.state, durations, now, problems)
+        return samples_from_sweep(ports, latched, self.state, durations, now, problems,
+                                  self.options.host_from_node_name)
 
     def _focus(self, ports: dict[PortKey, SweptPort], now: float) -> list[Sample]:
         """Publish the focus windows since the previous sweep, pick the next focus set from this

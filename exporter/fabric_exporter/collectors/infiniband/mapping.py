@@ -7,11 +7,13 @@ unchanged: most ports, most polls). The collector records the sweep in the state
 
 from __future__ import annotations
 
+from ...hostnames import NameRule
 from ...parsers import ib_queryerrors
 from ...parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
 from ...samples import KeptSample, Sample
 from .counters import DATA_METRICS, ERROR_METRICS, QP1_DROPPED, data_counters_64bit
 from .join import PortKey, SweptPort
+from .options import DEFAULT_HOST_RULE
 from .state import FabricState, link_up
 
 SPEED_NAMES = {key: gen for key, (gen, _rate) in SPEEDS.items()}
@@ -22,15 +24,17 @@ Peer = tuple  # (peer node GUID | None, peer node type | None, peer name, peer p
 
 
 def samples_from_sweep(ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], state: FabricState,
-                       durations: dict[str, float], now: float, problems: list[str]) -> list[Sample]:
-    """Every sample of one poll: ports swept, ports missing, nodes, and the sweep's own figures."""
+                       durations: dict[str, float], now: float, problems: list[str],
+                       host_rule: NameRule = DEFAULT_HOST_RULE) -> list[Sample]:
+    """Every sample of one poll: ports swept, ports missing, nodes (and the hosts of the CAs, by
+    ``host_rule``), and the sweep's own figures."""
     out: list[Sample] = []
     state_counts = {"up": 0, "down": 0, "missing": 0}
     for key in sorted(ports):
         up = _port_samples(key, ports[key], bool(latched.get(key)), state, now, out)
         state_counts["up" if up else "down"] += 1
     state_counts["missing"] = _missing_port_samples(state, ports, out, problems)
-    _node_samples(state, {guid for guid, _port in ports}, out)
+    _node_samples(state, {guid for guid, _port in ports}, host_rule, out, problems)
     _sweep_samples(state, durations, state_counts, out)
     return out
 
@@ -175,10 +179,21 @@ def _missing_port_samples(state: FabricState, ports: dict[PortKey, SweptPort], o
     return len(missing)
 
 
-def _node_samples(state: FabricState, swept_nodes: set[int], out: list[Sample]) -> None:
+def _node_samples(state: FabricState, swept_nodes: set[int], host_rule: NameRule, out: list[Sample],
+                  problems: list[str]) -> None:
+    hostless: list[str] = []
     for guid, facts in sorted(state.nodes.items()):
         desc = (state.sweep_names.get(guid) or facts.description) if guid in swept_nodes else facts.description
         name = state.name(guid, desc)
+        if facts.type == "ca":
+            # The host of an HCA, in the scheduler's vocabulary; the switch port facing it carries the
+            # same name as peer_node_name, so rules attribute both ends of the link to the host.
+            host = host_rule.apply(name)
+            if host is None:
+                hostless.append(name or guid_str(guid))
+            else:
+                out.append(Sample("fabric_ib_node_host_info",
+                                  {"node_guid": guid_str(guid), "node_name": name, "host": host}, 1.0))
         out.append(Sample("fabric_ib_node_info", {
             "node_guid": guid_str(guid), "node_name": name, "node_type": facts.type,
             "node_description": desc, "ports": str(facts.ports_count),
@@ -187,6 +202,9 @@ def _node_samples(state: FabricState, swept_nodes: set[int], out: list[Sample]) 
         if guid in state.ticks:
             out.append(Sample("fabric_ib_node_xmit_wait_tick_multiplier",
                               {"node_guid": guid_str(guid), "node_name": name}, float(state.ticks[guid])))
+    if hostless:
+        problems.append(f"{len(hostless)} CA node(s) have a name host_from_node_name does not match, so no "
+                        f"fabric_ib_node_host_info: {', '.join(sorted(hostless)[:5])!s}")
 
 
 def _sweep_samples(state: FabricState, durations: dict[str, float], state_counts: dict[str, int],

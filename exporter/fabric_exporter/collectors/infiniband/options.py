@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ... import bounds
 from ...errors import ParseError
+from ...hostnames import NameRule, read_name_rule
 from ...parsers import ib_nodenamemap
 from ..base import ErrorSink
 from ..options import OptionReader
 
 TOOLS = ("ibqueryerrors", "ibnetdiscover", "perfquery")
 FOCUS_INTERVAL = bounds.Range(0.2, 60.0, "s")
+# rdma-core's rdma-ndd sets a CA's NodeDescription to "<hostname> <device>" ("gpu-node-017 mlx5_0")
+DEFAULT_HOST_RULE = NameRule(re.compile(r"^(\S+)"))
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class InfinibandOptions:
     focus_burst_threshold: float = 0.1
     focus_vl_xmit_wait: bool = True
     focus_yield_to_sweep: bool = True
+    # a CA node's name (node-name-map name, else NodeDescription) -> its host (fabric_ib_node_host_info)
+    host_from_node_name: NameRule = DEFAULT_HOST_RULE
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -95,6 +101,7 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         focus_burst_threshold=r.number("focus_burst_threshold", 0.1, minimum=1e-9, maximum=1.0),
         focus_vl_xmit_wait=r.boolean("focus_vl_xmit_wait", True),
         focus_yield_to_sweep=r.boolean("focus_yield_to_sweep", True),
+        host_from_node_name=read_name_rule(r, "host_from_node_name", DEFAULT_HOST_RULE),
     )
     if options.focus and not (options.focus_top_k or options.focus_ports):
         err(f"{path}.focus", "the focus set would be empty: set focus_top_k above 0 or list focus_ports")
