@@ -125,7 +125,7 @@ def sonic_samples(command: str, name: str):
     group = parse_config({"targets": [{
         "name": "sonic", "fabric": "lab", "collector": "switch_cli", "transport": "local",
         "options": {"json": json_mode, "commands": ["pfc", "queue", "wred", "pfcwd", "queue_watermark", "pg_watermark",
-                                                    "buffer_pool_watermark", "pfc_history"],
+                                                    "buffer_pool_watermark", "pfc_history", "lldp"],
                     "queue_watermark_types": ["unicast", "multicast", "all"],
                     "watermark_kind": "persistent" if "persistent" in command else "user"}}]}).targets[0]
     collector = SwitchCliCollector(PollContext(group, group.hosts[0], None))
