@@ -2,9 +2,10 @@
 per simulated host, every node at 127.0.0.1 on its own port.
 
 Everything lives in the work dir: munge key, socket, seed, pid and log; slurm.conf and its state,
-spool, pid and log files. Nothing under /etc/munge, /var/lib/slurm or /run is read or written
-(munged gets every path as an option; Slurm reads ``-f`` / ``SLURM_CONF``; AuthInfo names the
-munge socket). ``env()`` is what a client (``sbatch``, ``squeue``, the slurm_jobs collector with
+spool, pid and log files (the two Unix sockets' directories -- munged's, slurmd's spool -- move to a
+short directory in the temp dir when the work dir's path is too long for a socket). Nothing under
+/etc/munge, /var/lib/slurm or /run is read or written (munged gets every path as an option; Slurm
+reads ``-f`` / ``SLURM_CONF``; AuthInfo names the munge socket). ``env()`` is what a client (``sbatch``, ``squeue``, the slurm_jobs collector with
 transport local) needs: ``SLURM_CONF``.
 
 Debian's packages (``slurmctld slurmd slurm-client munge``, scripts/setup-deps). The processes run
@@ -18,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +64,12 @@ class SlurmLab:
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
         self.conf = self.workdir / "slurm.conf"
-        self.munge_socket = self.workdir / "munge" / "munge.socket"
+        # Unix socket paths hold at most 107 bytes: slurmstepd's (spool/NODE/NODE_JOB.STEP) and munged's
+        # live in a short directory of their own in the temp dir when the work dir's path is long
+        longest = len(str(self.workdir / "spool")) + 2 * max((len(n) for n in self.nodes), default=0) + 24
+        self._short: Path | None = None if longest < 100 else Path(tempfile.mkdtemp(prefix="fx-slurm-"))
+        self.sockets_dir = self._short or self.workdir
+        self.munge_socket = self.sockets_dir / "munge" / "munge.socket"
 
     # -- files --------------------------------------------------------------------------------
 
@@ -70,13 +77,15 @@ class SlurmLab:
         w = self.workdir
         for d in ("munge", "state", "spool", "log", "run"):
             (w / d).mkdir(parents=True, exist_ok=True)
+        (self.sockets_dir / "munge").mkdir(parents=True, exist_ok=True)
+        (self.sockets_dir / "spool").mkdir(parents=True, exist_ok=True)
         (w / "munge").chmod(0o700)
         key = w / "munge" / "munge.key"
         if not key.exists():
             key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         for n in self.nodes:
-            (w / "spool" / n).mkdir(exist_ok=True)
+            (self.sockets_dir / "spool" / n).mkdir(exist_ok=True)
         ctld_port, *node_ports = free_ports(1 + len(self.nodes))
         user = _user()
         lines = [
@@ -89,7 +98,7 @@ class SlurmLab:
             "CredType=cred/munge",
             f"AuthInfo=socket={self.munge_socket}",
             f"StateSaveLocation={w / 'state'}",
-            f"SlurmdSpoolDir={w / 'spool'}/%n",
+            f"SlurmdSpoolDir={self.sockets_dir / 'spool'}/%n",
             f"SlurmctldPidFile={w / 'run' / 'slurmctld.pid'}",
             f"SlurmdPidFile={w / 'run'}/slurmd-%n.pid",
             f"SlurmctldLogFile={w / 'log' / 'slurmctld.log'}",
@@ -206,6 +215,8 @@ class SlurmLab:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=5)
         self.procs.clear()
+        if self._short is not None:
+            shutil.rmtree(self._short, ignore_errors=True)
 
     def __enter__(self) -> SlurmLab:
         try:
