@@ -13,7 +13,8 @@ from fabric_exporter.collectors.slurm_jobs import SlurmJobsOptions, job_samples
 from fabric_exporter.catalog import family_of
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers.hostlist import HostlistError, expand
-from fabric_exporter.parsers.slurm_squeue import RunningJob, parse_squeue_json, parse_squeue_text
+from fabric_exporter.parsers.slurm_squeue import (RunningJob, SqueueReportedError, parse_squeue_json,
+                                                  parse_squeue_text)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 
@@ -65,6 +66,11 @@ def test_unreadable_job_records_are_skipped_and_counted():
     skipped = []
     assert parse_squeue_text("garbage line\n5|RUNNING|0|p|(null)|u|n[1-|x\n", skipped=skipped) == []
     assert len(skipped) == 2
+
+
+def test_controller_down_capture_is_a_reported_error_not_an_empty_cluster():
+    with pytest.raises(SqueueReportedError, match="Failed while looking for jobs"):
+        parse_squeue_json((FIX / "slurm-22.05.8-squeue-controller-down.json").read_text())
 
 
 @pytest.mark.parametrize("text", ["", "[]", '{"meta": {}}', "not json",

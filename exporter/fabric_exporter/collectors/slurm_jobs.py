@@ -118,7 +118,10 @@ class SlurmJobsCollector(Collector):
             elif result.exit_status != 0:
                 raise CommandError(f"{runner.description}: squeue --json: {result.describe_failure()}")
             else:
-                jobs = await parse_off_loop(sq.parse_squeue_json, result.stdout, skipped=skipped)
+                try:
+                    jobs = await parse_off_loop(sq.parse_squeue_json, result.stdout, skipped=skipped)
+                except sq.SqueueReportedError as e:  # exit 0, but the query failed (22.05)
+                    raise CommandError(f"{runner.description}: {e}") from None
                 return self._result(jobs, skipped)
         runner, result = await self._squeue(TEXT_ARGV)
         if result.exit_status != 0:

@@ -37,6 +37,11 @@ TEXT_FORMAT = "%i|%T|%S|%P|%a|%u|%N|%j"
 TEXT_FIELDS = 8
 
 
+class SqueueReportedError(ParseError):
+    """squeue's JSON says the query failed (controller unreachable, auth): an ``errors`` entry. squeue
+    22.05 then still exits 0, so only its output tells; the collector reports it as a failed command."""
+
+
 @dataclass(frozen=True)
 class RunningJob:
     job_id: str  # as squeue's %i: 123, 123_4 (array task), 123+1 (het component)
@@ -99,7 +104,7 @@ def parse_squeue_json(text: str, skipped: list[SkippedLine] | None = None) -> li
     if isinstance(errors, list) and errors:
         first = errors[0]
         what = first.get("description") or first.get("error") if isinstance(first, dict) else first
-        raise ParseError(f"squeue --json reported an error: {str(what)[:160]}")
+        raise SqueueReportedError(f"squeue --json reported an error: {str(what)[:160]}")
     jobs: list[RunningJob] = []
     for i, job in enumerate(doc["jobs"], 1):
         if not isinstance(job, dict):
