@@ -64,5 +64,11 @@ def running_lab(tmp_path: Path, *args: str, ready: Callable[[RunningLab], bool],
             proc.wait(stop_within)
         finally:
             if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+                # a failing test: still Ctrl-C first, so the lab stops what it started (ibsim, snmpsim,
+                # Slurm's daemons...); SIGKILL would orphan them
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(stop_within)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
