@@ -201,7 +201,25 @@ class SlurmLab:
     def wait_running(self, job_ids: list[str], timeout: float = 30.0) -> None:
         self._wait(lambda: set(job_ids) <= set(self.running()), timeout, f"jobs {job_ids} running")
 
+    def _cancel_all(self, timeout: float = 15.0) -> None:
+        """Every job cancelled and gone before the daemons stop: a slurmd stopped under a running job
+        leaves its slurmstepd and the job's processes behind (by design: a slurmd restart must not
+        kill jobs), and those would outlive the lab."""
+        if not self.procs or any(p.poll() is not None for p in self.procs):
+            return
+        try:
+            self.run("scancel", f"--partition={self.partition}", "--full", timeout=10, check=False)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                r = self.run("squeue", "-h", "-o", "%i", timeout=10, check=False)
+                if r.returncode != 0 or not r.stdout.strip():
+                    return
+                time.sleep(0.2)
+        except (OSError, subprocess.SubprocessError):
+            pass  # stopping goes on: the daemons must stop whatever the jobs do
+
     def stop(self) -> None:
+        self._cancel_all()
         for p in reversed(self.procs):
             if p.poll() is None:
                 try:
