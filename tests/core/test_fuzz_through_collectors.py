@@ -33,7 +33,7 @@ from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
-                                     ib_queryerrors, perftest, rdma, sonic_cli, sonic_watermark)
+                                     ib_queryerrors, perftest, rdma, slurm_squeue, sonic_cli, sonic_watermark)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -75,6 +75,8 @@ PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
 SONIC_LLDP = lines_of("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
+SQUEUE_JSON = lines_of("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json")
+SQUEUE_TEXT = lines_of("slurm/slurm-22.05.8-squeue-format.txt")
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
 NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
@@ -159,6 +161,8 @@ ENTRY_POINTS = {
     "sonic_cli.parse_lldp_table": (sonic_cli.parse_lldp_table, SONIC_LLDP),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
+    "slurm_squeue.parse_squeue_json": (slurm_squeue.parse_squeue_json, SQUEUE_JSON),
+    "slurm_squeue.parse_squeue_text": (slurm_squeue.parse_squeue_text, SQUEUE_TEXT),
 }
 
 
@@ -429,6 +433,17 @@ def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards):
         return 0, queue if "queue" in line else discards, ""
 
     states = poll_once(group_config("switch_cli", hosts=["sw1"], options={"dialect": "eos"}), answer)
+    assert_explained(states)
+
+
+@FUZZ
+@given(out=st.one_of(mutated(SQUEUE_JSON, max_lines=400), mutated(SQUEUE_TEXT)),
+       fmt=st.sampled_from(["json", "text"]))
+def test_slurm_jobs_collector_explains_every_fuzzed_output(out, fmt):
+    async def answer(host, argv):
+        return 0, out, ""
+
+    states = poll_once(group_config("slurm_jobs", options={"format": fmt}), answer)
     assert_explained(states)
 
 

@@ -250,9 +250,26 @@ def _roce_argvs() -> list[list[str]]:
             for mode in ("sysfs", "rdma") for eth in ("0", "1") for devices in ((), ("mlx5_0", "mlx5_1"))]
 
 
-@pytest.mark.parametrize("source", ["infiniband", "latency_probe", "roce_nic"])
+def _slurm_argvs() -> list[list[str]]:
+    from fabric_exporter.collectors.slurm_jobs import JSON_ARGV, TEXT_ARGV
+
+    return [list(JSON_ARGV), list(TEXT_ARGV)]
+
+
+@pytest.mark.parametrize("command", [
+    "squeue", "squeue --json --me", "squeue --js", "squeue --noheader --states=RUNNING --format=%i",
+    "env squeue --json", "env SLURM_TIME_FORMAT=%s squeue --json", "env SLURM_TIME_FORMAT=%s sh -c id",
+    "env SLURM_CONF=/tmp/x squeue --noheader --states=RUNNING --format=%i|%T|%S|%P|%a|%u|%N|%j",
+    "scancel 1", "scontrol show jobs"])
+def test_squeue_only_in_the_slurm_jobs_shapes(command):
+    with pytest.raises(guard.Refused):
+        guard.decide(command, POLICY)
+
+
+@pytest.mark.parametrize("source", ["infiniband", "latency_probe", "roce_nic", "slurm_jobs"])
 def test_every_command_the_collectors_send_is_allowed(source):
-    argvs = {"infiniband": _infiniband_argvs, "latency_probe": _latency_argvs, "roce_nic": _roce_argvs}[source]()
+    argvs = {"infiniband": _infiniband_argvs, "latency_probe": _latency_argvs, "roce_nic": _roce_argvs,
+             "slurm_jobs": _slurm_argvs}[source]()
     assert argvs
     for argv in argvs:
         # As the SSH transport sends it: under the remote deadline wrapper.

@@ -32,6 +32,7 @@ import yaml
 
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
 from fabric_exporter.lab.roce_host import RoceHost
+from fabric_exporter.lab.slurm import SlurmLab
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 from tests.harness.daemon import DaemonProcess, free_port
@@ -68,6 +69,7 @@ MASKED_VALUES = {
     # a late answer to a retried SNMP request counts as unmatched: timing again; the counting itself is
     # tested in tests/switch/test_snmp_fast.py and tests/core/test_selfmetrics.py
     "fabric_snmp_datagrams_dropped_total": "late SNMP answers depend on timing",
+    "fabric_job_start_time_seconds": "wall clock of the job's start",
 }
 # Label values that depend on the machine, not on the exporter's behaviour.
 MASKED_LABELS = {
@@ -143,6 +145,7 @@ class Sources:
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self._stops: list = []
+        self.env: dict[str, str] = {}  # the daemon's environment (SLURM_CONF for slurm_jobs)
 
     def start(self) -> dict:
         tmp = self.tmp
@@ -180,6 +183,16 @@ class Sources:
         latency = LatencyLab(tmp, [h for hosts in LATENCY_GROUPS.values() for h in hosts], {"default": LATENCY}).start()
         self._stops.append(latency.stop)
 
+        # a real Slurm: one job on both nodes, one array task on the first (ids fixed: fresh state)
+        slurm = SlurmLab(tmp / "slurm", ("gpu-001", "gpu-002"))
+        slurm.start()
+        self._stops.append(slurm.stop)
+        jobs = [slurm.submit(["gpu-001", "gpu-002"], name="allreduce")]
+        jobs.append(slurm.run("sbatch", "--parsable", "--array=0", "-N1", "-w", "gpu-001", "--job-name=sweep",
+                              f"--output={tmp}/slurm/log/x.out", f"--chdir={tmp}", "--wrap=sleep 600").stdout.strip())
+        slurm.wait_running(["1", "2_0"])
+        self.env = {"SLURM_CONF": str(slurm.conf)}
+
         key = tmp / "id_ed25519"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
         (tmp / "known_hosts").write_text("")
@@ -208,6 +221,8 @@ class Sources:
                  "credentials": "latency-lab", "hosts": latency.hosts(), **once,
                  "options": {"host_groups": LATENCY_GROUPS, "plan": {"full_mesh": True, "sampled_peers": 1},
                              "probe_timeout": "10s", "server_start_wait": "200ms"}},
+                {"name": "slurm", "fabric": "slurm-lab", "collector": "slurm_jobs", "transport": "local", **once,
+                 "options": {"cluster": "golden", "drop_labels": ["user"]}},
                 {"name": "gpu-unreachable", "fabric": "roce-lab", "collector": "roce_nic", "transport": "ssh",
                  "credentials": "nobody", **once,
                  "hosts": [{"name": "gpu-404", "address": "127.0.0.1", "port": free_port()}]},
@@ -227,7 +242,7 @@ def scrape_once(tmp: Path) -> str:
     try:
         config = sources.start()
         (tmp / "exporter.yaml").write_text(yaml.safe_dump(config))
-        with DaemonProcess(tmp / "exporter.yaml") as daemon:
+        with DaemonProcess(tmp / "exporter.yaml", env=sources.env) as daemon:
             daemon.wait_http()
             end = time.monotonic() + 90
             while time.monotonic() < end and daemon.get("/ready")[0] != 200:

@@ -22,6 +22,7 @@ class RunningLab:
     log_path: Path
     port: int  # the daemon's /metrics
     control: int  # the lab's scenario control API
+    prometheus: int = 0  # the lab's Prometheus (when installed and not --no-prometheus)
 
     def log(self) -> str:
         return self.log_path.read_text()
@@ -45,7 +46,7 @@ def running_lab(tmp_path: Path, *args: str, ready: Callable[[RunningLab], bool],
              "--web.listen-address", f"127.0.0.1:{port}", "--control-address", f"127.0.0.1:{control}",
              "--prometheus-address", f"127.0.0.1:{prom}"],
             cwd=cwd, env=package_env(), stdout=log, stderr=subprocess.STDOUT)
-        lab = RunningLab(proc, log_path, port, control)
+        lab = RunningLab(proc, log_path, port, control, prom)
         try:
             deadline = time.monotonic() + up_within
             while time.monotonic() < deadline:
@@ -63,5 +64,11 @@ def running_lab(tmp_path: Path, *args: str, ready: Callable[[RunningLab], bool],
             proc.wait(stop_within)
         finally:
             if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+                # a failing test: still Ctrl-C first, so the lab stops what it started (ibsim, snmpsim,
+                # Slurm's daemons...); SIGKILL would orphan them
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(stop_within)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)

@@ -32,7 +32,7 @@ def values(text: str, name: str, **labels) -> list[float]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    for tool in ("ibsim", "opensm", "ibqueryerrors"):
+    for tool in ("ibsim", "opensm", "ibqueryerrors", "slurmctld", "slurmd", "munged"):
         require_tool(tool)
     workdir = tmp_path_factory.mktemp("lab")
     port, control = free_port(), free_port()
@@ -50,7 +50,8 @@ def lab(tmp_path_factory):
             try:
                 text = scrape(port)
                 ups = values(text, "fabric_up")
-                if len(ups) == 10 and all(v == 1 for v in ups):  # 4 NIC hosts, IB, 2 SNMP, 2 CLI, probes
+                # 4 NIC hosts, IB, 2 SNMP, 2 CLI, probes, Slurm
+                if len(ups) == 11 and all(v == 1 for v in ups):
                     break
             except OSError:
                 pass
@@ -89,7 +90,7 @@ def test_every_collector_publishes_from_the_simulated_fabric(lab):
     proc, port, _, _ = lab
     text = scrape(port)
     assert values(text, "fabric_ib_port_data_transmitted_bytes_total", node_name="leaf-01")
-    assert values(text, "fabric_roce_nic_pfc_rx_pause_seconds_total", host="gpu-r1-01", priority="3")
+    assert values(text, "fabric_roce_nic_pfc_rx_pause_seconds_total", host="gpu-001", priority="3")
     assert values(text, "fabric_roce_pfc_tx_pause_frames_total", switch="leaf-r1", priority="3")
     assert values(text, "fabric_roce_ecn_marked_packets_total", switch="leaf-r2")
     assert re.search(r'fabric_rdma_latency_seconds_bucket\{[^}]*le="\+Inf"', text)
@@ -122,14 +123,14 @@ def test_congestion_scenario_moves_the_correlated_signals(lab):
     status, body = control(ctl, "POST", "/scenarios/nope")
     assert status == 404 and "congestion" in body["known"]
     metric = "fabric_roce_nic_pfc_rx_pause_seconds_total"
-    before = rate(port, metric, 4.5, host="gpu-r1-01", priority="3")
-    ecn_before = rate(port, "fabric_roce_ecn_marked_packets_total", 4.5, host="gpu-r1-01")
+    before = rate(port, metric, 4.5, host="gpu-001", priority="3")
+    ecn_before = rate(port, "fabric_roce_ecn_marked_packets_total", 4.5, host="gpu-001")
     assert control(ctl, "POST", "/scenarios/congestion")[0] == 200
     assert control(ctl, "GET", "/")[1]["scenarios"]["congestion"]["active"] is True
     time.sleep(4.5)  # two polls
-    after = rate(port, metric, 4.5, host="gpu-r1-01", priority="3")
-    ecn_after = rate(port, "fabric_roce_ecn_marked_packets_total", 4.5, host="gpu-r1-01")
-    other_rack = rate(port, metric, 4.5, host="gpu-r2-01", priority="3")
+    after = rate(port, metric, 4.5, host="gpu-001", priority="3")
+    ecn_after = rate(port, "fabric_roce_ecn_marked_packets_total", 4.5, host="gpu-001")
+    other_rack = rate(port, metric, 4.5, host="gpu-003", priority="3")
     text = scrape(port)
     control(ctl, "DELETE", "/scenarios/congestion")
     # the congested rack's switch: its lossless queue's peak occupancy (user watermark) near the threshold
@@ -140,6 +141,47 @@ def test_congestion_scenario_moves_the_correlated_signals(lab):
     assert after > 20 * max(before, 1e-4), (before, after)
     assert ecn_after > 100 * max(ecn_before, 1), (ecn_before, ecn_after)
     assert other_rack < after / 20, (other_rack, after)
+
+
+def test_one_name_per_host_for_nics_ib_cas_and_slurm_nodes(lab):
+    _, port, _, workdir = lab
+    text = scrape(port)
+    slurm_nodes = set(subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, timeout=20,
+                                     env={**package_env(), "SLURM_CONF": str(workdir / "slurm" / "slurm.conf")},
+                                     check=True).stdout.split())
+    nic_hosts = {m for m in re.findall(r'fabric_roce_nic_pfc_rx_pause_seconds_total\{[^}]*host="([^"]+)"', text)}
+    ca_names = {m.split()[0] for m in re.findall(r'fabric_ib_port_data_transmitted_bytes_total\{[^}]*node_name="([^"]+)"',
+                                                   text) if m.startswith("gpu")}
+    assert slurm_nodes == nic_hosts == ca_names == {"gpu-001", "gpu-002", "gpu-003", "gpu-004"}
+
+
+def test_congestion_on_the_hosts_of_one_job_only(lab):
+    _, port, ctl, workdir = lab
+    env = {**package_env(), "SLURM_CONF": str(workdir / "slurm" / "slurm.conf")}
+    job = subprocess.run(["sbatch", "--parsable", "-N2", "-w", "gpu-001,gpu-003", f"--chdir={workdir}",
+                          f"--output={workdir}/job-%j.out", "--wrap=sleep 300"],
+                         capture_output=True, text=True, timeout=20, env=env, check=True).stdout.strip()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(values(scrape(port), "fabric_job_node_info", job_id=job)) < 2:
+            time.sleep(0.5)
+        assert {re.search(r'node="([^"]+)"', line)[1] for line in scrape(port).splitlines()
+                if line.startswith("fabric_job_node_info{") and f'job_id="{job}"' in line} == {"gpu-001", "gpu-003"}
+        assert control(ctl, "POST", "/scenarios/congestion?hosts=nope")[0] == 400
+        status, body = control(ctl, "POST", f"/scenarios/congestion?job={job}")
+        assert status == 200 and body["hosts"] == ["gpu-001", "gpu-003"], body
+        time.sleep(4.5)  # two polls
+        metric = "fabric_roce_nic_pfc_rx_pause_seconds_total"
+        inside = [rate(port, metric, 4.5, host=h, priority="3") for h in ("gpu-001", "gpu-003")]
+        outside = [rate(port, metric, 4.5, host=h, priority="3") for h in ("gpu-002", "gpu-004")]
+        # the IB HCA ports of the job's hosts stall; the others do not
+        stall_in = rate(port, "fabric_ib_port_transmit_wait_total", 4.5, node_name="gpu-001 mlx5_0")
+        stall_out = rate(port, "fabric_ib_port_transmit_wait_total", 4.5, node_name="gpu-002 mlx5_0")
+    finally:
+        control(ctl, "DELETE", "/scenarios/congestion")
+        subprocess.run(["scancel", job], env=env, timeout=20)
+    assert min(inside) > 20 * max(outside), (inside, outside)
+    assert stall_in > 20 * max(stall_out, 1e-3), (stall_in, stall_out)
 
 
 def test_scenarios_can_be_scheduled_and_end_by_themselves(lab):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import shutil
+
 import pytest
 
 from fabric_exporter.cli import build_parser
@@ -41,6 +43,9 @@ def test_lab_starts_quietly_and_ctrl_c_is_a_normal_stop(tmp_path):
         assert "Prometheus: http" in out, out[-3000:]  # the rules were written and Prometheus started
     assert "level=error" not in out, [line for line in out.splitlines() if "level=error" in line]
     assert "stopping the lab" in out and "lab stopped: every process it started is gone" in out
+    if shutil.which("slurmctld") or Path("/usr/sbin/slurmctld").exists():
+        # sbatch/squeue against the lab's Slurm: the banner says how
+        assert f"export SLURM_CONF={tmp_path / 'lab' / 'slurm' / 'slurm.conf'}" in out, out[-3000:]
 
 
 @pytest.mark.parametrize("argv", [["--report", "out"], ["--scenario", "poc", "--no-prometheus", "--report", "out"]])

@@ -35,7 +35,8 @@ SETTINGS = Settings()
 BOARDS = dashboards.build_all(SETTINGS)
 EXEMPT = {"fabric-exporter": "per-target exporter health: switches and SM nodes belong to no job"}
 
-# Labels of the series other branches publish (CONTRACT.md), for when they are not in this checkout.
+# The job-attribution series (issue #22) and their labels: the fabric_* ones get test data of their own
+# below (a job's nodes, the LLDP cabling) rather than the generic per-entity series.
 CONTRACT_LABELS = {
     "fabric_job_node_info": {"cluster", "job_id", "job_name", "user", "account", "partition", "node"},
     "fabric_roce_switch_if_neighbor_info": {"fabric", "switch", "interface", "neighbor_host", "neighbor_port"},

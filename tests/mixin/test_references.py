@@ -19,11 +19,6 @@ RULESET = rules.build(SETTINGS)
 BOARDS = dashboards.build_all(SETTINGS)
 SERIES_NAMES = {name for spec in CATALOG.values() for name in spec.series_names()}
 RECORDED = {r.record for r in RULESET.recordings()}
-# Job attribution names the dashboards read (CONTRACT.md, issue #22), published by the slurm_jobs
-# collector, the host maps and the job rules, which other branches build. Once those are merged the
-# names are in SERIES_NAMES / RECORDED and this set is empty.
-FROM_JOB_BRANCHES = {"fabric_job_node_info", "fabric_roce_switch_if_neighbor_info", "fabric:job_congestion:severity",
-                     "fabric:job_role:score", "fabric:job_host_congestion:severity"} - SERIES_NAMES - RECORDED
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _NAME = re.compile(r"\bfabric[_:][A-Za-z0-9_:]*")
 _SELECTED = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*[{\[]")
@@ -67,7 +62,7 @@ def test_recording_names_follow_level_metric_operation():
 
 
 def test_panel_queries_reference_only_catalog_or_recorded_names():
-    known = SERIES_NAMES | RECORDED | FROM_JOB_BRANCHES
+    known = SERIES_NAMES | RECORDED
     bad = [(b, t, metric_names(_as_promql(e)) - known) for b, t, e in _panel_exprs() if metric_names(_as_promql(e)) - known]
     assert not bad, bad
 

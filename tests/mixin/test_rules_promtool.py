@@ -66,9 +66,11 @@ def test_alert_conventions():
     for a in rs.alerts():
         assert a.severity in SEVERITIES, a.alert
         assert "{{" not in a.summary, f"{a.alert}: summary must be static"
-        assert "{{ $labels.fabric }}" in a.description or a.alert.startswith("FabricExporter"), a.alert
+        # a job's alert spans fabrics: it names its cluster and job instead
+        assert "{{ $labels.fabric }}" in a.description or a.alert.startswith("FabricExporter") or (
+            a.component == "job" and "{{ $labels.job_id }}" in a.description), a.alert
         assert a.runbook_url.endswith(f"/{a.alert}.md")
-        assert a.component in {"exporter", "infiniband", "roce_nic", "roce_switch", "latency"}
+        assert a.component in {"exporter", "infiniband", "roce_nic", "roce_switch", "latency", "job"}
     # one severity per alert name even when several rules (one per source) share it
     by_name: dict[str, set] = {}
     for a in rs.alerts():
@@ -123,6 +125,11 @@ MUTATIONS = [
     # a congestion mark against the wrong threshold, a fabric congested when it is not
     (r"(ratio\{job=\"fabric-exporter\"\} / )0.05$", r"\g<1>0.5", "recording fabric:ib_port_congestion:severity"),
     (r"(severity\{job=\"fabric-exporter\"\} > bool )1$", r"\g<1>0", "recording fabric:fabric_congested:bool"),
+    # job attribution: a job's severity that is not its worst host's; a host map that keeps an ambiguous name
+    (r"max by \(cluster, job_id\) \(fabric:job_host_congestion", "min by (cluster, job_id) (fabric:job_host_congestion",
+     "recording fabric:job_congestion:severity"),
+    (r"count by \(fabric, node_name\) \(max by \(fabric, node_name, host\) \(fabric:ib_node_host:info\)\) > 1",
+     "count by (fabric, node_name) (fabric:ib_node_host:info) > 2", "recording fabric:host_congestion:severity"),
 ]
 
 

@@ -8,10 +8,15 @@ What starts (each part only where its tools are installed, and said so when not)
 - switches: one snmpsim agent per SONiC-like leaf (IF-MIB, CISCO-PFC-EXT, CISCO-SWITCH-QOS) and
   the SONiC CLI over SSH (WRED/ECN and PFC watchdog), from one counter state per switch;
 - latency probes between the GPU hosts (full mesh in a rack, sampled across racks);
+- a real Slurm (``slurm.py``: munged, slurmctld, one ``slurmd -N`` per GPU host on 127.0.0.1) whose
+  node names are the GPU hosts' names and the IB HCAs' (``gpu-001``...), read by the slurm_jobs
+  collector; ``export SLURM_CONF=...`` from the banner makes ``sbatch``/``squeue`` work against it;
 - the daemon itself (in this process), and Prometheus with the generated rules when installed.
 
 A traffic model (``traffic.py``) moves every counter each second; scenarios are switched on with
 ``--scenario NAME`` or the control endpoint (``POST /scenarios/NAME``, ``DELETE /scenarios/NAME``).
+An incast scenario congests rack 1, or only the hosts given (``?hosts=gpu-001,gpu-002``) or the
+hosts of one Slurm job (``?job=ID``): their NIC ports and their IB HCA ports and the leaf ports facing them.
 Ctrl-C (or SIGTERM) stops everything this process started.
 """
 
@@ -47,6 +52,8 @@ log = logging.getLogger("fabric_exporter.lab")
 IB_LATENCY_DEVICE = "mlx5_ib0"  # the IB fabric's probes run on this device; lab/perftest answers per device
 IB_TOOLS = ("ibsim", "opensm", "ibqueryerrors", "ibnetdiscover", "perfquery")
 SNMP_REWRITE_SECONDS = 15.0
+SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "squeue", "sbatch")
+INCASTS = ("congestion", "incast_ib", "incast_roce")
 # The lab's rules: the shipped defaults, except that alerts fire within about a minute of a
 # scenario (short rate windows and for: durations) and the IB stall threshold is scaled like the
 # lab's transmit-wait counter (see traffic.IB_XMIT_WAIT_SCALE).
@@ -72,6 +79,7 @@ class LabOptions:
     ib: bool = True
     ib_spines: int = 2
     snmp: bool = True
+    slurm: bool = True
     prometheus: bool = True
     prometheus_listen: str = "127.0.0.1:9090"
     interval: float = 5.0
@@ -103,13 +111,18 @@ class Lab:
         self._flap_state = False
         self._snmp_written = 0.0
         self._report_task: asyncio.Future | None = None  # --report: writing the POC report
+        self.slurm = None  # lab.slurm.SlurmLab
+        # hosts an incast congests (POST /scenarios/NAME?hosts= or ?job=); None: rack 1
+        self.congested_hosts: frozenset[str] | None = None
 
     # -- the parts ------------------------------------------------------------------------------
 
     def _build_roce(self) -> None:
         for rack in range(1, self.opts.racks + 1):
             for n in range(1, self.opts.hosts_per_rack + 1):
-                name = f"gpu-r{rack}-{n:02d}"
+                # one name per host for NICs, IB HCA (ibsim numbers its CAs leaf by leaf the same
+                # way) and Slurm node: gpu-001, gpu-002, ...
+                name = f"gpu-{(rack - 1) * self.opts.hosts_per_rack + n:03d}"
                 host = roce_host.RoceHost.build(name, "mlx5", nics=self.opts.nics, pfc_priorities=(LOSSLESS,),
                                                 seed=rack * 100 + n)
                 self.hosts[name] = host
@@ -160,6 +173,52 @@ class Lab:
                      for p in host.ports]
             for index, (name, netdev) in enumerate(ports[:len(sw.interfaces)]):
                 sw.connect(index, name, netdev)
+
+    def _start_slurm(self) -> None:
+        missing = [t for t in SLURM_TOOLS if not shutil.which(t) and not Path(f"/usr/sbin/{t}").exists()]
+        if missing:
+            self.notes.append(f"Slurm: off ({', '.join(missing)} not installed: run scripts/setup-deps)")
+            return
+        from .slurm import SlurmLab
+
+        self.slurm = SlurmLab(self.workdir / "slurm", tuple(self.hosts))
+        try:
+            self.slurm.start()
+        except BaseException:
+            self.slurm.stop()
+            self.slurm = None
+            raise
+        # the daemon's slurm_jobs target (transport local) and anything the lab runs find it here
+        os.environ["SLURM_CONF"] = str(self.slurm.conf)
+        self.notes.append(f"Slurm: {len(self.hosts)} nodes ({', '.join(list(self.hosts)[:2])}, ...), partition "
+                          f"{self.slurm.partition}; in a shell: export SLURM_CONF={self.slurm.conf}\n"
+                          f"               then e.g. sbatch -N2 --wrap='sleep 600'; squeue")
+
+    def _is_congested(self, host: str) -> bool:
+        """Is ``host`` in the incast's path (its hosts, else rack 1)?"""
+        if self.congested_hosts is not None:
+            return host in self.congested_hosts
+        return self.rack_of.get(host) == 1
+
+    def congest_hosts(self, query) -> frozenset[str] | None:
+        """The host set of POST /scenarios/NAME?hosts=a,b or ?job=ID (None: neither given).
+        Raises ValueError naming an unknown host or job."""
+        if "hosts" in query and "job" in query:
+            raise ValueError("give hosts= or job=, not both")
+        if "hosts" in query:
+            hosts = frozenset(h for h in query["hosts"].split(",") if h)
+            unknown = sorted(hosts - set(self.hosts))
+            if unknown or not hosts:
+                raise ValueError(f"unknown hosts {unknown} (known: {', '.join(self.hosts)})")
+            return hosts
+        if "job" in query:
+            if self.slurm is None:
+                raise ValueError("job= needs the lab's Slurm (not running)")
+            nodes = self.slurm.running().get(query["job"])
+            if not nodes:
+                raise ValueError(f"job {query['job']!r} is not running")
+            return frozenset(nodes)
+        return None
 
     async def _answer(self, host: str, argv: list[str]) -> tuple[int, str, str]:
         if host in self.hosts:
@@ -233,6 +292,9 @@ class Lab:
                             "hosts": gpu_hosts, "options": {"host_groups": racks, "probe_timeout": "2s",
                                                             "device": IB_LATENCY_DEVICE,
                                                             "port_range": [20000, 20999]}})
+        if self.slurm is not None:
+            targets.append({"name": "slurm", "fabric": "slurm-lab", "collector": "slurm_jobs", "transport": "local",
+                            "interval": interval, "timeout": timeout, "options": {"cluster": "fabriclab"}})
         return {"web": {"listen_address": self.opts.listen},
                 "defaults": {"interval": interval, "timeout": timeout}, "credentials": creds, "targets": targets}
 
@@ -248,7 +310,7 @@ class Lab:
         for name, host in self.hosts.items():
             for i, port in enumerate(host.ports):
                 self.model.advance_nic(
-                    port, dt, in_congested_rack=self.rack_of[name] == congested_rack,
+                    port, dt, in_congested_rack=self._is_congested(name),
                     storming=self.model.on("pause_storm") and name == storm_host and i == 0,
                     flapping=self.model.on("link_flap") and name == flap_host and i == 0 and self._flap_state,
                     bit_errors=self.model.on("bit_errors") and name == flap_host and i == 0)
@@ -259,7 +321,8 @@ class Lab:
 
     def _advance_switches(self, dt: float, congested_rack: int) -> None:
         for rack, (name, sw) in enumerate(self.switches.items(), start=1):
-            congested = self.model.congested("roce") and rack == congested_rack
+            # an incast on a host set congests those hosts' ports, not a whole leaf
+            congested = self.model.congested("roce") and rack == congested_rack and self.congested_hosts is None
             for i, intf in enumerate(sw.interfaces):
                 load = (0.9 if congested else 0.5) * intf.high_speed * 1e6 / 8 * dt
                 for counter, share in (("ifHCInOctets", 1.0), ("ifHCOutOctets", 0.97)):
@@ -315,7 +378,10 @@ class Lab:
         tree = self.ib.topology
         for (node, port), totals in self.ib_counters.items():
             peer = tree.peer(node, port)
-            host_port = node == congested_leaf and peer is not None and peer[0].startswith("gpu")
+            if self.congested_hosts is not None:  # the hosts' HCA ports and the leaf ports facing them
+                host_port = node in self.congested_hosts or (peer is not None and peer[0] in self.congested_hosts)
+            else:
+                host_port = node == congested_leaf and peer is not None and peer[0].startswith("gpu")
             for field_name, rate in self.model.ib_port_rates(host_port_of_congested_leaf=host_port).items():
                 totals[field_name] = totals.get(field_name, 0) + rate * dt
                 if field_name == "PortXmitWait":
@@ -370,7 +436,8 @@ class Lab:
             return web.json_response({
                 "scenarios": {n: {"summary": s.summary, "active": self.model.on(n)} for n, s in SCENARIOS.items()},
                 "usage": "POST /scenarios/NAME to start it (optional ?after=SECONDS to schedule it, "
-                         "?seconds=N to end it by itself), DELETE /scenarios/NAME to stop it"})
+                         "?seconds=N to end it by itself; an incast on ?hosts=a,b or the hosts of ?job=ID only), "
+                         "DELETE /scenarios/NAME to stop it"})
 
         async def start(request):
             name = request.match_info["name"]
@@ -379,19 +446,27 @@ class Lab:
                                           "known": sorted(SCENARIOS)}, status=404)
             try:
                 after, seconds = self.scenario_schedule(request.query)
+                hosts = await asyncio.to_thread(self.congest_hosts, request.query)
+                if hosts is not None and name not in INCASTS:
+                    raise ValueError(f"hosts=/job= apply to the incast scenarios ({', '.join(INCASTS)})")
             except ValueError as e:
                 return web.json_response({"error": str(e)}, status=400)
+            if hosts is not None or name in INCASTS:
+                self.congested_hosts = hosts
             loop = asyncio.get_running_loop()
             loop.call_later(after, self.model.start, name, loop.time() + after)
             if seconds is not None:
                 loop.call_later(after + seconds, self.model.stop, name)
             log.info("scenario scheduled", extra={"fields": {
                 "scenario": name, "after": after, "seconds": seconds if seconds is not None else "until stopped"}})
-            return web.json_response({"scheduled": name, "after": after, "seconds": seconds})
+            return web.json_response({"scheduled": name, "after": after, "seconds": seconds,
+                                      **({"hosts": sorted(hosts)} if hosts is not None else {})})
 
         async def stop(request):
             name = request.match_info["name"]
             self.model.stop(name)
+            if name in INCASTS and not any(self.model.on(n) for n in INCASTS):
+                self.congested_hosts = None
             log.info("scenario stopped", extra={"fields": {"scenario": name}})
             return web.json_response({"stopped": name})
 
@@ -419,6 +494,8 @@ class Lab:
             self._build_roce()
             await asyncio.to_thread(self._start_ib)
             await asyncio.to_thread(self._start_snmp)
+            if self.opts.slurm:
+                await asyncio.to_thread(self._start_slurm)
             self.ssh = SimulatedHosts(self.workdir / "ssh", self._answer)
             await self.ssh.start(list(self.hosts) + list(self.switches))
             for scenario in self.opts.scenarios:
@@ -484,6 +561,8 @@ class Lab:
             agent.stop()
         if self.ib is not None:
             self.ib.stop()
+        if self.slurm is not None:
+            self.slurm.stop()
         print("lab stopped: every process it started is gone", file=sys.stderr)
 
     def _start_prometheus(self) -> None:
@@ -609,6 +688,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nics", type=int, default=2, help="RoCE NICs per GPU host (default: %(default)s)")
     p.add_argument("--ib-spines", type=int, default=2, help="spine switches of the InfiniBand fat tree (default: %(default)s)")
     p.add_argument("--no-ib", action="store_true", help="skip the InfiniBand fabric")
+    p.add_argument("--no-slurm", action="store_true", help="skip the Slurm cluster (slurmctld, slurmd, munged)")
     p.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus even if installed")
     p.add_argument("--prometheus-address", default="127.0.0.1:9090", metavar="HOST:PORT",
                    help="where the lab's Prometheus listens, when installed (default: %(default)s)")
@@ -629,7 +709,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     opts = LabOptions(listen=args.listen, control=args.control, workdir=args.workdir, racks=args.racks,
                       hosts_per_rack=args.hosts_per_rack, nics=args.nics, ib=not args.no_ib,
-                      ib_spines=args.ib_spines, prometheus=not args.no_prometheus,
+                      ib_spines=args.ib_spines, prometheus=not args.no_prometheus, slurm=not args.no_slurm,
                       prometheus_listen=args.prometheus_address, interval=args.interval,
                       scenarios=args.scenario, duration=args.duration, poc_phase=args.poc_phase,
                       rules_rate_window=args.rules_rate_window,

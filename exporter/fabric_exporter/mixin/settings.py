@@ -50,6 +50,8 @@ FOR_DEFAULTS: dict[str, str] = {
     "FabricLinkDegraded": "5m",
     "FabricPortErrors": "10m",
     "FabricPortDiscards": "10m",
+    # job attribution
+    "FabricJobCongested": "10m",
     # tail latency
     "FabricLatencyP99High": "10m",
     "FabricLatencyP99Regression": "30m",
@@ -144,6 +146,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("congestion.bridge_gap", "1m",
             "fabric-exporter report: two congested stretches of a fabric this close (or a gap in the data this "
             "short) are one episode."),
+    # --- job attribution (rules/jobs.py) -----------------------------------------------------------
+    Setting("jobs.cnp_per_second", 10000,
+            "Job roles: CNPs per second (summed over a host's NIC ports) that score 1 -- handled CNPs make a "
+            "host a contributor (its senders are throttled), sent CNPs an incast target."),
     # --- for: durations ---------------------------------------------------------------------------
     *(Setting(f"for.{name}", value, f"`for:` of {name}.") for name, value in FOR_DEFAULTS.items()),
 )

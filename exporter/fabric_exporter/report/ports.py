@@ -1,7 +1,7 @@
 """Ports named the way an operator names them: the node and its port, not every label of the series.
 
 - InfiniBand port (``node_name``, ``port``): ``leaf-01 port 12`` (the node GUID when the node has no name);
-- RoCE NIC port (``host``, ``device``, ``port``): ``gpu-r1-01 mlx5_0/1``;
+- RoCE NIC port (``host``, ``device``, ``port``): ``gpu-001 mlx5_0/1``;
 - switch interface (``switch``, ``interface``): ``leaf-r1 Ethernet8``.
 
 Anything else falls back to its identifying labels, so a series is never nameless. Pure.

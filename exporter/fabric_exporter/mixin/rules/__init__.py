@@ -23,6 +23,7 @@ from .base import (CRITICAL, EXAMPLE, IB_PORT, INFO, LAT_GROUP_PAIR, NIC_PORT, S
 from .congestion import CONGESTION_GROUP, congestion_rules
 from .exporter import exporter_rules
 from .infiniband import ib_rules
+from .jobs import job_rules
 from .latency import LAT_BY, QUANTILES, latency_rules
 from .roce import roce_rules
 
@@ -43,7 +44,10 @@ def build(settings: Settings) -> RuleSet:
         rs.recording_groups.append((f"fabric-exporter.{domain}.recording", rec))
     # after the groups it reads, so one evaluation sees this round's ratios
     rs.recording_groups.append((CONGESTION_GROUP, congestion_rules(c)))
-    for domain, (_, alerts) in parts:
+    # after the congestion group: job attribution reads this round's port severities
+    jobs_rec, jobs_alerts = job_rules(c)
+    rs.recording_groups.append(("fabric-exporter.jobs.recording", jobs_rec))
+    for domain, (_, alerts) in parts + (("jobs", ([], jobs_alerts)),):
         rs.alert_groups.append((f"fabric-exporter.{domain}.alerts", alerts))
     return rs
 

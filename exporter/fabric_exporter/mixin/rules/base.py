@@ -254,6 +254,8 @@ class Ramp:
 
 def component_of(labels: dict) -> str:
     """The component an alert's series belong to, from the labels that identify it."""
+    if "job_id" in labels:
+        return "job"
     if "node_guid" in labels:
         return "infiniband"
     if "switch" in labels:
