@@ -73,6 +73,8 @@ WM_POOL = lines_of("real/sonic_buffer_pool_watermark.txt", "real/sonic_headroom_
 PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
+EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
+EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
 NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
@@ -156,6 +158,8 @@ ENTRY_POINTS = {
     "sonic_watermark.parse_pool_watermark": (sonic_watermark.parse_pool_watermark, WM_POOL),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
+    "eos_cli.parse_pfc_counters_json": (eos_cli.parse_pfc_counters_json, EOS_PFC),
+    "eos_cli.parse_ecn_counters_json": (eos_cli.parse_ecn_counters_json, EOS_ECN),
 }
 
 
@@ -378,11 +382,15 @@ def test_switch_cli_watermarks_explain_every_fuzzed_output(queue, pg, pool, hist
 
 
 @FUZZ
-@given(queue=mutated(EOS_QUEUE), discards=mutated(EOS_DISCARDS))
-def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards):
+@given(queue=mutated(EOS_QUEUE), discards=mutated(EOS_DISCARDS), pfc=mutated(EOS_PFC), ecn=mutated(EOS_ECN))
+def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards, pfc, ecn):
+    answers = {"show interfaces counters queue": queue, "show interfaces counters discards | json": discards,
+               "show priority-flow-control counters | json": pfc,
+               "show qos interfaces ecn counters queue | json": ecn}
+
     async def answer(host, argv):
         (line,) = argv
-        return 0, queue if "queue" in line else discards, ""
+        return 0, answers[line], ""
 
     states = poll_once(group_config("switch_cli", hosts=["sw1"], options={"dialect": "eos"}), answer)
     assert_explained(states)

@@ -271,6 +271,8 @@ def eos_samples(command: str, name: str):
 EOS_QUEUE = "eos_queue_counters_detail_egress_nz.txt"
 EOS_QUEUE_VOQ = "eos_queue_counters_nz_7280sr3e.txt"
 EOS_DISCARDS = "eos_interfaces_counters_discards_anta.json"
+EOS_PFC = "eos_pfc_counters_anta.json"
+EOS_ECN = "eos_qos_ecn_counters_queue_anta.json"
 ENQ_PKTS, ENQ_BYTES = "fabric_roce_switch_queue_enqueued_packets_total", "fabric_roce_switch_queue_enqueued_bytes_total"
 QDROP_BYTES = "fabric_roce_switch_queue_dropped_bytes_total"
 EOS_CASES = [
@@ -303,6 +305,14 @@ EOS_CASES = [
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Ethernet3"}, 40),
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Port-Channel2"}, 30),
     ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet2"}, 0),
+    # PFC frames per interface, every priority together
+    ("pfc", EOS_PFC, "fabric_roce_switch_pfc_rx_frames_total", {"interface": "Ethernet3/1/1"}, 1),
+    ("pfc", EOS_PFC, "fabric_roce_switch_pfc_tx_frames_total", {"interface": "Ethernet3/2/1"}, 2),
+    ("pfc", EOS_PFC, "fabric_roce_switch_pfc_rx_frames_total", {"interface": "Ethernet3/4/1"}, 0),
+    # ECN marks per tx-queue ("2" is a string in the JSON; "-" is no sample)
+    ("ecn", EOS_ECN, "fabric_roce_ecn_marked_packets_total", {"interface": "Ethernet10/20/1", "queue": "UC1"}, 2),
+    ("ecn", EOS_ECN, "fabric_roce_ecn_marked_packets_total", {"interface": "Ethernet10/3/1", "queue": "UC2"}, 2),
+    ("ecn", EOS_ECN, "fabric_roce_ecn_marked_packets_total", {"interface": "Ethernet10/16/1", "queue": "UC0"}, 0),
 ]
 
 

@@ -46,6 +46,6 @@ METRICS = [
     MetricSpec("fabric_roce_ecn_marked_packets_total", "counter", "packets",
                "ECN CE-marked packets: on a NIC, marked packets it received (mlx5 np_ecn_marked_roce_packets, "
                "bnxt_re rx_ecn_marked_pkts, irdma RxECNMrkd); on a switch, packets it marked per egress queue "
-               "(SONiC 'show queue wredcounters' EcnMarked).",
+               "(SONiC 'show queue wredcounters' EcnMarked, EOS 'show qos interfaces ecn counters queue').",
                (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI)),
 ]

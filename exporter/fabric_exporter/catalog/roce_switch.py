@@ -51,12 +51,14 @@ METRICS = [
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
                "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "
-               "ieee8021PfcIndications); per-priority counts are fabric_roce_pfc_rx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP,), ("1.3.111.2.802.1.1.21.1.1.1.3",)),
+               "ieee8021PfcIndications, EOS 'show priority-flow-control counters' rxFrames); per-priority "
+               "counts are fabric_roce_pfc_rx_pause_frames_total.",
+               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.3",)),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
                "PFC frames sent by the interface, all priorities together (IEEE8021-PFC-MIB "
-               "ieee8021PfcRequests); per-priority counts are fabric_roce_pfc_tx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP,), ("1.3.111.2.802.1.1.21.1.1.1.2",)),
+               "ieee8021PfcRequests, EOS 'show priority-flow-control counters' txFrames); per-priority "
+               "counts are fabric_roce_pfc_tx_pause_frames_total.",
+               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.2",)),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "

@@ -14,7 +14,9 @@ and the command's exit status, so one session (one channel) carries the whole po
   (``pfc_history``: ``show pfc counters --history``) when the ``commands`` option names them; one
   option name can stand for several show commands (a section of the batch each).
 * Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
-* EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
+* EOS: ``show interfaces counters discards | json``, ``show interfaces counters queue``,
+  ``show priority-flow-control counters | json`` (PFC frames per interface, all priorities) and
+  ``show qos interfaces ecn counters queue | json`` (ECN-marked packets per tx-queue).
   EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
   request on the pooled connection (``run_line``), so the dialect needs the ``ssh`` transport.
 
@@ -64,6 +66,9 @@ EOS_QUEUE_METRICS = {"enqueued_packets": "fabric_roce_switch_queue_enqueued_pack
                      "voq_dropped_bytes": "fabric_roce_switch_voq_dropped_bytes_total"}
 EOS_DISCARD_METRICS = {"in_discards": "fabric_roce_rx_discards_total",
                        "out_discards": "fabric_roce_tx_discards_total"}
+# EOS counts PFC frames per interface, every priority together: the same meaning as IEEE8021-PFC-MIB's
+EOS_PFC_METRICS = {"rx_frames": "fabric_roce_switch_pfc_rx_frames_total",
+                   "tx_frames": "fabric_roce_switch_pfc_tx_frames_total"}
 PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_total",
                  "storms_restored": "fabric_roce_switch_pfcwd_storms_restored_total",
                  "tx_dropped": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
@@ -157,14 +162,21 @@ def eos_queue_samples(switch: str, rows: list[eos_cli.QueueCounters], wanted: Wa
     return queue_samples(EOS_QUEUE_METRICS, switch, rows, wanted)  # type: ignore[arg-type]  # same fields
 
 
-def eos_discard_samples(switch: str, rows: list[eos_cli.Discards], wanted: Wanted) -> list[Sample]:
+def eos_port_samples(metrics: dict[str, str], switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
+                     wanted: Wanted) -> list[Sample]:
+    """One sample per interface and counter of ``metrics`` (the discards and PFC tables)."""
     out: list[Sample] = []
     for row in rows:
         if wanted(row.port):
             labels = {"switch": switch, "interface": row.port}
             out.extend(Sample(metric, labels, float(row.values[stat]))
-                       for stat, metric in EOS_DISCARD_METRICS.items() if stat in row.values)
+                       for stat, metric in metrics.items() if stat in row.values)
     return out
+
+
+def eos_ecn_samples(switch: str, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
+    return [Sample("fabric_roce_ecn_marked_packets_total", {"switch": switch, "interface": r.port, "queue": r.queue},
+                   float(r.packets)) for r in rows if wanted(r.port)]
 
 
 # -- the dialect table ------------------------------------------------------------------------------
@@ -239,13 +251,17 @@ def sonic_sections(o: SwitchCliOptions) -> tuple[str, ...]:
             out.append(c)
     return tuple(dict.fromkeys(out))
 
-# Arista EOS: ``| json`` where a published capture of the JSON exists (discards); the queue table
-# is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
+# Arista EOS: ``| json`` where a published capture of the JSON exists (discards, PFC, ECN); the
+# queue table is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
 EOS = {
     "discards": CliCommand(("show", "interfaces", "counters", "discards", "|", "json"),
-                           eos_cli.parse_discards_json, eos_discard_samples),
+                           eos_cli.parse_discards_json, functools.partial(eos_port_samples, EOS_DISCARD_METRICS)),
     "queue": CliCommand(("show", "interfaces", "counters", "queue"),
                         eos_cli.parse_queue_counters, eos_queue_samples),
+    "pfc": CliCommand(("show", "priority-flow-control", "counters", "|", "json"),
+                      eos_cli.parse_pfc_counters_json, functools.partial(eos_port_samples, EOS_PFC_METRICS)),
+    "ecn": CliCommand(("show", "qos", "interfaces", "ecn", "counters", "queue", "|", "json"),
+                      eos_cli.parse_ecn_counters_json, eos_ecn_samples),
 }
 _SONIC_ARGV = {name: c.argv for name, c in SONIC.items()}
 
