@@ -73,6 +73,7 @@ WM_POOL = lines_of("real/sonic_buffer_pool_watermark.txt", "real/sonic_headroom_
 PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
+CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt")
 EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
 EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
 
@@ -149,7 +150,7 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters": (sonic_cli.parse_wred_counters, SONIC["show_queue_wredcounters.txt"]),
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
-    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
+    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH + CUMULUS_ETH),
     "sonic_cli.parse_pfc_history": (sonic_cli.parse_pfc_history, PFC_HISTORY),
     "sonic_watermark.parse_queue_watermark": (sonic_watermark.parse_queue_watermark, WM_QUEUE),
     "sonic_watermark.parse_queue_watermark_json": (sonic_watermark.parse_queue_watermark_json, WM_QUEUE_JSON),

@@ -608,7 +608,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES} | {c[1] for c in SONIC_EMPTY}
-              | {c[1] for c in EOS_CASES}
+              | {c[1] for c in EOS_CASES} | {c[0] for c in CUMULUS_CASES}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
               | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)
@@ -617,3 +617,39 @@ def test_every_capture_is_tested_and_has_its_provenance():
     assert len(files) >= 40
     for name in files:
         assert f"`{name}`" in README, f"{name}: no provenance line in tests/fixtures/real/README.md"
+
+
+# -- Cumulus Linux: ethtool -S swpN through the switch_cli collector's own mapping ----------------
+
+def cumulus_samples_of(name: str):
+    from fabric_exporter.collectors.switch_cli import cumulus_samples
+    from fabric_exporter.parsers.sonic_cli import parse_cumulus_ethtool
+
+    skipped: list = []
+    samples = cumulus_samples("leaf1", "swp1", parse_cumulus_ethtool(text(name), skipped=skipped))
+    valid(samples)
+    return samples, skipped
+
+
+CUMULUS_37, CUMULUS_51 = "ethtool_cumulus_37_swp1.txt", "ethtool_cumulus_51_swp1.txt"
+CUMULUS_MLAG = "ethtool_cumulus_37_mlag_swp51_trimmed.txt"
+RX_DISC, TX_DISC = "fabric_roce_rx_discards_total", "fabric_roce_tx_discards_total"
+RX_BUF, TX_QDROP = "fabric_roce_switch_if_rx_buffer_drops_total", "fabric_roce_switch_if_tx_queue_drops_total"
+CUMULUS_CASES = [
+    # read by hand: the drop counters the docs' captures print (HwIfInAclDrops 28 is not one we map)
+    (CUMULUS_37, {RX_DISC: 0, TX_DISC: 0, RX_BUF: 0, TX_QDROP: 0}),
+    # 5.1 prints no HwIfOutDiscards (nor SoftInDrops/SoftInFrameErrors): no tx discards series, not a 0
+    (CUMULUS_51, {RX_DISC: 0, RX_BUF: 0, TX_QDROP: 0}),
+    # an MLAG peer link dropping: HwIfInDiscards 2129675 (the kernel's RX_DRP beside it: 2129676);
+    # the docs' author cut the output after that line, so nothing else is there to map
+    (CUMULUS_MLAG, {RX_DISC: 2129675}),
+]
+
+
+@pytest.mark.parametrize("name,expected", CUMULUS_CASES)
+def test_cumulus_ethtool_drops(name, expected):
+    samples, skipped = cumulus_samples_of(name)
+    assert skipped == []
+    got = {s.name: s.value for s in samples}
+    assert got == expected
+    assert all(s.labels == {"switch": "leaf1", "interface": "swp1"} for s in samples)

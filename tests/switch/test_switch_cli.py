@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -147,11 +148,14 @@ def test_cumulus_ethtool_dialect(tmp_path):
     bin_dir, stats, sysfs = tmp_path / "bin", tmp_path / "stats", tmp_path / "sysclass"
     bin_dir.mkdir()
     stats.mkdir()
-    for port in ("swp1", "swp2", "eth0"):
+    for port in ("swp1", "swp2", "swp51", "eth0"):
         (sysfs / "net" / port).mkdir(parents=True)
     (stats / "swp1").write_text("NIC statistics:\n     HwIfInPfc3Pkt: 15\n     HwIfOutPfc3Pkt: 7\n"
                                 "     HwIfOutQ3WredDrops: 42\n")
     (stats / "swp2").write_text("NIC statistics:\n     HwIfInPfc0Pkt: 1\n     HwIfOutPfc0Pkt: 2\n")
+    # a real capture: an MLAG peer link dropping (tests/fixtures/real/README.md)
+    (stats / "swp51").write_text((Path(__file__).resolve().parents[1] / "fixtures" / "real" /
+                                  "ethtool_cumulus_37_mlag_swp51_trimmed.txt").read_text())
     ethtool = bin_dir / "ethtool"
     ethtool.write_text(f"#!/bin/sh\n[ \"$1\" = -S ] && exec cat {stats}/\"$2\"\nexit 1\n")
     ethtool.chmod(0o755)
@@ -166,7 +170,8 @@ def test_cumulus_ethtool_dialect(tmp_path):
     assert series(s, "fabric_roce_pfc_tx_pause_frames_total", **lab, interface="swp1", priority="3") == 7
     assert series(s, "fabric_roce_switch_queue_wred_dropped_packets_total", **lab, interface="swp1", queue="UC3") == 42
     assert series(s, "fabric_roce_pfc_tx_pause_frames_total", **lab, interface="swp2", priority="0") == 2
-    assert len(s) == 5 and not any(("interface", "eth0") in k[1] for k in s)
+    assert series(s, "fabric_roce_rx_discards_total", **lab, interface="swp51") == 2129675
+    assert len(s) == 6 and not any(("interface", "eth0") in k[1] for k in s)
 
 
 def test_batched_script_sections_roundtrip():

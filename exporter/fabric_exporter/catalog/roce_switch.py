@@ -48,6 +48,16 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
                "Packets that could not be sent because of errors (IF-MIB ifOutErrors).",
                (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.2.2.1.20",)),
+    # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
+    MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
+               "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
+               "one cause among those fabric_roce_rx_discards_total counts together.",
+               (SWITCH_IF,), (CLI,)),
+    MetricSpec("fabric_roce_switch_if_tx_queue_drops_total", "counter", "packets",
+               "Packets dropped in the interface's egress queues, all queues together (Cumulus ethtool "
+               "HwIfOutQDrops: tail and WRED drops of a congested queue); per queue, where the switch "
+               "gives it, is fabric_roce_switch_queue_dropped_packets_total.",
+               (SWITCH_IF,), (CLI,)),
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
                "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "

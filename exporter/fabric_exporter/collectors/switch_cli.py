@@ -13,7 +13,8 @@ and the command's exit status, so one session (one channel) carries the whole po
   shared|headroom``, ``show buffer_pool|headroom-pool [persistent-]watermark``) and PFC history
   (``pfc_history``: ``show pfc counters --history``) when the ``commands`` option names them; one
   option name can stand for several show commands (a section of the batch each).
-* Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
+* Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops,
+  HwIfIn/OutDiscards, HwIfInBufferDrops, HwIfOutQDrops).
 * EOS: ``show interfaces counters discards | json``, ``show interfaces counters queue``,
   ``show priority-flow-control counters | json`` (PFC frames per interface, all priorities) and
   ``show qos interfaces ecn counters queue | json`` (ECN-marked packets per tx-queue).
@@ -148,9 +149,17 @@ def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -
     return out
 
 
+# switchd's per-interface drops: discards as IF-MIB's (Cumulus's snmpd serves these as ifIn/OutDiscards)
+CUMULUS_DROP_METRICS = {"in_discards": "fabric_roce_rx_discards_total", "out_discards": "fabric_roce_tx_discards_total",
+                        "in_buffer_drops": "fabric_roce_switch_if_rx_buffer_drops_total",
+                        "out_queue_drops": "fabric_roce_switch_if_tx_queue_drops_total"}
+
+
 def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
     base = {"switch": switch, "interface": interface}
-    return ([Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
+    return ([Sample(metric, base, float(c.drops[name])) for name, metric in CUMULUS_DROP_METRICS.items()
+             if name in c.drops]
+            + [Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
              for k, v in sorted(c.pfc_rx.items())]
             + [Sample("fabric_roce_pfc_tx_pause_frames_total", {**base, "priority": str(k)}, float(v))
                for k, v in sorted(c.pfc_tx.items())]
