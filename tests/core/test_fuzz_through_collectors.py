@@ -33,7 +33,7 @@ from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
-                                     ib_queryerrors, perftest, rdma, sonic_cli, sonic_watermark)
+                                     ib_queryerrors, nvue, perftest, rdma, sonic_cli, sonic_watermark)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -74,6 +74,7 @@ PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt")
+NVUE_ROCE = lines_of("real/nvue_qos_roce_counters_swp16.txt")
 EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
 EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
 
@@ -160,6 +161,7 @@ ENTRY_POINTS = {
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
     "eos_cli.parse_pfc_counters_json": (eos_cli.parse_pfc_counters_json, EOS_PFC),
+    "nvue.parse_roce_counters": (nvue.parse_roce_counters, NVUE_ROCE),
     "eos_cli.parse_ecn_counters_json": (eos_cli.parse_ecn_counters_json, EOS_ECN),
 }
 
@@ -379,6 +381,21 @@ def test_switch_cli_watermarks_explain_every_fuzzed_output(queue, pg, pool, hist
                "queue_watermark_types": ["unicast"], "pg_watermark_regions": ["headroom"],
                "buffer_pool_watermarks": ["buffer_pool"]}
     states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), switch_answer(bodies))
+    assert_explained(states)
+
+
+@FUZZ
+@given(ethtool=mutated(CUMULUS_ETH), roce=mutated(NVUE_ROCE))
+def test_switch_cli_cumulus_explains_every_fuzzed_output(ethtool, roce):
+    async def answer(host, argv):  # the two loops over swp1 and swp2, as the switch's sh would print them
+        nonce = re.search(r"@@%s begin %s\\n' ([0-9a-f]{16}) ", argv[-1]).group(1)
+        out = [f"@@{nonce} begin {name}\n{body}\n@@{nonce} end {name} 0\n"
+               for name, body in (("swp1", ethtool), ("swp2", ethtool), ("swp1:nvue_roce", roce),
+                                  ("swp2:nvue_roce", roce))]
+        return 0, "".join(out), ""
+
+    options = {"dialect": "cumulus", "commands": ["ethtool", "nvue_roce"]}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), answer)
     assert_explained(states)
 
 

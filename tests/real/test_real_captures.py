@@ -608,7 +608,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES} | {c[1] for c in SONIC_EMPTY}
-              | {c[1] for c in EOS_CASES} | {c[0] for c in CUMULUS_CASES}
+              | {c[1] for c in EOS_CASES} | {c[0] for c in CUMULUS_CASES} | {NVUE_ROCE}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
               | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)
@@ -653,3 +653,32 @@ def test_cumulus_ethtool_drops(name, expected):
     got = {s.name: s.value for s in samples}
     assert got == expected
     assert all(s.labels == {"switch": "leaf1", "interface": "swp1"} for s in samples)
+
+
+NVUE_ROCE = "nvue_qos_roce_counters_swp16.txt"
+
+
+def test_nvue_roce_counters_through_the_mapping():
+    from fabric_exporter.collectors.switch_cli import nvue_roce_samples
+    from fabric_exporter.parsers.nvue import parse_roce_counters
+
+    skipped: list = []
+    samples = nvue_roce_samples("leaf1", "swp16", parse_roce_counters(text(NVUE_ROCE), skipped=skipped))
+    valid(samples)
+    assert skipped == []
+    port = {"switch": "leaf1", "interface": "swp16"}
+    got = {(s.name, s.labels.get("traffic")): s.value for s in samples}
+    assert all({k: v for k, v in s.labels.items() if k != "traffic"} == port for s in samples)
+    # read by hand from the capture (NVIDIA's Cumulus 5.6 RoCE page): a port whose RoCE traffic is
+    # heavily ECN-marked and whose egress drops RoCE packets for lack of buffer
+    assert got == {
+        ("fabric_roce_switch_if_ecn_marked_packets_total", None): 693777677344,
+        ("fabric_roce_switch_if_rx_traffic_packets_total", "roce"): 0,
+        ("fabric_roce_switch_if_rx_traffic_packets_total", "non_roce"): 462975,
+        ("fabric_roce_switch_if_tx_traffic_packets_total", "roce"): 803785675319,
+        ("fabric_roce_switch_if_tx_traffic_packets_total", "cnp"): 0,
+        ("fabric_roce_switch_if_rx_no_buffer_discards_total", "roce"): 0,
+        ("fabric_roce_switch_if_rx_no_buffer_discards_total", "non_roce"): 55,
+        ("fabric_roce_switch_if_tx_no_buffer_discards_total", "roce"): 663060754115,
+        ("fabric_roce_switch_if_tx_no_buffer_discards_total", "cnp"): 0,
+    }
