@@ -77,7 +77,8 @@ def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
     groups.append({"name": "sw-wm", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
                    "credentials": "sw", "hosts": ["wm-1"], "options": {"commands": ["wred", "pg_watermark"]}})
     groups.append({"name": "sw-nv", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
-                   "credentials": "sw", "hosts": ["nv-1"], "options": {"dialect": "cumulus", "commands": ["nvue_roce"]}})
+                   "credentials": "sw", "hosts": ["nv-1"],
+                   "options": {"dialect": "cumulus", "commands": ["nvue_roce"]}})
     sched = Scheduler(transports=None, store=SnapshotStore(), self_metrics=SelfMetrics(ReloadStatus()))
     credentials = {"sw": {"type": "ssh", "username": "u", "password": "env:SWITCH_PASSWORD"}}
     sched.apply(parse_config({"credentials": credentials, "targets": groups}), start_tasks=False)

@@ -100,10 +100,10 @@ def test_lab_eos_outputs_read_back_with_the_parsers(tmp_path):
     skipped: list = []
     rows = parsers.parse_queue_counters(eos_cli.answer(sw, eos_cli.QUEUE)[1], skipped=skipped)
     assert skipped == [] and len(rows) == len(sw.interfaces) * sw.queue_count * 2
+    q0 = sw.interfaces[0].queues[0]
     assert rows[0] == parsers.QueueCounters("Ethernet1", "UC0", {
-        "enqueued_packets": sw.interfaces[0].queues[0]["uc_pkts"], "enqueued_bytes": sw.interfaces[0].queues[0]["uc_bytes"],
-        "dropped_packets": sw.interfaces[0].queues[0]["uc_drop_pkts"],
-        "dropped_bytes": sw.interfaces[0].queues[0]["uc_drop_bytes"]})
+        "enqueued_packets": q0["uc_pkts"], "enqueued_bytes": q0["uc_bytes"],
+        "dropped_packets": q0["uc_drop_pkts"], "dropped_bytes": q0["uc_drop_bytes"]})
     discards = parsers.parse_discards_json(eos_cli.answer(sw, eos_cli.DISCARDS)[1])
     assert discards[1] == parsers.Discards("Ethernet2", {"in_discards": sw.interfaces[1].counters["ifInDiscards"],
                                                          "out_discards": sw.interfaces[1].counters["ifOutDiscards"]})
