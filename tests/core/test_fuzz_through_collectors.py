@@ -33,7 +33,7 @@ from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
-                                     ib_queryerrors, perftest, rdma, slurm_squeue, sonic_cli, sonic_watermark)
+                                     ib_queryerrors, nvue, perftest, rdma, slurm_squeue, sonic_cli, sonic_watermark)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -77,6 +77,10 @@ EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_q
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
 SQUEUE_JSON = lines_of("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json")
 SQUEUE_TEXT = lines_of("slurm/slurm-22.05.8-squeue-format.txt")
+CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt")
+NVUE_ROCE = lines_of("real/nvue_qos_roce_counters_swp16.txt")
+EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
+EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
 NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
@@ -151,7 +155,7 @@ ENTRY_POINTS = {
     "sonic_cli.parse_wred_counters": (sonic_cli.parse_wred_counters, SONIC["show_queue_wredcounters.txt"]),
     "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
     "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
-    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
+    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH + CUMULUS_ETH),
     "sonic_cli.parse_pfc_history": (sonic_cli.parse_pfc_history, PFC_HISTORY),
     "sonic_watermark.parse_queue_watermark": (sonic_watermark.parse_queue_watermark, WM_QUEUE),
     "sonic_watermark.parse_queue_watermark_json": (sonic_watermark.parse_queue_watermark_json, WM_QUEUE_JSON),
@@ -163,6 +167,9 @@ ENTRY_POINTS = {
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
     "slurm_squeue.parse_squeue_json": (slurm_squeue.parse_squeue_json, SQUEUE_JSON),
     "slurm_squeue.parse_squeue_text": (slurm_squeue.parse_squeue_text, SQUEUE_TEXT),
+    "eos_cli.parse_pfc_counters_json": (eos_cli.parse_pfc_counters_json, EOS_PFC),
+    "nvue.parse_roce_counters": (nvue.parse_roce_counters, NVUE_ROCE),
+    "eos_cli.parse_ecn_counters_json": (eos_cli.parse_ecn_counters_json, EOS_ECN),
 }
 
 
@@ -426,11 +433,30 @@ def test_switch_cli_watermarks_explain_every_fuzzed_output(queue, pg, pool, hist
 
 
 @FUZZ
-@given(queue=mutated(EOS_QUEUE), discards=mutated(EOS_DISCARDS))
-def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards):
+@given(ethtool=mutated(CUMULUS_ETH), roce=mutated(NVUE_ROCE))
+def test_switch_cli_cumulus_explains_every_fuzzed_output(ethtool, roce):
+    async def answer(host, argv):  # the two loops over swp1 and swp2, as the switch's sh would print them
+        nonce = re.search(r"@@%s begin %s\\n' ([0-9a-f]{16}) ", argv[-1]).group(1)
+        out = [f"@@{nonce} begin {name}\n{body}\n@@{nonce} end {name} 0\n"
+               for name, body in (("swp1", ethtool), ("swp2", ethtool), ("swp1:nvue_roce", roce),
+                                  ("swp2:nvue_roce", roce))]
+        return 0, "".join(out), ""
+
+    options = {"dialect": "cumulus", "commands": ["ethtool", "nvue_roce"]}
+    states = poll_once(group_config("switch_cli", hosts=["sw1"], options=options), answer)
+    assert_explained(states)
+
+
+@FUZZ
+@given(queue=mutated(EOS_QUEUE), discards=mutated(EOS_DISCARDS), pfc=mutated(EOS_PFC), ecn=mutated(EOS_ECN))
+def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards, pfc, ecn):
+    answers = {"show interfaces counters queue": queue, "show interfaces counters discards | json": discards,
+               "show priority-flow-control counters | json": pfc,
+               "show qos interfaces ecn counters queue | json": ecn}
+
     async def answer(host, argv):
         (line,) = argv
-        return 0, queue if "queue" in line else discards, ""
+        return 0, answers[line], ""
 
     states = poll_once(group_config("switch_cli", hosts=["sw1"], options={"dialect": "eos"}), answer)
     assert_explained(states)

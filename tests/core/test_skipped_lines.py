@@ -61,7 +61,7 @@ def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_a
 
 
 def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
-    from fabric_exporter.collectors.switch_cli import DIALECTS, SwitchCliCollector
+    from fabric_exporter.collectors.switch_cli import CUMULUS, DIALECTS, SwitchCliCollector
     from fabric_exporter.scheduler import Scheduler
     from fabric_exporter.store import SnapshotStore
     from tests.harness.configs import parse_config
@@ -70,17 +70,21 @@ def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
     # (and the commands' own: the watermark parsers' sources, published only by targets that run them)
     assert set(SwitchCliCollector.parse_sources) == ({s for d in DIALECTS.values() for s in d.sources}
                                                      | {c.source for d in DIALECTS.values()
-                                                        for c in d.commands.values() if c.source})
+                                                        for c in d.commands.values() if c.source}
+                                                     | {c.source for c in CUMULUS.values()})
     groups = [{"name": f"sw-{d}", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
                "credentials": "sw", "hosts": [f"{d}-1"], "options": {"dialect": d}} for d in ("sonic", "cumulus", "eos")]
     groups.append({"name": "sw-wm", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
                    "credentials": "sw", "hosts": ["wm-1"], "options": {"commands": ["wred", "pg_watermark"]}})
+    groups.append({"name": "sw-nv", "fabric": "lab", "collector": "switch_cli", "transport": "ssh",
+                   "credentials": "sw", "hosts": ["nv-1"],
+                   "options": {"dialect": "cumulus", "commands": ["nvue_roce"]}})
     sched = Scheduler(transports=None, store=SnapshotStore(), self_metrics=SelfMetrics(ReloadStatus()))
     credentials = {"sw": {"type": "ssh", "username": "u", "password": "env:SWITCH_PASSWORD"}}
     sched.apply(parse_config({"credentials": credentials, "targets": groups}), start_tasks=False)
     sources = {state.host: set(state.skipped_lines) for state in sched.states.values()}
     assert sources == {"sonic-1": {"sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                    "sonic_pfcwd_stats"},
-                       "cumulus-1": {"ethtool"}, "eos-1": {"eos_queue_counters"},
+                       "cumulus-1": {"ethtool"}, "nv-1": {"nvue_roce"}, "eos-1": {"eos_queue_counters"},
                        "wm-1": {"sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                 "sonic_pfcwd_stats", "sonic_pg_watermark"}}

@@ -184,7 +184,9 @@ def test_switch_scripts_pass_only_as_built():
     names = list(switch_cli._SONIC_ARGV)
     good = [switch_cli.build_script([(n, switch_cli._SONIC_ARGV[n]) for n in names], nonce),
             switch_cli.build_script([(n, switch_cli._SONIC_ARGV[n] + ("--json",)) for n in names[1:3]], nonce),
-            switch_cli.build_cumulus_script(nonce)]
+            switch_cli.build_cumulus_script(nonce),
+            switch_cli.build_cumulus_script(nonce, ("ethtool", "nvue_roce")),
+            switch_cli.build_cumulus_script(nonce, ("nvue_roce",))]
     for script in good:
         assert guard.decide(shlex.join(["sh", "-c", script]), POLICY) == ["sh", "-c", script]
     evil = [good[0].replace("show pfc counters", "sonic-clear pfccounters"),
@@ -193,6 +195,8 @@ def test_switch_scripts_pass_only_as_built():
             switch_cli.build_script([("pfc", ("show", "pfc", "counters")), ("pfc", ("show", "pfc", "counters"))],
                                     nonce),
             good[2].replace("ethtool -S", "ethtool -s"), good[2].replace("done\n", "done\nid\n"),
+            good[4].replace("nv show", "nv set"), good[4].replace("qos roce counters", "qos roce"),
+            good[4] + good[2], good[3].replace(":nvue_roce", ":x"),
             good[0].replace("show queue watermark unicast", "sonic-clear queue watermark unicast"),
             switch_cli.build_script([("queue_watermark_unicast", ("show", "queue", "persistent-watermark", "unicast"))],
                                     nonce),

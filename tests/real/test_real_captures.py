@@ -343,6 +343,8 @@ def eos_samples(command: str, name: str):
 EOS_QUEUE = "eos_queue_counters_detail_egress_nz.txt"
 EOS_QUEUE_VOQ = "eos_queue_counters_nz_7280sr3e.txt"
 EOS_DISCARDS = "eos_interfaces_counters_discards_anta.json"
+EOS_PFC = "eos_pfc_counters_anta.json"
+EOS_ECN = "eos_qos_ecn_counters_queue_anta.json"
 ENQ_PKTS, ENQ_BYTES = "fabric_roce_switch_queue_enqueued_packets_total", "fabric_roce_switch_queue_enqueued_bytes_total"
 QDROP_BYTES = "fabric_roce_switch_queue_dropped_bytes_total"
 EOS_CASES = [
@@ -375,6 +377,14 @@ EOS_CASES = [
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Ethernet3"}, 40),
     ("discards", EOS_DISCARDS, "fabric_roce_tx_discards_total", {"interface": "Port-Channel2"}, 30),
     ("discards", EOS_DISCARDS, "fabric_roce_rx_discards_total", {"interface": "Ethernet2"}, 0),
+    # PFC frames per interface, every priority together
+    ("pfc", EOS_PFC, "fabric_roce_switch_pfc_rx_frames_total", {"interface": "Ethernet3/1/1"}, 1),
+    ("pfc", EOS_PFC, "fabric_roce_switch_pfc_tx_frames_total", {"interface": "Ethernet3/2/1"}, 2),
+    ("pfc", EOS_PFC, "fabric_roce_switch_pfc_rx_frames_total", {"interface": "Ethernet3/4/1"}, 0),
+    # ECN marks per tx-queue ("2" is a string in the JSON; "-" is no sample)
+    ("ecn", EOS_ECN, "fabric_roce_ecn_marked_packets_total", {"interface": "Ethernet10/20/1", "queue": "UC1"}, 2),
+    ("ecn", EOS_ECN, "fabric_roce_ecn_marked_packets_total", {"interface": "Ethernet10/3/1", "queue": "UC2"}, 2),
+    ("ecn", EOS_ECN, "fabric_roce_ecn_marked_packets_total", {"interface": "Ethernet10/16/1", "queue": "UC0"}, 0),
 ]
 
 
@@ -671,7 +681,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES} | {c[1] for c in SONIC_EMPTY}
-              | {c[1] for c in EOS_CASES}
+              | {c[1] for c in EOS_CASES} | {c[0] for c in CUMULUS_CASES} | {NVUE_ROCE}
               | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
               | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)
@@ -680,3 +690,68 @@ def test_every_capture_is_tested_and_has_its_provenance():
     assert len(files) >= 40
     for name in files:
         assert f"`{name}`" in README, f"{name}: no provenance line in tests/fixtures/real/README.md"
+
+
+# -- Cumulus Linux: ethtool -S swpN through the switch_cli collector's own mapping ----------------
+
+def cumulus_samples_of(name: str):
+    from fabric_exporter.collectors.switch_cli import cumulus_samples
+    from fabric_exporter.parsers.sonic_cli import parse_cumulus_ethtool
+
+    skipped: list = []
+    samples = cumulus_samples("leaf1", "swp1", parse_cumulus_ethtool(text(name), skipped=skipped))
+    valid(samples)
+    return samples, skipped
+
+
+CUMULUS_37, CUMULUS_51 = "ethtool_cumulus_37_swp1.txt", "ethtool_cumulus_51_swp1.txt"
+CUMULUS_MLAG = "ethtool_cumulus_37_mlag_swp51_trimmed.txt"
+RX_DISC, TX_DISC = "fabric_roce_rx_discards_total", "fabric_roce_tx_discards_total"
+RX_BUF, TX_QDROP = "fabric_roce_switch_if_rx_buffer_drops_total", "fabric_roce_switch_if_tx_queue_drops_total"
+CUMULUS_CASES = [
+    # read by hand: the drop counters the docs' captures print (HwIfInAclDrops 28 is not one we map)
+    (CUMULUS_37, {RX_DISC: 0, TX_DISC: 0, RX_BUF: 0, TX_QDROP: 0}),
+    # 5.1 prints no HwIfOutDiscards (nor SoftInDrops/SoftInFrameErrors): no tx discards series, not a 0
+    (CUMULUS_51, {RX_DISC: 0, RX_BUF: 0, TX_QDROP: 0}),
+    # an MLAG peer link dropping: HwIfInDiscards 2129675 (the kernel's RX_DRP beside it: 2129676);
+    # the docs' author cut the output after that line, so nothing else is there to map
+    (CUMULUS_MLAG, {RX_DISC: 2129675}),
+]
+
+
+@pytest.mark.parametrize("name,expected", CUMULUS_CASES)
+def test_cumulus_ethtool_drops(name, expected):
+    samples, skipped = cumulus_samples_of(name)
+    assert skipped == []
+    got = {s.name: s.value for s in samples}
+    assert got == expected
+    assert all(s.labels == {"switch": "leaf1", "interface": "swp1"} for s in samples)
+
+
+NVUE_ROCE = "nvue_qos_roce_counters_swp16.txt"
+
+
+def test_nvue_roce_counters_through_the_mapping():
+    from fabric_exporter.collectors.switch_cli import nvue_roce_samples
+    from fabric_exporter.parsers.nvue import parse_roce_counters
+
+    skipped: list = []
+    samples = nvue_roce_samples("leaf1", "swp16", parse_roce_counters(text(NVUE_ROCE), skipped=skipped))
+    valid(samples)
+    assert skipped == []
+    port = {"switch": "leaf1", "interface": "swp16"}
+    got = {(s.name, s.labels.get("traffic")): s.value for s in samples}
+    assert all({k: v for k, v in s.labels.items() if k != "traffic"} == port for s in samples)
+    # read by hand from the capture (NVIDIA's Cumulus 5.6 RoCE page): a port whose RoCE traffic is
+    # heavily ECN-marked and whose egress drops RoCE packets for lack of buffer
+    assert got == {
+        ("fabric_roce_switch_if_ecn_marked_packets_total", None): 693777677344,
+        ("fabric_roce_switch_if_rx_traffic_packets_total", "roce"): 0,
+        ("fabric_roce_switch_if_rx_traffic_packets_total", "non_roce"): 462975,
+        ("fabric_roce_switch_if_tx_traffic_packets_total", "roce"): 803785675319,
+        ("fabric_roce_switch_if_tx_traffic_packets_total", "cnp"): 0,
+        ("fabric_roce_switch_if_rx_no_buffer_discards_total", "roce"): 0,
+        ("fabric_roce_switch_if_rx_no_buffer_discards_total", "non_roce"): 55,
+        ("fabric_roce_switch_if_tx_no_buffer_discards_total", "roce"): 663060754115,
+        ("fabric_roce_switch_if_tx_no_buffer_discards_total", "cnp"): 0,
+    }

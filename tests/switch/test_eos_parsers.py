@@ -121,3 +121,60 @@ def test_discards_errors(data):
 def test_discards_not_json():
     with pytest.raises(ParseError, match="invalid JSON"):
         eos_cli.parse_discards_json(DISCARDS[:-20])
+
+
+PFC = (REAL / "eos_pfc_counters_anta.json").read_text()
+ECN = (REAL / "eos_qos_ecn_counters_queue_anta.json").read_text()
+
+
+def test_pfc_capture():
+    rows = eos_cli.parse_pfc_counters_json(PFC)
+    assert {r.port: r.values for r in rows} == {  # read by hand from the capture
+        "Ethernet3/1/1": {"rx_frames": 1, "tx_frames": 0}, "Ethernet3/2/1": {"rx_frames": 0, "tx_frames": 2},
+        "Ethernet3/3/1": {"rx_frames": 2, "tx_frames": 0}, "Ethernet3/4/1": {"rx_frames": 0, "tx_frames": 1}}
+
+
+def test_pfc_short_names_are_written_out():
+    rows = eos_cli.parse_pfc_counters_json(json.dumps({"interfaceCounters": {"Et7": {"rxFrames": 5}}}))
+    assert rows == [eos_cli.PfcFrames("Ethernet7", {"rx_frames": 5})]
+
+
+@pytest.mark.parametrize("data", [
+    {"errors": ["Invalid input"]},
+    {"interfaces": {}},  # another command's JSON
+    {"interfaceCounters": {"Ethernet1": {"rxFrames": "3"}}},
+    {"interfaceCounters": {"Ethernet1": {"txFrames": -1}}},
+    {"interfaceCounters": {"Ethernet1": {"txFrames": 2**64}}},
+    {"interfaceCounters": {"Ethernet1": {"rxFrames": 1.5}}},
+    {"interfaceCounters": {"Ethernet1": []}},
+    {"interfaceCounters": {"": {"rxFrames": 1}}},
+    "interfaceCounters",
+])
+def test_pfc_errors(data):
+    with pytest.raises(ParseError):
+        eos_cli.parse_pfc_counters_json(json.dumps(data))
+
+
+def test_ecn_capture_leaves_unconfigured_queues_out():
+    rows = eos_cli.parse_ecn_counters_json(ECN)
+    got = {(r.port, r.queue): r.packets for r in rows}
+    # read by hand: 4 interfaces x 3 queues, two of them '-' (ECN counting not configured)
+    assert len(got) == 10
+    assert got[("Ethernet10/20/1", "UC1")] == 2 and got[("Ethernet10/3/1", "UC2")] == 2
+    assert got[("Ethernet10/28/1", "UC1")] == 0
+    assert ("Ethernet10/28/1", "UC0") not in got and ("Ethernet10/16/1", "UC2") not in got
+
+
+@pytest.mark.parametrize("data", [
+    {"errors": ["% ECN counters are not supported on this platform"]},
+    {"intfQueueCounters": {"Ethernet1": {}}},
+    {"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": 3}}}},  # a count not written as EOS does
+    {"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": "3x"}}}},
+    {"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": "9" * 21}}}},
+    {"intfQueueCounters": {"Ethernet1": {"queueCounters": {"q0": "1"}}}},
+    {"intfQueueCounters": {"Ethernet1": {"queueCounters": {"0": ""}}}},
+    {"intfQueueCounters": []},
+])
+def test_ecn_errors(data):
+    with pytest.raises(ParseError):
+        eos_cli.parse_ecn_counters_json(json.dumps(data))

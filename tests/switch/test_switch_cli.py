@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -147,11 +148,14 @@ def test_cumulus_ethtool_dialect(tmp_path):
     bin_dir, stats, sysfs = tmp_path / "bin", tmp_path / "stats", tmp_path / "sysclass"
     bin_dir.mkdir()
     stats.mkdir()
-    for port in ("swp1", "swp2", "eth0"):
+    for port in ("swp1", "swp2", "swp51", "eth0"):
         (sysfs / "net" / port).mkdir(parents=True)
     (stats / "swp1").write_text("NIC statistics:\n     HwIfInPfc3Pkt: 15\n     HwIfOutPfc3Pkt: 7\n"
                                 "     HwIfOutQ3WredDrops: 42\n")
     (stats / "swp2").write_text("NIC statistics:\n     HwIfInPfc0Pkt: 1\n     HwIfOutPfc0Pkt: 2\n")
+    # a real capture: an MLAG peer link dropping (tests/fixtures/real/README.md)
+    (stats / "swp51").write_text((Path(__file__).resolve().parents[1] / "fixtures" / "real" /
+                                  "ethtool_cumulus_37_mlag_swp51_trimmed.txt").read_text())
     ethtool = bin_dir / "ethtool"
     ethtool.write_text(f"#!/bin/sh\n[ \"$1\" = -S ] && exec cat {stats}/\"$2\"\nexit 1\n")
     ethtool.chmod(0o755)
@@ -166,7 +170,47 @@ def test_cumulus_ethtool_dialect(tmp_path):
     assert series(s, "fabric_roce_pfc_tx_pause_frames_total", **lab, interface="swp1", priority="3") == 7
     assert series(s, "fabric_roce_switch_queue_wred_dropped_packets_total", **lab, interface="swp1", queue="UC3") == 42
     assert series(s, "fabric_roce_pfc_tx_pause_frames_total", **lab, interface="swp2", priority="0") == 2
-    assert len(s) == 5 and not any(("interface", "eth0") in k[1] for k in s)
+    assert series(s, "fabric_roce_rx_discards_total", **lab, interface="swp51") == 2129675
+    assert len(s) == 6 and not any(("interface", "eth0") in k[1] for k in s)
+
+
+def test_cumulus_nvue_roce_counters_beside_ethtool(tmp_path):
+    """commands: [ethtool, nvue_roce]: both loops in one sh run; NVUE's answer is the real capture
+    (swp16), an interface whose nv fails is a problem of the poll, not a failed poll."""
+    if os.geteuid() != 0:
+        pytest.skip("the sshd harness needs root (mount namespace)")
+    bin_dir, stats, sysfs = tmp_path / "bin", tmp_path / "stats", tmp_path / "sysclass"
+    bin_dir.mkdir()
+    stats.mkdir()
+    for port in ("swp16", "swp17"):
+        (sysfs / "net" / port).mkdir(parents=True)
+        (stats / port).write_text("NIC statistics:\n     HwIfInDiscards: 9\n")
+    (stats / "swp16.roce").write_text((Path(__file__).resolve().parents[1] / "fixtures" / "real" /
+                                       "nvue_qos_roce_counters_swp16.txt").read_text())
+    calls = tmp_path / "nv-calls.log"
+    (bin_dir / "ethtool").write_text(f"#!/bin/sh\n[ \"$1\" = -S ] && exec cat {stats}/\"$2\"\nexit 1\n")
+    (bin_dir / "nv").write_text(
+        f"#!/bin/sh\necho \"$*\" >> {calls}\n"
+        f"[ \"$1 $2 $4 $5 $6 $#\" = \"show interface qos roce counters 6\" ] && [ -f {stats}/\"$3\".roce ] "
+        f"&& exec cat {stats}/\"$3\".roce\necho 'Error: not found' >&2\nexit 1\n")
+    for tool in ("ethtool", "nv"):
+        (bin_dir / tool).chmod(0o755)
+    with SSHD(tmp_path, path_dirs=[bin_dir], sysfs_tree=sysfs) as sshd:
+        cfg = make_config(tmp_path, [cli_group(sshd, name="cl", host="cumulus1", dialect="cumulus",
+                                               commands=["ethtool", "nvue_roce"])], {"ssh": sshd.credential()})
+        (only,), _ = run(polls(cfg))
+    st, s = only
+    state = st[("cl", "cumulus1")]
+    assert state.state == "partial" and "nv show interface qos roce counters swp17: exit status 1" in state.last_error
+    port = {"fabric": "lab", "switch": "cumulus1", "interface": "swp16"}
+    assert series(s, "fabric_roce_switch_if_ecn_marked_packets_total", **port) == 693777677344
+    assert series(s, "fabric_roce_switch_if_tx_no_buffer_discards_total", **port, traffic="roce") == 663060754115
+    assert series(s, "fabric_roce_switch_if_rx_traffic_packets_total", **port, traffic="non_roce") == 462975
+    assert series(s, "fabric_roce_rx_discards_total", **port) == 9
+    assert series(s, "fabric_roce_rx_discards_total", **{**port, "interface": "swp17"}) == 9
+    assert len(s) == 9 + 2
+    assert calls.read_text().splitlines() == ["show interface swp16 qos roce counters",
+                                              "show interface swp17 qos roce counters"]
 
 
 def test_batched_script_sections_roundtrip():

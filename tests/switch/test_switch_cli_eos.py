@@ -19,6 +19,8 @@ from .conftest import make_config, polls, series
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 QUEUE_LINE = "show interfaces counters queue"
 DISCARDS_LINE = "show interfaces counters discards | json"
+PFC_LINE = "show priority-flow-control counters | json"
+ECN_LINE = "show qos interfaces ecn counters queue | json"
 
 
 def install_eos_cli(base: Path) -> tuple[Path, Path, Path]:
@@ -27,6 +29,8 @@ def install_eos_cli(base: Path) -> tuple[Path, Path, Path]:
     data.mkdir()
     shutil.copy(REAL / "eos_queue_counters_nz_7280sr3e.txt", data / "queue.txt")
     shutil.copy(REAL / "eos_interfaces_counters_discards_anta.json", data / "discards.json")
+    shutil.copy(REAL / "eos_pfc_counters_anta.json", data / "pfc.json")
+    shutil.copy(REAL / "eos_qos_ecn_counters_queue_anta.json", data / "ecn.json")
     q = shlex.quote
     cli.write_text(f"""#!/bin/sh
 # One exec request = one CLI line, answered from a recorded capture (no shell, no batching).
@@ -35,6 +39,8 @@ printf '%s\\n' "$SSH_ORIGINAL_COMMAND" >> {q(str(log))}
 case "$SSH_ORIGINAL_COMMAND" in
   {q(QUEUE_LINE)}) exec cat {q(str(data / 'queue.txt'))} ;;
   {q(DISCARDS_LINE)}) exec cat {q(str(data / 'discards.json'))} ;;
+  {q(PFC_LINE)}) exec cat {q(str(data / 'pfc.json'))} ;;
+  {q(ECN_LINE)}) exec cat {q(str(data / 'ecn.json'))} ;;
   *) echo "% Invalid input"; exit 1 ;;
 esac
 """)
@@ -80,11 +86,13 @@ def test_eos_over_ssh_reads_the_captures_one_line_per_exec(eos_env, tmp_path):
     assert series(s1, "fabric_roce_tx_discards_total", **lab, interface="Port-Channel1") == 30
     assert series(s1, "fabric_roce_switch_voq_dropped_packets_total", **lab, interface="Ethernet15",
                   queue="UC6") == 2326123603
-    assert len(s1) == (44 + 43) * 4 + 5 * 2
+    assert series(s1, "fabric_roce_switch_pfc_tx_frames_total", **lab, interface="Ethernet3/2/1") == 2
+    assert series(s1, "fabric_roce_ecn_marked_packets_total", **lab, interface="Ethernet10/20/1", queue="UC1") == 2
+    assert len(s1) == (44 + 43) * 4 + 5 * 2 + 4 * 2 + 10
     # the CPU port's 'TC3,7' row: skipped and counted, on each of the two polls
     assert {k: v for k, v in st2[("eos", "spine1")].skipped_lines.items() if v} == {"eos_queue_counters": 2}
-    # each poll: exactly the two CLI lines, each its own exec, as typed at the CLI (no sh, no timeout)
-    assert log.read_text().splitlines() == [DISCARDS_LINE, QUEUE_LINE] * 2
+    # each poll: exactly the four CLI lines, each its own exec, as typed at the CLI (no sh, no timeout)
+    assert log.read_text().splitlines() == [DISCARDS_LINE, QUEUE_LINE, PFC_LINE, ECN_LINE] * 2
     assert sshd.log().count("Accepted publickey") == 1  # one pooled connection for both polls
 
 

@@ -50,14 +50,23 @@ def test_dialect_and_commands_choices_come_from_the_table(monkeypatch):
     assert errors == [] and opts.commands == ("pfc",)
     switch_cli.SwitchCliCollector.parse_options({"dialect": "cumulus", "commands": ["pfc"]}, "o",
                                                 lambda path, msg: errors.append((path, msg)))
-    assert errors == [("o.commands", "only for the sonic / eos dialect (cumulus reads ethtool -S)")]
+    assert errors == [("o.commands[0]", "'pfc' is not a command of the cumulus dialect (known: ethtool, nvue_roce)")]
     errors.clear()
+    # cumulus: ethtool by default, NVUE's RoCE counters when asked; the sources follow the commands
+    opts = switch_cli.SwitchCliCollector.parse_options({"dialect": "cumulus"}, "o",
+                                                       lambda path, msg: errors.append((path, msg)))
+    assert errors == [] and opts.commands == ("ethtool",)
+    assert switch_cli.SwitchCliCollector.sources_for(opts) == ("ethtool",)
+    opts = switch_cli.SwitchCliCollector.parse_options({"dialect": "cumulus", "commands": ["ethtool", "nvue_roce"]},
+                                                       "o", lambda path, msg: errors.append((path, msg)))
+    assert errors == [] and switch_cli.SwitchCliCollector.sources_for(opts) == ("ethtool", "nvue_roce")
     # eos: its own command names, all of them by default; a SONiC name is not one of them
     opts = switch_cli.SwitchCliCollector.parse_options({"dialect": "eos"}, "o", lambda path, msg: errors.append((path, msg)))
-    assert errors == [] and opts.commands == ("discards", "queue")
-    switch_cli.SwitchCliCollector.parse_options({"dialect": "eos", "commands": ["pfc"]}, "o",
+    assert errors == [] and opts.commands == ("discards", "queue", "pfc", "ecn")
+    switch_cli.SwitchCliCollector.parse_options({"dialect": "eos", "commands": ["wred"]}, "o",
                                                 lambda path, msg: errors.append((path, msg)))
-    assert errors == [("o.commands[0]", "'pfc' is not a command of the eos dialect (known: discards, queue)")]
+    assert errors == [("o.commands[0]", "'wred' is not a command of the eos dialect "
+                                        "(known: discards, queue, pfc, ecn)")]
     errors.clear()
     switch_cli.SwitchCliCollector.parse_options({"dialect": "acme"}, "o", lambda path, msg: errors.append((path, msg)))
     assert [p for p, _ in errors] == ["o.dialect"]

@@ -10,3 +10,6 @@ NIC_PORT_PRIORITY = NIC_PORT + ("priority",)
 SWITCH_IF = ("fabric", "switch", "interface")
 SWITCH_IF_PRIORITY = SWITCH_IF + ("priority",)
 SWITCH_IF_QUEUE = SWITCH_IF + ("queue",)
+# A switch interface's traffic by kind (Cumulus NVUE): "roce" (the RoCE priority's), "non_roce"
+# (the rest, received), "cnp" (congestion notification packets, sent).
+SWITCH_IF_TRAFFIC = SWITCH_IF + ("traffic",)

@@ -36,16 +36,17 @@ METRICS = [
                (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
     MetricSpec("fabric_roce_rx_discards_total", "counter", "packets",
                "Received packets dropped by the port for lack of buffer (mlx5 rx_discards_phy, bnxt rx_stat_discard, "
-               "ice rx_dropped.nic, IF-MIB ifInDiscards, EOS 'show interfaces counters discards' inDiscards).",
+               "ice rx_dropped.nic, IF-MIB ifInDiscards, EOS 'show interfaces counters discards' inDiscards, "
+               "Cumulus ethtool HwIfInDiscards).",
                (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI)),
     MetricSpec("fabric_roce_tx_discards_total", "counter", "packets",
                "Packets the port discarded on transmit (mlx5 tx_discards_phy, bnxt tx_stat_discard, "
                "ice tx_dropped_link_down.nic, IF-MIB ifOutDiscards, EOS 'show interfaces counters discards' "
-               "outDiscards).",
+               "outDiscards, Cumulus ethtool HwIfOutDiscards).",
                (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI)),
     MetricSpec("fabric_roce_ecn_marked_packets_total", "counter", "packets",
                "ECN CE-marked packets: on a NIC, marked packets it received (mlx5 np_ecn_marked_roce_packets, "
                "bnxt_re rx_ecn_marked_pkts, irdma RxECNMrkd); on a switch, packets it marked per egress queue "
-               "(SONiC 'show queue wredcounters' EcnMarked).",
+               "(SONiC 'show queue wredcounters' EcnMarked, EOS 'show qos interfaces ecn counters queue').",
                (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI)),
 ]

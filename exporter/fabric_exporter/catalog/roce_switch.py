@@ -8,7 +8,7 @@ Queue label values follow SONiC's CLI naming on every source: ``UC<n>`` for unic
 ``MC<n>`` for multicast queue n (0-based), so an SNMP and a CLI series for one queue are equal.
 """
 
-from .labels import SWITCH_IF, SWITCH_IF_QUEUE
+from .labels import SWITCH_IF, SWITCH_IF_QUEUE, SWITCH_IF_TRAFFIC
 from .spec import MetricSpec
 
 SNMP = "snmp_switch"
@@ -58,15 +58,49 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
                "Packets that could not be sent because of errors (IF-MIB ifOutErrors).",
                (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.2.2.1.20",)),
+    # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
+    MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
+               "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
+               "one cause among those fabric_roce_rx_discards_total counts together.",
+               (SWITCH_IF,), (CLI,)),
+    MetricSpec("fabric_roce_switch_if_tx_queue_drops_total", "counter", "packets",
+               "Packets dropped in the interface's egress queues, all queues together (Cumulus ethtool "
+               "HwIfOutQDrops: tail and WRED drops of a congested queue); per queue, where the switch "
+               "gives it, is fabric_roce_switch_queue_dropped_packets_total.",
+               (SWITCH_IF,), (CLI,)),
+    # --- RoCE traffic on a Cumulus port (NVUE 'nv show interface <swp> qos roce counters') ----------
+    MetricSpec("fabric_roce_switch_if_ecn_marked_packets_total", "counter", "packets",
+               "Packets the interface sent CE-marked, all queues together (NVUE qos roce counters "
+               "tx-ecn-stats ecn-marked-packets); per queue, where the switch gives it, is "
+               "fabric_roce_ecn_marked_packets_total.",
+               (SWITCH_IF,), (CLI,)),
+    MetricSpec("fabric_roce_switch_if_rx_traffic_packets_total", "counter", "packets",
+               "Packets received by kind of traffic: traffic=\"roce\" on the RoCE priority, \"non_roce\" the "
+               "rest (NVUE qos roce counters rx-roce-stats roce-packets, rx-non-roce-stats non-roce-packets).",
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
+    MetricSpec("fabric_roce_switch_if_tx_traffic_packets_total", "counter", "packets",
+               "Packets sent by kind of traffic: traffic=\"roce\" on the RoCE priority, \"cnp\" congestion "
+               "notification packets (NVUE qos roce counters tx-roce-stats roce-packets, tx-cnp-stats cnp-packets).",
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
+    MetricSpec("fabric_roce_switch_if_rx_no_buffer_discards_total", "counter", "packets",
+               "Received packets discarded for lack of ingress buffer, by kind of traffic (NVUE qos roce "
+               "counters no-buffer-discard); all kinds together is fabric_roce_switch_if_rx_buffer_drops_total.",
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
+    MetricSpec("fabric_roce_switch_if_tx_no_buffer_discards_total", "counter", "packets",
+               "Unicast packets discarded on transmit for lack of egress buffer, by kind of traffic (NVUE qos "
+               "roce counters unicast-no-buffer-discard): RoCE packets lost in the switch despite PFC.",
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
                "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "
-               "ieee8021PfcIndications); per-priority counts are fabric_roce_pfc_rx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP,), ("1.3.111.2.802.1.1.21.1.1.1.3",)),
+               "ieee8021PfcIndications, EOS 'show priority-flow-control counters' rxFrames); per-priority "
+               "counts are fabric_roce_pfc_rx_pause_frames_total.",
+               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.3",)),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
                "PFC frames sent by the interface, all priorities together (IEEE8021-PFC-MIB "
-               "ieee8021PfcRequests); per-priority counts are fabric_roce_pfc_tx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP,), ("1.3.111.2.802.1.1.21.1.1.1.2",)),
+               "ieee8021PfcRequests, EOS 'show priority-flow-control counters' txFrames); per-priority "
+               "counts are fabric_roce_pfc_tx_pause_frames_total.",
+               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.2",)),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "

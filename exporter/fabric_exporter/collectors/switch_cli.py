@@ -14,8 +14,13 @@ and the command's exit status, so one session (one channel) carries the whole po
   (``pfc_history``: ``show pfc counters --history``) when the ``commands`` option names them; one
   option name can stand for several show commands (a section of the batch each). Opt-in too:
   ``show lldp table`` (command ``lldp``): each interface's LLDP neighbour (collectors/lldp.py).
-* Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops).
-* EOS: ``show interfaces counters discards | json`` and ``show interfaces counters queue``.
+* Cumulus: ``ethtool -S`` of every ``swp*`` interface (HwIfIn/OutPfc<p>Pkt, HwIfOutQ<q>WredDrops,
+  HwIfIn/OutDiscards, HwIfInBufferDrops, HwIfOutQDrops), and with ``commands: [..., nvue_roce]``
+  NVUE's ``nv show interface <swp> qos roce counters`` (ECN marks, RoCE/CNP packets and their
+  buffer discards per port).
+* EOS: ``show interfaces counters discards | json``, ``show interfaces counters queue``,
+  ``show priority-flow-control counters | json`` (PFC frames per interface, all priorities) and
+  ``show qos interfaces ecn counters queue | json`` (ECN-marked packets per tx-queue).
   EOS's SSH lands in its CLI, not a shell: no script, no ``sh -c``; each command is its own exec
   request on the pooled connection (``run_line``), so the dialect needs the ``ssh`` transport.
 
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar
 
 from ..errors import CommandError, ParseError, PollError
-from ..parsers import eos_cli
+from ..parsers import eos_cli, nvue
 from ..parsers import sonic_cli as p
 from ..parsers import sonic_watermark as wm
 from ..parsers.batched import Section, split_sections
@@ -67,6 +72,9 @@ EOS_QUEUE_METRICS = {"enqueued_packets": "fabric_roce_switch_queue_enqueued_pack
                      "voq_dropped_bytes": "fabric_roce_switch_voq_dropped_bytes_total"}
 EOS_DISCARD_METRICS = {"in_discards": "fabric_roce_rx_discards_total",
                        "out_discards": "fabric_roce_tx_discards_total"}
+# EOS counts PFC frames per interface, every priority together: the same meaning as IEEE8021-PFC-MIB's
+EOS_PFC_METRICS = {"rx_frames": "fabric_roce_switch_pfc_rx_frames_total",
+                   "tx_frames": "fabric_roce_switch_pfc_tx_frames_total"}
 PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_total",
                  "storms_restored": "fabric_roce_switch_pfcwd_storms_restored_total",
                  "tx_dropped": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
@@ -151,9 +159,17 @@ def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -
     return out
 
 
+# switchd's per-interface drops: discards as IF-MIB's (Cumulus's snmpd serves these as ifIn/OutDiscards)
+CUMULUS_DROP_METRICS = {"in_discards": "fabric_roce_rx_discards_total", "out_discards": "fabric_roce_tx_discards_total",
+                        "in_buffer_drops": "fabric_roce_switch_if_rx_buffer_drops_total",
+                        "out_queue_drops": "fabric_roce_switch_if_tx_queue_drops_total"}
+
+
 def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
     base = {"switch": switch, "interface": interface}
-    return ([Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
+    return ([Sample(metric, base, float(c.drops[name])) for name, metric in CUMULUS_DROP_METRICS.items()
+             if name in c.drops]
+            + [Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
              for k, v in sorted(c.pfc_rx.items())]
             + [Sample("fabric_roce_pfc_tx_pause_frames_total", {**base, "priority": str(k)}, float(v))
                for k, v in sorted(c.pfc_tx.items())]
@@ -161,18 +177,50 @@ def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> li
                for k, v in sorted(c.wred_dropped.items())])
 
 
+# NVUE 'qos roce counters': name -> (metric, traffic label or None)
+NVUE_ROCE_METRICS = {
+    "tx_ecn_marked_packets": ("fabric_roce_switch_if_ecn_marked_packets_total", None),
+    "rx_roce_packets": ("fabric_roce_switch_if_rx_traffic_packets_total", "roce"),
+    "rx_non_roce_packets": ("fabric_roce_switch_if_rx_traffic_packets_total", "non_roce"),
+    "tx_roce_packets": ("fabric_roce_switch_if_tx_traffic_packets_total", "roce"),
+    "tx_cnp_packets": ("fabric_roce_switch_if_tx_traffic_packets_total", "cnp"),
+    "rx_roce_no_buffer_discards": ("fabric_roce_switch_if_rx_no_buffer_discards_total", "roce"),
+    "rx_non_roce_no_buffer_discards": ("fabric_roce_switch_if_rx_no_buffer_discards_total", "non_roce"),
+    "tx_roce_no_buffer_discards": ("fabric_roce_switch_if_tx_no_buffer_discards_total", "roce"),
+    "tx_cnp_no_buffer_discards": ("fabric_roce_switch_if_tx_no_buffer_discards_total", "cnp"),
+}
+
+
+def nvue_roce_samples(switch: str, interface: str, c: nvue.RoceCounters) -> list[Sample]:
+    out = []
+    for name, (metric, traffic) in NVUE_ROCE_METRICS.items():
+        if name in c.values:
+            labels = {"switch": switch, "interface": interface}
+            if traffic is not None:
+                labels["traffic"] = traffic
+            out.append(Sample(metric, labels, float(c.values[name])))
+    return out
+
+
 def eos_queue_samples(switch: str, rows: list[eos_cli.QueueCounters], wanted: Wanted) -> list[Sample]:
     return queue_samples(EOS_QUEUE_METRICS, switch, rows, wanted)  # type: ignore[arg-type]  # same fields
 
 
-def eos_discard_samples(switch: str, rows: list[eos_cli.Discards], wanted: Wanted) -> list[Sample]:
+def eos_port_samples(metrics: dict[str, str], switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
+                     wanted: Wanted) -> list[Sample]:
+    """One sample per interface and counter of ``metrics`` (the discards and PFC tables)."""
     out: list[Sample] = []
     for row in rows:
         if wanted(row.port):
             labels = {"switch": switch, "interface": row.port}
             out.extend(Sample(metric, labels, float(row.values[stat]))
-                       for stat, metric in EOS_DISCARD_METRICS.items() if stat in row.values)
+                       for stat, metric in metrics.items() if stat in row.values)
     return out
+
+
+def eos_ecn_samples(switch: str, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
+    return [Sample("fabric_roce_ecn_marked_packets_total", {"switch": switch, "interface": r.port, "queue": r.queue},
+                   float(r.packets)) for r in rows if wanted(r.port)]
 
 
 # -- the dialect table ------------------------------------------------------------------------------
@@ -248,13 +296,17 @@ def sonic_sections(o: SwitchCliOptions) -> tuple[str, ...]:
             out.append(c)
     return tuple(dict.fromkeys(out))
 
-# Arista EOS: ``| json`` where a published capture of the JSON exists (discards); the queue table
-# is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
+# Arista EOS: ``| json`` where a published capture of the JSON exists (discards, PFC, ECN); the
+# queue table is read as text (no public JSON capture of it was found). The argv is the CLI line's words.
 EOS = {
     "discards": CliCommand(("show", "interfaces", "counters", "discards", "|", "json"),
-                           eos_cli.parse_discards_json, eos_discard_samples),
+                           eos_cli.parse_discards_json, functools.partial(eos_port_samples, EOS_DISCARD_METRICS)),
     "queue": CliCommand(("show", "interfaces", "counters", "queue"),
                         eos_cli.parse_queue_counters, eos_queue_samples),
+    "pfc": CliCommand(("show", "priority-flow-control", "counters", "|", "json"),
+                      eos_cli.parse_pfc_counters_json, functools.partial(eos_port_samples, EOS_PFC_METRICS)),
+    "ecn": CliCommand(("show", "qos", "interfaces", "ecn", "counters", "queue", "|", "json"),
+                      eos_cli.parse_ecn_counters_json, eos_ecn_samples),
 }
 _SONIC_ARGV = {name: c.argv for name, c in SONIC.items()}
 
@@ -324,17 +376,38 @@ def build_script(commands: list[tuple[str, tuple[str, ...]]], nonce: str) -> str
     return "\n".join(lines) + "\n"
 
 
-def build_cumulus_script(nonce: str) -> str:
-    """ethtool -S of every swp* interface, each between markers named after the interface."""
-    return (
+@dataclass(frozen=True)
+class CumulusCommand:
+    """One per-interface command of the Cumulus dialect: its shell words (``$n`` the interface), the
+    suffix of its sections' names, its parser and its mapping."""
+    shell: str
+    suffix: str  # section name: the interface name + suffix
+    parse: Callable[..., Any]  # (text, skipped=) -> record
+    to_samples: Callable[[str, str, Any], list[Sample]]  # (switch, interface, record)
+    source: str
+    what: str  # for messages
+
+
+CUMULUS = {
+    "ethtool": CumulusCommand('ethtool -S "$n"', "", p.parse_cumulus_ethtool, cumulus_samples, "ethtool",
+                              "ethtool -S"),
+    "nvue_roce": CumulusCommand('nv show interface "$n" qos roce counters', ":nvue_roce", nvue.parse_roce_counters,
+                                nvue_roce_samples, nvue.SOURCE_ROCE, "nv show interface qos roce counters"),
+}
+CUMULUS_DEFAULT = ("ethtool",)
+
+
+def build_cumulus_script(nonce: str, commands: tuple[str, ...] = CUMULUS_DEFAULT) -> str:
+    """Per selected command, a loop over every swp* interface running it between markers named after
+    the interface (plus the command's suffix)."""
+    return "".join(
         "for d in /sys/class/net/swp*; do\n"
         "  [ -e \"$d\" ] || continue\n"
         "  n=${d##*/}\n"
-        f"  printf '@@%s begin %s\\n' {nonce} \"$n\"\n"
-        "  ethtool -S \"$n\" </dev/null\n"
-        f"  printf '\\n@@%s end %s %d\\n' {nonce} \"$n\" $?\n"
-        "done\n"
-    )
+        f"  printf '@@%s begin %s\\n' {nonce} \"$n{CUMULUS[c].suffix}\"\n"
+        f"  {CUMULUS[c].shell} </dev/null\n"
+        f"  printf '\\n@@%s end %s %d\\n' {nonce} \"$n{CUMULUS[c].suffix}\" $?\n"
+        "done\n" for c in commands)
 
 
 def _looks_like_no_json(section: Section) -> bool:
@@ -347,12 +420,14 @@ class SwitchCliCollector(Collector):
     parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                                 "sonic_pfcwd_stats", wm.SOURCE_QUEUE, wm.SOURCE_PG, wm.SOURCE_POOL,
                                                 p.SOURCE_PFC_HISTORY, "sonic_lldp_table", "ethtool",
-                                                eos_cli.SOURCE_QUEUE)
+                                                eos_cli.SOURCE_QUEUE, nvue.SOURCE_ROCE)
 
     @classmethod
     def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
         d = DIALECTS[options.dialect]
         extra = (c.source for s in options.sections if (c := d.commands.get(s)) is not None and c.source)
+        if options.dialect == "cumulus":
+            extra = (CUMULUS[c].source for c in options.commands if c in CUMULUS)
         return tuple(dict.fromkeys((*d.sources, *extra)))
 
     @classmethod
@@ -391,8 +466,8 @@ class SwitchCliCollector(Collector):
         if not commands:
             err(f"{path}.commands", "needs at least one command")
         d = DIALECTS.get(dialect)
-        if d is not None and not d.commands and "commands" in (raw or {}):
-            with_commands = " / ".join(n for n, x in DIALECTS.items() if x.commands)
+        if d is not None and not d.names and "commands" in (raw or {}):
+            with_commands = " / ".join(n for n, x in DIALECTS.items() if x.names)
             err(f"{path}.commands", f"only for the {with_commands} dialect ({dialect} reads {d.reads})")
         opts = SwitchCliOptions(dialect, commands, json_mode, include, exclude,
                                 cumulus or SwitchCliOptions.cumulus_interfaces, kind, queue_types, regions, pools,
@@ -500,26 +575,33 @@ class SwitchCliCollector(Collector):
 
     async def _poll_cumulus(self) -> PollResult:
         nonce = secrets.token_hex(8)
-        stdout, stderr = await self._run(build_cumulus_script(nonce))
-        sections = [s for s in split_sections(stdout, nonce)
-                    if self.options.cumulus_interfaces.fullmatch(s.name) and self._wanted(s.name)]
+        commands = self.options.commands
+        stdout, stderr = await self._run(build_cumulus_script(nonce, commands))
+        by_suffix = {CUMULUS[c].suffix: CUMULUS[c] for c in commands}
+        sections = []
+        for s in split_sections(stdout, nonce):
+            interface, _, suffix = s.name.partition(":")
+            command = by_suffix.get(":" + suffix if suffix else "")
+            if (command is not None and self.options.cumulus_interfaces.fullmatch(interface)
+                    and self._wanted(interface)):
+                sections.append((interface, command, s))
         if not sections:
             raise CommandError(f"no interfaces matching {self.options.cumulus_interfaces.pattern} "
                                 f"under /sys/class/net")
         samples: list[Sample] = []
         problems: list[str] = []
         skipped: list = []
-        for s in sections:
+        for interface, command, s in sections:
             if s.exit_status != 0:
-                problems.append(f"ethtool -S {s.name}: exit status {s.exit_status}: "
+                problems.append(f"{command.what} {interface}: exit status {s.exit_status}: "
                                 + (" | ".join(stderr.strip().splitlines()[-2:]) or "no output"))
                 continue
             try:
-                c = p.parse_cumulus_ethtool(s.text, skipped=skipped)
+                record = command.parse(s.text, skipped=skipped)
             except ParseError as e:
-                problems.append(f"ethtool -S {s.name}: {e}")
+                problems.append(f"{command.what} {interface}: {e}")
                 continue
-            samples.extend(cumulus_samples(self.switch, s.name, c))
+            samples.extend(command.to_samples(self.switch, interface, record))
         if len(problems) == len(sections):
             raise CommandError(problems[0])
         return PollResult(samples, problems, skipped)
@@ -529,6 +611,8 @@ DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
                      ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats"),
                      SONIC_CHOICES, SONIC_COMMANDS),
-    "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S", ("ethtool",)),
+    # its sources follow its commands (sources_for): ethtool and/or nvue_roce
+    "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S / nv show", (),
+                       tuple(CUMULUS), CUMULUS_DEFAULT),
     "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands", (eos_cli.SOURCE_QUEUE,)),
 }

@@ -6,7 +6,9 @@ What starts (each part only where its tools are installed, and said so when not)
 - RoCE GPU hosts: one in-process SSH server port per host, answering the roce_nic collector and
   perftest from a counter model (``roce_host.RoceHost``) in the real output formats;
 - switches: one snmpsim agent per SONiC-like leaf (IF-MIB, CISCO-PFC-EXT, CISCO-SWITCH-QOS) and
-  the SONiC CLI over SSH (WRED/ECN and PFC watchdog), from one counter state per switch;
+  the SONiC CLI over SSH (WRED/ECN and PFC watchdog), from one counter state per switch; with
+  ``--switch-os eos`` the leaves are Arista-like instead (IF-MIB, ARISTA-PFC, ARISTA-QUEUE over SNMP;
+  the EOS CLI over SSH, ``lab/eos_cli.py``: PFC frames and ECN marks);
 - latency probes between the GPU hosts (full mesh in a rack, sampled across racks);
 - a real Slurm (``slurm.py``: munged, slurmctld, one ``slurmd -N`` per GPU host on 127.0.0.1) whose
   node names are the GPU hosts' names and the IB HCAs' (``gpu-001``...), read by the slurm_jobs
@@ -88,6 +90,7 @@ class LabOptions:
     poc_phase: float = 120.0  # --scenario poc: seconds per phase unit (lab/poc.py)
     rules_rate_window: str = "1m"  # rate window of the lab's generated rules
     report: Path | None = None  # --scenario poc: write the POC report here when the sequence is over
+    switch_os: str = "sonic"  # the leaves' OS: "sonic" (a shell with sonic-utilities' show) or "eos" (Arista's CLI)
 
 
 class Lab:
@@ -149,7 +152,8 @@ class Lab:
 
         for rack in range(1, self.opts.racks + 1):
             name = f"leaf-r{rack}"
-            self.switches[name] = SimulatedSwitch(name, "sonic", ports=max(8, self.opts.hosts_per_rack * self.opts.nics),
+            self.switches[name] = SimulatedSwitch(name, "arista" if self.eos else "sonic",
+                                                  ports=max(8, self.opts.hosts_per_rack * self.opts.nics),
                                                   queues=8, seed=rack)
         self._cable_hosts()
         if not self.opts.snmp:
@@ -163,7 +167,8 @@ class Lab:
             return
         for name, sw in self.switches.items():
             self.snmp_agents[name] = SnmpSim([sw], self.workdir / f"snmp-{name}").start(timeout=60)
-        self.notes.append(f"switches: {len(self.switches)} SONiC-like leaves over SNMP (snmpsim) and CLI (SSH)")
+        self.notes.append(f"switches: {len(self.switches)} {'EOS' if self.eos else 'SONiC'}-like leaves over SNMP "
+                          f"(snmpsim) and CLI (SSH)")
 
     def _cable_hosts(self) -> None:
         """Each rack's hosts on its leaf, NIC by NIC in order: the leaf's LLDP neighbours (SNMP and CLI)
@@ -229,6 +234,21 @@ class Lab:
             return await self._switch_cli(host, argv)
         return 127, "", f"sh: 1: {argv[0] if argv else ''}: not found\n"
 
+    @property
+    def eos(self) -> bool:
+        return self.opts.switch_os == "eos"
+
+    async def _eos_cli(self, name: str, line: str) -> tuple[int, str, str]:
+        """One line typed at the switch's EOS CLI (its SSH lands there, not in a shell)."""
+        from .eos_cli import answer
+
+        return answer(self.switches[name], line)
+
+    def ssh_hosts(self) -> SimulatedHosts:
+        """The lab's SSH server: GPU hosts and SONiC leaves answer shell commands, EOS leaves CLI lines."""
+        return SimulatedHosts(self.workdir / "ssh", self._answer, line_answer=self._eos_cli,
+                              cli_hosts=frozenset(self.switches) if self.eos else frozenset())
+
     async def _switch_cli(self, name: str, argv: list[str]) -> tuple[int, str, str]:
         """Run the collector's command with a real sh, the fake SONiC ``show`` first on PATH."""
         from .sonic_cli import install_fake_show, write_outputs
@@ -272,14 +292,13 @@ class Lab:
                             "transport": "snmp", "credentials": f"snmp-{name}", "interval": interval,
                             "timeout": timeout,
                             "hosts": [{"name": name, "address": "127.0.0.1", "port": agent.port}],
-                            "options": {"modules": ["if_mib", "cisco_pfc", "cisco_qos", "lldp"]}})
-        # the LLDP neighbour map comes over SNMP when the agents run, else over the CLI
-        cli_commands = ["wred", "pfcwd"] if self.snmp_agents else ["pfc", "queue", "wred", "pfcwd", "lldp"]
-        cli_commands += ["queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history"]
+                            # the LLDP neighbour map comes over SNMP when the agents run, else over the CLI
+                            "options": {"modules": (["if_mib", "arista_pfc", "arista_queue"] if self.eos
+                                                    else ["if_mib", "cisco_pfc", "cisco_qos"]) + ["lldp"]}})
         targets.append({"name": "switch-cli", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout,
                         "hosts": [{"name": s, "address": "127.0.0.1", "port": ports[s]} for s in self.switches],
-                        "options": {"commands": cli_commands}})
+                        "options": self._switch_cli_options()})
         racks = {f"rack{r}": [h for h in self.hosts if self.rack_of[h] == r] for r in range(1, self.opts.racks + 1)}
         targets.append({"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts,
@@ -297,6 +316,15 @@ class Lab:
                             "interval": interval, "timeout": timeout, "options": {"cluster": "fabriclab"}})
         return {"web": {"listen_address": self.opts.listen},
                 "defaults": {"interval": interval, "timeout": timeout}, "credentials": creds, "targets": targets}
+
+    def _switch_cli_options(self) -> dict:
+        """What the CLI reads: what SNMP does not give when the leaves are also polled over SNMP
+        (one source per series)."""
+        if self.eos:  # discards and queue drops are if_mib's and arista_queue's; PFC totals and ECN only here
+            return {"dialect": "eos",
+                    "commands": ["pfc", "ecn"] if self.snmp_agents else ["discards", "queue", "pfc", "ecn"]}
+        commands = ["wred", "pfcwd"] if self.snmp_agents else ["pfc", "queue", "wred", "pfcwd", "lldp"]
+        return {"commands": commands + ["queue_watermark", "pg_watermark", "buffer_pool_watermark", "pfc_history"]}
 
     # -- time passing ---------------------------------------------------------------------------
 
@@ -496,7 +524,7 @@ class Lab:
             await asyncio.to_thread(self._start_snmp)
             if self.opts.slurm:
                 await asyncio.to_thread(self._start_slurm)
-            self.ssh = SimulatedHosts(self.workdir / "ssh", self._answer)
+            self.ssh = self.ssh_hosts()
             await self.ssh.start(list(self.hosts) + list(self.switches))
             for scenario in self.opts.scenarios:
                 if scenario != "poc":
@@ -689,6 +717,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ib-spines", type=int, default=2, help="spine switches of the InfiniBand fat tree (default: %(default)s)")
     p.add_argument("--no-ib", action="store_true", help="skip the InfiniBand fabric")
     p.add_argument("--no-slurm", action="store_true", help="skip the Slurm cluster (slurmctld, slurmd, munged)")
+    p.add_argument("--switch-os", choices=("sonic", "eos"), default="sonic",
+                   help="the leaves' OS as switch_cli sees it: SONiC's show commands in a shell, or Arista EOS's "
+                        "CLI (default: %(default)s)")
     p.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus even if installed")
     p.add_argument("--prometheus-address", default="127.0.0.1:9090", metavar="HOST:PORT",
                    help="where the lab's Prometheus listens, when installed (default: %(default)s)")
@@ -712,7 +743,7 @@ def main(args: argparse.Namespace) -> int:
                       ib_spines=args.ib_spines, prometheus=not args.no_prometheus, slurm=not args.no_slurm,
                       prometheus_listen=args.prometheus_address, interval=args.interval,
                       scenarios=args.scenario, duration=args.duration, poc_phase=args.poc_phase,
-                      rules_rate_window=args.rules_rate_window,
+                      rules_rate_window=args.rules_rate_window, switch_os=args.switch_os,
                       # absolute now: the lab changes into its work directory before the POC ends
                       report=args.report.resolve() if args.report else None)
     return asyncio.run(Lab(opts).run())

@@ -4,6 +4,9 @@ The lab and the benchmarks use it to stand in for a fleet of GPU hosts and switc
 arrives as the SSH transport sends it (``timeout -k 2 N argv...``, shlex-quoted); the wrapper is
 removed and the argument list is handed to the host's ``answer`` coroutine, which returns
 (exit status, stdout, stderr) rendered from the simulation, so no shell or process is involved.
+
+A host named in ``cli_hosts`` stands for a device whose SSH lands in its CLI (Arista EOS): its exec
+request goes to ``line_answer`` as the line it is, neither split nor unwrapped.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import asyncssh
 
 Answer = Callable[[str, list[str]], Awaitable[tuple[int, str, str]]]
+LineAnswer = Callable[[str, str], Awaitable[tuple[int, str, str]]]  # (host, CLI line)
 
 
 def write_key_files(directory: Path, prefix: str = "") -> tuple[Path, Path, Path]:
@@ -66,11 +70,16 @@ class SimulatedHosts:
     ``client_key`` are files a config can point its SSH credential at."""
 
     def __init__(self, workdir: str | Path, answer: Answer, *, host_key_file: str | None = None,
-                 authorized_keys_file: str | None = None):
+                 authorized_keys_file: str | None = None, cli_hosts: frozenset[str] = frozenset(),
+                 line_answer: LineAnswer | None = None):
         """Keys are generated in ``workdir`` unless a host key and an authorized_keys file are given."""
+        if cli_hosts and line_answer is None:
+            raise ValueError("cli_hosts need a line_answer")
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.answer = answer
+        self.cli_hosts = cli_hosts
+        self.line_answer = line_answer
         if host_key_file:
             self.host_key_file = Path(host_key_file)
             host_key = asyncssh.read_private_key(str(host_key_file))
@@ -105,14 +114,18 @@ class SimulatedHosts:
 
     async def _handle(self, host: str, process: asyncssh.SSHServerProcess) -> None:
         self.commands += 1
+        if host in self.cli_hosts:
+            reply = self.line_answer(host, process.command or "")  # type: ignore[misc]
+        else:
+            try:
+                argv = strip_timeout_wrapper(shlex.split(process.command or ""))
+            except ValueError as e:
+                process.stderr.write(f"sh: syntax error: {e}\n")
+                process.exit(2)
+                return
+            reply = self.answer(host, argv)
         try:
-            argv = strip_timeout_wrapper(shlex.split(process.command or ""))
-        except ValueError as e:
-            process.stderr.write(f"sh: syntax error: {e}\n")
-            process.exit(2)
-            return
-        try:
-            status, out, err = await self.answer(host, argv)
+            status, out, err = await reply
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a simulator bug shows up as a failing command, not a dead server

@@ -6,6 +6,13 @@ Pure functions: text in, records out; only ParseError on bad input.
   "outDiscards": n}}, "inDiscardsTotal": n, "outDiscardsTotal": n}``. The totals are sums the
   switch made, not read. An ``{"errors": [...]}`` object (what EOS prints for a command it
   refuses under ``| json``) is a ParseError naming the error.
+* ``show priority-flow-control counters | json``: ``{"interfaceCounters": {name: {"rxFrames": n,
+  "txFrames": n}}}`` -- PFC frames per interface, every priority together (the JSON has no
+  per-priority count).
+* ``show qos interfaces ecn counters queue | json``: ``{"intfQueueCounters": {name:
+  {"queueCounters": {txq: "n" | "-"}}}}`` -- ECN-marked packets per egress (unicast) tx-queue,
+  the count written as a string; ``"-"`` is a queue without ECN counting configured (no value,
+  not a zero).
 * ``show interfaces counters queue`` (text; no public ``| json`` capture was found; ``detail``
   prints the same egress table): the ``Egress Queue Counters`` table -- Port, Traffic Class (a
   second header line holds "Class"), DropPrec, DestType (UC/MC), OutEnqPkts, OutEnqOctets,
@@ -76,26 +83,86 @@ def _json_object(text: str, what: str) -> dict:
     return data
 
 
+def _interfaces(data: dict, key: str, what: str) -> dict:
+    interfaces = data.get(key)
+    if not isinstance(interfaces, dict):
+        raise ParseError(f"{what}: no {key!r} object")
+    for port, value in interfaces.items():
+        if not _PORT.match(port):
+            raise ParseError(f"{what}: {port[:40]!r} is not an interface name")
+        if not isinstance(value, dict):
+            raise ParseError(f"{what}: {port}: expected an object")
+    return interfaces
+
+
+def _json_count(raw: object, what: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= MAX_COUNTER:
+        raise ParseError(f"{what}: {str(raw)[:40]!r} is not a 64-bit count")
+    return raw
+
+
 @parser_entry
 def parse_discards_json(text: str, skipped: list[SkippedLine] | None = None) -> list[Discards]:
     what = "show interfaces counters discards | json"
-    interfaces = _json_object(text, what).get("interfaces")
-    if not isinstance(interfaces, dict):
-        raise ParseError(f"{what}: no 'interfaces' object")
     out = []
-    for port, counters in interfaces.items():
-        if not _PORT.match(port):
-            raise ParseError(f"{what}: {port[:40]!r} is not an interface name")
-        if not isinstance(counters, dict):
-            raise ParseError(f"{what}: {port}: expected an object of counters")
-        values = {}
-        for key, name in DISCARD_KEYS.items():
-            if key in counters:
-                raw = counters[key]
-                if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= MAX_COUNTER:
-                    raise ParseError(f"{what}: {port} {key}: {str(raw)[:40]!r} is not a 64-bit count")
-                values[name] = raw
+    for port, counters in _interfaces(_json_object(text, what), "interfaces", what).items():
+        values = {name: _json_count(counters[key], f"{what}: {port} {key}")
+                  for key, name in DISCARD_KEYS.items() if key in counters}
         out.append(Discards(long_name(port), values))
+    return out
+
+
+# -- show priority-flow-control counters | json ------------------------------------------------------
+
+@dataclass(frozen=True)
+class PfcFrames:
+    port: str
+    values: dict[str, int]  # rx_frames / tx_frames, when the switch gave them
+
+
+PFC_KEYS = {"rxFrames": "rx_frames", "txFrames": "tx_frames"}
+
+
+@parser_entry
+def parse_pfc_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[PfcFrames]:
+    what = "show priority-flow-control counters | json"
+    out = []
+    for port, counters in _interfaces(_json_object(text, what), "interfaceCounters", what).items():
+        values = {name: _json_count(counters[key], f"{what}: {port} {key}")
+                  for key, name in PFC_KEYS.items() if key in counters}
+        out.append(PfcFrames(long_name(port), values))
+    return out
+
+
+# -- show qos interfaces ecn counters queue | json ---------------------------------------------------
+
+@dataclass(frozen=True)
+class EcnMarked:
+    port: str
+    queue: str  # UC<tx-queue>: ECN marks unicast egress queues (the label 'show queue wredcounters' uses)
+    packets: int
+
+
+_TXQ = re.compile(r"^[0-9]{1,2}$")
+NOT_COUNTED = "-"  # the queue does not count ECN marks (not configured)
+
+
+@parser_entry
+def parse_ecn_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[EcnMarked]:
+    what = "show qos interfaces ecn counters queue | json"
+    out = []
+    for port, intf in _interfaces(_json_object(text, what), "intfQueueCounters", what).items():
+        queues = intf.get("queueCounters")
+        if not isinstance(queues, dict):
+            raise ParseError(f"{what}: {port}: no 'queueCounters' object")
+        for txq, raw in queues.items():
+            if not _TXQ.match(txq):
+                raise ParseError(f"{what}: {port}: {txq[:20]!r} is not a tx-queue number")
+            if raw == NOT_COUNTED:
+                continue
+            if not isinstance(raw, str):  # EOS writes the count as a string
+                raise ParseError(f"{what}: {port} queue {txq}: expected a count string, got {str(raw)[:40]!r}")
+            out.append(EcnMarked(long_name(port), f"UC{int(txq)}", _count(raw, f"{what}: {port} queue {txq}")))
     return out
 
 
@@ -198,4 +265,5 @@ def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) ->
     return out
 
 
-__all__ = ["Discards", "QueueCounters", "long_name", "parse_discards_json", "parse_queue_counters"]
+__all__ = ["Discards", "EcnMarked", "PfcFrames", "QueueCounters", "long_name", "parse_discards_json",
+           "parse_ecn_counters_json", "parse_pfc_counters_json", "parse_queue_counters"]

@@ -420,6 +420,9 @@ def parse_lldp_table(text: str, skipped: list[SkippedLine] | None = None) -> lis
 
 _CUMULUS_PFC = re.compile(r"^HwIf(In|Out)Pfc([0-7])Pkt$")
 _CUMULUS_WRED = re.compile(r"^HwIfOutQ([0-9]+)WredDrops$")
+# per-interface drop counters of switchd (names as 'ethtool -S swpN' prints them on Cumulus Linux)
+CUMULUS_DROPS = {"HwIfInDiscards": "in_discards", "HwIfOutDiscards": "out_discards",
+                 "HwIfInBufferDrops": "in_buffer_drops", "HwIfOutQDrops": "out_queue_drops"}
 
 
 @dataclass(frozen=True)
@@ -430,6 +433,7 @@ class CumulusPortCounters:
     raw: dict[str, int]
     # names printed twice with different values: left out of everything above, never guessed
     ambiguous: frozenset[str] = field(default_factory=frozenset)
+    drops: dict[str, int] = field(default_factory=dict)  # CUMULUS_DROPS' names -> packets, those printed
 
 
 @parser_entry
@@ -441,7 +445,8 @@ def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -
             (rx if m.group(1) == "In" else tx)[int(m.group(2))] = value
         elif m := _CUMULUS_WRED.match(name):
             wred[int(m.group(1))] = value
-    return CumulusPortCounters(rx, tx, wred, dict(stats.counters), stats.ambiguous)
+    drops = {name: stats.counters[raw] for raw, name in CUMULUS_DROPS.items() if raw in stats.counters}
+    return CumulusPortCounters(rx, tx, wred, dict(stats.counters), stats.ambiguous, drops)
 
 
 # -- show pfc counters --history ------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""The NVUE 'qos roce counters' parser on the real capture, and on it with lines wrapped, doubled and
+moved: what it cannot place is skipped and counted, never shifted; bad structure is a ParseError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabric_exporter.errors import ParseError
+from fabric_exporter.parsers import nvue
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+ROCE = (REAL / "nvue_qos_roce_counters_swp16.txt").read_text()
+ECN_ROW = "    ecn-marked-packets         693777677344           Tx ECN marked packets"
+TX_DISCARD_ROW = "    unicast-no-buffer-discard  663060754115           Tx buffer discards for RoCE traffic"
+
+
+def parse(text):
+    skipped: list = []
+    return nvue.parse_roce_counters(text, skipped=skipped).values, skipped
+
+
+def test_capture_read_by_hand():
+    values, skipped = parse(ROCE)
+    assert skipped == []
+    assert values == {
+        "rx_non_roce_no_buffer_discards": 55, "rx_non_roce_packets": 462975,
+        "rx_roce_no_buffer_discards": 0, "rx_roce_packets": 0,
+        "tx_cnp_packets": 0, "tx_cnp_no_buffer_discards": 0,
+        "tx_ecn_marked_packets": 693777677344,
+        "tx_roce_packets": 803785675319, "tx_roce_no_buffer_discards": 663060754115}
+
+
+def test_same_leaf_name_under_another_group_is_its_own_counter():
+    # 'unicast-no-buffer-discard' is under tx-cnp-stats (0) and tx-roce-stats (663060754115)
+    values, _ = parse(ROCE)
+    assert values["tx_cnp_no_buffer_discards"] == 0 and values["tx_roce_no_buffer_discards"] == 663060754115
+
+
+def test_a_documents_elision_is_skipped_and_counted():
+    values, skipped = parse(ROCE.rstrip("\n") + "\n...\n")
+    assert len(values) == 9
+    assert [s.text for s in skipped] == ["..."] and skipped[0].source == "nvue_roce"
+
+
+def test_a_wrapped_row_is_skipped_not_shifted():
+    wrapped = ROCE.replace(ECN_ROW, ECN_ROW[:30] + "\n" + ECN_ROW[30:])
+    values, skipped = parse(wrapped)
+    assert "tx_ecn_marked_packets" not in values
+    assert len(skipped) == 2  # the key without its value (unknown node), and the value without its key
+
+
+def test_a_doubled_row_is_never_one_value():
+    values, skipped = parse(ROCE.replace(ECN_ROW, ECN_ROW + "\n" + ECN_ROW.replace("693777677344", "693777677345")))
+    assert "tx_ecn_marked_packets" not in values
+    assert [s.text for s in skipped] == [ECN_ROW.strip(), ECN_ROW.replace("693777677344", "693777677345").strip()]
+
+
+def test_a_row_moved_out_of_its_group_is_skipped():
+    # moved under tx-ecn-stats it is another node: unknown there, so skipped and counted
+    moved = ROCE.replace(TX_DISCARD_ROW + "\n", "").replace(ECN_ROW, ECN_ROW + "\n" + TX_DISCARD_ROW)
+    values, skipped = parse(moved)
+    assert "tx_roce_no_buffer_discards" not in values and values["tx_ecn_marked_packets"] == 693777677344
+    assert [s.text for s in skipped] == [TX_DISCARD_ROW.strip()]
+
+
+def test_a_row_above_the_header_fails():
+    with pytest.raises(ParseError):
+        nvue.parse_roce_counters(ECN_ROW + "\n" + ROCE)
+
+
+def test_a_value_overrunning_its_column_is_never_cut_into_a_count():
+    # 21 digits in a 12-wide column: cut at the column it would read 14 of them
+    values, skipped = parse(ROCE.replace("693777677344", "9" * 21))
+    assert "tx_ecn_marked_packets" not in values and len(skipped) == 1
+
+
+def test_unknown_node_is_counted_and_na_is_no_value():
+    text = ROCE.replace(ECN_ROW, ECN_ROW + "\n    ecn-new-counter            7                      new").replace(
+        "    cnp-packets                0   ", "    cnp-packets                n/a ")
+    values, skipped = parse(text)
+    assert "tx_cnp_packets" not in values
+    assert [s.text.split()[0] for s in skipped] == ["ecn-new-counter"]
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    ROCE.replace("operational", "operation"),  # not the header
+    ROCE.replace("693777677344", "6.94 T      "),  # a count NVUE rounded: never read as a number
+    ROCE.replace("rx-stats\n", "rx-stats".ljust(31) + "5\n", 1),  # a group with a value
+    "\n".join(ROCE.splitlines()[:1] + ROCE.splitlines()[2:]),  # no rule
+])
+def test_structure_errors(text):
+    with pytest.raises(ParseError):
+        nvue.parse_roce_counters(text)
