@@ -21,7 +21,7 @@ import pytest
 
 from fabric_exporter.collectors import switch_cli
 from fabric_exporter.collectors.base import PollContext
-from fabric_exporter.collectors.infiniband import InfinibandCollector
+from fabric_exporter.collectors.infiniband import InfinibandCollector, details
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
 from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
 from tests.harness.configs import parse_config
@@ -73,7 +73,7 @@ def _cases():
         "perfquery": (_help_long_options("perfquery"),
                       ["perfquery {} 12 1", "perfquery -x {} 12 1", "timeout -k 2 18 perfquery {} 12 1",
                        "perfquery {}=x 12 1", "perfquery 12 1 {}"],
-                      {"--extended", "--smplctl", "--all_ports", "--loop_ports"}),
+                      {"--extended", "--smplctl", "--all_ports", "--loop_ports", "--rcverr", "--xmtdisc"}),
         "ibqueryerrors": (_help_long_options("ibqueryerrors"),
                           ["ibqueryerrors --counters {} --report-port", "ibqueryerrors {} /dev/null",
                            "ibqueryerrors {}=/tmp/x --counters"],
@@ -221,6 +221,8 @@ def _infiniband_argvs() -> list[list[str]]:
                 col.tools.argv("ibqueryerrors", "--threshold-file", "/dev/null"),
                 col.tools.argv("perfquery", "-l", "12", "255"), col.tools.argv("perfquery", "12", "1"),
                 col.tools.argv("perfquery", "-c", "12", "1"), ["rm", "-f", "--", cache]]
+        # the error-detail read (collectors/infiniband/details.py): its flags, as the collector builds them
+        out += [col.tools.argv("perfquery", flag, "12", "1") for flag, *_ in details.READS]
     return out
 
 

@@ -32,6 +32,8 @@ class InfinibandOptions:
     use_discovery_cache: bool = True
     discovery_cache_path: str | None = None
     skip_sl: bool = False
+    error_details: bool = False
+    error_details_max_ports: int = 32
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -72,6 +74,9 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         use_discovery_cache=r.boolean("use_discovery_cache", True),
         discovery_cache_path=r.string("discovery_cache_path"),
         skip_sl=r.boolean("skip_sl", False),
+        # perfquery -E/-D on the ports whose PortRcvErrors/PortXmitDiscards are non-zero (details.py)
+        error_details=r.boolean("error_details", False),
+        error_details_max_ports=r.integer("error_details_max_ports", 32, minimum=1, maximum=100000),
     )
     if options.read_tick_multiplier and simulated_fabric(options) and "perfquery" not in dict(options.tool_paths):
         err(f"{path}.read_tick_multiplier", "perfquery -c (PortSamplesControl) makes ibsim's opensm crash "
