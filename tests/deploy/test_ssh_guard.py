@@ -226,10 +226,14 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
             _exe(bin_dir / tool, f'exec env LD_PRELOAD={env["LD_PRELOAD"]} IBSIM_SOCKNAME={env["IBSIM_SOCKNAME"]} '
                                  f'{shutil.which(tool)} "$@"')
         fabric.set_counter("leaf-02", 4, "SymbolErrorCounter", 7)
+        # error_details: perfquery -E on the port whose PortRcvErrors is non-zero passes the guard
+        fabric.set_counter("leaf-02", 4, "PortRcvErrors", 2)
+        fabric.command('PerformanceSet "leaf-02"[4] PortRcvErrorDetails.PortVLMappingErrors=2')
         sshd = SSHD(tmp_path_factory.mktemp("guard-ib-sshd"), path_dirs=[bin_dir])
         force_guard(sshd)
         with sshd:
-            group = group_for({}, transport="ssh", host=f"127.0.0.1:{sshd.port}", credentials=sshd.credential())
+            group = group_for({"error_details": True}, transport="ssh", host=f"127.0.0.1:{sshd.port}",
+                              credentials=sshd.credential())
             harness = CollectorHarness(group)
             # Two polls: the first discovers (ibnetdiscover --cache), the second may sweep errors
             # from that cache (ibqueryerrors --load-cache); both must pass the guard.
@@ -237,6 +241,7 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
                 result = harness.poll()
                 assert result.problems == []
                 assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
+                assert values(result, "fabric_ib_port_receive_vl_mapping_errors_total") == {("leaf-02", "4"): 2}
             r = subprocess.run(sshd.ssh_argv("perfquery -R 1 1"), capture_output=True, text=True, timeout=30,
                                stdin=subprocess.DEVNULL)
             assert r.returncode == 126 and "--allow-counter-reset" in r.stderr
