@@ -10,6 +10,8 @@ file) is then
 - wrapped: cut in two at its middle, as a terminal or a mail would;
 - doubled: printed twice (read once is fine: the same line twice carries nothing more; what may
   not happen is that the duplicate makes the parser drop the record, or others, without a word);
+- doubled with another value: the copy's last number changed (which one is true cannot be known, so
+  keeping either in silence is the partial read this test is for);
 - moved: to the top of the text (above its table's header) and to the end.
 """
 
@@ -107,13 +109,15 @@ def leaves(value) -> int:
 
 
 def run(parse: Callable, text: str) -> tuple[int, int] | None:
-    """(values read, lines skipped), or None when the parser refused the text."""
+    """(values read, lines skipped or names reported ambiguous), or None when the parser refused the text.
+    ``ethtool -S`` names printed twice with different values are reported, not read (EthtoolStats.ambiguous;
+    the roce_nic collector names them in the poll's problems)."""
     skipped: list = []
     try:
         result = parse(text, skipped=skipped) if "skipped" in inspect.signature(parse).parameters else parse(text)
     except ParseError:
         return None
-    return leaves(result), len(skipped)
+    return leaves(result), len(skipped) + len(getattr(result, "ambiguous", ()))
 
 
 def data_lines(parse: Callable, lines: list[str], base: int) -> list[int]:
@@ -133,6 +137,11 @@ def mutations(lines: list[str], i: int):
     cut = max(1, len(line.rstrip()) // 2)
     yield "wrapped", lines[:i] + [line[:cut], line[cut:]] + lines[i + 1:]
     yield "doubled", lines[:i + 1] + [line] + lines[i + 1:]
+    numbers = list(re.finditer(r"\d+", line))
+    if numbers:  # the copy with another value: which one is true cannot be known
+        last = numbers[-1]
+        other = line[:last.start()] + str(int(last.group()) + 7) + line[last.end():]
+        yield "doubled with another value", lines[:i + 1] + [other] + lines[i + 1:]
     rest = lines[:i] + lines[i + 1:]
     yield "moved to the top", [line] + rest
     yield "moved to the end", rest + [line]
@@ -162,7 +171,10 @@ def test_a_wrapped_doubled_or_moved_line_is_refused_counted_or_read(name):
             values, skipped = got
             if skipped > base_skipped:
                 continue  # counted in fabric_parse_skipped_lines_total
-            if values >= base:
+            if how == "doubled with another value":
+                if values > base:
+                    continue  # both read, as two records: the conflict is visible downstream
+            elif values >= base:
                 continue  # nothing lost (a doubled line may be read once: the same value twice)
             silent.append(f"line {i + 1} {how}: {values} values (unedited {base}), nothing skipped: {lines[i][:80]!r}")
     assert not silent, f"{name}: silent partial reads:\n" + "\n".join(silent)
@@ -223,3 +235,31 @@ def test_perftest_a_data_row_outside_the_table_is_counted():
     reports = perftest.parse_text(above, skipped=skipped)
     assert [s.line_no for s in skipped] == [1]
     assert len(reports) == len(perftest.parse_text((REAL / "perftest_ib_write_lat_rxe_linux_rdma.txt").read_text())) - 1
+
+
+def test_json_with_a_key_twice_is_refused_not_read_as_its_last_value():
+    from fabric_exporter.parsers.guard import load_json
+
+    with pytest.raises(ParseError, match="'outDiscards' twice"):
+        load_json('{"interfaces": {"Et1": {"outDiscards": 0, "outDiscards": 40}}}', "eos")
+    text = (REAL / "sonic_pg_watermark_shared.json").read_text()
+    line = next(x for x in text.splitlines() if '"PG0"' in x)
+    other = line.split(":")[0] + ': "7",'  # "PG0" again, another value
+    with pytest.raises(ParseError, match="'PG0' twice"):
+        sonic_watermark.parse_pg_watermark_json(text.replace(line, line + "\n" + other))
+
+
+def test_ibdiagnet_a_node_with_two_temperatures_is_refused():
+    text = (REAL / "ibdiagnet2_2.10_quantum2.db_csv").read_text()
+    row = "0xb0cf0e0300d33fc0,46"
+    assert row in text
+    with pytest.raises(ParseError, match="twice"):
+        read_db_csv(text.replace(row, row + "\n0xb0cf0e0300d33fc0,53"))
+    read_db_csv(text.replace(row, row + "\n" + row))  # the same row twice says the same thing: read
+
+
+def test_ibqueryerrors_two_port_summaries_are_refused():
+    text = (REAL / "ibqueryerrors_linux_rdma_sx6036.txt").read_text()
+    line = next(x for x in text.splitlines() if "ports checked" in x)
+    with pytest.raises(ParseError, match="two ports summaries"):
+        ib_queryerrors.parse(text.replace(line, line + "\n" + line.replace("43 ports", "50 ports")))
