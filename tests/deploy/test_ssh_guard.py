@@ -61,6 +61,8 @@ ALLOWED = [
     ["perfquery", "-l", "12", "255"], ["perfquery", "12", "1"], ["perfquery", "-c", "12", "1"], ["perfquery", "-x", "-a"],
     ["perfquery", "-x", "-l", "12", "1,3,17"], ["perfquery", "-l", "12", "1,3"], ["perfquery", "-x", "12", "3"],
     ["perfquery", "--vlxmitcounters", "12", "3"],
+    ["perfquery", "-E", "12", "1"], ["perfquery", "-D", "-C", "mlx5_0", "-P", "1", "12", "1"],
+    ["perfquery", "--rcverr", "12", "1"], ["perfquery", "--xmtdisc", "12", "1"],
     ["ethtool", "-S", "ens1f0np0"], ["rdma", "-j", "statistic", "show"], ["rdma", "statistic", "show", "link", "mlx5_0/1"],
     ["rdma", "link", "show"],
     ["cat", "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent"],
@@ -79,6 +81,7 @@ REFUSED = [
     "", "bash", "id", "sh -c 'id' fabric-roce sysfs 1", "sh -c id",
     quote([*ROCE, "sysfs", "1", "mlx5_0;id"]), quote([*ROCE, "everything", "1"]),
     "perfquery -R 12 1", "perfquery -xr 12 1", "perfquery --reset_after_read 12 1",
+    "perfquery -E -r 12 1", "perfquery -ED 12 1", "perfquery -D -R 12 1 0x1", "perfquery --rcvcc 12 1",
     "ibqueryerrors -k", "ibqueryerrors -K", "ibqueryerrors --clear-errors", "ibqueryerrors --threshold-file /etc/shadow",
     "ibnetdiscover --cache /tmp/x", "ibnetdiscover --load-cache /etc/shadow", "ibnetdiscover --cache",
     "ibnetdiscover --cache /tmp/fabric-exporter-ib-x/../../etc/cron.d/x.ibnetdiscover-cache",
@@ -230,10 +233,14 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
             _exe(bin_dir / tool, f'exec env LD_PRELOAD={env["LD_PRELOAD"]} IBSIM_SOCKNAME={env["IBSIM_SOCKNAME"]} '
                                  f'{shutil.which(tool)} "$@"')
         fabric.set_counter("leaf-02", 4, "SymbolErrorCounter", 7)
+        # error_details: perfquery -E on the port whose PortRcvErrors is non-zero passes the guard
+        fabric.set_counter("leaf-02", 4, "PortRcvErrors", 2)
+        fabric.command('PerformanceSet "leaf-02"[4] PortRcvErrorDetails.PortVLMappingErrors=2')
         sshd = SSHD(tmp_path_factory.mktemp("guard-ib-sshd"), path_dirs=[bin_dir])
         force_guard(sshd)
         with sshd:
-            group = group_for({}, transport="ssh", host=f"127.0.0.1:{sshd.port}", credentials=sshd.credential())
+            group = group_for({"error_details": True}, transport="ssh", host=f"127.0.0.1:{sshd.port}",
+                              credentials=sshd.credential())
             harness = CollectorHarness(group)
             # Two polls: the first discovers (ibnetdiscover --cache), the second may sweep errors
             # from that cache (ibqueryerrors --load-cache); both must pass the guard.
@@ -241,6 +248,7 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
                 result = harness.poll()
                 assert result.problems == []
                 assert values(result, "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
+                assert values(result, "fabric_ib_port_receive_vl_mapping_errors_total") == {("leaf-02", "4"): 2}
             r = subprocess.run(sshd.ssh_argv("perfquery -R 1 1"), capture_output=True, text=True, timeout=30,
                                stdin=subprocess.DEVNULL)
             assert r.returncode == 126 and "--allow-counter-reset" in r.stderr

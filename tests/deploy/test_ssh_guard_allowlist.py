@@ -21,7 +21,7 @@ import pytest
 
 from fabric_exporter.collectors import switch_cli
 from fabric_exporter.collectors.base import PollContext
-from fabric_exporter.collectors.infiniband import InfinibandCollector, focus
+from fabric_exporter.collectors.infiniband import InfinibandCollector, details, focus
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
 from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
 from tests.harness.configs import parse_config
@@ -73,7 +73,8 @@ def _cases():
         "perfquery": (_help_long_options("perfquery"),
                       ["perfquery {} 12 1", "perfquery -x {} 12 1", "timeout -k 2 18 perfquery {} 12 1",
                        "perfquery {}=x 12 1", "perfquery 12 1 {}"],
-                      {"--extended", "--smplctl", "--all_ports", "--loop_ports", "--vlxmitcounters"}),
+                      {"--extended", "--smplctl", "--all_ports", "--loop_ports", "--vlxmitcounters", "--rcverr",
+                       "--xmtdisc"}),
         "ibqueryerrors": (_help_long_options("ibqueryerrors"),
                           ["ibqueryerrors --counters {} --report-port", "ibqueryerrors {} /dev/null",
                            "ibqueryerrors {}=/tmp/x --counters"],
@@ -232,6 +233,8 @@ def _infiniband_argvs() -> list[list[str]]:
                 *(col.tools.argv("perfquery", *focus.read_args(basic, 12, ports))
                   for basic in (False, True) for ports in ([3], [1, 3, 17])),
                 col.tools.argv("perfquery", *focus.vl_read_args(12, 3))]
+        # the error-detail read (collectors/infiniband/details.py): its flags, as the collector builds them
+        out += [col.tools.argv("perfquery", flag, "12", "1") for flag, *_ in details.READS]
     return out
 
 

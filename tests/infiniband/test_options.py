@@ -46,6 +46,7 @@ def test_defaults_never_reset_and_stay_cheap():
     o = _group({}).options
     assert o == InfinibandOptions()
     assert not o.reset_latched_counters and not o.qp1_dropped and not o.read_tick_multiplier
+    assert not o.error_details and o.error_details_max_ports == 32  # one perfquery per erroring port: opt-in
     assert o.max_concurrency <= 7  # ibsim refuses 8 clients; SMs dislike MAD floods
 
 
@@ -58,6 +59,8 @@ def test_defaults_never_reset_and_stay_cheap():
     ({"topology_interval": 600}, "options.topology_interval"),
     ({"command_prefix": "sudo -n"}, "options.command_prefix"),
     ({"typo_option": 1}, "options.typo_option"),
+    ({"error_details": "on"}, "options.error_details"),
+    ({"error_details_max_ports": 0}, "options.error_details_max_ports"),
 ])
 def test_bad_options_are_reported_with_their_path(options, where):
     with pytest.raises(ConfigError) as e:

@@ -532,6 +532,48 @@ def test_perfquery_captures_feed_qp1_dropped(name, guid, ports, expected):
     assert not [p for p in problems if "QP1Dropped" in p]
 
 
+
+# file, node GUID, port: perfquery -E through the error-detail read (every field 0 in these captures)
+PERFQUERY_E_CASES = [
+    ("perfquery_E_0x7cfe9003009ce5b0-1.txt", 0x7CFE9003009CE5B0, 1),
+    ("perfquery_E_0x7cfe9003009ce5b0-2.txt", 0x7CFE9003009CE5B0, 2),
+    ("perfquery_E_0x506b4b03005c2740-1.txt", 0x506B4B03005C2740, 1),
+    ("perfquery_E_0x7cfe9003003b4b96-1.txt", 0x7CFE9003003B4B96, 1),
+    ("perfquery_E_0x7cfe9003003b4bde-1.txt", 0x7CFE9003003B4BDE, 1),
+]
+
+
+@pytest.mark.parametrize("name,guid,port", PERFQUERY_E_CASES)
+def test_perfquery_rcv_error_details_captures(name, guid, port):
+    from fabric_exporter.collectors.infiniband import details
+
+    capture = text(name)
+    lid = int(re.search(r"Lid (\d+)", capture).group(1))
+    collector = ib_collector({"error_details": True}, CaptureRunner(capture))
+    link = ib_queryerrors.LinkInfo(lid, port, "Active", "LinkUp", "4X", "25.78125", None, None, None, None,
+                                   None, None)
+    # the error sweep saw PortRcvErrors on the port (the read's trigger), no PortXmitDiscards
+    table = {(guid, port): SweptPort(guid, port, ib_queryerrors.PortCounters(port, guid, link=link),
+                                     errors={"PortRcvErrors": 3})}
+    problems: list[str] = []
+    skipped: list = []
+
+    async def read():
+        loop = asyncio.get_running_loop()
+        return await details.read_error_details(collector.tools, table, 64, loop.time() + 10, {}, problems, skipped)
+
+    found = asyncio.run(read())
+    samples = collector._samples(table, {}, problems, {}) + details.detail_samples(found, collector.state)
+    valid(samples)
+    assert not problems and not skipped
+    for metric in ("fabric_ib_port_receive_malformed_packet_errors_total",
+                   "fabric_ib_port_receive_vl_mapping_errors_total",
+                   "fabric_ib_port_receive_local_physical_errors_total",
+                   "fabric_ib_port_receive_looping_errors_total"):
+        assert find(samples, metric, port=str(port), node_guid=f"0x{guid:016x}") == [0.0]
+    # no -D was run: PortXmitDiscards is 0 on the port
+    assert not find(samples, "fabric_ib_port_transmit_lifetime_limit_discards_total")
+
 # -- perftest latency reports through the latency_probe collector's parse + record path ----------
 
 def latency_samples(name: str, message_bytes: int):
@@ -682,7 +724,7 @@ EXTRA_TESTED = {"ibqueryerrors_linux_rdma_sx6036.txt", "perftest_out_json_unquot
 def test_every_capture_is_tested_and_has_its_provenance():
     tested = ({c[0] for c in NIC_CASES} | {c[0] for c in UNMAPPED_CASES} | {c[1] for c in SONIC_CASES} | {c[1] for c in SONIC_EMPTY}
               | {c[1] for c in EOS_CASES} | {c[0] for c in CUMULUS_CASES} | {NVUE_ROCE}
-              | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES}
+              | {c[0] for c in TOPOLOGY_CASES} | {c[0] for c in PERFQUERY_CASES} | {c[0] for c in PERFQUERY_E_CASES}
               | {"ibdiagnet2_2.10_quantum2.pm", "ibdiagnet2_2.10_quantum2.db_csv"}
               | {c[0] for c in PERFTEST_CASES} | EXTRA_TESTED)
     files = {p.name for p in REAL.iterdir() if p.name != "README.md"}

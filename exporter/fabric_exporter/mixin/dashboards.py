@@ -230,6 +230,24 @@ def infiniband(s: Settings) -> dict:
         timeseries("Transmit discards (selected ports)", [
             Q(ib(S("fabric:ib_port_transmit_discards:rate"), fp), IB_PORT)],
             "pps", description="PortXmitDiscards per second: link down or congestion timeouts."),
+        timeseries("Receive errors by cause (selected ports, error_details)", [
+            Q(ib(R(f"fabric_ib_port_receive_{cause}_total"), fp), IB_PORT + " " + legend)
+            for cause, legend in (("malformed_packet_errors", "malformed"), ("vl_mapping_errors", "VL mapping"),
+                                  ("dlid_mapping_errors", "DLID mapping"), ("looping_errors", "looping"),
+                                  ("local_physical_errors", "local physical"),
+                                  ("buffer_overrun_errors", "buffer overrun"))],
+            "pps", description="PortRcvErrorDetails per second (infiniband option error_details; only ports whose "
+                               "PortRcvErrors is non-zero are read). Malformed, VL/DLID mapping and looping errors "
+                               "are configuration faults (FabricIBPortMalformedOrMisrouted); local physical and "
+                               "buffer overrun are the link's."),
+        timeseries("Transmit discards by cause (selected ports, error_details)", [
+            Q(ib(R(f"fabric_ib_port_transmit_{cause}_total"), fp), IB_PORT + " " + legend)
+            for cause, legend in (("inactive_discards", "port inactive"), ("neighbor_mtu_discards", "neighbour MTU"),
+                                  ("lifetime_limit_discards", "switch lifetime"),
+                                  ("head_of_queue_lifetime_discards", "head-of-queue lifetime"))],
+            "pps", description="PortXmitDiscardDetails per second (error_details; ports whose PortXmitDiscards is "
+                               "non-zero). Head-of-queue lifetime discards: a credit-starved or stuck downstream "
+                               "link; neighbour MTU: an MTU mismatch."),
         table("Ports with latched 32-bit counters or missing from the sweep", [
             Q(ib(lambda x: f"fabric_ib_port_latched{x} + fabric_ib_port_sweep_missing{x}", f))],
             "short", hide=["node_guid"],

@@ -52,6 +52,7 @@ FOR_DEFAULTS: dict[str, str] = {
     "FabricPortDiscards": "10m",
     # job attribution
     "FabricJobCongested": "10m",
+    "FabricIBPortMalformedOrMisrouted": "5m",
     # tail latency
     "FabricLatencyP99High": "10m",
     "FabricLatencyP99Regression": "30m",
@@ -119,6 +120,10 @@ SETTINGS: tuple[Setting, ...] = (
             "FabricPortErrors: receive/transmit errors per second on a port."),
     Setting("thresholds.port_discards_per_second", 10,
             "FabricPortDiscards: packets discarded per second on a port."),
+    Setting("thresholds.ib_malformed_or_misrouted_per_window", 0,
+            "FabricIBPortMalformedOrMisrouted: malformed, VL-mapping, DLID-mapping and looping packets a port "
+            "received within rate_window (PortRcvErrorDetails, infiniband option error_details); 0 on a healthy "
+            "fabric, so any rise is a configuration fault."),
     # --- tail latency -----------------------------------------------------------------------------
     Setting("thresholds.latency_p99_seconds", 0.00002,
             "FabricLatencyP99High: absolute p99 SLO of the probe latency (20 us)."),

@@ -37,8 +37,31 @@ def parser_entry(fn: F) -> F:
 
 
 def load_json(text: str, what: str):
-    """``text`` decoded as JSON; invalid or too deeply nested JSON is a ParseError naming ``what``."""
+    """``text`` decoded as JSON; invalid or too deeply nested JSON is a ParseError naming ``what``, and so
+    is an object with a key twice (``json.loads`` would keep the last value in silence)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise ParseError(f"{what}: {e}") from None
     except (ValueError, RecursionError) as e:
         raise ParseError(f"{what}: invalid JSON: {str(e)[:80]}") from None
+
+
+class _DuplicateKey(ValueError):
+    """A key twice in one JSON object (a ValueError, so a caller's "not JSON" handler catches it too)."""
+
+    def __init__(self, key: str):
+        super().__init__(f"key {key[:60]!r} twice in one object")
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _v in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def json_decoder() -> json.JSONDecoder:
+    """A decoder (for ``raw_decode`` of several documents) that refuses a key twice in one object."""
+    return json.JSONDecoder(object_pairs_hook=_unique_keys)

@@ -245,7 +245,10 @@ def node_temperatures(sections: dict[str, list[dict[str, str]]]) -> dict[int, fl
             raise ParseError("TEMP_SENSING row without NodeGUID")
         t = _temperature(lower.get("currenttemperature", "NA"))
         if t is not None:
-            out[parse_guid(lower["nodeguid"])] = t
+            guid = parse_guid(lower["nodeguid"])
+            if out.get(guid, t) != t:
+                raise ParseError(f"TEMP_SENSING: node 0x{guid:016x} listed twice with different temperatures")
+            out[guid] = t
     return out
 
 

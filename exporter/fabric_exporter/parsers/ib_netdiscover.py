@@ -125,6 +125,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> Topology:
     nodes: dict[int, TopoNode] = {}
     node: TopoNode | None = None
     sysimg: int | None = None
+    sysimg_line: tuple[int, str] | None = None  # where the pending sysimgguid= was (no node took it yet)
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -136,7 +137,9 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> Topology:
             continue
         if m := _ASSIGN_RE.match(line):
             if m.group(1) == "sysimgguid":
-                sysimg = parse_guid(m.group(2))
+                if sysimg_line is not None:  # a second one before any node: the first belongs to none
+                    note(skipped, "ibnetdiscover", *sysimg_line)
+                sysimg, sysimg_line = parse_guid(m.group(2)), (n, line)
             continue
         if m := _HEADER_RE.match(line):
             kind, nports, id_kind, id_guid, comment = m.groups()
@@ -160,7 +163,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> Topology:
             if guid in nodes:
                 raise ParseError(f"node 0x{guid:x} listed twice")
             node = nodes[guid] = TopoNode(guid, ntype, nports_i, desc, lid, sysimg)
-            sysimg = None
+            sysimg, sysimg_line = None, None
             continue
         if line.startswith("["):
             if node is None:
@@ -188,6 +191,8 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> Topology:
                 int(pport), parse_guid(ppguid) if ppguid else None, pdesc, int(plid), width, speed)
             continue
         note(skipped, "ibnetdiscover", n, line)
+    if sysimg_line is not None:  # after the last node: no node header took it
+        note(skipped, "ibnetdiscover", *sysimg_line)
     if not nodes:
         raise ParseError("ibnetdiscover printed no nodes")
     return Topology(nodes)

@@ -226,6 +226,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
     guids: dict[str, int] = {}  # every port line of a node repeats its GUID: parse it once
     layout = None  # the layout of the last data port line (_layout): most lines share it
     fast = m = None
+    pma_seen = False
     for n, line in enumerate(text.splitlines(), 1):
         if len(line) > _MAX_LINE:
             raise ParseError("ibqueryerrors line too long")
@@ -274,10 +275,15 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
             elif m := _SUMMARY_PORTS_RE.match(line):
                 if summary is None:
                     raise ParseError("ports summary before nodes summary")
+                if summary.ports_checked is not None:
+                    raise ParseError("two ports summaries")
                 summary.ports_checked, summary.bad_ports = int(m.group(1)), int(m.group(2))
             elif m := _SUMMARY_PMA_RE.match(line):
                 if summary is None:
                     raise ParseError("PMA summary before nodes summary")
+                if pma_seen:
+                    raise ParseError("two PMA failure summaries")
+                pma_seen = True
                 summary.pma_failures = int(m.group(1))
             # "## Thresholds: ..." and "## Suppressed: ..." carry nothing we need.
             continue

@@ -18,7 +18,8 @@ Two forms, both written by perftest's ``print_report_lat``:
 Older perftest (2.x and before) prints only ``t_min t_max t_typical`` (3 latency columns), some
 versions ``t_min t_max t_typical t_avg t_stdev`` (5): the header names the columns, and a report
 carries what was printed -- the missing statistics are None (``has_percentiles`` False), never
-estimated. A row inside the table that does not match is skipped and counted (``skipped=``).
+estimated. A row inside the table that does not match is skipped and counted (``skipped=``), and so
+is a data row outside it (above the header, past the closing rule): it belongs to no table we read.
 
 Values stay in microseconds as printed; the collector converts. perftest sorts the samples, drops
 the two largest, and reads min/median/p99/p99.9/max from the sorted array, so
@@ -141,6 +142,8 @@ def parse_text(text: str, skipped: list[SkippedLine] | None = None) -> list[Late
             warnings.append(line.strip())
             continue
         if not in_table:
+            if _ROW_RE.match(line):
+                note(skipped, "perftest", lineno, line)  # a data row above the header or past the closing rule
             continue
         row = _ROW_RE.match(line)
         if row:

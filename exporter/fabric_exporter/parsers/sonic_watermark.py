@@ -26,12 +26,11 @@ a malformed value fails the parse.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from ..errors import ParseError
-from .guard import parser_entry
+from .guard import json_decoder, parser_entry
 from .skipped import SkippedLine, note
 from .sonic_cli import MAX_COUNTER, NA, parse_count
 
@@ -172,7 +171,7 @@ def _json_rows(text: str, pattern: re.Pattern, what: str) -> list[tuple[str, re.
     """watermarkstat --json: one array of {"Port": ..., "<column>": "<bytes>"|"N/A"} per namespace."""
     if not isinstance(text, str):
         raise ParseError("expected text")
-    decoder = json.JSONDecoder()
+    decoder = json_decoder()  # a key twice is refused, not read as its last value
     docs = []
     pos = 0
     stripped = text.strip()

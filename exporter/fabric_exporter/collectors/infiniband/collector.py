@@ -19,6 +19,7 @@ from ..base import Collector, ErrorSink, parse_off_loop
 from . import options as ib_options
 from .counters import latched_counters
 from .focus import FocusState, FocusTask, focus_info_samples, focus_samples, select_focus, sweep_waits
+from .details import detail_samples, read_error_details
 from .ibdiagnet import read_ibdiagnet
 from .join import PortKey, SweptPort, join_sweeps
 from .mapping import samples_from_sweep
@@ -110,10 +111,14 @@ class InfinibandCollector(Collector):
                    if (names := latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped))}
         if self.options.reset_latched_counters and latched:
             await self.tools.reset_latched(ports, latched, deadline, durations, problems)
+        details = (await read_error_details(self.tools, ports, self.options.error_details_max_ports, deadline,
+                                            durations, problems, self._skipped)
+                   if self.options.error_details else {})
         with _gc_paused():
             samples = self._samples(ports, latched, problems, durations)
             if self.options.focus:
                 samples += self._focus(ports, now)
+            samples += detail_samples(details, self.state)
             # The sweeps' records (~10k objects) are freed here by their reference counts, before
             # the GC that resumes after the pause would walk them only to find them gone.
             del counters, errors, joined, ports, latched

@@ -49,6 +49,8 @@ class InfinibandOptions:
     focus_yield_to_sweep: bool = True
     # a CA node's name (node-name-map name, else NodeDescription) -> its host (fabric_ib_node_host_info)
     host_from_node_name: NameRule = DEFAULT_HOST_RULE
+    error_details: bool = False
+    error_details_max_ports: int = 32
 
     def tool(self, name: str) -> str:
         return dict(self.tool_paths).get(name, name)
@@ -102,6 +104,9 @@ def parse_options(raw: dict, path: str, err: ErrorSink, base_dir: Path = Path(".
         focus_vl_xmit_wait=r.boolean("focus_vl_xmit_wait", True),
         focus_yield_to_sweep=r.boolean("focus_yield_to_sweep", True),
         host_from_node_name=read_name_rule(r, "host_from_node_name", DEFAULT_HOST_RULE),
+        # perfquery -E/-D on the ports whose PortRcvErrors/PortXmitDiscards are non-zero (details.py)
+        error_details=r.boolean("error_details", False),
+        error_details_max_ports=r.integer("error_details_max_ports", 32, minimum=1, maximum=100000),
     )
     if options.focus and not (options.focus_top_k or options.focus_ports):
         err(f"{path}.focus", "the focus set would be empty: set focus_top_k above 0 or list focus_ports")

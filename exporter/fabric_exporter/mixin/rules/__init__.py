@@ -23,6 +23,7 @@ from .base import (CRITICAL, EXAMPLE, IB_PORT, INFO, LAT_GROUP_PAIR, NIC_PORT, S
 from .congestion import CONGESTION_GROUP, congestion_rules
 from .exporter import exporter_rules
 from .infiniband import ib_rules
+from .infiniband_detail import ib_detail_rules
 from .jobs import job_rules
 from .latency import LAT_BY, QUANTILES, latency_rules
 from .roce import roce_rules
@@ -38,7 +39,10 @@ __all__ = ["CRITICAL", "EXAMPLE", "IB_PORT", "INFO", "LAT_BY", "LAT_GROUP_PAIR",
 def build(settings: Settings) -> RuleSet:
     c = Ctx(settings)
     rs = RuleSet(testable=c.testable)
-    parts = (("exporter", exporter_rules(c)), ("infiniband", ib_rules(c)), ("roce", roce_rules(c)),
+    ib_rec, ib_alerts = ib_rules(c)
+    detail_rec, detail_alerts = ib_detail_rules(c)
+    parts = (("exporter", exporter_rules(c)), ("infiniband", (ib_rec + detail_rec, ib_alerts + detail_alerts)),
+             ("roce", roce_rules(c)),
              ("latency", latency_rules(c)))
     for domain, (rec, _) in parts:
         rs.recording_groups.append((f"fabric-exporter.{domain}.recording", rec))
