@@ -97,7 +97,7 @@ def test_every_collector_publishes_from_the_simulated_fabric(lab):
     # one host vocabulary: each leaf's LLDP neighbours are the lab's hosts of its rack, NIC by NIC
     for rack in (1, 2):
         for n in (1, 2):
-            host = f"gpu-r{rack}-{n:02d}"
+            host = f"gpu-{(rack - 1) * 2 + n:03d}"  # two hosts per rack, numbered across racks
             assert len(values(text, "fabric_roce_switch_if_neighbor_info", switch=f"leaf-r{rack}",
                               neighbor_host=host)) == 2, host
     assert values(text, "fabric_ib_node_host_info", host="gpu-001")
