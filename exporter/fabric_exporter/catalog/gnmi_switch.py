@@ -1,0 +1,51 @@
+"""Switch metrics only gNMI gives (``gnmi_switch``): PFC pause durations, transmit-wait and buffer
+occupancy peaks. NVIDIA Cumulus 5.x serves these over gNMI only (no SNMP object, no CLI table);
+SONiC serves its PERIODIC_WATERMARKS table. Meanings shared with SNMP and the CLI keep their names
+in ``roce.py`` and ``roce_switch.py`` (with ``gnmi_switch`` among their sources).
+
+The pause-seconds and watermark names are the ones fixed for the SONiC watermark/PFC-history work
+(the ``switch_cli`` side), so one meaning has one name whichever path reads it.
+"""
+
+from .labels import SWITCH_IF, SWITCH_IF_PRIORITY, SWITCH_IF_QUEUE
+from .spec import MetricSpec
+
+GNMI = "gnmi_switch"
+
+METRICS = [
+    MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
+               "Time the interface's transmitter was paused by PFC frames received on the priority "
+               "(Cumulus gNMI switch-priority/state/in-pause-duration, microseconds / 1e6).",
+               (SWITCH_IF_PRIORITY,), (GNMI,)),
+    MetricSpec("fabric_roce_switch_pfc_tx_pause_seconds_total", "counter", "seconds",
+               "Time the interface asked its peer to pause on the priority "
+               "(Cumulus gNMI switch-priority/state/out-pause-duration, microseconds / 1e6).",
+               (SWITCH_IF_PRIORITY,), (GNMI,)),
+    MetricSpec("fabric_roce_switch_if_tx_wait_byte_times_total", "counter", "byte_times",
+               "Wire-speed one-byte time intervals the interface had data to send but sent none "
+               "(Cumulus gNMI interfaces/interface/state/counters/tx-wait); divide a rate by the speed in "
+               "bytes per second for the stalled fraction.",
+               (SWITCH_IF,), (GNMI,)),
+    MetricSpec("fabric_roce_switch_queue_watermark_bytes", "gauge", "bytes",
+               "Peak shared-buffer occupancy of the egress queue; kind=periodic: over the switch's last "
+               "sampling period (Cumulus gNMI queue shared-buffer/data/max-occupancy-since-last-sample, "
+               "SONiC PERIODIC_WATERMARKS SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES).",
+               (SWITCH_IF_QUEUE + ("kind",),), (GNMI,)),
+    MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
+               "Peak ingress priority-group buffer occupancy over the switch's last sampling period, "
+               "region=shared or headroom (SONiC PERIODIC_WATERMARKS SAI_INGRESS_PRIORITY_GROUP_STAT_"
+               "SHARED/XOFF_ROOM_WATERMARK_BYTES, Cumulus gNMI priority-group shared-buffer/data/"
+               "max-occupancy-since-last-sample).",
+               (SWITCH_IF + ("pg", "region"),), (GNMI,)),
+    MetricSpec("fabric_roce_switch_queue_occupancy_bytes", "gauge", "bytes",
+               "Egress queue depth when the switch sampled it (Cumulus gNMI queue state/instant-queue-len).",
+               (SWITCH_IF_QUEUE,), (GNMI,)),
+    MetricSpec("fabric_roce_switch_gnmi_stream_updates", "gauge", "",
+               "Notifications the gNMI stream (mode stream) delivered since it (re)subscribed; 0 after a "
+               "resubscribe. A value that stops growing while the target is up means a stalled stream.",
+               (("fabric", "switch"),), (GNMI,)),
+    MetricSpec("fabric_roce_switch_gnmi_resubscribes_total", "counter", "events",
+               "Times the gNMI stream was (re)started after a failure or because the watchdog saw no "
+               "update within 3 sample intervals.",
+               (("fabric", "switch"),), (GNMI,)),
+]
