@@ -32,7 +32,7 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
+from fabric_exporter.parsers import (eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
                                      ib_queryerrors, perftest, rdma, sonic_cli)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
@@ -66,6 +66,11 @@ SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "sh
                                                       "show_queue_wredcounters.json")}
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
+GNMI_SONIC = lines_of("switch/gnmi/sonic/COUNTERS+Ethernet68+Queues_alias.txt", "switch/gnmi/sonic/COUNTERS+Ethernet68.txt",
+                      "switch/gnmi/sonic/PERIODIC_WATERMARKS+Ethernet16+PriorityGroups.txt")
+GNMI_MAPS = lines_of("switch/gnmi/sonic/COUNTERS_PORT_ALIAS_MAP.txt")[:40] + ["}"]
+GNMI_XPATHS = ["/qos/interfaces/interface[interface-id=swp1]/switch-priority[priority=3]/state/in-pause-duration",
+               "/interfaces/interface[name=Ethernet0/1]/state/counters/in-octets", "COUNTERS/Ethernet*/Queues"]
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
 NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
@@ -143,6 +148,10 @@ ENTRY_POINTS = {
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
+    "gnmi.parse_sonic_blob": (gnmi.parse_sonic_blob, GNMI_SONIC),
+    "gnmi.parse_sonic_name_map": (gnmi.parse_sonic_name_map, lines_of("switch/gnmi/sonic/COUNTERS_PORT_NAME_MAP.txt")),
+    "gnmi.parse_sonic_port_aliases": (gnmi.parse_sonic_port_aliases, GNMI_MAPS),
+    "gnmi.parse_xpath": (gnmi.parse_xpath, GNMI_XPATHS),
 }
 
 

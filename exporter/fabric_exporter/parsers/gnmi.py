@@ -46,6 +46,8 @@ class SonicBlob(NamedTuple):
 
 def _number(v: str) -> int | float | None:
     """A SONiC counter string as a number; None when it is not one (``N/A``, ``""``, ``"1e"``)."""
+    if not v.isascii():  # str.isdigit() and float() accept other scripts' digits ('²', '٣')
+        return None
     if v.isdigit():  # the common case: a plain decimal counter
         n = int(v)
         return n if n <= MAX_COUNTER else None
@@ -136,6 +138,7 @@ class OcRecord(NamedTuple):
     value: int | float | str
 
 
+@parser_entry
 def parse_xpath(path: str) -> tuple[Elem, ...]:
     """``/a/b[k=v][k2=v2]/c`` -> ``(("a", {}), ("b", {"k": "v", "k2": "v2"}), ("c", {}))``.
     Key values may contain ``/`` (``swp1s0``, ``Ethernet0/1``); a ``]`` inside a value is not supported."""
