@@ -666,22 +666,24 @@ class GnmiSwitchCollector(Collector):
 
     async def _stream_forever(self) -> None:
         failures = 0
-        first = True
         while True:
-            if not first:
-                self.resubscribes += 1
-            first = False
             try:
                 await self._stream_once()
                 failures = 0
             except asyncio.CancelledError:
                 raise
+            except PollTimeoutError as e:  # the watchdog: resubscribe at once
+                self._mark_stale(e)
+                self.resubscribes += 1
+                failures = 0
+                continue
             except PollError as e:
                 self._mark_stale(e)
                 failures += 1
             except Exception as e:  # a bug here must not end the stream for good
                 self._mark_stale(PollError(f"{self.where}: gNMI stream: {type(e).__name__}: {e}", reason="internal"))
                 failures += 1
+            self.resubscribes += 1
             # backoff: 0.5 s, 1 s, 2 s ... never more than one sample interval
             await asyncio.sleep(min(self.sample_interval, 0.5 * (2 ** max(0, failures - 1))) if failures else 0)
 

@@ -240,6 +240,7 @@ class GnmiTarget:
         self.replay = replay or {}
         self.advance_each_sample = advance_each_sample
         self.stalled = False
+        self.hang_new = False  # with stalled: new subscriptions get nothing either (a wedged agent)
         self.sample_ticks = 0
         self.subscribes = 0
         self.lock = threading.Lock()  # guards the switch state between the test thread and the server
@@ -250,8 +251,11 @@ class GnmiTarget:
 
     # -- state --
 
-    def stall(self, on: bool = True) -> None:
+    def stall(self, on: bool = True, hang_new: bool = False) -> None:
+        """Stop sending SAMPLE updates on open streams (the connection stays up); with ``hang_new``
+        new subscriptions get no data either, until the stall ends."""
         self.stalled = on
+        self.hang_new = on and hang_new
 
     def _notifications(self, g: Any, prefix_target: str, sub_path: Any, ts: int) -> list:
         names = [e.name for e in sub_path.elem]
@@ -303,6 +307,8 @@ class GnmiTarget:
             async def Subscribe(self, request_iterator, context):
                 await target._check_auth(context, grpc)
                 target.subscribes += 1
+                while target.hang_new:
+                    await asyncio.sleep(0.05)
                 first = await request_iterator.__anext__()
                 if not first.HasField("subscribe"):
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "first request must be a subscribe")
