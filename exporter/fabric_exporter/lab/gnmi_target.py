@@ -229,7 +229,8 @@ class GnmiTarget:
     def __init__(self, switch: SimulatedSwitch | None, dialect: str = "sonic", *, port: int | None = None,
                  tls: tuple[str, str] | None = None, credentials: tuple[str, str] | None = None,
                  min_sample_interval: float = MIN_SAMPLE_INTERVAL, vendor_aliases: bool = False,
-                 replay: dict[tuple[str, str], bytes] | None = None, advance_each_sample: bool = False):
+                 replay: dict[tuple[str, str], bytes] | None = None, advance_each_sample: bool = False,
+                 advance_every: float | None = None):
         self.switch = switch
         self.dialect = dialect
         self.port = port or free_tcp_port()
@@ -239,6 +240,10 @@ class GnmiTarget:
         self.sonic = SonicView(switch, vendor_aliases) if switch is not None and dialect == "sonic" else None
         self.replay = replay or {}
         self.advance_each_sample = advance_each_sample
+        # advance the switch on a timer of its own and stamp every notification with the state's
+        # version instead of the time, so two clients' notifications of one state can be matched
+        self.advance_every = advance_every
+        self.version = 1
         self.stalled = False
         self.hang_new = False  # with stalled: new subscriptions get nothing either (a wedged agent)
         self.sample_ticks = 0
@@ -288,6 +293,8 @@ class GnmiTarget:
     def _all(self, g: Any, sl: Any, subs: list, ts: int) -> list:
         target = sl.prefix.target if sl.HasField("prefix") else ""
         with self.lock:
+            if self.advance_every and ts:
+                ts = self.version
             return [n for s in subs for n in self._notifications(g, target, s.path, ts)]
 
     # -- the servicer --
@@ -393,6 +400,15 @@ class GnmiTarget:
         else:
             self._server.add_insecure_port(address)
         await self._server.start()
+        if self.advance_every and self.switch is not None:
+            self._ticker = asyncio.get_running_loop().create_task(self._advance_forever())
+
+    async def _advance_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.advance_every)
+            with self.lock:
+                self.switch.advance()
+                self.version += 1
 
     def start(self, timeout: float = 10.0) -> GnmiTarget:
         """Serve on a thread with its own event loop; returns once listening."""
@@ -401,6 +417,9 @@ class GnmiTarget:
             self._loop.run_until_complete(self.serve())
             self._started.set()
             self._loop.run_forever()
+            ticker = getattr(self, "_ticker", None)
+            if ticker is not None:
+                ticker.cancel()
             self._loop.run_until_complete(self._server.stop(0))
             self._loop.close()
 
@@ -434,11 +453,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     ap.add_argument("--advance-each-sample", action="store_true")
+    ap.add_argument("--advance-every", type=float)
     args = ap.parse_args(argv)
     sw = SimulatedSwitch(args.name, "sonic", ports=args.ports, queues=args.queues, seed=args.seed)
     target = GnmiTarget(sw, args.dialect, port=args.port,
                         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None,
-                        advance_each_sample=args.advance_each_sample)
+                        advance_each_sample=args.advance_each_sample, advance_every=args.advance_every)
 
     async def run() -> None:
         await target.serve()
