@@ -102,12 +102,15 @@ def compare(tmp_path, dialect: str, seconds: float) -> tuple[int, int, int]:
         collector = _collector(tmp_path, target.port, dialect)
         prefix_target = "COUNTERS_DB" if dialect == "sonic" else ""
         xpaths = [gp.xpath + ("@on_change" if gp.on_change else "") for gp in collector._paths()]
-        proc = subprocess.Popen([sys.executable, str(SCRIPT), str(target.port), prefix_target, str(seconds), *xpaths],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        out_path = tmp_path / f"pygnmi-{dialect}.jsonl"
+        with open(out_path, "w") as out:  # a file, not a pipe: a full pipe would hold pygnmi back
+            proc = subprocess.Popen([sys.executable, str(SCRIPT), str(target.port), prefix_target, str(seconds),
+                                     *xpaths], stdout=out, stderr=subprocess.DEVNULL, text=True,
+                                    env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         try:
             ours = asyncio.run(_ours(collector, seconds))
-            stdout, _ = proc.communicate(timeout=seconds + 60)
+            proc.wait(timeout=seconds + 60)
+            stdout = out_path.read_text()
         finally:
             if proc.poll() is None:
                 proc.kill()

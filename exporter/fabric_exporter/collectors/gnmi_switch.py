@@ -350,10 +350,53 @@ def sonic_samples(state: SonicState, switch: str, wanted: Callable[[str], bool])
 
 
 class OcState:
-    """The latest OpenConfig leaves, by full path."""
+    """The latest OpenConfig leaves, by full path.
 
-    def __init__(self) -> None:
+    A target sends the same shapes every sample (one keyed container, the same leaf names under
+    it), so what a (container, leaf names) pair is -- its record's kind, interface, index, leaf --
+    is worked out once by the parser and kept; each later update only takes its value."""
+
+    MAX_SHAPES = 1 << 20  # more distinct paths than any switch has: start over rather than grow
+
+    def __init__(self, shapes: dict | None = None) -> None:
         self.leaves: dict[tuple, p.OcRecord] = {}
+        # shared by the states of one collector (a poll's state is new, the switch's shapes are not)
+        self._shapes: dict[tuple, tuple[tuple, p.OcRecord] | None] = {} if shapes is None else shapes
+
+    def apply_notification(self, prefix: Any, updates: Any, skipped: list) -> None:
+        pbytes = prefix.SerializeToString()  # the container's identity, computed in C
+        prefix_elems: tuple | None = None
+        shapes = self._shapes
+        leaves = self.leaves
+        for u in updates:
+            val = u.val
+            kind = val.WhichOneof("value")
+            value = val.uint_val if kind == "uint_val" else typed_value(val)  # uint64: most counters
+            if value.__class__ is dict:
+                if prefix_elems is None:
+                    prefix_elems = elems_of(prefix)
+                self.apply(prefix_elems, u, skipped)
+                continue
+            sk = (pbytes, u.path.SerializeToString())
+            shape = shapes.get(sk, _UNSEEN)
+            if shape is _UNSEEN:
+                if prefix_elems is None:
+                    prefix_elems = elems_of(prefix)
+                elems = prefix_elems + elems_of(u.path)
+                recs = p.oc_records([(elems, 0)])  # the shape, with a stand-in value
+                shape = (_key(elems), tuple(recs[0][:4]), recs[0].leaf.rsplit("/", 1)[-1] in p.OC_TEXT_LEAVES) \
+                    if recs else None
+                if len(shapes) >= self.MAX_SHAPES:
+                    shapes.clear()
+                shapes[sk] = shape
+            v = value if value.__class__ is int else p.scalar(value)
+            if shape is None or v is None or (v.__class__ is str and not shape[2]):
+                if prefix_elems is None:
+                    prefix_elems = elems_of(prefix)
+                shown = "/".join(e[0] for e in prefix_elems + elems_of(u.path))
+                p.note(skipped, p.SOURCE_OPENCONFIG, 0, f"{shown}={str(value)[:60]}")
+                continue
+            leaves[shape[0]] = _new(p.OcRecord, shape[1] + (v,))
 
     def apply(self, prefix_elems, update, skipped: list) -> None:
         elems = prefix_elems + elems_of(update.path)
@@ -371,6 +414,10 @@ class OcState:
         gone = _key(prefix_elems + elems_of(path))
         for k in [k for k in self.leaves if k[:len(gone)] == gone]:
             del self.leaves[k]
+
+
+_UNSEEN = object()
+_new = tuple.__new__  # a NamedTuple built from a tuple without its Python-level __new__ (per leaf)
 
 
 def _key(elems) -> tuple:
@@ -392,46 +439,63 @@ def _queue_label(name: str) -> str:
 
 def oc_samples(dialect: Dialect, leaves: list[p.OcRecord], switch: str, wanted: Callable[[str], bool]) -> list[Sample]:
     out: list[Sample] = []
-    sums: dict[tuple[str, str], dict[str, float]] = {}
-    for r in leaves:
-        if not wanted(r.interface):
+    append = out.append
+    sums: dict[str, dict[str, float]] = {}
+    labels_of: dict[tuple, dict[str, str]] = {}  # one labels dict per series identity (formatted once)
+    passes: dict[str, bool] = {}
+    interface_leaves, queue_leaves, priority_leaves = (dialect.interface_leaves, dialect.queue_leaves,
+                                                       dialect.priority_leaves)
+    for kind, intf, index, leaf, value in leaves:
+        ok = passes.get(intf)
+        if ok is None:
+            ok = passes[intf] = wanted(intf)
+        if not ok:
             continue
-        if r.kind == "interface":
-            labels = {"switch": switch, "interface": r.interface}
-            if r.leaf == "oper-status":
-                code = OPER_STATUS.get(str(r.value))
+        text = value.__class__ is str
+        if kind == "interface":
+            labels = labels_of.get((intf,))
+            if labels is None:
+                labels = labels_of[(intf,)] = {"switch": switch, "interface": intf}
+            if leaf == "oper-status":
+                code = OPER_STATUS.get(str(value))
                 if code is not None:
-                    out.append(Sample("fabric_roce_switch_if_oper_status", labels, float(code)))
+                    append(Sample("fabric_roce_switch_if_oper_status", labels, float(code)))
                 continue
-            metric = dialect.interface_leaves.get(r.leaf)
-            if metric is not None and not isinstance(r.value, str):
-                out.append(Sample(metric, labels, float(r.value)))
-            elif not isinstance(r.value, str):
-                sums.setdefault(("", r.interface), {})[r.leaf] = float(r.value)
-        elif isinstance(r.value, str):
+            if text:
+                continue
+            metric = interface_leaves.get(leaf)
+            if metric is not None:
+                append(_new(Sample, (metric, labels, float(value))))
+            else:
+                sums.setdefault(intf, {})[leaf] = float(value)
+        elif text:
             continue
-        elif r.kind == "queue":
-            labels = {"switch": switch, "interface": r.interface, "queue": _queue_label(r.index)}
-            if r.leaf == WATERMARK_LEAF:
-                out.append(Sample("fabric_roce_switch_queue_watermark_bytes", {**labels, "kind": "periodic"},
-                                  float(r.value)))
+        elif kind == "queue":
+            labels = labels_of.get((intf, "q", index))
+            if labels is None:
+                labels = labels_of[(intf, "q", index)] = {"switch": switch, "interface": intf,
+                                                         "queue": _queue_label(index)}
+            if leaf == WATERMARK_LEAF:
+                append(Sample("fabric_roce_switch_queue_watermark_bytes", {**labels, "kind": "periodic"},
+                              float(value)))
                 continue
-            hit = dialect.queue_leaves.get(r.leaf)
+            hit = queue_leaves.get(leaf)
             if hit is not None:
-                out.append(Sample(hit[0], labels, float(r.value) * hit[1]))
-        elif r.kind == "priority":
-            hit = dialect.priority_leaves.get(r.leaf)
+                append(_new(Sample, (hit[0], labels, float(value) * hit[1])))
+        elif kind == "priority":
+            hit = priority_leaves.get(leaf)
             if hit is not None:
-                out.append(Sample(hit[0], {"switch": switch, "interface": r.interface, "priority": r.index},
-                                  float(r.value) * hit[1]))
-        elif r.kind == "pg" and r.leaf == WATERMARK_LEAF:
-            out.append(Sample("fabric_roce_switch_pg_watermark_bytes",
-                              {"switch": switch, "interface": r.interface, "pg": r.index, "region": "shared"},
-                              float(r.value)))
-    for (_, intf), values in sums.items():
+                labels = labels_of.get((intf, "p", index))
+                if labels is None:
+                    labels = labels_of[(intf, "p", index)] = {"switch": switch, "interface": intf, "priority": index}
+                append(_new(Sample, (hit[0], labels, float(value) * hit[1])))
+        elif kind == "pg" and leaf == WATERMARK_LEAF:
+            append(Sample("fabric_roce_switch_pg_watermark_bytes",
+                          {"switch": switch, "interface": intf, "pg": index, "region": "shared"}, float(value)))
+    for intf, values in sums.items():
         for metric, parts in OC_INTERFACE_SUMS.items():
             if all(x in values for x in parts):
-                out.append(Sample(metric, {"switch": switch, "interface": intf}, sum(values[x] for x in parts)))
+                append(Sample(metric, labels_of[(intf,)], sum(values[x] for x in parts)))
     return out
 
 
@@ -490,6 +554,7 @@ class GnmiSwitchCollector(Collector):
         self._channel: Any = None
         self._channel_loop: asyncio.AbstractEventLoop | None = None
         self._maps_loaded = False
+        self._oc_shapes: dict = {}
         # stream mode
         self._task: asyncio.Task | None = None
         self._synced = asyncio.Event()
@@ -574,16 +639,20 @@ class GnmiSwitchCollector(Collector):
             if isinstance(old, SonicState):  # name maps outlive the values
                 s.alias_to_name, s.queue_oid, s.queue_type = old.alias_to_name, old.queue_oid, old.queue_type
             return s
-        return OcState()
+        return OcState(self._oc_shapes)
 
     def _apply(self, state: SonicState | OcState, response: Any, skipped: list) -> None:
         n = response.update
+        if isinstance(state, OcState):
+            state.apply_notification(n.prefix, n.update, skipped)
+            if n.delete:
+                prefix = elems_of(n.prefix)
+                for d in n.delete:
+                    state.delete(prefix, d)
+            return
         prefix = elems_of(n.prefix) if n.HasField("prefix") else ()
         for u in n.update:
             state.apply(prefix, u, skipped)
-        if isinstance(state, OcState):
-            for d in n.delete:
-                state.delete(prefix, d)
 
     async def _once(self, state: SonicState | OcState, target: str, paths: list[GnmiPath], skipped: list,
                     timeout: float | None = None) -> None:

@@ -166,13 +166,17 @@ def parse_xpath(path: str) -> tuple[Elem, ...]:
     return tuple(elems)
 
 
-def _scalar(value: Any) -> int | float | str | None:
+def scalar(value: Any) -> int | float | str | None:
+    """A leaf value as a number (numeric strings too: some targets send uint64 as a JSON string) or
+    text; None for what is neither (bools, containers, NaN)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
         return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
     if isinstance(value, str):
-        n = _number(value)  # some targets send uint64 as a JSON string
+        n = _number(value)
         return n if n is not None else value
     return None
 
@@ -214,7 +218,7 @@ def oc_records(leaves, *, skipped: list[SkippedLine] | None = None) -> list[OcRe
     out: list[OcRecord] = []
     for path, value in leaves:
         elems = parse_xpath(path) if isinstance(path, str) else path
-        v = _scalar(value)
+        v = scalar(value)
         rec = _record(elems, v) if v is not None else None
         if rec is None or not rec.interface or (isinstance(v, str) and rec.leaf.rsplit("/", 1)[-1]
                                                  not in OC_TEXT_LEAVES):
