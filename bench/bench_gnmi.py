@@ -137,15 +137,15 @@ TARGETS_SCRIPT = """
 import asyncio, sys
 from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.snmp import SimulatedSwitch
-ports, n, base = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+ports, n = int(sys.argv[1]), int(sys.argv[2])
 async def main():
     ts = []
     for i in range(n):
         t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1), "cumulus",
-                       port=base + i, advance_each_sample=True)
+                       advance_each_sample=True)
         await t.serve()
         ts.append(t)
-    print("ready", flush=True)
+    print("ready " + ",".join(str(t.port) for t in ts), flush=True)
     await asyncio.Event().wait()
 asyncio.run(main())
 """
@@ -153,21 +153,21 @@ asyncio.run(main())
 
 def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: float) -> dict:
     from fabric_exporter.collectors import PollContext
-    from fabric_exporter.lab.gnmi_target import free_tcp_port
     from fabric_exporter.scheduler import Scheduler
     from fabric_exporter.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
     from tests.harness.configs import parse_config
 
-    base = free_tcp_port()
-    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches), str(base)],
+    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
                             stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
     try:
-        assert proc.stdout.readline().strip() == "ready"
+        word, _, listed = proc.stdout.readline().strip().partition(" ")
+        assert word == "ready", word
+        target_ports = [int(x) for x in listed.split(",")]
         interval = max(2.0, sample_interval * 2)
         cfg = parse_config({"targets": [{
             "name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
-            "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": base + i} for i in range(switches)],
+            "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": port} for i, port in enumerate(target_ports)],
             "interval": f"{interval}s", "timeout": f"{interval * 0.75}s",
             "options": {"dialect": "cumulus", "mode": "stream", "insecure": True,
                         "sample_interval": f"{sample_interval}s", "tables": ["interfaces", "queues"]}}]})
