@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fabric_exporter.collectors import PollContext
-from fabric_exporter.collectors.gnmi_switch import GnmiSwitchCollector, OcState, SonicState, _key, elems_of
+from fabric_exporter.collectors.gnmi_switch import GnmiSwitchCollector, OcState, SonicState, _key
 from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.snmp import SimulatedSwitch
 from fabric_exporter.parsers import gnmi as p

@@ -426,3 +426,31 @@ def test_killed_target_goes_stale_and_comes_back_after_restart(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_a_stream_of_on_change_paths_only_is_not_a_stall(tmp_path):
+    """Oper status alone (ON_CHANGE) may say nothing for hours: no watchdog, no resubscribe."""
+    sw = SimulatedSwitch("leaf1", "sonic", ports=2, queues=2, seed=2)
+    with GnmiTarget(sw, "cumulus") as target:
+        cfg = make_config(tmp_path, [gnmi_group(target.port, dialect="cumulus", mode="stream", sample_interval="1s",
+                                                interval="2s", timeout="1.5s", tables=["oper_status"])])
+
+        async def go():
+            p = Poller(cfg)
+            try:
+                first, _ = await p.poll()
+                await asyncio.sleep(4.0)  # > 3 sample intervals without an update
+                sw.interfaces[1].oper_status = 2
+                await asyncio.sleep(1.5)
+                later, samples = await p.poll()
+                (collector,) = p.collectors.values()
+                return first, later, samples, collector.resubscribes
+            finally:
+                await p.close()
+
+        first, later, samples, resubscribes = run(go())
+    assert list(first.values())[0].state == "ok" and list(later.values())[0].state == "ok"
+    assert resubscribes == 0 and target.subscribes == 1
+    key = ("fabric_roce_switch_if_oper_status",
+           frozenset({("fabric", "lab"), ("switch", "leaf1"), ("interface", "Ethernet4")}))
+    assert samples[key] == 2  # the change arrived ON_CHANGE

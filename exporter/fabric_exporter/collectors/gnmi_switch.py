@@ -718,7 +718,7 @@ class GnmiSwitchCollector(Collector):
         loop = asyncio.get_running_loop()
         if state is None or not self._synced.is_set():
             raise self._stream_error or PollTimeoutError(f"{self.where}: gNMI stream restarting")
-        if loop.time() - self.last_update > WATCHDOG_INTERVALS * self.sample_interval:
+        if self._sampled() and loop.time() - self.last_update > WATCHDOG_INTERVALS * self.sample_interval:
             raise PollTimeoutError(f"{self.where}: gNMI stream stalled: no update in "
                                    f"{WATCHDOG_INTERVALS} x {self.sample_interval:g}s")
         skipped, self._skipped = self._skipped, []
@@ -727,6 +727,11 @@ class GnmiSwitchCollector(Collector):
         samples.append(Sample("fabric_roce_switch_gnmi_stream_updates", labels, float(self.updates)))
         samples.append(Sample("fabric_roce_switch_gnmi_resubscribes_total", labels, float(self.resubscribes)))
         return PollResult(samples, [], skipped)
+
+    def _sampled(self) -> bool:
+        """Does the stream carry a SAMPLE path? Only then is silence a stall (ON_CHANGE paths may
+        rightly say nothing for hours)."""
+        return any(not gp.on_change for gp in self._paths())
 
     def _mark_stale(self, error: PollError) -> None:
         self._synced.clear()
@@ -769,7 +774,7 @@ class GnmiSwitchCollector(Collector):
         target, paths = next(iter(groups.items()))
         stub = g_grpc.gNMIStub(self._get_channel())
         call = stub.Subscribe(metadata=self._metadata())
-        watchdog = WATCHDOG_INTERVALS * self.sample_interval
+        watchdog = WATCHDOG_INTERVALS * self.sample_interval if self._sampled() else None
         self.updates = 0
         try:
             await call.write(self._request(target, paths, "stream"))
