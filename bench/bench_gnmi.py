@@ -12,6 +12,11 @@ switches streaming to the collector.
      keyed container, one typed leaf per update). Measured: ``SubscribeResponse.FromString``,
      ``OcState.apply`` (path -> record) and ``oc_samples``; per value = per leaf. Baseline: the
      protobuf parse alone.
+3. Scrapes (``--scrape-p99`` with ``--switches N``): the real daemon with the N switches as
+   gnmi_switch targets, /metrics scraped ``--scrapes`` times on one kept-alive connection; p50/p99
+   wall time with the N streams updating every second (mode stream, polled every 2 s) against the
+   same daemon and targets read once and then quiet (mode poll, interval 600 s) and polled with
+   Subscribe ONCE every 2 s (mode poll) -- the baselines.
 2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (cumulus dialect, in a child process,
    whose CPU is not counted) each streaming ``--ports`` ports every ``--sample-interval`` to
    gnmi_switch collectors in stream mode, polled by the Scheduler into the store as the daemon does;
@@ -23,6 +28,7 @@ medians of ``--repeat`` runs; compare the ratios to the baselines.
 
     python bench/bench_gnmi.py                      # decode only, 64 ports
     python bench/bench_gnmi.py --switches 20 --seconds 20
+    python bench/bench_gnmi.py --switches 10 --ports 32 --seconds 0 --scrape-p99   # scrapes only
 """
 
 from __future__ import annotations
@@ -207,6 +213,87 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
             "issue_sizing_core_estimate": issue * us_per_value / 1e6}
 
 
+def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float, interval: str = "2s") -> dict:
+    import http.client
+    import os
+    import socket
+    import tempfile
+
+    import yaml
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gnmi-"))
+    options = {"dialect": "cumulus", "mode": mode, "insecure": True, "tables": ["interfaces", "queues"]}
+    if mode == "stream":
+        options["sample_interval"] = "1s"
+    config = {"limits": {"max_concurrent_polls": 256, "per_transport": {"gnmi": 256}},
+              "targets": [{"name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
+                           "interval": interval, "timeout": "1.5s",
+                           "stale_after": "3600s", "options": options,
+                           "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": p}
+                                     for i, p in enumerate(target_ports)]}]}
+    (tmp / "fabric.yaml").write_text(yaml.safe_dump(config))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = open(tmp / "daemon.log", "wb")
+    daemon = subprocess.Popen([sys.executable, "-m", "fabric_exporter", "run", "--config", str(tmp / "fabric.yaml"),
+                               "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
+                              env={**os.environ, "PYTHONPATH": str(ROOT / "exporter")}, stdout=log,
+                              stderr=subprocess.STDOUT, cwd=tmp)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        end = time.monotonic() + 120
+        while True:
+            try:
+                conn.request("GET", "/ready")
+                r = conn.getresponse()
+                r.read()
+                if r.status == 200:
+                    break
+            except OSError:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            if time.monotonic() > end or daemon.poll() is not None:
+                raise SystemExit(f"daemon not ready: {(tmp / 'daemon.log').read_text()[-2000:]}")
+            time.sleep(0.3)
+        time.sleep(settle)
+        walls, size = [], 0
+        for _ in range(scrapes):
+            t0 = time.perf_counter()
+            conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+            r = conn.getresponse()
+            size = len(r.read())
+            walls.append(time.perf_counter() - t0)
+            time.sleep(0.02)
+        walls.sort()
+        return {"mode": mode, "interval": interval, "scrapes": scrapes, "bytes_gzip": size, "p50_ms": walls[len(walls) // 2] * 1e3,
+                "p99_ms": walls[min(len(walls) - 1, int(len(walls) * 0.99))] * 1e3}
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(15)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+        log.close()
+
+
+def bench_scrapes(switches: int, ports: int, scrapes: int) -> dict:
+    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
+                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
+    try:
+        word, _, listed = proc.stdout.readline().strip().partition(" ")
+        assert word == "ready", word
+        target_ports = [int(x) for x in listed.split(",")]
+        quiet = _scrape_run(target_ports, "poll", scrapes, settle=2.0, interval="600s")
+        polled = _scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="2s")
+        streaming = _scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return {"quiet": quiet, "poll_every_2s": polled, "streaming": streaming,
+            "p99_ratio_to_quiet": streaming["p99_ms"] / quiet["p99_ms"],
+            "p99_ratio_to_poll_every_2s": streaming["p99_ms"] / polled["p99_ms"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ports", type=int, default=64)
@@ -214,10 +301,14 @@ def main() -> None:
     ap.add_argument("--switches", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--sample-interval", type=float, default=1.0)
+    ap.add_argument("--scrape-p99", action="store_true")
+    ap.add_argument("--scrapes", type=int, default=300)
     args = ap.parse_args()
     out = {"sonic": bench_sonic(args.ports, args.repeat), "openconfig": bench_openconfig(args.ports, args.repeat)}
-    if args.switches:
+    if args.switches and args.seconds > 0:
         out["streaming"] = bench_streaming(args.switches, args.ports, args.seconds, args.sample_interval)
+    if args.switches and args.scrape_p99:
+        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes)
     print(json.dumps(out, indent=2))
     ok = out["sonic"]["us_per_value"] <= 1.0 and out["openconfig"]["us_per_value"] <= 3.0
     print(f"SONiC {out['sonic']['us_per_value']:.2f} us/value (budget 1), "
