@@ -291,7 +291,7 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
     ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport", "max_output_bytes",
                                                        "max_snmp_poll_bytes"})
     pt_raw = chk.mapping(ll.get("per_transport"), "limits.per_transport", set(TRANSPORTS))
-    per_transport = {"ssh": 32, "snmp": 64, "local": 8}
+    per_transport = {"ssh": 32, "snmp": 64, "local": 8, "gnmi": 64}
     for t in TRANSPORTS:
         per_transport[t] = chk.integer(pt_raw, t, "limits.per_transport", per_transport[t], minimum=1,
                                        maximum=100_000)

@@ -15,7 +15,7 @@ from .durations import format_duration
 
 DEFAULT_LISTEN = "0.0.0.0:9315"
 
-TRANSPORTS = ("ssh", "local", "snmp")
+TRANSPORTS = ("ssh", "local", "snmp", "gnmi")
 
 
 class ConfigError(Exception):
@@ -118,7 +118,7 @@ class TargetGroup:
 @dataclass(frozen=True)
 class Limits:
     max_concurrent_polls: int = 64
-    per_transport: dict = field(default_factory=lambda: {"ssh": 32, "snmp": 64, "local": 8})
+    per_transport: dict = field(default_factory=lambda: {"ssh": 32, "snmp": 64, "local": 8, "gnmi": 64})
     # Largest stdout+stderr one command may print; more fails the poll with reason output_too_large.
     max_output_bytes: int = 32 << 20
     # Most bytes of SNMP responses one poll may read (GETs and walks); more fails it as output_too_large.

@@ -4,7 +4,7 @@ which become the `reason` label of fabric_poll_errors_total."""
 from __future__ import annotations
 
 REASONS = ("timeout", "connect", "auth", "host_key", "command_failed", "output_too_large", "parse", "partial",
-           "internal")
+           "config", "internal")
 
 
 class PollError(Exception):
@@ -49,6 +49,11 @@ class HostKeyError(PollError, reason="host_key"):
 
 class CommandError(PollError, reason="command_failed"):
     pass
+
+
+class TargetConfigError(PollError, reason="config"):
+    """The target refused what we asked as invalid (gNMI INVALID_ARGUMENT: a path it does not serve,
+    a sample interval below its minimum): the exporter's configuration must change, not the target."""
 
 
 class OutputTooLargeError(PollError, reason="output_too_large"):

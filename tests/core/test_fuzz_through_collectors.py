@@ -32,7 +32,7 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
+from fabric_exporter.parsers import (eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
                                      ib_queryerrors, nvue, perftest, rdma, slurm_squeue, sonic_cli, sonic_watermark)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
@@ -81,6 +81,11 @@ CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus
 NVUE_ROCE = lines_of("real/nvue_qos_roce_counters_swp16.txt")
 EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
 EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
+GNMI_SONIC = lines_of("switch/gnmi/sonic/COUNTERS+Ethernet68+Queues_alias.txt", "switch/gnmi/sonic/COUNTERS+Ethernet68.txt",
+                      "switch/gnmi/sonic/PERIODIC_WATERMARKS+Ethernet16+PriorityGroups.txt")
+GNMI_MAPS = lines_of("switch/gnmi/sonic/COUNTERS_PORT_ALIAS_MAP.txt")[:40] + ["}"]
+GNMI_XPATHS = ["/qos/interfaces/interface[interface-id=swp1]/switch-priority[priority=3]/state/in-pause-duration",
+               "/interfaces/interface[name=Ethernet0/1]/state/counters/in-octets", "COUNTERS/Ethernet*/Queues"]
 
 # Values that broke parsers or could: overflow on float(), Python's 4300-digit int limit, u64 wrap.
 NASTY = ["9" * 309, "9" * 5000, str(2**64), str(2**64 - 1), "1e400", "-1e400", "NaN", "Infinity", "-0", "0x" + "f" * 40,
@@ -170,6 +175,10 @@ ENTRY_POINTS = {
     "eos_cli.parse_pfc_counters_json": (eos_cli.parse_pfc_counters_json, EOS_PFC),
     "nvue.parse_roce_counters": (nvue.parse_roce_counters, NVUE_ROCE),
     "eos_cli.parse_ecn_counters_json": (eos_cli.parse_ecn_counters_json, EOS_ECN),
+    "gnmi.parse_sonic_blob": (gnmi.parse_sonic_blob, GNMI_SONIC),
+    "gnmi.parse_sonic_name_map": (gnmi.parse_sonic_name_map, lines_of("switch/gnmi/sonic/COUNTERS_PORT_NAME_MAP.txt")),
+    "gnmi.parse_sonic_port_aliases": (gnmi.parse_sonic_port_aliases, GNMI_MAPS),
+    "gnmi.parse_xpath": (gnmi.parse_xpath, GNMI_XPATHS),
 }
 
 

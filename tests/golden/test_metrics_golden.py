@@ -7,6 +7,7 @@ Fixed inputs, all on 127.0.0.1 and none of them moving while the test runs:
 - roce_nic: two simulated GPU hosts (mlx5, bnxt_re) behind the lab's SSH server;
 - snmp_switch: three simulated switches (SONiC, Arista, IEEE PFC MIB) served by snmpsim;
 - switch_cli: a simulated SONiC switch's ``show`` outputs behind a real OpenSSH sshd;
+- gnmi_switch: a simulated switch served by the lab's gNMI target in the cumulus dialect (poll mode);
 - latency_probe: four hosts with the lab's fake perftest (fixed latencies) behind real sshd;
 - and one SSH target on a dead port, so a failing target's series are in the file too.
 
@@ -32,6 +33,7 @@ import yaml
 
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
 from fabric_exporter.lab.roce_host import RoceHost
+from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.slurm import SlurmLab
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
@@ -180,6 +182,11 @@ class Sources:
         sshd = SSHD(tmp / "sonic-cli", path_dirs=[tmp / "sonic-cli" / "bin"]).start()
         self._stops.append(sshd.stop)
 
+        gnmi_switch = SimulatedSwitch("leaf-gnmi", "sonic", ports=2, queues=2, seed=11)
+        gnmi_switch.advance(5)
+        gnmi = GnmiTarget(gnmi_switch, "cumulus").start()
+        self._stops.append(gnmi.stop)
+
         latency = LatencyLab(tmp, [h for hosts in LATENCY_GROUPS.values() for h in hosts], {"default": LATENCY}).start()
         self._stops.append(latency.stop)
 
@@ -217,6 +224,9 @@ class Sources:
                  "options": {"commands": ["pfc", "queue", "wred", "pfcwd", "queue_watermark", "pg_watermark",
                                           "buffer_pool_watermark", "pfc_history", "lldp"]},
                  **once},
+                {"name": "gnmi-switch", "fabric": "roce-lab", "collector": "gnmi_switch", "transport": "gnmi",
+                 "hosts": [{"name": "leaf-gnmi", "address": "127.0.0.1", "port": gnmi.port}], **once,
+                 "options": {"dialect": "cumulus", "mode": "poll", "insecure": True}},
                 {"name": "latency", "fabric": "roce-lab", "collector": "latency_probe", "transport": "ssh",
                  "credentials": "latency-lab", "hosts": latency.hosts(), **once,
                  "options": {"host_groups": LATENCY_GROUPS, "plan": {"full_mesh": True, "sampled_peers": 1},

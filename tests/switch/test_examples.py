@@ -12,10 +12,10 @@ from tests.harness.configs import load_config, parse_config
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 
 
-@pytest.mark.parametrize("name", ["roce-switches-snmp.yaml", "sonic-cli.yaml"])
+@pytest.mark.parametrize("name", ["roce-switches-snmp.yaml", "sonic-cli.yaml", "gnmi-switches.yaml"])
 def test_example_loads(name):
     cfg = load_config(EXAMPLES / name)
-    assert cfg.targets and all(g.collector in ("snmp_switch", "switch_cli") for g in cfg.targets)
+    assert cfg.targets and all(g.collector in ("snmp_switch", "switch_cli", "gnmi_switch") for g in cfg.targets)
 
 
 def test_snmp_options_are_checked(tmp_path):

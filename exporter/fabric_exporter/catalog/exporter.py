@@ -17,7 +17,7 @@ METRICS = [
     MetricSpec("fabric_polls_total", "counter", "", "Polls attempted for the target.", (TARGET,), SRC),
     MetricSpec("fabric_poll_errors_total", "counter", "",
                "Failed or partial polls of the target by reason "
-               "(timeout, connect, auth, host_key, command_failed, output_too_large, parse, partial, internal).",
+               "(timeout, connect, auth, host_key, command_failed, output_too_large, parse, partial, config, internal).",
                (TARGET + ("reason",),), SRC),
     MetricSpec("fabric_samples", "gauge", "", "Samples the target's current snapshot publishes.", (TARGET,), SRC),
     MetricSpec("fabric_poll_interval_seconds", "gauge", "seconds", "Configured poll interval of the target.",

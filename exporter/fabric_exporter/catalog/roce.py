@@ -10,43 +10,44 @@ from .spec import MetricSpec
 NIC = "roce_nic"
 SNMP = "snmp_switch"
 CLI = "switch_cli"
+GNMI = "gnmi_switch"
 
 METRICS = [
     MetricSpec("fabric_roce_pfc_rx_pause_frames_total", "counter", "frames",
                "PFC pause frames received per priority (mlx5 rx_prio{p}_pause, bnxt rx_pfc_ena_frames_pri{p}, "
                "ice rx_priority_{p}_xoff.nic, "
                "CISCO-PFC-EXT-MIB cpfcIfIndications, SONiC 'show pfc counters' Rx).",
-               (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI)),
+               (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI, GNMI)),
     MetricSpec("fabric_roce_pfc_tx_pause_frames_total", "counter", "frames",
                "PFC pause frames sent per priority (mlx5 tx_prio{p}_pause, bnxt tx_pfc_ena_frames_pri{p}, "
                "ice tx_priority_{p}_xoff.nic, "
                "CISCO-PFC-EXT-MIB cpfcIfRequests, SONiC 'show pfc counters' Tx).",
-               (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI)),
+               (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI, GNMI)),
     MetricSpec("fabric_roce_rx_bytes_total", "counter", "bytes",
                "Bytes received on the port (mlx5 rx_bytes_phy, IF-MIB ifHCInOctets).",
-               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP, GNMI)),
     MetricSpec("fabric_roce_tx_bytes_total", "counter", "bytes",
                "Bytes sent on the port (mlx5 tx_bytes_phy, IF-MIB ifHCOutOctets).",
-               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP, GNMI)),
     MetricSpec("fabric_roce_rx_packets_total", "counter", "packets",
                "Packets received on the port (mlx5 rx_packets_phy, IF-MIB ifHCInUcastPkts+Multicast+Broadcast).",
-               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP, GNMI)),
     MetricSpec("fabric_roce_tx_packets_total", "counter", "packets",
                "Packets sent on the port (mlx5 tx_packets_phy, IF-MIB ifHCOutUcastPkts+Multicast+Broadcast).",
-               (NIC_PORT, SWITCH_IF), (NIC, SNMP)),
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP, GNMI)),
     MetricSpec("fabric_roce_rx_discards_total", "counter", "packets",
                "Received packets dropped by the port for lack of buffer (mlx5 rx_discards_phy, bnxt rx_stat_discard, "
                "ice rx_dropped.nic, IF-MIB ifInDiscards, EOS 'show interfaces counters discards' inDiscards, "
                "Cumulus ethtool HwIfInDiscards).",
-               (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI)),
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI, GNMI)),
     MetricSpec("fabric_roce_tx_discards_total", "counter", "packets",
                "Packets the port discarded on transmit (mlx5 tx_discards_phy, bnxt tx_stat_discard, "
                "ice tx_dropped_link_down.nic, IF-MIB ifOutDiscards, EOS 'show interfaces counters discards' "
                "outDiscards, Cumulus ethtool HwIfOutDiscards).",
-               (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI)),
+               (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI, GNMI)),
     MetricSpec("fabric_roce_ecn_marked_packets_total", "counter", "packets",
                "ECN CE-marked packets: on a NIC, marked packets it received (mlx5 np_ecn_marked_roce_packets, "
                "bnxt_re rx_ecn_marked_pkts, irdma RxECNMrkd); on a switch, packets it marked per egress queue "
                "(SONiC 'show queue wredcounters' EcnMarked, EOS 'show qos interfaces ecn counters queue').",
-               (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI)),
+               (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI, GNMI)),
 ]

@@ -13,6 +13,7 @@ from .spec import MetricSpec
 
 SNMP = "snmp_switch"
 CLI = "switch_cli"
+GNMI = "gnmi_switch"
 
 # The switch itself (one series per switch).
 SWITCH = ("fabric", "switch")
@@ -48,16 +49,16 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_oper_status", "gauge", "",
                "Interface operational state as IF-MIB ifOperStatus codes: 1 up, 2 down, 3 testing, 4 unknown, "
                "5 dormant, 6 notPresent, 7 lowerLayerDown.",
-               (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.2.2.1.8",)),
+               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.8",)),
     MetricSpec("fabric_roce_switch_if_speed_bytes_per_second", "gauge", "bytes_per_second",
                "Interface speed (IF-MIB ifHighSpeed Mb/s x 125000); the denominator of utilization.",
                (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.31.1.1.1.15",)),
     MetricSpec("fabric_roce_switch_if_rx_errors_total", "counter", "packets",
                "Received packets with errors (IF-MIB ifInErrors).",
-               (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.2.2.1.14",)),
+               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.14",)),
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
                "Packets that could not be sent because of errors (IF-MIB ifOutErrors).",
-               (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.2.2.1.20",)),
+               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.20",)),
     # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
                "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
@@ -105,22 +106,22 @@ METRICS = [
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "
                "ucast/mcastSentPkts, SONiC 'show queue counters' Counter/pkts).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
                "Bytes sent from the egress queue (csqIfQosGroupStatsValue ucast/mcastSentBytes, "
                "SONiC 'show queue counters' Counter/bytes).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedPkts, "
                "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts, "
                "EOS 'show interfaces counters queue' OutDropPkts).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.6")),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedBytes, "
                "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes, "
                "EOS 'show interfaces counters queue' OutDropOctets).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.7")),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
@@ -151,35 +152,35 @@ METRICS = [
     MetricSpec("fabric_roce_switch_queue_wred_dropped_packets_total", "counter", "packets",
                "Packets WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/pkts, "
                "Cumulus ethtool HwIfOutQ{n}WredDrops).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_bytes_total", "counter", "bytes",
                "Bytes WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/bytes).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
     MetricSpec("fabric_roce_switch_queue_ecn_marked_bytes_total", "counter", "bytes",
                "Bytes ECN CE-marked in the egress queue (SONiC 'show queue wredcounters' EcnMarked/bytes); "
                "packets are fabric_roce_ecn_marked_packets_total.",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
     # --- PFC watchdog -----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
                "PFC storms the watchdog detected on the queue (SONiC 'show pfcwd stats' STORM DETECTED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueStuckCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI), ("1.3.6.1.4.1.30065.3.11.1.2.1.4",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.30065.3.11.1.2.1.4",)),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
                "PFC storms the watchdog saw end on the queue (SONiC 'show pfcwd stats' STORM RESTORED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueRecoveredCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI), ("1.3.6.1.4.1.30065.3.11.1.2.1.5",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.30065.3.11.1.2.1.5",)),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
                "(SONiC 'show pfcwd stats' TX OK/DROP, the DROP part).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
     MetricSpec("fabric_roce_switch_pfcwd_rx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on receive while the queue was in a storm "
                "(SONiC 'show pfcwd stats' RX OK/DROP, the DROP part).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
     MetricSpec("fabric_roce_switch_pfcwd_storm_active", "gauge", "",
                "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS stormed), "
                "0 when operational.",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
     # --- buffer watermarks and PFC history (SONiC watermarkstat, pfcstat --history) ---------------
     # A watermark is the peak occupancy since it was last reset, not the occupancy now: "user"
     # watermarks are reset by anyone's 'sonic-clear ... watermark', "persistent" ones only by
@@ -187,14 +188,16 @@ METRICS = [
     MetricSpec("fabric_roce_switch_queue_watermark_bytes", "gauge", "bytes",
                "Peak shared-buffer occupancy of the egress queue since its watermark was last cleared "
                "(SONiC 'show queue [persistent-]watermark unicast|multicast|all', SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES); "
-               "kind says which watermark: user or persistent.",
-               (SWITCH_IF_QUEUE + ("kind",),), (CLI,), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",)),
+               "kind says which watermark: user or persistent (CLI), periodic (gNMI: over the switch's last sampling "
+               "period; SONiC PERIODIC_WATERMARKS, Cumulus max-occupancy-since-last-sample).",
+               (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",)),
     MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the ingress priority group since its watermark was last cleared: region "
                "shared (shared pool) or headroom (XOFF headroom, what absorbs in-flight data after PFC) "
                "(SONiC 'show priority-group [persistent-]watermark shared|headroom', "
-               "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES / _XOFF_ROOM_WATERMARK_BYTES).",
-               (SWITCH_IF + ("pg", "region"),), (CLI,),
+               "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES / _XOFF_ROOM_WATERMARK_BYTES; over gNMI the "
+               "periodic watermark of SONiC PERIODIC_WATERMARKS or Cumulus max-occupancy-since-last-sample).",
+               (SWITCH_IF + ("pg", "region"),), (CLI, GNMI),
                ("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
                 "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES")),
     MetricSpec("fabric_roce_switch_buffer_pool_watermark_bytes", "gauge", "bytes",
@@ -210,8 +213,9 @@ METRICS = [
     MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
                "Time the interface was paused by received PFC frames on the priority (SONiC 'show pfc counters "
                "--history' Total RX Pause Time US / 1e6; SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
-               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US). rate() is the paused fraction.",
-               (SWITCH_IF + ("priority",),), (CLI,),
+               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US; Cumulus gNMI switch-priority/state/"
+               "in-pause-duration). rate() is the paused fraction.",
+               (SWITCH_IF + ("priority",),), (CLI, GNMI),
                ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US")),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_transitions_total", "counter", "",
                "Times the priority went from unpaused to paused by received PFC (SONiC 'show pfc counters --history' "
