@@ -26,17 +26,22 @@ from pathlib import Path
 import pytest
 
 from fabric_exporter.errors import ParseError
-from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_perfquery, ib_queryerrors,
-                                     perftest, rdma, sonic_cli, sonic_watermark)
+from fabric_exporter.parsers import (eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_perfquery, ib_queryerrors,
+                                     nvue, perftest, rdma, slurm_squeue, sonic_cli, sonic_watermark)
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REAL = FIXTURES / "real"
 PER_FILE = 12  # data lines mutated per capture (spread over the file); every line in small files
 
 # capture file name -> its parser (the function the collector calls on that tool's output)
 PARSERS: list[tuple[str, Callable]] = [
     (r"^eos_queue_counters", eos_cli.parse_queue_counters),
     (r"^eos_interfaces_counters_discards.*\.json$", eos_cli.parse_discards_json),
+    (r"^eos_pfc_counters.*\.json$", eos_cli.parse_pfc_counters_json),
+    (r"^eos_qos_ecn_counters.*\.json$", eos_cli.parse_ecn_counters_json),
+    (r"^ethtool_cumulus_", sonic_cli.parse_cumulus_ethtool),
     (r"^ethtool_", ethtool.parse_ethtool_stats),
+    (r"^nvue_qos_roce_counters", nvue.parse_roce_counters),
     (r"^hw_counters_", rdma.parse_hw_counters),
     (r"^ibdiagnet2.*\.db_csv$", "db_csv"),
     (r"^ibdiagnet2.*\.pm$", ib_diagnet.parse_pm),
@@ -54,11 +59,18 @@ PARSERS: list[tuple[str, Callable]] = [
     (r"^sonic_queue_counters.*\.txt$", sonic_cli.parse_queue_counters),
     (r"^sonic_wred_counters", sonic_cli.parse_wred_counters),
     (r"^sonic_pfcwd_stats", sonic_cli.parse_pfcwd_stats),
+    (r"^sonic_lldp_table", sonic_cli.parse_lldp_table),
     (r"^sonic_queue_.*watermark.*\.json$", sonic_watermark.parse_queue_watermark_json),
     (r"^sonic_queue_.*watermark.*\.txt$", sonic_watermark.parse_queue_watermark),
     (r"^sonic_pg_.*\.json$", sonic_watermark.parse_pg_watermark_json),
     (r"^sonic_pg_.*\.txt$", sonic_watermark.parse_pg_watermark),
     (r"^sonic_(buffer|headroom)_pool", sonic_watermark.parse_pool_watermark),
+    # real captures kept beside their collector's other fixtures (provenance in each folder's README)
+    (r"^slurm/.*squeue.*\.json$", slurm_squeue.parse_squeue_json),
+    (r"^slurm/.*squeue-format\.txt$", slurm_squeue.parse_squeue_text),
+    (r"^switch/gnmi/sonic/COUNTERS_PORT_ALIAS_MAP", "map:port_aliases"),
+    (r"^switch/gnmi/sonic/COUNTERS_\w+_NAME_MAP", "map:name_map"),
+    (r"^switch/gnmi/sonic/(COUNTERS|PERIODIC_WATERMARKS)\+(?!.*_expected)", gnmi.parse_sonic_blob),
 ]
 
 
@@ -68,11 +80,23 @@ def read_db_csv(text: str, skipped: list | None = None):
     return ib_diagnet.pm_info(sections), ib_diagnet.cable_info(sections), ib_diagnet.node_temperatures(sections)
 
 
-PARSERS = [(pattern, read_db_csv if parse == "db_csv" else parse) for pattern, parse in PARSERS]
+def map_entries(parse: Callable) -> Callable:
+    """A name map's readings are its entries (names, which ``leaves`` does not count): one each."""
+    def read(text: str) -> list[int]:
+        return [1] * len(parse(text))
+    read.__wrapped__ = parse
+    return read
+
+
+MAPS = {"map:port_aliases": map_entries(gnmi.parse_sonic_port_aliases),
+        "map:name_map": map_entries(gnmi.parse_sonic_name_map)}
+PARSERS = [(pattern, read_db_csv if parse == "db_csv" else MAPS.get(parse, parse) if isinstance(parse, str) else parse)
+           for pattern, parse in PARSERS]
 
 # Captures the parser refuses whole, by design (nothing read, so nothing to lose): checked to stay refused.
 REFUSED = {
     "perftest_out_json_unquoted_issue216.json": "perftest's --out_json before linux-rdma/perftest#216: not JSON",
+    "slurm/slurm-22.05.8-squeue-controller-down.json": "squeue's answer when slurmctld is down: an error, no jobs",
 }
 
 # Captures whose every value is N/A (SONiC: not counted on that platform): read, no record, nothing to lose.
@@ -87,7 +111,13 @@ def parser_for(name: str) -> Callable:
     raise AssertionError(f"{name}: no parser mapped (add it to PARSERS)")
 
 
-CAPTURES = sorted(p.name for p in REAL.iterdir() if p.name != "README.md")
+# Captures that are not a tool's text output for a parser: SNMP walks are varbinds, read by the SNMP
+# collectors' table mapping (tests/real/test_real_captures.py feeds them through it).
+NOT_TEXT = {"snmpwalk_lldp_scalance_x204irt.txt": "an LLDP-MIB walk: varbinds for collectors/lldp.py, no text parser"}
+
+CAPTURES = sorted(p.name for p in REAL.iterdir() if p.name != "README.md" and p.name not in NOT_TEXT) + sorted(
+    str(p.relative_to(FIXTURES)) for folder in ("slurm", "switch/gnmi/sonic") for p in (FIXTURES / folder).iterdir()
+    if p.name != "README.md" and not p.name.endswith("_expected.txt"))
 
 
 def leaves(value) -> int:
@@ -158,7 +188,7 @@ def mutations(lines: list[str], i: int):
 @pytest.mark.parametrize("name", CAPTURES)
 def test_a_wrapped_doubled_or_moved_line_is_refused_counted_or_read(name):
     parse = parser_for(name)
-    text = (REAL / name).read_text()
+    text = (REAL / name if "/" not in name else FIXTURES / name).read_text()
     lines = text.splitlines()
     unedited = run(parse, text)
     if name in REFUSED:
@@ -196,8 +226,8 @@ NOT_FED = {
     "perftest.parse_json": "under parse_report (the collector's entry)",
     "ib_nodenamemap.parse": "a site's config file, no tool output: no published capture",
     "rdma.parse_host_dump": "the roce_nic script's own framing around the fed hw_counters/ethtool/rdma parsers",
-    "sonic_cli.parse_cumulus_ethtool": "no real Cumulus `ethtool -S swpN` capture in the corpus",
     "sonic_cli.parse_wred_counters_json": "no real `show queue wredcounters --json` capture in the corpus",
+    "gnmi.parse_xpath": "a path expression from the config, not a target's answer",
 }
 
 
@@ -209,6 +239,7 @@ def test_every_parser_entry_point_is_fed_or_says_why_not():
 
     fed = {parser_for(n) for n in CAPTURES} | {ib_diagnet.parse_db_csv}  # db_csv through read_db_csv
     assert {parse for _p, parse in PARSERS} <= fed | {read_db_csv}, "a PARSERS row matches no capture"
+    fed |= {read.__wrapped__ for read in MAPS.values()}
     entries = {}
     for info in pkgutil.iter_modules(parsers.__path__):
         module = importlib.import_module(f"{parsers.__name__}.{info.name}")
