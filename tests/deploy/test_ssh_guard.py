@@ -49,6 +49,38 @@ def test_pinned_roce_script_is_the_collectors():
         f"roce_nic's script changed: put {digest} in ROCE_SCRIPT_SHA256 of {GUARD.name} (targets need the new guard)"
 
 
+def test_pinned_burst_probe_is_the_collectors():
+    from fabric_exporter.collectors.burst import PROBE_SOURCE
+
+    digest = hashlib.sha256(PROBE_SOURCE.encode()).hexdigest()
+    assert digest in guard.BURST_PROBE_SHA256, \
+        f"the burst probe changed: put {digest} in BURST_PROBE_SHA256 of {GUARD.name} (targets need the new guard)"
+
+
+def _burst(*rest):
+    from fabric_exporter.collectors.burst import PROBE_SOURCE
+
+    return ["python3", "-c", PROBE_SOURCE, "fabric-burst", *rest]
+
+
+def test_burst_probe_shapes():
+    ok = _burst("100", "hw/mlx5_0/1/np_cnp_sent", "eth/ens1f0np0/rx_prio3_pause_duration",
+                "eth/ens1f0/rx_priority_3_xoff.nic")
+    assert guard.decide(quote(ok), guard.Policy()) == ok
+    lab = _burst("10", "--ethtool-dir", "/srv/lab/ethtool", "eth/ens1f0np0/rx_prio3_pause")
+    assert guard.decide(quote(lab), guard.Policy(burst_ethtool_dir="/srv/lab/ethtool")) == lab
+    for bad in (lab, _burst("5", "hw/mlx5_0/1/x"), _burst("100"), _burst("100", "hw/../1/x"),
+                _burst("100", "hw/mlx5_0/1/.."), _burst("100", "eth/../../etc/passwd"), _burst("100", "/etc/shadow"),
+                _burst("100", "hw/mlx5_0/x/y"), _burst("100", "--ethtool-dir", "/etc", "eth/a/b"),
+                ["python3", "-c", "import os; os.system('id')", "fabric-burst", "100", "hw/a/1/b"],
+                ["python3", "-m", "http.server"]):
+        with pytest.raises(guard.Refused):
+            guard.decide(quote(bad), guard.Policy())
+    other = "print(1)\n"
+    argv = ["python3", "-c", other, "fabric-burst", "100", "hw/a/1/b"]
+    assert guard.decide(quote(argv), guard.Policy(script_hashes=[hashlib.sha256(other.encode()).hexdigest()])) == argv
+
+
 ALLOWED = [
     ["timeout", "-k", "2", "18", *ROCE, "sysfs", "1"],
     [*ROCE, "rdma", "0", "mlx5_0", "mlx5_1"],

@@ -236,6 +236,26 @@ def _roce_argvs() -> list[list[str]]:
             for mode in ("sysfs", "rdma") for eth in ("0", "1") for devices in ((), ("mlx5_0", "mlx5_1"))]
 
 
+def test_every_burst_probe_command_the_collector_sends_is_allowed():
+    """Columns for every vendor's lab host (mlx5, bnxt, irdma), every signal, 10 ms and 10 s windows;
+    the stream is started without the timeout wrapper (it runs until the exporter closes it)."""
+    from fabric_exporter.collectors import burst
+    from fabric_exporter.collectors.roce_nic import (ETHTOOL_MAPPER, HW_MAPPER, RoceNicOptions, _result_and_ports,
+                                                     driver_family)
+    from fabric_exporter.lab.roce_host import DRIVERS, RoceHost
+    from fabric_exporter.parsers.rdma import parse_host_dump
+
+    for vendor in sorted(DRIVERS):
+        for window in (0.01, 10.0):
+            o = burst.BurstOptions(window=window, signals=tuple(burst.SIGNALS))
+            model = RoceHost.build("h", vendor, nics=2)
+            _, ports = _result_and_ports(parse_host_dump(model.render_dump()), "h", RoceNicOptions(burst=o))
+            columns = burst.plan_columns(ports, "h", o, HW_MAPPER, ETHTOOL_MAPPER, driver_family)
+            assert columns, vendor
+            argv = burst.command(columns, o)
+            assert guard.decide(shlex.join(argv), POLICY) == argv
+
+
 @pytest.mark.parametrize("source", ["infiniband", "latency_probe", "roce_nic"])
 def test_every_command_the_collectors_send_is_allowed(source):
     argvs = {"infiniband": _infiniband_argvs, "latency_probe": _latency_argvs, "roce_nic": _roce_argvs}[source]()
