@@ -96,9 +96,8 @@ def parse_burst_options(raw: dict, path: str, err, base_dir: Path) -> BurstOptio
     priority = r.integer("priority", 3, minimum=0, maximum=7)
     raw_thresholds = r.mapping("thresholds") or {}
     t = OptionReader(raw_thresholds, f"{path}.thresholds", err, base_dir)
-    thresholds = tuple((s, t.number(s, SIGNALS[s].threshold, minimum=1e-9)) for s in SIGNALS if s in raw_thresholds)
-    for s in SIGNALS:
-        t.number(s, SIGNALS[s].threshold, minimum=1e-9)  # declared for the schema and unknown-key check
+    values = {s: t.number(s, SIGNALS[s].threshold, minimum=1e-9) for s in SIGNALS}
+    thresholds = tuple((s, values[s]) for s in SIGNALS if s in raw_thresholds)
     t.done()
     sysfs_root = r.string("sysfs_root", "/sys") or "/sys"
     ethtool_dir = r.path("ethtool_stats_dir", must_exist=False, directory=True)

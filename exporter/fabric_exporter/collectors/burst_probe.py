@@ -160,8 +160,13 @@ class Probe:
         self.last_time = time.monotonic()
 
     def read_into(self, out):
+        pread = os.pread
         for i, fd in self._hw:
-            out[i] = _read_fd(fd)
+            data = pread(fd, 64, 0)
+            try:
+                out[i] = int(data)  # "123\n": int() takes the surrounding whitespace
+            except ValueError:
+                out[i] = _read_fd(fd)
         for source, picked in self._eth:
             values = source.values()
             for i, k in picked:
@@ -173,12 +178,9 @@ class Probe:
         self.read_into(now_values)
         now = time.monotonic()
         elapsed, self.last_time = now - self.last_time, now
-        deltas = {}
         last = self.last
-        for i, v in enumerate(now_values):
-            old = last[i]
-            if v != old:
-                deltas[i] = v - old if v > old else v  # down: reset; count from zero
+        deltas = {i: (v - last[i] if v > last[i] else v)  # down: reset; count from zero
+                  for i, v in enumerate(now_values) if v != last[i]}
         self.last = now_values
         return elapsed, deltas
 

@@ -422,14 +422,15 @@ class RoceNicCollector(Collector):
         for i, dev in enumerate(devices):
             if not _DEVICE_NAME.fullmatch(dev):
                 err(f"{path}.devices[{i}]", f"not an RDMA device name: {dev!r} (e.g. mlx5_0)")
+        raw_burst = r.mapping("burst")
+        burst = parse_burst_options(raw_burst or {}, f"{path}.burst", err, base_dir)  # read even when absent: the schema
         options = RoceNicOptions(
             devices=devices,
             hw_counters_from=r.string("hw_counters_from", "sysfs", choices=("sysfs", "rdma")) or "sysfs",
             ethtool=r.boolean("ethtool", True),
             expose_unmapped=r.boolean("expose_unmapped", False),
             include_infiniband_ports=r.boolean("include_infiniband_ports", False),
-            burst=None if (burst := r.mapping("burst")) is None
-            else parse_burst_options(burst, f"{path}.burst", err, base_dir),
+            burst=burst if raw_burst is not None else None,
         )
         r.done()
         return options
