@@ -235,6 +235,9 @@ def roce(s: Settings) -> dict:
     lq = s.sel(f'fabric=~"$fabric",switch=~"$switch",interface=~"$interface",queue={quote(s["lossless_queue"])}')
     nic_link = _link(s, "roce", "var-fabric=${__data.fields.fabric}&var-host=${__data.fields.host}")
     lossless = s.sel(f'fabric=~"$fabric",priority={quote(s["lossless_priority"])}')
+    lossless_nic = s.sel(f'fabric=~"$fabric",host=~"$host",priority={quote(s["lossless_priority"])}')
+    burst_nic = s.sel('fabric=~"$fabric",host=~"$host"')
+    burst_pause = s.sel('fabric=~"$fabric",host=~"$host",signal=~"pfc_rx_pause_time|pfc_tx_pause_time"')
     panels = [
         row("PFC on NIC ports"),
         timeseries("NIC PFC pause frames per priority", [
@@ -245,6 +248,28 @@ def roce(s: Settings) -> dict:
             Q(f"fabric:roce_pfc_pause_time:fraction{nicp}", NIC + " prio {{priority}} {{direction}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
             description="Fraction of time paused (pause duration counters); near 100% is a storm."),
+        row("Bursts (sub-second sampler, roce_nic option burst)"),
+        timeseries(f"NIC time paused: peak window vs {s['rate_window']} average (priority {s['lossless_priority']})", [
+            Q(f"fabric_roce_nic_burst_peak_ratio{burst_pause}", NIC + " {{signal}} peak window"),
+            Q(f"fabric:roce_pfc_pause_time:fraction{lossless_nic}", NIC + " {{direction}} average")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
+            description="Side by side: the highest fraction paused in one sampler window (e.g. 100 ms) during "
+            "each poll interval, and the rate-window average of the same counter. A peak near 100% over a "
+            "flat average is a burst the average hides."),
+        timeseries("NIC pause bursts per interval", [
+            Q(f"sum by (host, netdev, signal) ({_rate('fabric_roce_nic_bursts_total', burst_nic, 'increase')})",
+              NIC + " {{signal}}")],
+            "short", thresholds=[s["thresholds.bursts_per_window"]],
+            description="Bursts (runs of windows at or above the sampler's threshold) started per interval, "
+            "per signal; FabricRoceRepeatedBursts fires on repeated pause-time bursts."),
+        timeseries("p99 of windowed values vs their average", [
+            Q(f"histogram_quantile(0.99, sum by (le, host, netdev, signal) "
+              f"({_rate('fabric_roce_nic_burst_window_ratio_bucket', burst_pause)}))", NIC + " {{signal}} p99 window"),
+            Q(f"sum by (host, netdev, signal) ({_rate('fabric_roce_nic_burst_window_ratio_sum', burst_pause)})"
+              f" / sum by (host, netdev, signal) ({_rate('fabric_roce_nic_burst_window_ratio_count', burst_pause)})",
+              NIC + " {{signal}} mean window")],
+            "percentunit", max_one=True,
+            description="The distribution of every window's fraction paused: its 99th percentile next to its mean."),
         row("PFC on switch interfaces"),
         timeseries("Switch PFC pause frames per priority", [
             Q(f"fabric:roce_pfc_pause_frames:rate{swp}", SWITCH_IF + " prio {{priority}} {{direction}}")],
