@@ -32,7 +32,7 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
+from fabric_exporter.parsers import (burst_stream, eos_cli, ethtool, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
                                      ib_queryerrors, perftest, rdma, sonic_cli)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
@@ -143,6 +143,9 @@ ENTRY_POINTS = {
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
+    "burst_stream.parse_header": (burst_stream.parse_header, ["@@fabric-burst 1 100000 56"]),
+    "burst_stream.parse_window": (lambda t: [burst_stream.parse_window(line, 56) for line in t.splitlines()],
+                                  ["w 1 100012 830", "w 2 99870 120 0:5 3:100000 55:12", "w 5 300410 200311 7:1"]),
 }
 
 

@@ -24,6 +24,8 @@ from fabric_exporter.collectors import burst, burst_probe
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.roce_nic import ETHTOOL_MAPPER, HW_MAPPER, RoceNicCollector, driver_family
 from fabric_exporter.config_model import ConfigError
+from fabric_exporter.errors import ParseError
+from fabric_exporter.parsers import burst_stream
 from fabric_exporter.lab.burst_injector import InPlace
 from fabric_exporter.lab.roce_host import RoceHost
 from tests.harness.configs import parse_config
@@ -37,7 +39,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
 def col(probe: str, signal: str = "pfc_rx_pause_time", scale: float = 1e-6, threshold: float = 0.5) -> burst.Column:
     labels = (("host", "h"), ("device", "d"), ("port", "1"), ("netdev", "n"), ("signal", signal))
-    return burst.Column(probe, labels, scale, threshold)
+    return burst.Column(probe, labels, scale, threshold, burst.SIGNALS[signal].fraction)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,6 +80,9 @@ def test_missed_ticks_and_lateness_are_counted():
     assert acc.ticks == 2 and acc.missed == 2 and acc.totals() == {"a": 300_000}
     assert acc.lateness_buckets == [0, 1, 0, 0, 0, 1]
     assert acc.take_peaks() == {"a": pytest.approx(1.0)}
+    # a lagging time counter puts 120 ms of pause in a 100 ms window: 100 % paused, the count kept whole
+    acc.window(0.1, {0: 120_000}, 1.4)
+    assert acc.take_peaks() == {"a": 1.0} and acc.totals() == {"a": 420_000}
 
 
 def test_peak_is_held_between_polls_not_reset_by_scrapes():
@@ -160,21 +165,24 @@ def test_remote_probe_streams_windows(tmp_path):
     r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", inner], capture_output=True,
                        text=True, timeout=30)
     lines = r.stdout.splitlines()
-    burst.parse_header(lines[0], 0.02, 3)
+    burst.check_header(lines[0], 3)
+    assert burst_stream.parse_header(lines[0]) == (20_000, 3)
     assert lines[1].startswith("m 2 ")
-    windows = [burst.parse_window(line, 3) for line in lines[2:]]
+    windows = [burst_stream.parse_window(line, 3) for line in lines[2:]]
     assert len(windows) >= 20
     seqs = [w[0] for w in windows]
     assert seqs == sorted(seqs) and all(w[1] > 0 for w in windows)
 
 
 def test_bad_stream_lines_are_parse_errors():
-    with pytest.raises(burst.PollError):
-        burst.parse_window("w 1 100000 0 7:5", 3)  # no column 7
-    with pytest.raises(burst.PollError):
-        burst.parse_window("w 1 x 0", 3)
-    with pytest.raises(burst.PollError):
-        burst.parse_header("@@fabric-roce 1 sysfs", 0.1, 3)
+    assert burst_stream.parse_window("w 7 100250 1200 0:5 2:100000", 3) == (7, 0.10025, 0.0012, {0: 5, 2: 100000})
+    for bad in ("w 1 100000 0 7:5", "w 1 x 0", "w 1 1 1 0:1 0:2", "w 1 1 1 0:-1", "x 1 1 1", "w 1 1"):
+        with pytest.raises(ParseError):
+            burst_stream.parse_window(bad, 3)
+    with pytest.raises(ParseError):
+        burst_stream.parse_header("@@fabric-roce 1 sysfs")
+    with pytest.raises(ParseError):
+        burst.check_header("@@fabric-burst 1 100000 4", 3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,7 +330,7 @@ def test_a_quiet_host_raises_no_burst(tmp_path):
 
     async def sample():
         await asyncio.sleep(0.3)
-        columns = [burst.Column(f"eth/ens1f0np0/rx_prio3_pause_duration", PAUSE, 1e-6, 0.5),
+        columns = [burst.Column("eth/ens1f0np0/rx_prio3_pause_duration", PAUSE, 1e-6, 0.5, True),
                    burst.Column("hw/mlx5_0/1/np_ecn_marked_roce_packets", PAUSE[:-1] + (("signal", "ecn_marked"),),
                                 1.0, burst.SIGNALS["ecn_marked"].threshold)]
         acc = burst.BurstAccumulator()
@@ -390,6 +398,8 @@ def test_ssh_stream_through_the_scheduler(lab_factory, tmp_path):
     acc, samples = asyncio.run(scenario())
     truth = finish(proc, log, 30)
     result = score(acc.events, truth["bursts"])
+    print(f"\nssh: hits {result['hits']}, ticks {acc.ticks}, missed {acc.missed}, lateness mean "
+          f"{acc.lateness_sum / max(1, acc.lateness_count) * 1e3:.2f} ms, max bucket {acc.lateness_buckets}")
     check_recall(result)
     totals = acc.totals()
     assert totals["eth/ens1f0np0/rx_prio3_pause_duration"] == truth["added"]["rx_prio3_pause_duration"]
@@ -403,3 +413,24 @@ def test_ssh_stream_through_the_scheduler(lab_factory, tmp_path):
         sum(e - s for s, e in truth["bursts"]), abs=0.1 * len(truth["bursts"]) + 0.1)
     assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") >= 80
     assert one(samples, "fabric_roce_nic_burst_window_ratio_count", **labels) >= 80
+
+
+def test_stream_parser_fuzz_returns_only_what_the_line_says():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    token = st.one_of(st.from_regex(r"[0-9]{1,3}:[0-9]{1,6}", fullmatch=True), st.text(max_size=8))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(token, max_size=6), st.integers(0, 10**7), st.integers(0, 10**6))
+    def fuzz(items, elapsed, late):
+        line = " ".join(["w", "3", str(elapsed), str(late), *items])
+        try:
+            seq, e, lt, deltas = burst_stream.parse_window(line, 500)
+        except ParseError:
+            return
+        assert (seq, e, lt) == (3, elapsed / 1e6, late / 1e6)
+        assert sorted(f"{k}:{v}" for k, v in deltas.items()) == sorted(
+            f"{int(i.split(':')[0])}:{int(i.split(':')[1])}" for i in line.split()[4:])
+
+    fuzz()

@@ -31,7 +31,8 @@ from pathlib import Path
 from ..bounds import Range
 from ..catalog import CATALOG
 from ..catalog.roce_nic_burst import BURST_BUCKETS
-from ..errors import ConnectError, PollError
+from ..errors import ConnectError, ParseError, PollError
+from ..parsers import burst_stream
 from ..samples import Sample
 from . import burst_probe
 from .options import OptionReader
@@ -120,6 +121,7 @@ class Column:
     labels: tuple[tuple[str, str], ...]  # host, device, port, netdev, signal
     scale: float  # raw unit -> the signal's unit (microseconds -> seconds for pause time)
     threshold: float
+    fraction: bool = False  # a time counter: its windowed value is a fraction of the window, at most 1
 
 
 def plan_columns(ports, host: str, options: BurstOptions, hw_mapper, eth_mapper, family_of) -> list[Column]:
@@ -149,7 +151,7 @@ def plan_columns(ports, host: str, options: BurstOptions, hw_mapper, eth_mapper,
                     continue
                 labels = (("host", host), ("device", p.device), ("port", str(p.port)), ("netdev", p.netdev or ""),
                           ("signal", signal))
-                columns.append(Column(probe, labels, scale, options.threshold(signal)))
+                columns.append(Column(probe, labels, scale, options.threshold(signal), SIGNALS[signal].fraction))
                 break
     return columns
 
@@ -243,6 +245,10 @@ class BurstAccumulator:
             s = index[i]
             s.total += delta
             value = delta * s.column.scale / elapsed
+            if s.column.fraction and value > 1.0:
+                # a time counter the NIC updates every few ms (or a lagging reader clock) can put a
+                # moment of one window's pause into the next: a window is at most 100 % paused
+                value = 1.0
             s.nonzero += 1
             s.sum += value
             for k, le in enumerate(BUCKETS):
@@ -406,7 +412,6 @@ class StreamRunner:
         try:
             self._stream = await self.connection.open_stream(self.argv(), timeout=self.connect_timeout)
             buf = b""
-            window = self.options.window
             last_seq = 0
             header = False
             while True:
@@ -421,12 +426,12 @@ class StreamRunner:
                 for raw in lines:
                     line = raw.decode(errors="replace")
                     if not header:
-                        parse_header(line, window, len(self.columns))
+                        check_header(line, len(self.columns))
                         header = True
                         continue
                     kind = line[:2]
                     if kind == "w ":
-                        seq, elapsed, late, deltas = parse_window(line, len(self.columns))
+                        seq, elapsed, late, deltas = burst_stream.parse_window(line, len(self.columns))
                         missed = max(0, seq - last_seq - 1) if last_seq else 0
                         last_seq = seq
                         self.acc.window(elapsed, deltas, now, missed, late)
@@ -438,7 +443,7 @@ class StreamRunner:
                         raise PollError(f"burst probe: {line[8:][:200]}", reason="command_failed")
                     else:
                         raise PollError(f"burst stream: unexpected line {line[:80]!r}", reason="parse")
-        except PollError as e:
+        except (PollError, ParseError) as e:
             self.error = f"burst sampler: {e}"
         except asyncio.CancelledError:
             raise
@@ -467,29 +472,11 @@ def command(columns: list[Column], options: BurstOptions) -> list[str]:
             *[c.probe for c in columns]]
 
 
-def parse_header(line: str, window: float, ncolumns: int) -> None:
-    parts = line.split()
-    if parts[:2] != ["@@fabric-burst", "1"] or len(parts) != 4:
-        raise PollError(f"burst stream: no @@fabric-burst header: {line[:80]!r}", reason="parse")
-    if parts[3] != str(ncolumns):
-        raise PollError(f"burst stream: {parts[3]} columns, expected {ncolumns}", reason="parse")
-
-
-def parse_window(line: str, ncolumns: int) -> tuple[int, float, float, dict[int, int]]:
-    """``w SEQ ELAPSED_US LATE_US [I:DELTA ...]`` -> (seq, elapsed s, lateness s, {column: delta})."""
-    parts = line.split()
-    try:
-        seq, elapsed, late = int(parts[1]), int(parts[2]) / 1e6, int(parts[3]) / 1e6
-        deltas = {}
-        for item in parts[4:]:
-            i, _, d = item.partition(":")
-            col, delta = int(i), int(d)
-            if not 0 <= col < ncolumns or delta < 0:
-                raise ValueError(item)
-            deltas[col] = delta
-    except (ValueError, IndexError):
-        raise PollError(f"burst stream: bad window line {line[:80]!r}", reason="parse") from None
-    return seq, elapsed, late, deltas
+def check_header(line: str, ncolumns: int) -> None:
+    """The stream's first line must name as many columns as the command asked for."""
+    _, columns = burst_stream.parse_header(line)
+    if columns != ncolumns:
+        raise ParseError(f"burst stream: {columns} columns, expected {ncolumns}")
 
 
 __all__ = ["BUCKETS", "Burst", "BurstAccumulator", "BurstOptions", "Column", "LocalRunner", "SIGNALS",
