@@ -275,3 +275,62 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
             assert values(harness.poll(), "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
     finally:
         fabric.stop()
+
+
+def test_burst_sampler_streams_through_the_guard(tmp_path):
+    """The roce_nic burst sampler's one long-lived channel passes the guard (pinned probe, lab
+    ethtool directory allowed by --allow-burst-ethtool-dir); without that option the guard refuses
+    it and the poll says so (partial), the regular counters still published."""
+    import asyncio
+
+    from fabric_exporter.collectors.base import PollContext
+    from fabric_exporter.collectors.roce_nic import RoceNicCollector
+    from fabric_exporter.scheduler import Scheduler
+    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.transport.factory import Transports
+    from tests.harness.configs import parse_config
+    from tests.roce_nic.conftest import group, one, samples_of
+
+    model = RoceHost.build("gpu-001", "mlx5", nics=1, pfc_priorities=(3,))
+    sysfs, data, bin_dir = tmp_path / "sys", tmp_path / "data", tmp_path / "bin"
+    model.write_sysfs(sysfs)
+    model.write_tool_outputs(data)
+    write_fake_tools(bin_dir, data)
+    ethtool_dir = str((data / "ethtool").resolve())
+    results = {}
+    for allowed in (True, False):
+        sshd = SSHD(tmp_path / str(allowed), path_dirs=[bin_dir], sysfs_tree=sysfs)
+        force_guard(sshd, *(["--allow-burst-ethtool-dir", ethtool_dir] if allowed else []))
+        sshd.start()
+        try:
+            cfg = parse_config({"credentials": {"lab": sshd.credential()}, "targets": [
+                {**group("gpu", [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}],
+                         options={"burst": {"window": "50ms", "ethtool_stats_dir": ethtool_dir}}),
+                 "interval": "1s", "timeout": "900ms"}]})
+
+            async def scenario():
+                transports = Transports()
+                sched = Scheduler(transports, SnapshotStore())
+                sched.apply(cfg, start_tasks=False)
+                g = cfg.targets[0]
+                collector = RoceNicCollector(PollContext(g, g.hosts[0], transports))
+                try:
+                    await sched.poll(("gpu", "gpu-001"), collector)
+                    await asyncio.sleep(1.5)
+                    state = await sched.poll(("gpu", "gpu-001"), collector)
+                    return state, samples_of(sched.store.render().decode())
+                finally:
+                    await collector.close()
+                    await transports.close()
+
+            results[allowed] = asyncio.run(scenario())
+        finally:
+            sshd.stop()
+    state, samples = results[True]
+    assert state.state == "ok", state.last_error
+    assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") >= 15
+    assert one(samples, "fabric_roce_nic_burst_window_ratio_count", signal="pfc_rx_pause_time") >= 15
+    state, samples = results[False]
+    assert state.state == "partial" and "burst sampler" in state.last_error, state.last_error
+    assert one(samples, "fabric_roce_nic_cnp_sent_total", device="mlx5_0") == model.ports[0].hw_counters["np_cnp_sent"]
+    assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") == 0

@@ -27,7 +27,7 @@ from fabric_exporter.config_model import ConfigError
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import burst_stream
 from fabric_exporter.lab.burst_injector import InPlace
-from fabric_exporter.lab.roce_host import RoceHost
+from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 from tests.harness.configs import parse_config
 
 from .conftest import group, one, samples_of, series
@@ -434,3 +434,64 @@ def test_stream_parser_fuzz_returns_only_what_the_line_says():
             f"{int(i.split(':')[0])}:{int(i.split(':')[1])}" for i in line.split()[4:])
 
     fuzz()
+
+
+LOCAL_POLLS = r"""
+import asyncio, json, sys, time
+from tests.harness.configs import parse_config
+from fabric_exporter.collectors.base import PollContext
+from fabric_exporter.collectors.roce_nic import RoceNicCollector
+from fabric_exporter.scheduler import Scheduler
+from fabric_exporter.store import SnapshotStore
+from fabric_exporter.transport.factory import Transports
+
+ethtool_dir, until = sys.argv[1], float(sys.argv[2])
+cfg = parse_config({"targets": [{"name": "node", "fabric": "f1", "collector": "roce_nic", "transport": "local",
+                                 "interval": "1s", "timeout": "900ms",
+                                 "hosts": [{"name": "gpu-001", "address": "localhost"}],
+                                 "options": {"burst": {"window": "100ms", "ethtool_stats_dir": ethtool_dir}}}]})
+async def main():
+    transports = Transports()
+    sched = Scheduler(transports, SnapshotStore())
+    sched.apply(cfg, start_tasks=False)
+    g = cfg.targets[0]
+    collector = RoceNicCollector(PollContext(g, g.hosts[0], transports))
+    try:
+        while time.monotonic() < until:
+            state = await sched.poll(("node", "gpu-001"), collector)
+            assert state.state == "ok", state.last_error
+            await asyncio.sleep(1.0)
+        state = await sched.poll(("node", "gpu-001"), collector)
+        print("#TOTALS " + json.dumps(collector._burst.totals()))
+        sys.stdout.write(sched.store.render().decode())
+    finally:
+        await collector.close()
+asyncio.run(main())
+"""
+
+
+def test_local_transport_collector_samples_between_polls(tmp_path):
+    """transport: local through the scheduler and the collector, as the NIC DaemonSet runs it: the
+    poll's script and the sampler read /sys/class (the lab tree, bind-mounted in a private mount
+    namespace), the sampler keeps running between polls; bursts and counts match the injector's."""
+    sysfs, ethtool_dir, _ = fake_port(tmp_path)
+    start = time.monotonic() + 1.5
+    proc, log = start_injector(tmp_path, sysfs / "class", ethtool_dir, "--duration", "5", "--start-at", repr(start),
+                               "--lengths-ms", "300,200,400", "--seed", "5")
+    write_fake_tools(tmp_path / "bin", tmp_path / "data")  # the poll's ethtool -S (the sampler reads the files)
+    inner = (f"mount --bind {shlex.quote(str(sysfs / 'class'))} /sys/class && "
+             f"PATH={shlex.quote(str(tmp_path / 'bin'))}:$PATH exec {shlex.quote(sys.executable)} "
+             f"-c {shlex.quote(LOCAL_POLLS)} {shlex.quote(str(ethtool_dir))} {start + 6.0!r}")
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", inner], capture_output=True,
+                       text=True, timeout=60, env=ENV)
+    truth = finish(proc, log, 30)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, _, rest = r.stdout.partition("\n")
+    totals = json.loads(first[len("#TOTALS "):])
+    samples = samples_of(rest)
+    assert totals["eth/ens1f0np0/rx_prio3_pause_duration"] == truth["added"]["rx_prio3_pause_duration"]
+    assert totals["hw/mlx5_0/1/np_ecn_marked_roce_packets"] == truth["added"]["np_ecn_marked_roce_packets"]
+    labels = dict(PAUSE)
+    assert one(samples, "fabric_roce_nic_bursts_total", **labels) == len(truth["bursts"]) == 3
+    assert one(samples, "fabric_roce_nic_bursts_total", **{**labels, "signal": "cnp_sent"}) == 3
+    assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") >= 50
