@@ -1,7 +1,7 @@
 """Benchmark: the roce_nic burst sampler -- its CPU cost, tick lateness, and recall on injected bursts.
 
     PYTHONPATH=exporter python bench/bench_burst.py cost   [--seconds 20] [--ports 8] [--counters 40]
-    PYTHONPATH=exporter python bench/bench_burst.py recall [--seconds 120] [--window 100ms]
+    PYTHONPATH=exporter python bench/bench_burst.py recall [--seconds 120] [--window 100ms] [--lengths-ms 150]
     PYTHONPATH=exporter python bench/bench_burst.py quiet  [--minutes 10]
 
 cost: the local sampler (``burst.LocalRunner``: the probe + the accumulator on the event loop's
@@ -160,8 +160,9 @@ def _sample(tmp: Path, window: float, duration: float, *injector_args: str):
 def recall(args) -> None:
     window = parse_duration(args.window)
     with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
+        lengths = ["--lengths-ms", args.lengths_ms] if args.lengths_ms else []
         acc, columns, truth = _sample(Path(tmp), window, args.seconds, "--seed", str(args.seed), "--noise",
-                                      "--min-ms", "150", "--max-ms", "500")
+                                      "--min-ms", "150", "--max-ms", "500", *lengths)
     pause = next(c.labels for c in columns if dict(c.labels)["signal"] == "pfc_rx_pause_time")
     mine = [e for e in acc.events if e.signal_labels == pause]
     rows = []
@@ -177,7 +178,8 @@ def recall(args) -> None:
     by_name = {c.probe.rsplit("/", 1)[1]: c.probe for c in columns}
     conserved = all(totals[by_name[n]] == v for n, v in truth["added"].items())
     busy = sum(e - s for s, e in truth["bursts"])
-    print(f"window {window * 1000:g} ms, {args.seconds:g} s, {len(rows)} bursts (150-500 ms, random phases), "
+    print(f"window {window * 1000:g} ms, {args.seconds:g} s, {len(rows)} bursts "
+          f"({args.lengths_ms or '150-500'} ms, random phases), "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"  recall >= 200 ms: {sum(r[1] for r in long_)}/{len(long_)}; < 200 ms: {sum(r[1] for r in short)}/"
           f"{len(short)} (150-175 ms: {sum(r[1] for r in short150)}/{len(short150)})")
@@ -214,6 +216,7 @@ def main() -> None:
     r.add_argument("--seconds", type=float, default=120)
     r.add_argument("--window", default="100ms")
     r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--lengths-ms", default="", help="burst lengths to cycle (e.g. 150), instead of random 150-500")
     q = sub.add_parser("quiet")
     q.add_argument("--minutes", type=float, default=10)
     args = ap.parse_args()
