@@ -18,15 +18,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import CommandError, ParseError
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
-from .burst import BurstOptions, parse_burst_options
 from .options import OptionReader
+
+if TYPE_CHECKING:  # the burst sampler is imported only when a config turns it on
+    from .burst import BurstOptions
 
 # ---------------------------------------------------------------------------------------------
 # The one remote command. POSIX sh (dash, busybox): builtins where possible (read, globbing), one
@@ -422,6 +424,8 @@ class RoceNicCollector(Collector):
         for i, dev in enumerate(devices):
             if not _DEVICE_NAME.fullmatch(dev):
                 err(f"{path}.devices[{i}]", f"not an RDMA device name: {dev!r} (e.g. mlx5_0)")
+        from .burst import parse_burst_options
+
         raw_burst = r.mapping("burst")
         burst = parse_burst_options(raw_burst or {}, f"{path}.burst", err, base_dir)  # read even when absent: the schema
         options = RoceNicOptions(

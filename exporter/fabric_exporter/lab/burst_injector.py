@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> dict:
     origin = args.start_at if args.start_at else time.monotonic()
     step = args.step_ms / 1000
     truth: list[tuple[float, float]] = []
+    gaps: list[float] = []
     reset_at = origin + args.reset_at if args.reset_at else None
 
     def bump(name: str, n: int) -> None:
@@ -140,10 +141,12 @@ def run(args: argparse.Namespace) -> dict:
             end = t0 + burst[1]
             base = eth.values[pause_us]
             t = t0
+            gap = 0.0  # the longest this writer was held up during the burst (a loaded machine)
             while t < end:
                 nxt = min(end, t + step)
                 sleep_until(nxt)
                 t_now = min(time.monotonic(), end)
+                gap = max(gap, t_now - t)
                 dt = t_now - t
                 eth.values[pause_us] = base + round((t_now - t0) * 1e6)
                 bump(frames, round(dt * args.burst_frames_per_s))
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace) -> dict:
                 t = t_now
             added[pause_us] += eth.values[pause_us] - base
             truth.append((t0, t))
+            gaps.append(gap)
             last_write = time.monotonic()
             k += 1
             last = time.monotonic()
@@ -162,7 +166,9 @@ def run(args: argparse.Namespace) -> dict:
         nxt = min(now + step, origin + burst[0]) if burst and not reset_pending else now + step
         sleep_until(nxt)
         now = time.monotonic()
-        dt, last = now - last, now
+        # noise over at most two steps: a writer held up for a second must not pour a second's worth
+        # of pause into one window (a NIC's counter would have moved all along)
+        dt, last = min(now - last, 2 * step), now
         if args.noise and not reset_pending:
             last_write = now
             paused = round(dt * 1e6 * rng.uniform(0, 0.05))
@@ -170,7 +176,7 @@ def run(args: argparse.Namespace) -> dict:
             added[pause_us] += paused
             bump("np_ecn_marked_roce_packets", round(dt * rng.uniform(0, 200)))
             eth.flush()
-    log = {"bursts": truth, "added": added, "origin": origin, "end": time.monotonic()}
+    log = {"bursts": truth, "writer_gaps": gaps, "added": added, "origin": origin, "end": time.monotonic()}
     tmp = Path(args.log + ".tmp")
     tmp.write_text(json.dumps(log))
     os.replace(tmp, args.log)
