@@ -537,3 +537,28 @@ def test_local_transport_collector_samples_between_polls(tmp_path):
     assert one(samples, "fabric_roce_nic_bursts_total", **labels) >= 3
     assert one(samples, "fabric_roce_nic_bursts_total", **{**labels, "signal": "cnp_sent"}) >= 3
     assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") >= 50
+
+
+def test_a_counter_file_that_goes_bad_stops_the_local_sampler_with_its_reason(tmp_path):
+    """A counter that stops being a number: the sampler stops with the reason (the next poll reports it
+    and starts it again), never a silent dead task."""
+    sysfs, _, _ = fake_port(tmp_path)
+    path = sysfs / "class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent"
+    f = InPlace(path, 5)
+    o = burst.BurstOptions(window=0.02, sysfs_root=str(sysfs))
+
+    async def run():
+        runner = burst.LocalRunner([col("hw/mlx5_0/1/np_cnp_sent", "cnp_sent", 1.0, 1000.0)], o,
+                                   burst.BurstAccumulator())
+        runner.start()
+        await asyncio.sleep(0.1)
+        assert not runner.done()
+        os.pwrite(f.fd, b"garbage!garbage!garbage\n", 0)
+        for _ in range(100):
+            if runner.done():
+                break
+            await asyncio.sleep(0.02)
+        return runner
+
+    runner = asyncio.run(run())
+    assert runner.done() and "unreadable counter" in runner.error

@@ -213,12 +213,8 @@ class BurstAccumulator:
         self.index = []
         for c in columns:
             s = self.series.get(c.probe)
-            if s is None or s.column != c:
-                old = s
-                s = _Series(c)
-                if old is not None:  # same counter, new labels (netdev renamed): start afresh
-                    pass
-                self.series[c.probe] = s
+            if s is None or s.column != c:  # new, or the same counter under new labels: start afresh
+                s = self.series[c.probe] = _Series(c)
             self.index.append(s)
 
     def window(self, elapsed: float, deltas: dict[int, int], now: float, missed: int = 0,
@@ -367,6 +363,11 @@ class LocalRunner:
                 self.acc.window(elapsed, deltas, time.monotonic(), skipped, late)
         except OSError as e:  # a device went away: restarted by the next poll
             self.error = f"burst sampler: {e.strerror or e}"
+        except ValueError as e:  # a counter file that does not hold a number
+            self.error = f"burst sampler: unreadable counter: {str(e)[:100]}"
+        except Exception as e:  # never let the sampler's task die silently
+            self.error = f"burst sampler: {type(e).__name__}: {e}"
+            log.exception("burst sampler crashed")
         finally:
             probe.close()
 
