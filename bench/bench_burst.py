@@ -4,7 +4,8 @@
     PYTHONPATH=exporter python bench/bench_burst.py recall [--seconds 120] [--window 100ms] [--lengths-ms 150]
     PYTHONPATH=exporter python bench/bench_burst.py quiet  [--minutes 10]
 
-cost: the local sampler (``burst.LocalRunner``: the probe + the accumulator on the event loop's
+cost: the SSH path's host side too (the probe as its own python3 process, streaming to a pipe; its
+CPU includes the interpreter's start). The local sampler (``burst.LocalRunner``: the probe + the accumulator on the event loop's
 absolute-deadline ticks) reading PORTS x COUNTERS columns, at 100 ms and at 10 ms windows. The
 columns are REAL sysfs attributes (``/sys/class/net/*/statistics/*``, each opened once and re-read
 with pread, like hw_counters files; the lab tree's entries are symlinks to them), so every read is
@@ -27,6 +28,8 @@ import argparse
 import asyncio
 import json
 import os
+import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -70,7 +73,7 @@ def real_sysfs_tree(root: Path, ports: int, counters: int) -> list[burst.Column]
         hw.mkdir(parents=True, exist_ok=True)
         for c in range(counters):
             name = f"c{c:02d}"
-            (hw / name).symlink_to(files[k % len(files)])
+            (hw / name).symlink_to(os.path.realpath(files[k % len(files)]))  # under /sys/devices
             k += 1
             labels = (("host", "h"), ("device", f"mlx5_{d}"), ("port", "1"), ("netdev", f"n{d}"),
                       ("signal", f"s{c}"))
@@ -118,6 +121,31 @@ def cost(args) -> None:
             used2 = self_cpu() - c0
             print(f"    + accumulator with every column non-zero every window: "
                   f"{100 * used2 / args.seconds:.2f} % of a core ({used2 / n * 1e6:.0f} us per window)")
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            text, after = remote_probe_cost(tmp, columns, window, args.seconds)
+            used3 = after - (before.ru_utime + before.ru_stime)
+            print(f"    + the SSH path's probe process on the host (python3 -c, streaming to a pipe): "
+                  f"{100 * used3 / args.seconds:.2f} % of a core, {text}")
+
+
+def remote_probe_cost(tmp: str, columns: list, window: float, seconds: float) -> str:
+    """The SSH path's host side: the probe as ``python3 -c`` runs it (its own process, time.sleep
+    ticks, one line per window to a pipe), in a private mount namespace with the tree on /sys/class."""
+    argv = burst.command(columns, burst.BurstOptions(window=window))
+    inner = f"mount --bind {tmp}/class /sys/class && exec timeout {seconds:g} " + shlex.join(argv)
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", inner],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines, late = 0, []
+    for raw in proc.stdout:
+        if raw.startswith(b"w "):
+            lines += 1
+            late.append(int(raw.split()[3]) / 1e6)
+    proc.communicate(timeout=30)  # reaped: its CPU is now in RUSAGE_CHILDREN
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    late.sort()
+    p99 = late[int(0.99 * (len(late) - 1))] if late else float("nan")
+    return (f"{lines} windows, lateness p50 {statistics.median(late) * 1e3:.2f} ms p99 {p99 * 1e3:.2f} ms",
+            usage.ru_utime + usage.ru_stime)
 
 
 def _start_injector(tmp: Path, sys_class: Path, ethtool_dir: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
