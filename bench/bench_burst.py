@@ -194,10 +194,13 @@ def recall(args) -> None:
     pause = next(c.labels for c in columns if dict(c.labels)["signal"] == "pfc_rx_pause_time")
     mine = [e for e in acc.events if e.signal_labels == pause]
     rows = []
-    for s, e in truth["bursts"]:
+    # a burst's counts may land until written_until (the injector's writer held up by the loaded machine)
+    spans = [(s, max(e, w)) for (s, e), w in zip(truth["bursts"], truth["written_until"])]
+    truth_len = {span: e - s for span, (s, e) in zip(spans, truth["bursts"])}
+    for s, e in spans:
         found = [b for b in mine if b.start < e and s < b.end]
-        rows.append((e - s, bool(found), max((b.peak for b in found), default=0.0)))
-    false = sum(1 for b in acc.events if not any(b.start < e and s < b.end for s, e in truth["bursts"]))
+        rows.append((truth_len[(s, e)], bool(found), max((b.peak for b in found), default=0.0)))
+    false = sum(1 for b in acc.events if not any(b.start < e and s < b.end for s, e in spans))
     long_ = [r for r in rows if r[0] >= 0.2]
     short = [r for r in rows if r[0] < 0.2]
     short150 = [r for r in rows if r[0] < 0.175]

@@ -143,7 +143,7 @@ ENTRY_POINTS = {
     "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH),
     "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
     "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
-    "burst_stream.parse_header": (burst_stream.parse_header, ["@@fabric-burst 1 100000 56"]),
+    "burst_stream.parse_header": (burst_stream.parse_header, ["@@fabric-burst 1 100000 56 8123456789"]),
     "burst_stream.parse_window": (lambda t: [burst_stream.parse_window(line, 56) for line in t.splitlines()],
                                   ["w 1 100012 830", "w 2 99870 120 0:5 3:100000 55:12", "w 5 300410 200311 7:1"]),
 }

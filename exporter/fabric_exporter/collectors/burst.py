@@ -415,6 +415,7 @@ class StreamRunner:
             buf = b""
             last_seq = 0
             header = False
+            window = origin = 0.0
             while True:
                 chunk = await self._stream.read(1 << 16)
                 if not chunk:
@@ -423,11 +424,10 @@ class StreamRunner:
                 if len(buf) > MAX_LINE and b"\n" not in buf:
                     raise PollError(f"burst stream: a line longer than {MAX_LINE} bytes", reason="parse")
                 *lines, buf = buf.split(b"\n")
-                now = time.monotonic()
                 for raw in lines:
                     line = raw.decode(errors="replace")
                     if not header:
-                        check_header(line, len(self.columns))
+                        window, origin = check_header(line, len(self.columns))
                         header = True
                         continue
                     kind = line[:2]
@@ -435,7 +435,9 @@ class StreamRunner:
                         seq, elapsed, late, deltas = burst_stream.parse_window(line, len(self.columns))
                         missed = max(0, seq - last_seq - 1) if last_seq else 0
                         last_seq = seq
-                        self.acc.window(elapsed, deltas, now, missed, late)
+                        # events are timed on the host's clock (when the window was read there), not
+                        # when its line arrived here; nothing published depends on it
+                        self.acc.window(elapsed, deltas, origin + seq * window + late, missed, late)
                     elif kind == "m ":
                         i, _, reason = line[2:].partition(" ")
                         if i.isdigit():
@@ -473,11 +475,13 @@ def command(columns: list[Column], options: BurstOptions) -> list[str]:
             *[c.probe for c in columns]]
 
 
-def check_header(line: str, ncolumns: int) -> None:
-    """The stream's first line must name as many columns as the command asked for."""
-    _, columns = burst_stream.parse_header(line)
+def check_header(line: str, ncolumns: int) -> tuple[float, float]:
+    """The stream's first line must name as many columns as the command asked for; returns the
+    window and the host clock's origin (seconds)."""
+    window_us, columns, origin_us = burst_stream.parse_header(line)
     if columns != ncolumns:
         raise ParseError(f"burst stream: {columns} columns, expected {ncolumns}")
+    return window_us / 1e6, origin_us / 1e6
 
 
 __all__ = ["BUCKETS", "Burst", "BurstAccumulator", "BurstOptions", "Column", "LocalRunner", "SIGNALS",

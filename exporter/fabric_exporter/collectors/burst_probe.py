@@ -19,7 +19,7 @@ and tests' fake NICs have no driver to ask (local sampler only; the guard refuse
 
 Protocol (stdout, one line each; integers only)::
 
-    @@fabric-burst 1 WINDOW_US NCOLUMNS
+    @@fabric-burst 1 WINDOW_US NCOLUMNS ORIGIN_US   (ORIGIN: the host's monotonic clock at tick 0)
     m I REASON                  column I cannot be read (absent counter); it reports nothing
     w SEQ ELAPSED_US LATE_US [I:DELTA ...]   one window: tick number, time since the previous
                                 read, how late the tick woke, the non-zero deltas
@@ -215,7 +215,10 @@ def main(argv):
         return 2
     out = sys.stdout
     probe = Probe(rest, ethtool_dir=ethtool_dir)
-    out.write("@@fabric-burst 1 %d %d\n" % (int(window * 1e6), len(rest)))
+    seq = 0
+    origin = time.monotonic()
+    next_tick = origin + window
+    out.write("@@fabric-burst 1 %d %d %d\n" % (int(window * 1e6), len(rest), int(origin * 1e6)))
     for i, reason in sorted(probe.missing.items()):
         out.write("m %d %s\n" % (i, reason.replace("\n", " ")))
     out.flush()
@@ -223,8 +226,6 @@ def main(argv):
         out.write("@@error no column can be read\n")
         out.flush()
         return 1
-    seq = 0
-    next_tick = time.monotonic() + window
     try:
         while True:
             delay = next_tick - time.monotonic()

@@ -12,7 +12,8 @@ the lab's fake sysfs tree (``hw_counters/*``) and its fake ``ethtool -S`` file a
 Counters are rewritten IN PLACE (one ``pwrite`` of a fixed-width value, like a sysfs attribute:
 same inode, so a reader's kept-open descriptor sees every change), never renamed. The log
 (``--log``, JSON, written at the end) holds each burst's true start and end (``time.monotonic``,
-the same clock in every process of the machine) and the total count added to each counter, so
+the same clock in every process of the machine; ``written_until``: when a writer held up by a loaded
+machine really wrote the burst's last count) and the total count added to each counter, so
 tests can check recall, peak and conservation against what really happened.
 """
 
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> dict:
     step = args.step_ms / 1000
     truth: list[tuple[float, float]] = []
     gaps: list[float] = []
+    written: list[float] = []
     reset_at = origin + args.reset_at if args.reset_at else None
 
     def bump(name: str, n: int) -> None:
@@ -157,6 +159,7 @@ def run(args: argparse.Namespace) -> dict:
             added[pause_us] += eth.values[pause_us] - base
             truth.append((t0, t))
             gaps.append(gap)
+            written.append(time.monotonic())  # when the burst's last count was really written
             last_write = time.monotonic()
             k += 1
             last = time.monotonic()
@@ -176,7 +179,7 @@ def run(args: argparse.Namespace) -> dict:
             added[pause_us] += paused
             bump("np_ecn_marked_roce_packets", round(dt * rng.uniform(0, 200)))
             eth.flush()
-    log = {"bursts": truth, "writer_gaps": gaps, "added": added, "origin": origin, "end": time.monotonic()}
+    log = {"bursts": truth, "writer_gaps": gaps, "written_until": written, "added": added, "origin": origin, "end": time.monotonic()}
     tmp = Path(args.log + ".tmp")
     tmp.write_text(json.dumps(log))
     os.replace(tmp, args.log)

@@ -1,6 +1,6 @@
 """The burst probe's stream (collectors/burst_probe.py, our own protocol): one line at a time.
 
-    @@fabric-burst 1 WINDOW_US NCOLUMNS
+    @@fabric-burst 1 WINDOW_US NCOLUMNS ORIGIN_US
     w SEQ ELAPSED_US LATE_US [I:DELTA ...]
 
 Pure: text in, values out; anything else is a ParseError (the stream is our protocol, so an
@@ -14,18 +14,19 @@ import re
 from ..errors import ParseError
 from .guard import parser_entry
 
-_HEADER = re.compile(r"@@fabric-burst 1 ([0-9]{1,12}) ([0-9]{1,9})")
+_HEADER = re.compile(r"@@fabric-burst 1 ([0-9]{1,12}) ([0-9]{1,9}) ([0-9]{1,20})")
 _UINT = re.compile(r"[0-9]{1,20}")
 _DELTA = re.compile(r"([0-9]{1,9}):([0-9]{1,20})")
 
 
 @parser_entry
-def parse_header(line: str) -> tuple[int, int]:
-    """``@@fabric-burst 1 WINDOW_US NCOLUMNS`` -> (window in microseconds, columns)."""
+def parse_header(line: str) -> tuple[int, int, int]:
+    """``@@fabric-burst 1 WINDOW_US NCOLUMNS ORIGIN_US`` -> (window µs, columns, the host's monotonic
+    clock at tick 0 in µs: window SEQ ends at ORIGIN + SEQ x WINDOW + its lateness, on the host's clock)."""
     m = _HEADER.fullmatch(line.strip())
     if m is None:
         raise ParseError(f"burst stream: no @@fabric-burst header: {line[:80]!r}")
-    return int(m.group(1)), int(m.group(2))
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
 @parser_entry
