@@ -32,8 +32,9 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery,
-                                     ib_queryerrors, nvue, perftest, rdma, slurm_squeue, sonic_cli, sonic_watermark)
+from fabric_exporter.parsers import (burst_stream, eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_nodenamemap,
+                                     ib_perfquery, ib_queryerrors, nvue, perftest, rdma, slurm_squeue, sonic_cli,
+                                     sonic_watermark)
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -179,6 +180,9 @@ ENTRY_POINTS = {
     "gnmi.parse_sonic_name_map": (gnmi.parse_sonic_name_map, lines_of("switch/gnmi/sonic/COUNTERS_PORT_NAME_MAP.txt")),
     "gnmi.parse_sonic_port_aliases": (gnmi.parse_sonic_port_aliases, GNMI_MAPS),
     "gnmi.parse_xpath": (gnmi.parse_xpath, GNMI_XPATHS),
+    "burst_stream.parse_header": (burst_stream.parse_header, ["@@fabric-burst 1 100000 56 8123456789"]),
+    "burst_stream.parse_window": (lambda t: [burst_stream.parse_window(line, 56) for line in t.splitlines()],
+                                  ["w 1 100012 830", "w 2 99870 120 0:5 3:100000 55:12", "w 5 300410 200311 7:1"]),
 }
 
 

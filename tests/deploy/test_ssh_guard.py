@@ -49,6 +49,38 @@ def test_pinned_roce_script_is_the_collectors():
         f"roce_nic's script changed: put {digest} in ROCE_SCRIPT_SHA256 of {GUARD.name} (targets need the new guard)"
 
 
+def test_pinned_burst_probe_is_the_collectors():
+    from fabric_exporter.collectors.burst import PROBE_SOURCE
+
+    digest = hashlib.sha256(PROBE_SOURCE.encode()).hexdigest()
+    assert digest in guard.BURST_PROBE_SHA256, \
+        f"the burst probe changed: put {digest} in BURST_PROBE_SHA256 of {GUARD.name} (targets need the new guard)"
+
+
+def _burst(*rest):
+    from fabric_exporter.collectors.burst import PROBE_SOURCE
+
+    return ["python3", "-c", PROBE_SOURCE, "fabric-burst", *rest]
+
+
+def test_burst_probe_shapes():
+    ok = _burst("100", "hw/mlx5_0/1/np_cnp_sent", "eth/ens1f0np0/rx_prio3_pause_duration",
+                "eth/ens1f0/rx_priority_3_xoff.nic")
+    assert guard.decide(quote(ok), guard.Policy()) == ok
+    lab = _burst("10", "--ethtool-dir", "/srv/lab/ethtool", "eth/ens1f0np0/rx_prio3_pause")
+    assert guard.decide(quote(lab), guard.Policy(burst_ethtool_dir="/srv/lab/ethtool")) == lab
+    for bad in (lab, _burst("5", "hw/mlx5_0/1/x"), _burst("100"), _burst("100", "hw/../1/x"),
+                _burst("100", "hw/mlx5_0/1/.."), _burst("100", "eth/../../etc/passwd"), _burst("100", "/etc/shadow"),
+                _burst("100", "hw/mlx5_0/x/y"), _burst("100", "--ethtool-dir", "/etc", "eth/a/b"),
+                ["python3", "-c", "import os; os.system('id')", "fabric-burst", "100", "hw/a/1/b"],
+                ["python3", "-m", "http.server"]):
+        with pytest.raises(guard.Refused):
+            guard.decide(quote(bad), guard.Policy())
+    other = "print(1)\n"
+    argv = ["python3", "-c", other, "fabric-burst", "100", "hw/a/1/b"]
+    assert guard.decide(quote(argv), guard.Policy(script_hashes=[hashlib.sha256(other.encode()).hexdigest()])) == argv
+
+
 ALLOWED = [
     ["timeout", "-k", "2", "18", *ROCE, "sysfs", "1"],
     [*ROCE, "rdma", "0", "mlx5_0", "mlx5_1"],
@@ -264,3 +296,62 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
             assert values(harness.poll(), "fabric_ib_symbol_error_total")[("leaf-02", "4")] == 7
     finally:
         fabric.stop()
+
+
+def test_burst_sampler_streams_through_the_guard(tmp_path):
+    """The roce_nic burst sampler's one long-lived channel passes the guard (pinned probe, lab
+    ethtool directory allowed by --allow-burst-ethtool-dir); without that option the guard refuses
+    it and the poll says so (partial), the regular counters still published."""
+    import asyncio
+
+    from fabric_exporter.collectors.base import PollContext
+    from fabric_exporter.collectors.roce_nic import RoceNicCollector
+    from fabric_exporter.scheduler import Scheduler
+    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.transport.factory import Transports
+    from tests.harness.configs import parse_config
+    from tests.roce_nic.conftest import group, one, samples_of
+
+    model = RoceHost.build("gpu-001", "mlx5", nics=1, pfc_priorities=(3,))
+    sysfs, data, bin_dir = tmp_path / "sys", tmp_path / "data", tmp_path / "bin"
+    model.write_sysfs(sysfs)
+    model.write_tool_outputs(data)
+    write_fake_tools(bin_dir, data)
+    ethtool_dir = str((data / "ethtool").resolve())
+    results = {}
+    for allowed in (True, False):
+        sshd = SSHD(tmp_path / str(allowed), path_dirs=[bin_dir], sysfs_tree=sysfs)
+        force_guard(sshd, *(["--allow-burst-ethtool-dir", ethtool_dir] if allowed else []))
+        sshd.start()
+        try:
+            cfg = parse_config({"credentials": {"lab": sshd.credential()}, "targets": [
+                {**group("gpu", [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}],
+                         options={"burst": {"window": "50ms", "ethtool_stats_dir": ethtool_dir}}),
+                 "interval": "1s", "timeout": "900ms"}]})
+
+            async def scenario():
+                transports = Transports()
+                sched = Scheduler(transports, SnapshotStore())
+                sched.apply(cfg, start_tasks=False)
+                g = cfg.targets[0]
+                collector = RoceNicCollector(PollContext(g, g.hosts[0], transports))
+                try:
+                    await sched.poll(("gpu", "gpu-001"), collector)
+                    await asyncio.sleep(1.5)
+                    state = await sched.poll(("gpu", "gpu-001"), collector)
+                    return state, samples_of(sched.store.render().decode())
+                finally:
+                    await collector.close()
+                    await transports.close()
+
+            results[allowed] = asyncio.run(scenario())
+        finally:
+            sshd.stop()
+    state, samples = results[True]
+    assert state.state == "ok", state.last_error
+    assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") >= 15
+    assert one(samples, "fabric_roce_nic_burst_window_ratio_count", signal="pfc_rx_pause_time") >= 15
+    state, samples = results[False]
+    assert state.state == "partial" and "burst sampler" in state.last_error, state.last_error
+    assert one(samples, "fabric_roce_nic_cnp_sent_total", device="mlx5_0") == model.ports[0].hw_counters["np_cnp_sent"]
+    assert one(samples, "fabric_burst_sampler_ticks_total", host="gpu-001") == 0

@@ -273,6 +273,28 @@ def test_squeue_only_in_the_slurm_jobs_shapes(command):
         guard.decide(command, POLICY)
 
 
+def test_every_burst_probe_command_the_collector_sends_is_allowed():
+    """Columns for every vendor's lab host (mlx5, bnxt, irdma), every signal, 10 ms and 10 s windows;
+    the stream is started without the timeout wrapper (it runs until the exporter closes it)."""
+    from fabric_exporter.collectors import burst
+    from fabric_exporter.collectors.roce_nic import (ETHTOOL_MAPPER, HW_MAPPER, RoceNicOptions, _result_and_ports,
+                                                     driver_family)
+    from fabric_exporter.lab.roce_host import DRIVERS, RoceHost
+    from fabric_exporter.parsers.rdma import parse_host_dump
+
+    for vendor in sorted(DRIVERS):
+        for window in (0.01, 10.0):
+            o = burst.BurstOptions(window=window, signals=tuple(burst.SIGNALS))
+            model = RoceHost.build("h", vendor, nics=2)
+            _, ports = _result_and_ports(parse_host_dump(model.render_dump()), "h", RoceNicOptions(burst=o))
+            columns = burst.plan_columns(ports, "h", o, HW_MAPPER, ETHTOOL_MAPPER, driver_family)
+            assert columns, vendor
+            argv = burst.command(columns, o)
+            assert guard.decide(shlex.join(argv), POLICY) == argv
+
+
+
+
 @pytest.mark.parametrize("source", ["infiniband", "latency_probe", "roce_nic", "slurm_jobs"])
 def test_every_command_the_collectors_send_is_allowed(source):
     argvs = {"infiniband": _infiniband_argvs, "latency_probe": _latency_argvs, "roce_nic": _roce_argvs,

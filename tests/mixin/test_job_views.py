@@ -51,7 +51,8 @@ def _labels() -> dict[str, set[str]]:
     out = {name: set(labels) for name, labels in CONTRACT_LABELS.items()}
     for spec in CATALOG.values():
         for name in spec.series_names():
-            out[name] = {label for labels in spec.label_sets for label in labels}
+            out[name] = {label for labels in spec.label_sets for label in labels} | (
+                {"le"} if name.endswith("_bucket") else set())  # a histogram's buckets carry their bound
     for r in rules.build(SETTINGS).recordings():
         out[r.record] = {label for labels, _ in r.test_expect for label in labels} - {"job", "instance"}
     return out
@@ -169,7 +170,7 @@ DEFAULTS = {"fabric": "lab", "priority": "3", "direction": "rx", "queue": "UC3",
             "role": "client", "group": "g", "collector": "roce_nic", "host_group": "hg", "tool": "ib_write_lat",
             "message_bytes": "2", "source_group": "r1", "destination_group": "r2", "device": "mlx5_0",
             "netdev": "eth0", "port": "1", "peer_port": "1", "le": "+Inf", "cluster": "c1", "neighbor_port": "eth0",
-            "pg": "3", "region": "shared", "pool": "ingress_lossless_pool"}
+            "pg": "3", "region": "shared", "pool": "ingress_lossless_pool", "signal": "pfc_rx_pause_time"}
 # one entity per host: its identifying labels, and how much bigger the other host's values are
 ENTITIES = {
     "gpu-a": {"host": "gpu-a", "node_guid": "0xa", "node_name": "gpu-a mlx5_0", "peer_node_name": "leaf-1",
@@ -198,8 +199,10 @@ def _series_lines() -> list[str]:
             values = {**DEFAULTS, **{k: v for k, v in ident.items() if k in labels}}
             if "host" in labels and not values.get("host") and "switch" not in labels and "node_guid" not in labels:
                 continue
-            text = ",".join(f'{k}="{values[k]}"' for k in sorted(labels) if k in values)
-            lines += [f"{name}{{{JOB},{text}}} {SCALE[entity] * (i + 1)} {T0 + i * STEP}" for i in range(SAMPLES)]
+            # a histogram gets two buckets, so histogram_quantile has something to interpolate
+            for le in ("0.5", "+Inf") if name.endswith("_bucket") else (values.get("le"),):
+                text = ",".join(f'{k}="{le if k == "le" else values[k]}"' for k in sorted(labels) if k in values)
+                lines += [f"{name}{{{JOB},{text}}} {SCALE[entity] * (i + 1)} {T0 + i * STEP}" for i in range(SAMPLES)]
     for host, job, name, last in (("gpu-a", "101", "llama", SAMPLES), ("gpu-b", "102", "bert", SAMPLES // 2)):
         lines += [f'fabric_job_node_info{{{JOB},cluster="c1",job_id="{job}",job_name="{name}",user="u",account="a",'
                   f'partition="p",node="{host}"}} 1 {T0 + i * STEP}' for i in range(last)]

@@ -81,7 +81,7 @@ def test_alert_conventions():
 REQUIRED_ALERTS = {
     # congestion
     "FabricIBXmitWaitHigh", "FabricRocePfcPauseStorm", "FabricRocePfcPausesSustained", "FabricRoceEcnMarkingHigh",
-    "FabricRoceCnpIgnored", "FabricRoceLosslessQueueDrops", "FabricRoceRetransmitTimeouts",
+    "FabricRoceCnpIgnored", "FabricRoceLosslessQueueDrops", "FabricRoceRetransmitTimeouts", "FabricRoceRepeatedBursts",
     # link health
     "FabricLinkSymbolErrors", "FabricLinkFlapping", "FabricLinkDown", "FabricLinkDegraded", "FabricPortErrors",
     "FabricPortDiscards",
@@ -120,6 +120,8 @@ MUTATIONS = [
      "FabricRoceLosslessQueueDrops"),
     # wrong threshold
     (r'ratio\{job="fabric-exporter"\} > 0.1$', 'ratio{job="fabric-exporter"} > 0.9', "FabricIBXmitWaitHigh"),
+    # bursts counted on the wrong signal (the sampler's rx pause time no longer counts)
+    (r'signal=~"pfc_rx_pause_time\|pfc_tx_pause_time"', 'signal=~"pfc_tx_pause_time"', "FabricRoceRepeatedBursts"),
     # a recording rule whose value is off
     (r"(clamp_max\(.*), 1\)$", r"\g<1>, 0.3)", "recording fabric:ib_port_xmit_wait:ratio"),
     # a congestion mark against the wrong threshold, a fabric congested when it is not

@@ -29,3 +29,5 @@ def test_local_example(tmp_path):
     cfg = load("roce-nic-local.yaml", tmp_path)
     (group,) = cfg.targets
     assert group.transport == "local" and group.hosts[0].name == "gpu-017"
+    o = group.options.burst
+    assert o is not None and o.window == 0.1 and o.priority == 3 and "pfc_rx_pause_time" in o.signals

@@ -48,4 +48,15 @@ METRICS = [
                "in flight: late, duplicated or never asked). A rising rate of anything but unmatched means "
                "a misbehaving agent or someone spoofing one.",
                (("reason",),), SRC),
+    # The roce_nic burst sampler's own clock (option burst:), per target: a missed tick made a longer
+    # window (no count is lost) but a coarser peak.
+    MetricSpec("fabric_burst_sampler_ticks_total", "counter", "",
+               "Windows the target's burst sampler has read (roce_nic option burst).", (TARGET,), SRC),
+    MetricSpec("fabric_burst_sampler_missed_ticks_total", "counter", "",
+               "Burst sampler ticks skipped because the sampler woke more than a window late; the next window "
+               "then spans them (its deltas are kept, its value is an average over the longer window).",
+               (TARGET,), SRC),
+    MetricSpec("fabric_burst_sampler_tick_lateness_seconds", "histogram", "seconds",
+               "How late each burst sampler tick woke after its absolute deadline.", (TARGET,), SRC,
+               buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5)),
 ]

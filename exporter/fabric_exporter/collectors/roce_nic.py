@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import CommandError, ParseError
 from ..hostnames import NameRule, read_name_rule
@@ -27,6 +27,9 @@ from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_r
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
+
+if TYPE_CHECKING:  # the burst sampler is imported only when a config turns it on
+    from .burst import BurstOptions
 
 # ---------------------------------------------------------------------------------------------
 # The one remote command. POSIX sh (dash, busybox): builtins where possible (read, globbing), one
@@ -405,6 +408,8 @@ class RoceNicOptions:
             return configured
         return self.node_name.apply(configured) or configured
 
+    burst: BurstOptions | None = None  # the sub-second sampler (collectors/burst.py), off by default
+
 
 @dataclass
 class PortData:
@@ -430,6 +435,10 @@ class RoceNicCollector(Collector):
         for i, dev in enumerate(devices):
             if not _DEVICE_NAME.fullmatch(dev):
                 err(f"{path}.devices[{i}]", f"not an RDMA device name: {dev!r} (e.g. mlx5_0)")
+        from .burst import parse_burst_options
+
+        raw_burst = r.mapping("burst")
+        burst = parse_burst_options(raw_burst or {}, f"{path}.burst", err, base_dir)  # read even when absent: the schema
         options = RoceNicOptions(
             devices=devices,
             hw_counters_from=r.string("hw_counters_from", "sysfs", choices=("sysfs", "rdma")) or "sysfs",
@@ -437,6 +446,7 @@ class RoceNicCollector(Collector):
             expose_unmapped=r.boolean("expose_unmapped", False),
             include_infiniband_ports=r.boolean("include_infiniband_ports", False),
             node_name=read_name_rule(r, "node_name"),
+            burst=burst if raw_burst is not None else None,
         )
         r.done()
         return options
@@ -445,6 +455,8 @@ class RoceNicCollector(Collector):
         super().__init__(ctx)
         if self.options is None:
             self.options = RoceNicOptions()
+        self._burst = None  # BurstAccumulator, from the first poll with burst: on
+        self._burst_runner = None  # burst.LocalRunner | StreamRunner
 
     def command(self) -> list[str]:
         o = self.options
@@ -458,8 +470,51 @@ class RoceNicCollector(Collector):
                 raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
         host = self.options.host_label(self.host.name if self.host else "localhost")
-        return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
-                                    result.stdout)
+        if self.options.burst is None:
+            return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
+                                        result.stdout)
+        polled, ports = await parse_off_loop(lambda text: _result_and_ports(parse_host_dump(text), host, self.options),
+                                             result.stdout)
+        await self._burst_poll(ports, host, polled)
+        return polled
+
+    async def _burst_poll(self, ports: list[PortData], host: str, polled: PollResult) -> None:
+        """Keep the burst sampler running on this poll's ports and add what it saw since the last poll."""
+        from . import burst
+
+        o = self.options.burst
+        if self._burst is None:
+            self._burst = burst.BurstAccumulator()
+        columns = burst.plan_columns(ports, host, o, HW_MAPPER, ETHTOOL_MAPPER, driver_family)
+        runner = self._burst_runner
+        if runner is not None and runner.done() and runner.error:
+            polled.problems.append(runner.error)
+        if runner is None or runner.done() or runner.columns != columns:
+            if runner is not None:
+                await runner.close()
+            self._burst_runner = None
+            if columns:
+                if self.group.transport == "local":
+                    runner = burst.LocalRunner(columns, o, self._burst)
+                else:
+                    runner = burst.StreamRunner(columns, o, self._burst, self.ctx.runner(),
+                                                self.group.credentials.connect_timeout)
+                try:
+                    runner.start()
+                    self._burst_runner = runner
+                except OSError as e:
+                    polled.problems.append(f"burst sampler: cannot start: {e.strerror or e}")
+            else:
+                polled.problems.append("burst sampler: no port has a counter for the configured signals")
+        elif runner.missing:
+            polled.problems.append("burst sampler: cannot read " + "; ".join(sorted(runner.missing.values())[:5]))
+        target = {"group": self.group.name, "host": host, "collector": self.name}
+        polled.samples.extend(self._burst.samples(self._burst.take_peaks(), target))
+
+    async def close(self) -> None:
+        if self._burst_runner is not None:
+            await self._burst_runner.close()
+            self._burst_runner = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,6 +529,16 @@ def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> Poll
     result = _samples(ports, host, options, problems)
     result.skipped = skipped
     return result
+
+
+def _result_and_ports(dump: HostDump, host: str, options: RoceNicOptions) -> tuple[PollResult, list[PortData]]:
+    """``result_from_dump`` and the ports it was made of (for the burst sampler's plan)."""
+    problems: list[str] = []
+    skipped: list = []
+    ports = _ports(dump, options, problems, skipped)
+    result = _samples(ports, host, options, problems)
+    result.skipped = skipped
+    return result, ports
 
 
 def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list | None = None) -> list[PortData]:

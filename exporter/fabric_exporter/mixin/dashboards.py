@@ -333,6 +333,9 @@ def roce(s: Settings) -> dict:
     lossless = s.sel(f'fabric=~"$fabric",priority={quote(s["lossless_priority"])}')
     hosts, S = J.hosts, J.series
     switches = lambda build, sel: J.switch_ifs(s, build, sel)  # noqa: E731
+    lossless_nic = s.sel(f'fabric=~"$fabric",host=~"$host",priority={quote(s["lossless_priority"])}')
+    burst_nic = s.sel('fabric=~"$fabric",host=~"$host"')
+    burst_pause = s.sel('fabric=~"$fabric",host=~"$host",signal=~"pfc_rx_pause_time|pfc_tx_pause_time"')
     panels = [
         row("PFC on NIC ports"),
         timeseries("NIC PFC pause frames per priority", [
@@ -343,6 +346,28 @@ def roce(s: Settings) -> dict:
             Q(hosts(S("fabric:roce_pfc_pause_time:fraction"), nicp), NIC + " prio {{priority}} {{direction}}")],
             "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
             description="Fraction of time paused (pause duration counters); near 100% is a storm."),
+        row("Bursts (sub-second sampler, roce_nic option burst)"),
+        timeseries(f"NIC time paused: peak window vs {s['rate_window']} average (priority {s['lossless_priority']})", [
+            Q(hosts(S("fabric_roce_nic_burst_peak_ratio"), burst_pause), NIC + " {{signal}} peak window"),
+            Q(hosts(S("fabric:roce_pfc_pause_time:fraction"), lossless_nic), NIC + " {{direction}} average")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.pfc_pause_fraction"]],
+            description="Side by side: the highest fraction paused in one sampler window (e.g. 100 ms) during "
+            "each poll interval, and the rate-window average of the same counter. A peak near 100% over a "
+            "flat average is a burst the average hides."),
+        timeseries("NIC pause bursts per interval", [
+            Q(f"sum by (host, netdev, signal) ({hosts(R('fabric_roce_nic_bursts_total', 'increase'), burst_nic)})",
+              NIC + " {{signal}}")],
+            "short", thresholds=[s["thresholds.bursts_per_window"]],
+            description="Bursts (runs of windows at or above the sampler's threshold) started per interval, "
+            "per signal; FabricRoceRepeatedBursts fires on repeated pause-time bursts."),
+        timeseries("p99 of windowed values vs their average", [
+            Q(f"histogram_quantile(0.99, sum by (le, host, netdev, signal) "
+              f"({hosts(R('fabric_roce_nic_burst_window_ratio_bucket'), burst_pause)}))", NIC + " {{signal}} p99 window"),
+            Q(f"sum by (host, netdev, signal) ({hosts(R('fabric_roce_nic_burst_window_ratio_sum'), burst_pause)})"
+              f" / sum by (host, netdev, signal) ({hosts(R('fabric_roce_nic_burst_window_ratio_count'), burst_pause)})",
+              NIC + " {{signal}} mean window")],
+            "percentunit", max_one=True,
+            description="The distribution of every window's fraction paused: its 99th percentile next to its mean."),
         row("PFC on switch interfaces"),
         timeseries("Switch PFC pause frames per priority", [
             Q(switches(S("fabric:roce_pfc_pause_frames:rate"), swp), SWITCH_IF + " prio {{priority}} {{direction}}")],

@@ -43,6 +43,7 @@ FOR_DEFAULTS: dict[str, str] = {
     "FabricRoceCnpIgnored": "10m",
     "FabricRoceLosslessQueueDrops": "5m",
     "FabricRoceRetransmitTimeouts": "10m",
+    "FabricRoceRepeatedBursts": "10m",
     # link health
     "FabricLinkSymbolErrors": "5m",
     "FabricLinkFlapping": "0m",
@@ -107,6 +108,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("thresholds.retransmit_timeouts_per_second", 0.1,
             "FabricRoceRetransmitTimeouts: RoCE transport retransmissions on timeout per second "
             "(each one is a tail-latency spike of the ack timeout)."),
+    Setting("thresholds.bursts_per_window", 3,
+            "FabricRoceRepeatedBursts: PFC pause bursts (runs of burst-sampler windows paused at least the "
+            "sampler's threshold, roce_nic option burst) on one NIC port within rate_window, sustained."),
     # --- link health ------------------------------------------------------------------------------
     Setting("thresholds.symbol_errors_per_window", 10,
             "FabricLinkSymbolErrors: symbol/bit errors within rate_window (infiniband-diags "

@@ -36,6 +36,9 @@ ERROR_COUNTERS = ("fabric_ib_port_receive_errors_total", "fabric_ib_symbol_error
                   "fabric_ib_excessive_buffer_overrun_errors_total", "fabric_ib_link_error_recovery_total",
                   "fabric_roce_switch_if_rx_errors_total", "fabric_roce_switch_if_tx_errors_total",
                   "fabric_roce_nic_rx_crc_errors_total")
+# Burst counters the congestion section counts: the roce_nic burst sampler's (catalog/roce_nic_burst.py)
+# and the IB focus set's (absent from a fabric, or an exporter, without it: counted as None).
+BURST_COUNTERS = ("fabric_roce_nic_bursts_total", "fabric_ib_port_bursts_total")
 
 
 @dataclass(frozen=True)
@@ -250,7 +253,30 @@ class Collector:
                           "recovery_seconds": _round(e.recovery_seconds), "peak_severity_ratio": _round(e.peak_severity)}
                          for e in found],
         }
+        figures.update(self.bursts(sel))
         return figures, {"severity": severity, "ports": ports, "episodes": found}
+
+    def bursts(self, sel: str) -> dict:
+        """Sub-second bursts the exporter's samplers counted in the window (roce_nic option ``burst``;
+        the IB focus set's, when that metric exists): exact whole counts (``counted``, the report's
+        ``increase()`` without extrapolation), None when the fabric has no such series; and the
+        ports with the most, per signal."""
+        w = self.w
+        by_port: dict[tuple[str, str], float] = {}
+        for metric in BURST_COUNTERS:
+            changed = f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
+            for s in self.rng(changed):
+                n = ep.counter_increase(s.samples)
+                if n > 0:
+                    key = (port_name(s.labels), s.labels.get("signal", "xmit_wait"))
+                    by_port[key] = by_port.get(key, 0) + n
+        top = sorted(by_port.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+        return {
+            "roce_nic_bursts_count": self.counted(("fabric_roce_nic_bursts_total",), sel),
+            "ib_port_bursts_count": self.counted(("fabric_ib_port_bursts_total",), sel),
+            "burst_ports_count": len({port for port, _ in by_port}),
+            "bursts_by_port": [{"port": port, "signal": signal, "bursts_count": int(n)} for (port, signal), n in top],
+        }
 
     def stability(self, name: str, sel: str):
         w, rw = self.w, self.rw

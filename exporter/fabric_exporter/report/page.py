@@ -24,6 +24,9 @@ SUMMARY_ROWS = (
     ("Congestion recovery", "episodes (unrecovered)", ("episodes_count", "episodes_unrecovered_count"), "int2"),
     ("Congestion recovery", "time congested", ("time_congested_seconds", "time_congested_ratio"), "spct"),
     ("Congestion recovery", "recovery time median / max", ("recovery_median_seconds", "recovery_max_seconds"), "s2"),
+    ("Congestion recovery", "sub-second bursts: RoCE NIC / IB focus (ports)", ("roce_nic_bursts_count",
+                                                                             "ib_port_bursts_count",
+                                                                             "burst_ports_count"), "bursts"),
     ("Stability", "link downs (ports flapping)", ("link_downs_count", "ports_flapping_count"), "int2"),
     ("Stability", "errors counted (mean per second)", ("errors_count", "errors_per_second_mean"), "num2"),
     ("Stability", "probe loss (failed / probes run)", ("probe_loss_ratio", "probe_failures_count", "probes_count"),
@@ -87,6 +90,8 @@ def _fmt(kind: str, values: list):
         return " / ".join(_n(x, " s") for x in v)
     if kind == "num2":
         return f"{_n(v[0])} ({_n(v[1])}/s)"
+    if kind == "bursts":
+        return f"{_n(v[0])} / {_n(v[1])} ({_n(v[2])})"
     if kind == "storm":
         return "n/a (no PFC)" if v[0] is None else f"{_n(v[0])} ({_n(v[1])} s)"
     return " / ".join(_n(x) for x in v)
@@ -112,15 +117,7 @@ def _detail(section: str, r: FabricReport) -> str:
                        for p in f["worst_pairs"])
         return ("<table><tr><th>worst pairs</th><th>p99 median (µs)</th><th>p99 max (µs)</th></tr>" + rows + "</table>")
     if section == "congestion":
-        if not f["episodes"]:
-            return '<p class="note">No congestion episode in this window.</p>'
-        rows = "".join(
-            f"<tr><td>{e['start']}</td><td class='n'>{_n(e['duration_seconds'])} s{'' if e['end_observed'] else ' (end not seen)'}</td>"
-            f"<td class='n'>{_n(e['peak_severity_ratio'])}</td><td class='n'>{_n(e['recovery_seconds'], ' s')}</td></tr>"
-            for e in f["episodes"][:50])
-        return ("<table><tr><th>episode start (UTC)</th><th>duration</th><th>peak severity</th><th>recovery</th></tr>"
-                + rows + "</table>" + f'<p class="note">Baselines: severity {_n(f["baseline_severity_ratio"])}, '
-                f'p99 {_fmt("us3", [f["baseline_p99_seconds"]])}.</p>')
+        return _episodes(f) + _bursts(f)
     if section == "stability" and f["link_downs_count_by_port"]:
         rows = "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{_n(v)}</td></tr>"
                        for k, v in f["link_downs_count_by_port"].items())
@@ -172,6 +169,33 @@ def job_section(job, svg: str) -> str:
     parts.append('<p class="note">Episodes: runs of fabric:job_congestion:severity above 1; recovery: back within the '
                  "recovery margin of the job's baseline severity (docs/jobs.md).</p></div>")
     return "\n".join(parts)
+
+
+def _bursts(f: dict) -> str:
+    """The ports with the most sub-second bursts (burst samplers), or what the window had."""
+    if f.get("roce_nic_bursts_count") is None and f.get("ib_port_bursts_count") is None:
+        return '<p class="note">No burst sampler in this fabric (roce_nic option burst, IB focus set).</p>'
+    if not f.get("bursts_by_port"):
+        return '<p class="note" id="bursts">No sub-second burst in this window.</p>'
+    rows = "".join(f"<tr><td>{html.escape(b['port'])}</td><td>{html.escape(b['signal'])}</td>"
+                   f"<td class='n'>{_n(b['bursts_count'])}</td></tr>" for b in f["bursts_by_port"])
+    return ('<table id="bursts"><tr><th>port</th><th>signal</th><th>bursts</th></tr>' + rows + "</table>"
+            + f'<p class="note">Bursts counted: RoCE NIC {_n(f.get("roce_nic_bursts_count"))}, IB focus '
+            f'{_n(f.get("ib_port_bursts_count"))}: each a run of sub-second windows above the sampler\'s '
+            "threshold, invisible in the rate-window averages above.</p>")
+
+
+def _episodes(f: dict) -> str:
+    """The congestion episodes table (rate-window severities)."""
+    if not f["episodes"]:
+        return '<p class="note">No congestion episode in this window.</p>'
+    rows = "".join(
+        f"<tr><td>{e['start']}</td><td class='n'>{_n(e['duration_seconds'])} s{'' if e['end_observed'] else ' (end not seen)'}</td>"
+        f"<td class='n'>{_n(e['peak_severity_ratio'])}</td><td class='n'>{_n(e['recovery_seconds'], ' s')}</td></tr>"
+        for e in f["episodes"][:50])
+    return ("<table><tr><th>episode start (UTC)</th><th>duration</th><th>peak severity</th><th>recovery</th></tr>"
+            + rows + "</table>" + f'<p class="note">Baselines: severity {_n(f["baseline_severity_ratio"])}, '
+            f'p99 {_fmt("us3", [f["baseline_p99_seconds"]])}.</p>')
 
 
 def render(reports: list[FabricReport], svgs: dict, meta: dict, job=None, job_svg: str = "") -> str:

@@ -199,6 +199,41 @@ class SSHConnection:
         status = process.exit_status if process.exit_status is not None else -1  # -1: killed by a signal
         return status, buffers[0].decode(errors="replace"), buffers[1].decode(errors="replace")
 
+    async def open_stream(self, argv: Sequence[str], *, timeout: float) -> SSHStream:
+        """Start a long-lived command (the burst sampler's probe) and hand back its stdout.
+
+        It holds one of the connection's ``max_sessions`` for as long as it runs, and has no
+        ``timeout`` wrapper: it runs until ``close()``; the remote command ends when its next write
+        finds the channel closed. ``timeout`` bounds getting a session and starting the command."""
+        argv = tuple(argv)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            async with asyncio.timeout(timeout):
+                await self._sessions.acquire()
+        except TimeoutError:
+            raise PollTimeoutError(f"{self.description}: waited {timeout:g}s for a free session") from None
+        try:
+            conn = await asyncio.wait_for(self.connection(), max(0.01, deadline - loop.time()))
+            async with asyncio.timeout(max(0.01, deadline - loop.time())):
+                process = await conn.create_process(shlex.join(argv), encoding=None, stdin=asyncssh.DEVNULL,
+                                                    stderr=asyncssh.DEVNULL)
+        except TimeoutError:
+            self._sessions.release()
+            raise PollTimeoutError(f"{self.description}: {argv[0]} did not start within {timeout:g}s") from None
+        except asyncssh.ChannelOpenError as e:
+            self._sessions.release()
+            self._drop()
+            raise ConnectError(f"{self.description}: cannot open a session ({e.reason})") from None
+        except (asyncssh.Error, OSError) as e:
+            self._sessions.release()
+            self._drop()
+            raise ConnectError(f"{self.description}: connection lost ({e})") from None
+        except BaseException:
+            self._sessions.release()
+            raise
+        return SSHStream(process, self._sessions.release)
+
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -212,6 +247,36 @@ class SSHConnection:
                 await asyncio.wait_for(conn.wait_closed(), 2)
             except (asyncio.TimeoutError, asyncssh.Error, OSError):
                 pass
+
+
+class SSHStream:
+    """A running remote command's stdout, read in chunks; ``close()`` ends the channel and frees its session."""
+
+    def __init__(self, process, release):
+        self._process = process
+        self._release = release
+        self._closed = False
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes; b"" when the command ended or the connection was lost."""
+        try:
+            return await self._process.stdout.read(n)
+        except (asyncssh.Error, OSError):
+            return b""
+
+    def describe_end(self) -> str:
+        p = self._process
+        if p.exit_status is not None:
+            return f" (exit status {p.exit_status})"
+        if p.exit_signal is not None:
+            return f" (signal {p.exit_signal[0]})"
+        return ""
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._process.close()
+            self._release()
 
 
 class SSHPool:

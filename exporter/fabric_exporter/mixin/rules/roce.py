@@ -12,6 +12,8 @@ from .base import CRITICAL, INFO, NIC_PORT, SWITCH_IF, WARNING, AlertRule, Ctx, 
 NIC_WHERE = ("fabric {{ $labels.fabric }}: host {{ $labels.host }} {{ $labels.device }} port {{ $labels.port }}"
              " ({{ $labels.netdev }})")
 SWITCH_WHERE = "fabric {{ $labels.fabric }}: switch {{ $labels.switch }} interface {{ $labels.interface }}"
+# The burst sampler's pause-time signals (collectors/burst.py SIGNALS): a burst there is a PFC storm.
+PAUSE_TIME_SIGNALS = 'signal=~"pfc_rx_pause_time|pfc_tx_pause_time"'
 
 
 def _direction_union(metrics: tuple[tuple[str, str], ...], sel: str, w: str) -> str:
@@ -176,6 +178,17 @@ def roce_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
         NIC_WHERE + f" retransmits more than {r.value} times per second on ACK timeout {r.window}: packets are "
         "lost in the fabric and each loss costs a full timeout of tail latency.",
         r.per_second(s_lat, {**nic, "kind": "local_ack_timeout"})))
+
+    # -- repeated sub-second bursts (the roce_nic burst sampler): each one hides in a 30 s rate
+    r = c.ramp_alert("FabricRoceRepeatedBursts", "bursts_per_window")
+    s_bursts, nic_sig = c.series("fabric_roce_nic_bursts_total", NIC_PORT + ("signal",), signal="pfc_rx_pause_time")
+    alerts.append(r.alert(
+        WARNING, f'increase(fabric_roce_nic_bursts_total{sel(PAUSE_TIME_SIGNALS)}[{w}])',
+        "A RoCE port is paused in repeated sub-second bursts.",
+        NIC_WHERE + " had more than " + r.value + " PFC pause bursts ({{ $labels.signal }}) "
+        f"{r.window}: short storms the rate panels average away, each one stalling the collectives that "
+        "cross this port.",
+        r.per_window(s_bursts, nic_sig)))
 
     # -- link health on RoCE ports
     r = c.ramp_alert("FabricLinkSymbolErrors", "symbol_errors_per_window")
