@@ -228,6 +228,8 @@ NOT_FED = {
     "rdma.parse_host_dump": "the roce_nic script's own framing around the fed hw_counters/ethtool/rdma parsers",
     "sonic_cli.parse_wred_counters_json": "no real `show queue wredcounters --json` capture in the corpus",
     "gnmi.parse_xpath": "a path expression from the config, not a target's answer",
+    "burst_stream.parse_header": "our own burst probe's stream framing, no third-party output (fuzzed in tests/roce_nic)",
+    "burst_stream.parse_window": "our own burst probe's stream framing, no third-party output (fuzzed in tests/roce_nic)",
 }
 
 

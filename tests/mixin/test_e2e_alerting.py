@@ -200,7 +200,8 @@ def stack(tmp_path_factory):
             {"name": "ib", "fabric": "lab", "collector": "infiniband", "transport": "local", "interval": "2s",
              "timeout": "1800ms", "options": {"env": fabric.env(), "focus": True, "focus_top_k": 2,
                                               "focus_ports": [f"{CONGESTED[0]}:{CONGESTED[1]}"],
-                                              "focus_interval": "500ms", "focus_burst_threshold": 0.001}},
+                                              "focus_interval": "500ms", "focus_burst_threshold": 0.001,
+                                              "error_details": True}},
             {"name": "gpu-unreachable", "fabric": "lab-roce", "collector": "roce_nic", "transport": "ssh",
              "credentials": "nobody", "interval": "1s", "timeout": "900ms",
              "hosts": [{"name": "gpu-404", "address": "127.0.0.1", "port": free_port()}]},
@@ -212,6 +213,14 @@ def stack(tmp_path_factory):
     alertmanager = prometheus = daemon = None
     try:
         fabric.start()
+        # A port with receive errors and transmit discards (static: no error rate, no error alert), so
+        # error_details reads its PortRcvErrorDetails / PortXmitDiscardDetails for the dashboards.
+        errored = ("leaf-02", 2)
+        fabric.set_counter(*errored, "PortRcvErrors", 12)
+        fabric.command(f'PerformanceSet "{errored[0]}"[{errored[1]}] PortRcvErrorDetails.PortMalformedPacketErrors=7')
+        fabric.set_counter(*errored, "PortXmitDiscards", 9)
+        fabric.command(f'PerformanceSet "{errored[0]}"[{errored[1]}] '
+                       "PortXmitDiscardDetails.PortSwLifetimeLimitDiscards=9")
         daemon = DaemonProcess(tmp / "exporter.yaml")
         daemon.wait_http()
         alertmanager = Alertmanager(tmp / "am", webhook.url).start()

@@ -99,8 +99,14 @@ def choose_step(window_seconds: float, interval: float) -> float:
     return float(math.ceil(step))
 
 
+# The collectors that measure a fabric; a scheduler target (slurm_jobs) has a fabric label too, but
+# no ports: it is not a fabric of the report.
+FABRIC_COLLECTORS = ("infiniband", "roce_nic", "snmp_switch", "switch_cli", "gnmi_switch", "latency_probe")
+
+
 def known_fabrics(client: PrometheusClient, settings: Settings, window: Window) -> list[str]:
-    expr = f"group by (fabric) (last_over_time(fabric_up{settings.sel()}[{window.range}]))"
+    fabric_targets = settings.sel(f'collector=~"{"|".join(FABRIC_COLLECTORS)}"')
+    expr = f"group by (fabric) (last_over_time(fabric_up{fabric_targets}[{window.range}]))"
     return sorted({s.labels.get("fabric", "") for s in client.query(expr, window.end)} - {""})
 
 
@@ -156,7 +162,7 @@ class Collector:
         collectors = {s.labels.get("collector") for s in self.c.query(
             f"group by (collector) (last_over_time(fabric_up{sel}[{self.w.range}]))", self.w.end)}
         ib = "infiniband" in collectors
-        roce = bool(collectors & {"roce_nic", "snmp_switch", "switch_cli"})
+        roce = bool(collectors & {"roce_nic", "snmp_switch", "switch_cli", "gnmi_switch"})
         return "mixed" if ib and roce else "infiniband" if ib else "roce" if roce else "unknown"
 
     def throughput(self, name: str, sel: str):
