@@ -36,6 +36,8 @@ _NETDEV = re.compile(r"[!-~]{1,64}")  # Linux interface names: no whitespace, no
 _LINK = re.compile(r"(?P<dev>[A-Za-z0-9_.\-]{1,64})/(?P<port>[0-9]{1,5})")
 
 PortKey = tuple[str, int]  # (device, port)
+# One hw_counters line as grep -H prints it, for the one-pass path (values under 20 digits fit in a u64).
+_HW_LINE = re.compile(r"^([A-Za-z0-9_.\-]{1,128}):([0-9]{1,20})$", re.M)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,7 +49,16 @@ def parse_hw_counters(text: str, skipped: list[SkippedLine] | None = None) -> di
     """``name:value`` lines (``grep -H . *`` in a hw_counters directory) -> counters."""
     if not isinstance(text, str):
         raise ParseError("hw_counters: expected text")
-    counters: dict[str, int] = {}
+    fast = _HW_LINE.findall(text)
+    if len(fast) == text.count("\n") + (not text.endswith("\n")) - (not text) and fast:
+        # Every line is a plain name:value (the common case, in one pass): the same checks below
+        # would pass; a name listed twice or a value past 64 bits still goes the line-by-line way.
+        counters = dict(fast)
+        if len(counters) == len(fast) and all(len(v) < 20 for v in counters.values()):
+            for name in HW_COUNTER_SETTINGS.intersection(counters):
+                del counters[name]
+            return {name: int(value) for name, value in counters.items()}
+    counters = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
