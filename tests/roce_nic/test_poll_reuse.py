@@ -108,3 +108,34 @@ def test_one_pass_hw_counters_fuzzed_against_the_line_by_line_parse():
         except ParseError:
             slow = ("error", None)
         assert fast == slow, repr(text)
+
+
+def _dump_outcome(parse, text):
+    try:
+        return ("ok", parse(text))
+    except ParseError as e:
+        return ("error", str(e))
+
+
+def test_sliced_host_dump_equals_the_line_by_line_split():
+    from fabric_exporter.parsers.rdma import _dump_by_lines
+
+    host = RoceHost.build("gpu-002", "bnxt", nics=3, seed=2)
+    texts = polls(host, 1) + polls(host, 1, mode="rdma") + polls(host, 1, devices=("bnxt_re0", "nope"))
+    for text in texts:
+        assert parse_host_dump(text) == _dump_by_lines(text)
+    # mutated dumps: the same dump or the same error (with its line number) on both paths
+    rng = random.Random(2727)
+    pieces = ["\n", "@@", "@@end", "@@device x mlx5", "@@port x 1 e Ethernet 4: ACTIVE", "@@hw_counters x 1",
+              "a:1", " ", "\r", "\x1f", "@@ethtool e 0", "NIC statistics:", "@@missing y", "@@rdma_link 0"]
+    base = texts[0]
+    for _ in range(2000):
+        cut = rng.randrange(len(base))
+        text = base[:cut] + "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4))) + base[cut:]
+        if rng.random() < 0.3:
+            text = text[:rng.randrange(len(text))]
+        assert _dump_outcome(parse_host_dump, text) == _dump_outcome(_dump_by_lines, text), repr(text[:200])
+    small = ["@@fabric-roce 1 sysfs", "@@device x mlx5", "@@hw_counters x 1", "a:1", "", "@@end", " ", "@@end "]
+    for _ in range(3000):
+        text = "\n".join(rng.choice(small) for _ in range(rng.randrange(1, 7))) + rng.choice(["", "\n"])
+        assert _dump_outcome(parse_host_dump, text) == _dump_outcome(_dump_by_lines, text), repr(text)
