@@ -86,37 +86,6 @@ def _env(exporter: Path) -> dict[str, str]:
 
 # -- InfiniBand: record the collector's tool runs from ibsim, replay them -------------------------
 
-IB_WRAPPER = r"""#!/bin/sh
-# bench_cluster: record (REAL set) or replay one InfiniBand tool's runs, keyed by tool and arguments.
-dir=@DIR@; tool=@TOOL@
-# the discovery cache's path differs per daemon (its work dir): keyed without it
-args=""; prev=""
-for a in "$@"; do case "$prev" in --cache|--load-cache) a=CACHE ;; esac; args="$args $a"; prev=$a; done
-key=$tool.$(printf '%s' "$args" | cksum | cut -d' ' -f1)
-if [ -n "@REAL@" ] && [ -e "$dir/RECORD" ]; then
-  out=$dir/$key.$$; @REAL@ "$@" > "$out.out" 2> "$out.err"; rc=$?; echo $rc > "$out.rc"
-  cat "$out.out"; cat "$out.err" >&2; exit $rc
-fi
-set -- "$dir/$key".*.out
-[ -e "$1" ] || { echo "replay: no recording of $tool$args" >&2; exit 3; }
-n=$(cat "$dir/$key.turn" 2>/dev/null || echo 0); echo $((n + 1)) > "$dir/$key.turn"
-shift $((n % $#)); f=${1%.out}
-cat "$f.out"; cat "$f.err" >&2; exit "$(cat "$f.rc")"
-"""
-
-
-def ib_wrappers(directory: Path) -> dict[str, str]:
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for tool in ("ibqueryerrors", "ibnetdiscover", "perfquery"):
-        real = shutil.which(tool) or ""
-        path = directory / tool
-        path.write_text(IB_WRAPPER.replace("@DIR@", str(directory)).replace("@TOOL@", tool).replace("@REAL@", real))
-        path.chmod(0o755)
-        paths[tool] = str(path)
-    return paths
-
-
 def ib_target(interval: str, timeout: str, tools: dict[str, str], env: dict[str, str]) -> dict:
     return {"name": "ib", "fabric": "ib", "collector": "infiniband", "transport": "local", "interval": interval,
             "timeout": timeout, "options": {"env": env, "tool_paths": tools}}
@@ -127,23 +96,23 @@ def record_ib(tmp: Path, exporter: Path, shape: tuple[int, int, int], polls: int
     options' env the recording ran with (the collector's arguments depend on it: keep it), and the
     fabric's port count. ibsim is stopped on return."""
     from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
+    from fabric_exporter.lab.replay_ib import recording, write_wrappers
 
     rec = tmp / "ib-rec"
-    tools = ib_wrappers(rec)
-    (rec / "RECORD").touch()
+    tools = write_wrappers(rec)
     fabric = IbsimFabric(FatTree(*shape), tmp / "ibsim", sockname=f"bc{os.getpid()}")
     fabric.start(timeout=300)
     env = fabric.env()
     try:
-        d = Daemon(tmp, "ib-record", exporter, {}, [ib_target("10s", "9s", tools, env)])
-        try:
-            d.wait_polls({"infiniband": polls}, 120 + polls * 30)
-            text = d.metrics()
-        finally:
-            d.stop()
+        with recording(rec):
+            d = Daemon(tmp, "ib-record", exporter, {}, [ib_target("10s", "9s", tools, env)])
+            try:
+                d.wait_polls({"infiniband": polls}, 120 + polls * 30)
+                text = d.metrics()
+            finally:
+                d.stop()
     finally:
         fabric.stop()
-        (rec / "RECORD").unlink()
     ports = len(set(re.findall(r'^fabric_ib_port_active_width_lanes\{([^}]*)\}', text, re.M)))
     return tools, env, ports
 
@@ -259,7 +228,8 @@ def main() -> None:
     ap.add_argument("--ib", default="8,32,10", help="ibsim fat tree SPINES,LEAVES,HCAS_PER_LEAF recorded ('' = no IB)")
     ap.add_argument("--interval", type=float, default=30.0)
     ap.add_argument("--polls", type=int, default=10, help="intervals measured after the warm-up round")
-    ap.add_argument("--scrape-every", type=float, default=2.0)
+    ap.add_argument("--scrape-every", type=float, default=2.0,
+                    help="seconds between /metrics scrapes while measuring (0: none, the polls' cost alone)")
     ap.add_argument("--nic-recordings", type=int, default=16)
     ap.add_argument("--snmp-recordings", type=int, default=8)
     ap.add_argument("--exporter", action="append", type=Path,
@@ -352,9 +322,11 @@ def main() -> None:
                 srv0 = [process_cpu(s.pid) for s in servers]
                 scraper = Scraper(d, args.scrape_every)
                 w0 = time.monotonic()
-                scraper.start()
+                if args.scrape_every > 0:
+                    scraper.start()
                 time.sleep(args.interval * args.polls)
-                scraper.stop()
+                if args.scrape_every > 0:
+                    scraper.stop()
                 w1 = time.monotonic()
                 cpu1, tools1 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv1 = [process_cpu(s.pid) for s in servers]
