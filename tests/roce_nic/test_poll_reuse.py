@@ -1,5 +1,5 @@
-"""The per-host poll's cheap path: a port's labels dicts and constant samples kept across polls
-(PortMemo), and the one-pass hw_counters parse. Both must give exactly what the plain path gives."""
+"""The per-host poll's cheap paths: a port's samples sharing labels dicts, the one-pass hw_counters
+parse and the sliced host dump. Each must give exactly what the plain path gives."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric_exporter.collectors.roce_nic import PortMemo, RoceNicOptions, result_from_dump
+from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.errors import ParseError
 from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.parsers.rdma import parse_host_dump, parse_hw_counters
-from fabric_exporter.samples import KeptSample
+from fabric_exporter.samples import Sample
 from fabric_exporter.store import build_snapshot
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "roce_nic"
@@ -27,48 +27,23 @@ def polls(host: RoceHost, n: int, **dump) -> list[str]:
 
 
 @pytest.mark.parametrize("vendor", ["mlx5", "bnxt", "irdma"])
-def test_memo_polls_render_the_same_bytes_as_fresh_ones(vendor):
+def test_shared_labels_render_the_same_bytes_as_one_dict_per_sample(vendor):
     host = RoceHost.build("gpu-007", vendor, nics=4, seed=3)
-    memo = PortMemo()
     previous = None
-    for n, text in enumerate(polls(host, 4)):
-        kept = result_from_dump(parse_host_dump(text), "gpu-007", RoceNicOptions(), memo)
-        fresh = result_from_dump(parse_host_dump(text), "gpu-007", RoceNicOptions())
-        previous = build_snapshot("f", kept.samples, 60, previous=previous)
-        expected = build_snapshot("f", fresh.samples, 60)
-        assert previous.chunks == expected.chunks, f"poll {n}"
-        if n:  # from the second poll on, the render patches values into the kept lines
-            assert previous.lines is not None
+    for n, text in enumerate(polls(host, 3)):
+        result = result_from_dump(parse_host_dump(text), "gpu-007", RoceNicOptions())
+        own = [Sample(s.name, dict(s.labels), s.value) for s in result.samples]
+        previous = build_snapshot("f", result.samples, 60, previous=previous)
+        assert previous.chunks == build_snapshot("f", own, 60).chunks, f"poll {n}"
 
 
-def test_memo_hands_out_the_same_objects_until_they_change():
+def test_a_ports_samples_share_one_dict_per_label_set():
     host = RoceHost.build("gpu-001", nics=2, seed=1)
-    memo = PortMemo()
-    first, second = (result_from_dump(parse_host_dump(t), "gpu-001", RoceNicOptions(), memo) for t in polls(host, 2))
-    info1 = [s for s in first.samples if s.name == "fabric_roce_nic_port_info"]
-    info2 = [s for s in second.samples if s.name == "fabric_roce_nic_port_info"]
-    assert info1 and all(type(s) is KeptSample for s in info1)
-    assert all(a is b for a, b in zip(info1, info2))
-    labels1 = {id(s.labels) for s in first.samples}
-    assert len(labels1) <= len(first.samples) // 8  # one per port and label set (base, driver, priorities)
-    assert [s.labels for s in first.samples] == [s.labels for s in second.samples]
-    assert all(a.labels is b.labels for a, b in zip(first.samples, second.samples))
-    # a port going down: its active sample is a new object with the new value; the others stay
-    host.ports[0].state = "DOWN"
-    third = result_from_dump(parse_host_dump(polls(host, 1)[0]), "gpu-001", RoceNicOptions(), memo)
-    active = {s.labels["device"]: s for s in third.samples if s.name == "fabric_roce_nic_port_active"}
-    old = {s.labels["device"]: s for s in second.samples if s.name == "fabric_roce_nic_port_active"}
-    down = host.ports[0].device
-    assert active[down].value == 0 and active[down] is not old[down]
-    assert all(active[d] is old[d] for d in active if d != down)
-
-
-def test_memo_is_bounded():
-    memo = PortMemo()
-    memo.MAX_PORTS = 3
-    for i in range(10):
-        memo.port(("h", f"mlx5_{i}", 1, "", None), {"device": f"mlx5_{i}"})
-    assert len(memo.ports) <= 3
+    result = result_from_dump(parse_host_dump(polls(host, 1)[0]), "gpu-001", RoceNicOptions())
+    dicts = {id(s.labels): s.labels for s in result.samples}
+    assert len(dicts) <= len(result.samples) // 8  # base, driver and one per priority, per port
+    # every dict stands for one label set: no two equal dicts, none shared across ports
+    assert len({tuple(sorted(d.items())) for d in dicts.values()}) == len(dicts)
 
 
 def _slow(text: str):

@@ -23,7 +23,7 @@ from typing import ClassVar
 from ..errors import CommandError, ParseError
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
-from ..samples import KeptSample, PollResult, Sample
+from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
@@ -327,8 +327,8 @@ class CounterMapper:
         """Samples for ``counters``; names no rule knows are appended to ``unmapped`` if given.
 
         Samples with the same extra labels share one labels dict (``base`` itself when there are
-        none), taken from ``labels_of`` (extra labels -> dict) when given, so a port's dicts can be
-        the same objects poll after poll (the renderer then formats their text once)."""
+        none), kept in ``labels_of`` (extra labels -> dict; the port's, when given): the renderer
+        formats each dict's text once."""
         steps, unknown = self.plan(tuple(counters), family)
         if unmapped is not None:
             unmapped.extend(unknown)
@@ -443,7 +443,6 @@ class RoceNicCollector(Collector):
         super().__init__(ctx)
         if self.options is None:
             self.options = RoceNicOptions()
-        self._memo = PortMemo()
 
     def command(self) -> list[str]:
         o = self.options
@@ -457,8 +456,7 @@ class RoceNicCollector(Collector):
                 raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
         host = self.host.name if self.host else "localhost"
-        memo = self._memo
-        return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options, memo),
+        return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
                                     result.stdout)
 
 
@@ -466,44 +464,12 @@ class RoceNicCollector(Collector):
 # dump -> ports -> samples (pure)
 
 
-class PortMemo:
-    """What a host's ports publish that stays the same poll after poll: each port's labels dicts
-    (the base and one per extra label set) and its info and active samples (KeptSamples while they
-    do not change). Handing the same objects out again lets the snapshot render keep their text
-    (exposition.render_cached): a poll then formats only the counter values. Bounded, since the
-    ports come from the remote side: past ``MAX_PORTS`` it starts over."""
-
-    MAX_PORTS = 4096
-
-    def __init__(self) -> None:
-        self.ports: dict[tuple, tuple[dict[str, str], dict[tuple, dict[str, str]], dict[str, KeptSample]]] = {}
-
-    def port(self, key: tuple, base: dict[str, str]):
-        found = self.ports.get(key)
-        if found is None:
-            if len(self.ports) >= self.MAX_PORTS:
-                self.ports.clear()
-            found = self.ports[key] = (base, {}, {})
-        return found
-
-    @staticmethod
-    def kept(samples: dict[str, KeptSample], name: str, labels: dict[str, str], value: float) -> KeptSample:
-        sample = samples.get(name)
-        if sample is None or sample.value != value or sample.labels is not labels:
-            sample = samples[name] = KeptSample(name, labels, value)
-        return sample
-
-
-def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions,
-                     memo: PortMemo | None = None) -> PollResult:
-    """The catalog samples of one host's parsed dump; raises CommandError when nothing was read.
-
-    ``memo`` (the collector's, kept across polls) makes the samples' labels dicts and constant
-    samples the same objects as last poll's; without it every poll builds them anew."""
+def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
+    """The catalog samples of one host's parsed dump; raises CommandError when nothing was read."""
     problems: list[str] = []
     skipped: list = []  # lines the parsers skipped (skip-and-count rule)
     ports = _ports(dump, options, problems, skipped)
-    result = _samples(ports, host, options, problems, memo if memo is not None else PortMemo())
+    result = _samples(ports, host, options, problems)
     result.skipped = skipped
     return result
 
@@ -582,24 +548,20 @@ def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[P
     return ports
 
 
-def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str],
-             memo: PortMemo) -> PollResult:
+def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str]) -> PollResult:
     samples: list[Sample] = []
     counters_read = 0
     expose = o.expose_unmapped
     for p in ports:
-        netdev = p.netdev or ""
-        base, labels_of, kept = memo.port(
-            (host, p.device, p.port, netdev, p.driver),
-            {"host": host, "device": p.device, "port": str(p.port), "netdev": netdev})
+        # One labels dict per label set of the port, shared by its samples: the snapshot render
+        # formats each dict's text once (704 samples of an 8-NIC host: ~80 dicts, not 704).
+        base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
+        labels_of: dict[tuple, dict[str, str]] = {}
         family = driver_family(p.driver, p.device)
         if p.driver:
-            info = labels_of.get(("driver",))
-            if info is None:
-                info = labels_of[("driver",)] = {**base, "driver": p.driver}
-            samples.append(memo.kept(kept, "fabric_roce_nic_port_info", info, 1))
+            samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
         if p.active is not None:
-            samples.append(memo.kept(kept, "fabric_roce_nic_port_active", base, 1 if p.active else 0))
+            samples.append(Sample("fabric_roce_nic_port_active", base, 1 if p.active else 0))
         for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
                                       ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
             if not table:
