@@ -243,7 +243,8 @@ def main() -> None:
     hosts = args.hosts if args.hosts is not None else round(1250 * args.scale)
     switches = args.switches if args.switches is not None else round(800 * args.scale)
     exporters = [p.resolve() for p in (args.exporter or [ROOT / "exporter"])]
-    sys.path.insert(0, str(exporters[-1]))
+    lab = ROOT / "exporter"  # the replays and recordings come from this checkout, whatever --exporter runs
+    sys.path.insert(0, str(lab))
     from fabric_exporter.lab.replay_ssh import record as record_dumps
     from fabric_exporter.lab.snmp import SimulatedSwitch
     from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
@@ -264,13 +265,13 @@ def main() -> None:
                 (snmp_dir / f"rec{r}" / f"{e}.snmprec").write_text(sw.render())
         ib_tools, ib_env, ib_ports = ({}, {}, 0)
         if args.ib:
-            ib_tools, ib_env, ib_ports = record_ib(tmp, exporters[-1], tuple(int(x) for x in args.ib.split(",")))
+            ib_tools, ib_env, ib_ports = record_ib(tmp, lab, tuple(int(x) for x in args.ib.split(",")))
         # replay servers
         host_key, client_key, authorized = write_key_files(tmp)
         ssh = subprocess.Popen([PY, "-m", "fabric_exporter.lab.replay_ssh", "--dumps", str(tmp / "dumps"),
                                 "--hosts", str(hosts), "--host-key", str(host_key), "--authorized-keys",
                                 str(authorized), "--ports-file", str(tmp / "ports.json")],
-                               env=_env(exporters[-1]), stdin=subprocess.DEVNULL)
+                               env=_env(lab), stdin=subprocess.DEVNULL)
         servers.append(ssh)
         names = [f"sw{i:04d}" for i in range(switches)]
         (tmp / "aliases.json").write_text(json.dumps({n: f"rec{i % args.snmp_recordings}" for i, n in enumerate(names)}))
@@ -278,7 +279,7 @@ def main() -> None:
                                  "--aliases-file", str(tmp / "aliases.json"), "--port-file", str(tmp / "snmp.port"),
                                  "--epoch-seconds", str(args.interval),
                                  "--v3-user", f"{V3_USER}:sha:{V3_AUTH}:aes128:{V3_PRIV}"],
-                                env=_env(exporters[-1]), stdin=subprocess.DEVNULL)
+                                env=_env(lab), stdin=subprocess.DEVNULL)
         servers.append(snmp)
         ports = json.loads(wait_file(tmp / "ports.json", ssh, "SSH replay"))
         snmp_port = int(wait_file(tmp / "snmp.port", snmp, "SNMP replay"))
