@@ -36,6 +36,8 @@ _NETDEV = re.compile(r"[!-~]{1,64}")  # Linux interface names: no whitespace, no
 _LINK = re.compile(r"(?P<dev>[A-Za-z0-9_.\-]{1,64})/(?P<port>[0-9]{1,5})")
 
 PortKey = tuple[str, int]  # (device, port)
+# One hw_counters line as grep -H prints it, for the one-pass path (values under 20 digits fit in a u64).
+_HW_LINE = re.compile(r"^([A-Za-z0-9_.\-]{1,128}):([0-9]{1,20})$", re.M)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,7 +49,16 @@ def parse_hw_counters(text: str, skipped: list[SkippedLine] | None = None) -> di
     """``name:value`` lines (``grep -H . *`` in a hw_counters directory) -> counters."""
     if not isinstance(text, str):
         raise ParseError("hw_counters: expected text")
-    counters: dict[str, int] = {}
+    fast = _HW_LINE.findall(text)
+    if len(fast) == text.count("\n") + (not text.endswith("\n")) - (not text) and fast:
+        # Every line is a plain name:value (the common case, in one pass): the same checks below
+        # would pass; a name listed twice or a value past 64 bits still goes the line-by-line way.
+        counters = dict(fast)
+        if len(counters) == len(fast) and all(len(v) < 20 for v in counters.values()):
+            for name in HW_COUNTER_SETTINGS.intersection(counters):
+                del counters[name]
+            return {name: int(value) for name, value in counters.items()}
+    counters = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -254,43 +265,115 @@ def _status(word: str, where: str) -> int:
     return int(word)
 
 
+_END = ("end", None, 0)  # the @@end line's "section"
+_PORT_NUMBER = re.compile(r"[0-9]{1,5}")
+
+
+def _open_section(dump: HostDump, line: str, where: str) -> tuple | None:
+    """Apply one ``@@`` line to ``dump``: the section it opens (kind, key, exit status), ``_END``,
+    or None for a line that is a fact, not a section (device, missing, port)."""
+    words = line[2:].split(" ")
+    kind, args = words[0], words[1:]
+    if kind == "end" and not args:
+        return _END
+    if kind == "device" and len(args) == 2 and _DEVICE.fullmatch(args[0]) and _NETDEV.fullmatch(args[1]):
+        dump.devices[args[0]] = _optional(args[1])
+    elif kind == "missing" and len(args) == 1 and _NETDEV.fullmatch(args[0]):
+        dump.missing_devices.append(args[0])
+    elif kind == "port" and len(args) >= 5:
+        dev, port, netdev, link_layer = args[:4]
+        state = " ".join(args[4:])
+        if dev not in dump.devices or not _PORT_NUMBER.fullmatch(port) \
+                or not _NETDEV.fullmatch(netdev) or not _NETDEV.fullmatch(link_layer):
+            raise ParseError(f"{where}: bad port line {line[:80]!r}")
+        dump.ports.append(DumpPort(dev, int(port), _optional(netdev), _optional(link_layer),
+                                   None if state == "-" else state))
+    elif kind == "hw_counters" and len(args) == 2 and args[0] in dump.devices and _PORT_NUMBER.fullmatch(args[1]):
+        return ("hw_counters", (args[0], int(args[1])), 0)
+    elif kind == "ethtool" and len(args) == 2 and _NETDEV.fullmatch(args[0]):
+        return ("ethtool", args[0], _status(args[1], where))
+    elif kind in ("rdma_link", "rdma_statistic") and len(args) == 1:
+        return (kind, None, _status(args[0], where))
+    else:
+        raise ParseError(f"{where}: unknown section {line[:60]!r}")
+    return None
+
+
+def _close_section(dump: HostDump, target: tuple, content: str) -> None:
+    kind, key, status = target
+    if kind == "hw_counters":
+        dump.hw_counters[key] = content
+    elif kind == "ethtool":
+        dump.ethtool[key] = CommandOutput(status, content)
+    elif kind == "rdma_link":
+        dump.rdma_link = CommandOutput(status, content)
+    elif kind == "rdma_statistic":
+        dump.rdma_statistic = CommandOutput(status, content)
+
+
+def _header(first: str) -> HostDump:
+    head = first.split()
+    if len(head) != 3 or head[0] != f"@@{DUMP_MAGIC}" or head[2] not in ("sysfs", "rdma"):
+        raise ParseError(f"roce dump: bad header {first[:60]!r}")
+    if head[1] != DUMP_VERSION:
+        raise ParseError(f"roce dump: version {head[1][:10]!r}, expected {DUMP_VERSION}")
+    return HostDump(mode=head[2])
+
+
+_MARKER = re.compile(r"^@@[^\n]*", re.M)
+# Line breaks str.splitlines() knows besides "\n": a dump holding one takes the line-by-line path.
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 @parser_entry
 def parse_host_dump(text: str) -> HostDump:
     """Split the collector's remote output into its sections (see collectors/roce_nic.py's script).
 
     The dump must begin with ``@@fabric-roce 1 MODE`` and end with ``@@end``: output cut short (a
     session killed mid-way) is a ParseError, never a partial table read as complete.
-    """
+
+    A well-formed dump is cut at its ``@@`` lines in one pass, each section's body a slice of the
+    text; anything else (and any error) goes line by line, which names the line at fault."""
     if not isinstance(text, str):
         raise ParseError("roce dump: expected text")
+    if text.startswith("@@") and not _OTHER_BREAKS.search(text):
+        try:
+            dump = _sliced_dump(text)
+        except ParseError:
+            dump = None
+        if dump is not None:
+            return dump
+    return _dump_by_lines(text)
+
+
+def _sliced_dump(text: str) -> HostDump | None:
+    """The one-pass path: None (or ParseError) when the dump is not well formed."""
+    markers = _MARKER.finditer(text)
+    first = next(markers)
+    dump = _header(first.group())
+    target: tuple | None = None
+    body_start = first.end() + 1
+    for m in markers:
+        if target is not None:
+            _close_section(dump, target, text[body_start:m.start()])
+        elif m.start() > body_start:
+            return None  # text outside a section
+        target = _open_section(dump, m.group(), "roce dump")
+        if target is _END:
+            return dump if not text[m.end():].strip() else None
+        body_start = m.end() + 1
+    return None  # no @@end
+
+
+def _dump_by_lines(text: str) -> HostDump:
     lines = text.splitlines()
     if not lines or not lines[0].startswith("@@"):
         raise ParseError("roce dump: output does not start with the @@fabric-roce header "
                          f"(got {lines[0][:60]!r})" if lines else "roce dump: empty output")
-    head = lines[0].split()
-    if len(head) != 3 or head[0] != f"@@{DUMP_MAGIC}" or head[2] not in ("sysfs", "rdma"):
-        raise ParseError(f"roce dump: bad header {lines[0][:60]!r}")
-    if head[1] != DUMP_VERSION:
-        raise ParseError(f"roce dump: version {head[1][:10]!r}, expected {DUMP_VERSION}")
-    dump = HostDump(mode=head[2])
-    body: list[str] | None = None
+    dump = _header(lines[0])
+    body: list[str] = []
     target: tuple | None = None  # where the current section's body goes
     ended = False
-
-    def close_section() -> None:
-        if target is None:
-            return
-        kind, key, status = target
-        content = "\n".join(body) + ("\n" if body else "")
-        if kind == "hw_counters":
-            dump.hw_counters[key] = content
-        elif kind == "ethtool":
-            dump.ethtool[key] = CommandOutput(status, content)
-        elif kind == "rdma_link":
-            dump.rdma_link = CommandOutput(status, content)
-        elif kind == "rdma_statistic":
-            dump.rdma_statistic = CommandOutput(status, content)
-
     for n, line in enumerate(lines[1:], 2):
         if ended:
             if line.strip():
@@ -301,35 +384,14 @@ def parse_host_dump(text: str) -> HostDump:
                 raise ParseError(f"roce dump line {n}: text outside a section: {line[:60]!r}")
             body.append(line)
             continue
-        close_section()
-        target, body = None, []
-        words = line[2:].split(" ")
-        kind, args = words[0], words[1:]
-        where = f"roce dump line {n}"
-        if kind == "end" and not args:
-            ended = True
-        elif kind == "device" and len(args) == 2 and _DEVICE.fullmatch(args[0]) and _NETDEV.fullmatch(args[1]):
-            dump.devices[args[0]] = _optional(args[1])
-        elif kind == "missing" and len(args) == 1 and _NETDEV.fullmatch(args[0]):
-            dump.missing_devices.append(args[0])
-        elif kind == "port" and len(args) >= 5:
-            dev, port, netdev, link_layer = args[:4]
-            state = " ".join(args[4:])
-            if dev not in dump.devices or not re.fullmatch(r"[0-9]{1,5}", port) \
-                    or not _NETDEV.fullmatch(netdev) or not _NETDEV.fullmatch(link_layer):
-                raise ParseError(f"{where}: bad port line {line[:80]!r}")
-            dump.ports.append(DumpPort(dev, int(port), _optional(netdev), _optional(link_layer),
-                                       None if state == "-" else state))
-        elif kind == "hw_counters" and len(args) == 2 and args[0] in dump.devices \
-                and re.fullmatch(r"[0-9]{1,5}", args[1]):
-            target = ("hw_counters", (args[0], int(args[1])), 0)
-        elif kind == "ethtool" and len(args) == 2 and _NETDEV.fullmatch(args[0]):
-            target = ("ethtool", args[0], _status(args[1], where))
-        elif kind in ("rdma_link", "rdma_statistic") and len(args) == 1:
-            target = (kind, None, _status(args[0], where))
-        else:
-            raise ParseError(f"{where}: unknown section {line[:60]!r}")
-    close_section()
+        if target is not None:
+            _close_section(dump, target, "\n".join(body) + ("\n" if body else ""))
+        body = []
+        target = _open_section(dump, line, f"roce dump line {n}")
+        if target is _END:
+            ended, target = True, None
+    if target is not None:
+        _close_section(dump, target, "\n".join(body) + ("\n" if body else ""))
     if not ended:
         raise ParseError("roce dump: output ends before @@end (cut short)")
     return dump

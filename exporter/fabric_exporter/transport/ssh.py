@@ -21,6 +21,14 @@ from ..config_model import SSHCredential
 from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLargeError, PollTimeoutError
 from .base import CommandResult, OutputLimit
 
+# Ciphers in the order offered: asyncssh's defaults with AES-GCM first. AES-GCM runs on the CPU's
+# AES instructions; chacha20-poly1305 (asyncssh's first) costs twice the CPU per NIC dump (33 KB:
+# 1.6 vs 0.8 ms for both ends of one exec, measured here). The others stay offered, so a server
+# without AES-GCM still connects.
+PREFERRED_CIPHERS = tuple(sorted(
+    (alg.decode() for alg in asyncssh.encryption.get_default_encryption_algs()),
+    key=lambda alg: (not alg.startswith(("aes128-gcm", "aes256-gcm")), alg.startswith("aes256"))))
+
 log = logging.getLogger("fabric_exporter.ssh")
 
 
@@ -90,6 +98,7 @@ class SSHConnection:
             # The login shell's rc files must not matter: commands are exec'd, not sourced.
             request_pty=False,
             config=None,
+            encryption_algs=PREFERRED_CIPHERS,
         )
         try:
             conn, _ = await asyncssh.create_connection(

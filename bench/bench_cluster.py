@@ -1,0 +1,393 @@
+"""A 10,000-GPU cluster on one daemon, against replay targets cheap enough to measure the daemon.
+
+    PYTHONPATH=exporter:bench python bench/bench_cluster.py [--scale 1.0] [--polls 10] [--interval 30]
+        [--exporter PATH ...]   # several: each checkout's daemon in turn, same targets, same run
+
+At ``--scale 1``: 1,250 GPU hosts x 8 RoCE NICs over SSH, 800 switches x 64 ports over SNMP (half
+SNMPv2c, half SNMPv3 authPriv SHA/AES-128: ``--v3-share``), and one InfiniBand fabric, all polled
+every ``--interval`` seconds by ONE daemon (``fabric-exporter run``, a subprocess) for ``--polls``
+intervals after a warm-up round.
+
+The targets are replays, so the machine's cores go to the daemon, not to simulators:
+- SSH: ``lab.replay_ssh`` (one asyncssh server process, one port per host) answering dumps the lab's
+  host model recorded (``--nic-recordings`` hosts x 4 epochs; host i replays recording i mod N);
+- SNMP: ``lab.replay_snmp`` (one UDP agent process) answering walks recorded from the lab's
+  switch model (IF-MIB + IEEE8021-PFC-MIB, ~1,300 varbinds a switch; ``--snmp-recordings`` x 2 epochs);
+- InfiniBand: the collector's own tool runs, recorded from a live ibsim fabric (``--ib``, default
+  the 40-switch / 320-HCA fat tree, 1,760 ports) through wrapper scripts given as its
+  ``tool_paths``, then answered by the same wrappers from the recordings (ibsim stopped). ibsim on
+  this machine cannot hold a ~40k-port fabric: that size is extrapolated from the per-port cost.
+Each replay's own CPU is printed beside the daemon's.
+
+Per daemon (``--exporter`` checkout): CPU in cores (user + system; the tool processes it runs
+apart), RSS and peak RSS, polls completed vs due and polls that failed by reason (``timeout`` = a
+missed deadline), and /metrics latency p50/p99 while polls land, gzip and plain (a scraper thread
+alternating both every ``--scrape-every`` s), with the body sizes. Figures only, no pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from cputime import CLK_TCK, process_cpu
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+PY = sys.executable
+V3_USER, V3_AUTH, V3_PRIV = "bench", "bench-auth-pass", "bench-priv-pass"
+
+
+def children_cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / CLK_TCK
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_file(path: Path, proc: subprocess.Popen, what: str, timeout: float = 600) -> str:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > end:
+            raise SystemExit(f"{what} did not start")
+        time.sleep(0.2)
+    return path.read_text()
+
+
+def _env(exporter: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(exporter)}
+
+
+# -- InfiniBand: record the collector's tool runs from ibsim, replay them -------------------------
+
+def ib_target(interval: str, timeout: str, tools: dict[str, str], env: dict[str, str]) -> dict:
+    return {"name": "ib", "fabric": "ib", "collector": "infiniband", "transport": "local", "interval": interval,
+            "timeout": timeout, "options": {"env": env, "tool_paths": tools}}
+
+
+def record_ib(tmp: Path, exporter: Path, shape: tuple[int, int, int], polls: int = 4) -> tuple[dict, dict, int]:
+    """Tool wrappers that replay the collector's runs recorded here from a live ibsim fabric, the
+    options' env the recording ran with (the collector's arguments depend on it: keep it), and the
+    fabric's port count. ibsim is stopped on return."""
+    from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
+    from fabric_exporter.lab.replay_ib import recording, write_wrappers
+
+    rec = tmp / "ib-rec"
+    tools = write_wrappers(rec)
+    fabric = IbsimFabric(FatTree(*shape), tmp / "ibsim", sockname=f"bc{os.getpid()}")
+    fabric.start(timeout=300)
+    env = fabric.env()
+    try:
+        with recording(rec):
+            d = Daemon(tmp, "ib-record", exporter, {}, [ib_target("10s", "9s", tools, env)])
+            try:
+                d.wait_polls({"infiniband": polls}, 120 + polls * 30)
+                text = d.metrics()
+            finally:
+                d.stop()
+    finally:
+        fabric.stop()
+    ports = len(set(re.findall(r'^fabric_ib_port_active_width_lanes\{([^}]*)\}', text, re.M)))
+    return tools, env, ports
+
+
+# -- the daemon -----------------------------------------------------------------------------------
+
+class Daemon:
+    def __init__(self, tmp: Path, name: str, exporter: Path, creds: dict, targets: list[dict]):
+        config = tmp / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({
+            "limits": {"max_concurrent_polls": 256, "per_transport": {"ssh": 128, "snmp": 128, "local": 8}},
+            "credentials": creds, "targets": targets}))
+        self.port = free_port()
+        self.log = open(tmp / f"{name}.log", "wb")
+        self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
+                                      "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", "error"],
+                                     env=_env(exporter), cwd=tmp, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def get(self, gz: bool, timeout: float = 60) -> tuple[float, int, bytes]:
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/metrics",
+                                     headers={"Accept-Encoding": "gzip"} if gz else {})
+        t = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            body = r.read()
+        return time.perf_counter() - t, len(body), body
+
+    def metrics(self) -> str:
+        return self.get(False)[2].decode()
+
+    def counts(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(polls per collector, failed polls by "collector/reason")."""
+        polls: dict[str, float] = {}
+        failed: dict[str, float] = {}
+        for line in self.metrics().splitlines():
+            m = re.match(r'fabric_polls_total\{collector="([^"]+)".*\} (\S+)$', line)
+            if m:
+                polls[m[1]] = polls.get(m[1], 0.0) + float(m[2])
+            m = re.match(r'fabric_poll_errors_total\{collector="([^"]+)".*reason="(\w+)"\} (\S+)$', line)
+            if m and m[2] != "partial" and float(m[3]):
+                failed[f"{m[1]}/{m[2]}"] = failed.get(f"{m[1]}/{m[2]}", 0.0) + float(m[3])
+        return polls, failed
+
+    def wait_polls(self, want: dict[str, float], timeout: float) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"daemon exited: {Path(self.log.name).read_text()[-2000:]}")
+            try:
+                polls = self.counts()[0]
+                if all(polls.get(c, 0) >= n for c, n in want.items()):
+                    return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise SystemExit(f"fewer polls than {want} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+
+
+class Scraper(threading.Thread):
+    """Scrapes /metrics every ``every`` s, alternating gzip and plain, until stopped."""
+
+    def __init__(self, daemon: Daemon, every: float):
+        super().__init__(daemon=True)
+        self.d, self.every = daemon, every
+        self.times: dict[str, list[float]] = {"gzip": [], "plain": []}
+        self.sizes: dict[str, list[int]] = {"gzip": [], "plain": []}
+        self.failures = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        gz = True
+        while not self._halt.wait(self.every):
+            try:
+                seconds, size, body = self.d.get(gz)
+                if gz:
+                    gzip.decompress(body)  # a whole, valid stream
+                kind = "gzip" if gz else "plain"
+                self.times[kind].append(seconds)
+                self.sizes[kind].append(size)
+            except Exception:  # noqa: BLE001 - counted: a scrape that failed or timed out
+                self.failures += 1
+            gz = not gz
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(120)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the 10k-GPU cluster's hosts and switches")
+    ap.add_argument("--hosts", type=int, help="GPU hosts (default 1250 x scale)")
+    ap.add_argument("--switches", type=int, help="SNMP switches (default 800 x scale)")
+    ap.add_argument("--v3-share", type=float, default=0.5, help="share of switches polled over SNMPv3 authPriv")
+    ap.add_argument("--ib", default="8,32,10", help="ibsim fat tree SPINES,LEAVES,HCAS_PER_LEAF recorded ('' = no IB)")
+    ap.add_argument("--interval", type=float, default=30.0)
+    ap.add_argument("--polls", type=int, default=10, help="intervals measured after the warm-up round")
+    ap.add_argument("--scrape-every", type=float, default=2.0,
+                    help="seconds between /metrics scrapes while measuring (0: none, the polls' cost alone)")
+    ap.add_argument("--nic-recordings", type=int, default=16)
+    ap.add_argument("--snmp-recordings", type=int, default=8)
+    ap.add_argument("--exporter", action="append", type=Path,
+                    help="an exporter/ directory to run the daemon from (repeatable: each in turn, "
+                         "same targets; default this checkout's)")
+    ap.add_argument("--only", choices=("roce_nic", "snmp_switch", "infiniband"),
+                    help="poll only this collector's targets (its cost alone)")
+    ap.add_argument("--keep", action="store_true", help="keep the work dir (recordings, configs, daemon logs)")
+    ap.add_argument("--json", type=Path, help="write the results here too")
+    args = ap.parse_args()
+    hosts = args.hosts if args.hosts is not None else round(1250 * args.scale)
+    switches = args.switches if args.switches is not None else round(800 * args.scale)
+    exporters = [p.resolve() for p in (args.exporter or [ROOT / "exporter"])]
+    lab = ROOT / "exporter"  # the replays and recordings come from this checkout, whatever --exporter runs
+    sys.path.insert(0, str(lab))
+    from fabric_exporter.lab.replay_ssh import record as record_dumps
+    from fabric_exporter.lab.snmp import SimulatedSwitch
+    from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    servers: list[subprocess.Popen] = []
+    results = []
+    try:
+        t0 = time.monotonic()
+        # recordings
+        record_dumps(tmp / "dumps", recordings=args.nic_recordings, epochs=4, interval=args.interval)
+        snmp_dir = tmp / "walks"
+        for r in range(args.snmp_recordings):
+            sw = SimulatedSwitch(f"rec{r}", "ieee", ports=64, seed=r + 1)
+            (snmp_dir / f"rec{r}").mkdir(parents=True, exist_ok=True)
+            for e in range(2):
+                sw.advance(int(args.interval))
+                (snmp_dir / f"rec{r}" / f"{e}.snmprec").write_text(sw.render())
+        ib_tools, ib_env, ib_ports = ({}, {}, 0)
+        if args.ib:
+            ib_tools, ib_env, ib_ports = record_ib(tmp, lab, tuple(int(x) for x in args.ib.split(",")))
+        # replay servers
+        host_key, client_key, authorized = write_key_files(tmp)
+        ssh = subprocess.Popen([PY, "-m", "fabric_exporter.lab.replay_ssh", "--dumps", str(tmp / "dumps"),
+                                "--hosts", str(hosts), "--host-key", str(host_key), "--authorized-keys",
+                                str(authorized), "--ports-file", str(tmp / "ports.json")],
+                               env=_env(lab), stdin=subprocess.DEVNULL)
+        servers.append(ssh)
+        names = [f"sw{i:04d}" for i in range(switches)]
+        (tmp / "aliases.json").write_text(json.dumps({n: f"rec{i % args.snmp_recordings}" for i, n in enumerate(names)}))
+        snmp = subprocess.Popen([PY, "-m", "fabric_exporter.lab.replay_snmp", "--snmprec-dir", str(snmp_dir),
+                                 "--aliases-file", str(tmp / "aliases.json"), "--port-file", str(tmp / "snmp.port"),
+                                 "--epoch-seconds", str(args.interval),
+                                 "--v3-user", f"{V3_USER}:sha:{V3_AUTH}:aes128:{V3_PRIV}"],
+                                env=_env(lab), stdin=subprocess.DEVNULL)
+        servers.append(snmp)
+        ports = json.loads(wait_file(tmp / "ports.json", ssh, "SSH replay"))
+        snmp_port = int(wait_file(tmp / "snmp.port", snmp, "SNMP replay"))
+        (tmp / "known_hosts").write_text(known_hosts_lines(host_key, ports.values()))
+        interval, timeout = f"{args.interval:g}s", f"{args.interval * 0.9:g}s"
+        creds = {"ssh": {"type": "ssh", "username": "bench", "private_key_file": str(client_key),
+                         "known_hosts_file": str(tmp / "known_hosts"), "connect_timeout": "20s"},
+                 "v3": {"type": "snmp", "version": "3", "username": V3_USER, "auth_protocol": "sha",
+                        "auth_password": V3_AUTH, "priv_protocol": "aes128", "priv_password": V3_PRIV}}
+        targets = [{"name": "gpus", "fabric": "roce", "collector": "roce_nic", "transport": "ssh",
+                    "credentials": "ssh", "interval": interval, "timeout": timeout,
+                    "hosts": [{"name": h, "address": "127.0.0.1", "port": p} for h, p in ports.items()]}]
+        v3_count = round(switches * args.v3_share)
+        for i, name in enumerate(names):
+            if i < v3_count:  # SNMPv3: one engine answers every switch, the context names it
+                creds[f"v3-{name}"] = {**creds["v3"], "context": name}
+            else:
+                creds[f"c-{name}"] = {"type": "snmp", "version": "2c", "community": name}
+            targets.append({"name": f"sw-{name}", "fabric": "roce", "collector": "snmp_switch", "transport": "snmp",
+                            "credentials": f"v3-{name}" if i < v3_count else f"c-{name}", "interval": interval,
+                            "timeout": timeout, "hosts": [{"name": name, "address": "127.0.0.1", "port": snmp_port}],
+                            "options": {"modules": ["if_mib", "ieee8021_pfc"]}})
+        if ib_tools:
+            targets.append(ib_target(interval, timeout, ib_tools, ib_env))
+        want = {"roce_nic": hosts, "snmp_switch": switches, **({"infiniband": 1} if ib_tools else {})}
+        if args.only:
+            targets = [t for t in targets if t["collector"] == args.only]
+            want = {args.only: want[args.only]}
+        print(f"recorded and replays up in {time.monotonic() - t0:.0f} s: {hosts} SSH hosts x 8 NICs, {switches} "
+              f"SNMP switches x 64 ports ({v3_count} SNMPv3 authPriv), IB fabric of {ib_ports} ports "
+              f"({args.ib or 'none'}); interval {interval}, {args.polls} polls measured", flush=True)
+
+        for run, exporter in enumerate(exporters):
+            d = Daemon(tmp, f"daemon{run}", exporter, creds, targets)
+            try:
+                started = time.monotonic()
+                d.wait_polls(want, 120 + 3 * args.interval + hosts / 20 + switches / 20)
+                warm = time.monotonic() - started
+                polls0, failed0 = d.counts()
+                cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
+                srv0 = [process_cpu(s.pid) for s in servers]
+                scraper = Scraper(d, args.scrape_every)
+                w0 = time.monotonic()
+                if args.scrape_every > 0:
+                    scraper.start()
+                time.sleep(args.interval * args.polls)
+                if args.scrape_every > 0:
+                    scraper.stop()
+                w1 = time.monotonic()
+                cpu1, tools1 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
+                srv1 = [process_cpu(s.pid) for s in servers]
+                rss, hwm = rss_mib(d.proc.pid)
+                polls1, failed1 = d.counts()
+                samples = sum(1 for line in d.metrics().splitlines() if line and not line.startswith("#"))
+            finally:
+                d.stop()
+            wall = w1 - w0
+            done = {c: polls1.get(c, 0) - polls0.get(c, 0) for c in want}
+            due = {c: n * wall / args.interval for c, n in want.items()}
+            failed = {k: v - failed0.get(k, 0.0) for k, v in failed1.items() if v - failed0.get(k, 0.0)}
+            row = {
+                "exporter": str(exporter), "wall_s": round(wall, 1), "warm_up_s": round(warm, 1),
+                "daemon_cores": round((cpu1 - cpu0) / wall, 3), "tools_cores": round((tools1 - tools0) / wall, 3),
+                "rss_mib": round(rss), "peak_rss_mib": round(hwm), "samples": samples,
+                "polls_done": {c: int(v) for c, v in done.items()}, "polls_due": {c: round(v) for c, v in due.items()},
+                "failed_by_reason": failed,
+                "metrics_p50_s": {k: round(pct(v, 0.5), 3) for k, v in scraper.times.items()},
+                "metrics_p99_s": {k: round(pct(v, 0.99), 3) for k, v in scraper.times.items()},
+                "metrics_max_s": {k: round(max(v), 3) if v else None for k, v in scraper.times.items()},
+                "scrapes": {k: len(v) for k, v in scraper.times.items()}, "scrape_failures": scraper.failures,
+                "body_mb": {k: round(statistics.median(v) / 1e6, 2) if v else None for k, v in scraper.sizes.items()},
+                "replay_cores": {name: round((b - a) / wall, 3) for name, a, b in zip(("ssh", "snmp"), srv0, srv1)},
+                # with --only: the daemon's CPU per poll of one target of that collector
+                "daemon_cpu_ms_per_poll": {c: round((cpu1 - cpu0) / v * 1e3, 2) for c, v in done.items() if v}
+                if len(done) == 1 else None,
+            }
+            results.append(row)
+            print(json.dumps(row, indent=1), flush=True)
+    finally:
+        for s in servers:
+            if s.poll() is None:
+                s.terminate()
+                try:
+                    s.wait(10)
+                except subprocess.TimeoutExpired:
+                    s.kill()
+        if args.keep:
+            print(f"work dir kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\n{hosts} hosts x 8 NICs (SSH), {switches} switches x 64 ports (SNMP, {args.v3_share:.0%} v3), "
+          f"IB {ib_ports} ports, {args.interval:g} s interval, {args.polls} polls:")
+    for row in results:
+        print(f"  {row['exporter']}: daemon {row['daemon_cores']:.3f} cores (+ tools {row['tools_cores']:.3f}), "
+              f"RSS {row['rss_mib']} MiB (peak {row['peak_rss_mib']}), polls {row['polls_done']} of "
+              f"{row['polls_due']} due, failed {row['failed_by_reason'] or 'none'}; /metrics p50/p99 gzip "
+              f"{row['metrics_p50_s']['gzip']}/{row['metrics_p99_s']['gzip']} s, plain "
+              f"{row['metrics_p50_s']['plain']}/{row['metrics_p99_s']['plain']} s ({row['body_mb']} MB); "
+              f"replays {row['replay_cores']} cores")
+    if len(results) > 1:
+        base = results[0]["daemon_cores"]
+        for row in results[1:]:
+            print(f"  daemon CPU {row['exporter']} / {results[0]['exporter']}: {row['daemon_cores'] / base:.2f}x")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average at the end {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
