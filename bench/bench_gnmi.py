@@ -10,8 +10,9 @@ switches streaming to the collector.
      field in the blob. Baseline in the same run: ``json.loads`` of the same bytes alone.
    * OpenConfig: the lab target's Cumulus notifications for ``--ports`` ports (one notification per
      keyed container, one typed leaf per update). Measured: ``SubscribeResponse.FromString``,
-     ``OcState.apply`` (path -> record) and ``oc_samples``; per value = per leaf. Baseline: the
-     protobuf parse alone.
+     ``OcState.apply_notification`` (path -> value) and ``OcEmit.samples``; per value = per leaf.
+     Two samples of the switch (counters moved between them) are decoded in turn, so a sample kept
+     while its value did not move is not what is measured. Baseline: the protobuf parse alone.
 3. Scrapes (``--scrape-p99`` with ``--switches N``): the real daemon with the N switches as
    gnmi_switch targets, /metrics scraped ``--scrapes`` times on one kept-alive connection; p50/p99
    wall time with the N streams updating every second (mode stream, polled every 2 s) against the
@@ -97,26 +98,33 @@ def bench_sonic(ports: int, repeat: int) -> dict:
 def bench_openconfig(ports: int, repeat: int) -> dict:
     from gnmi_pb import gnmi_pb2 as g
 
-    from fabric_exporter.collectors.gnmi_switch import DIALECTS, OcState, oc_samples, to_path
+    from fabric_exporter.collectors.gnmi_switch import DIALECTS, OcEmit, OcShapes, OcState, to_path
     from fabric_exporter.lab.gnmi_target import GnmiTarget
     from fabric_exporter.lab.snmp import SimulatedSwitch
 
     sw = SimulatedSwitch("leaf1", "sonic", ports=ports, queues=8, seed=1)
     target = GnmiTarget(sw, "cumulus")
-    wire, leaves = [], 0
-    for xpath in [gp.xpath for gp in DIALECTS["cumulus"].paths.values()]:
-        for n in target._notifications(g, "", to_path(g, xpath), 1):
-            leaves += len(n.update)
-            wire.append(g.SubscribeResponse(update=n).SerializeToString())
+    wires = []  # two samples of the switch, its counters moved between them, decoded in turn
+    for ts in (1, 2):
+        wire, leaves = [], 0
+        for xpath in [gp.xpath for gp in DIALECTS["cumulus"].paths.values()]:
+            for n in target._notifications(g, "", to_path(g, xpath), ts):
+                leaves += len(n.update)
+                wire.append(g.SubscribeResponse(update=n).SerializeToString())
+        wires.append(wire)
+        sw.advance()
+    turn = [0]
 
-    shapes: dict = {}  # the collector keeps what each path is across polls
+    emit = OcEmit(DIALECTS["cumulus"], "leaf1", lambda _: True)
+    shapes = OcShapes(emit.compile)  # the collector keeps what each path is across polls
 
     def decode() -> int:
         state = OcState(shapes)
-        for raw in wire:
+        turn[0] += 1
+        for raw in wires[turn[0] % 2]:
             r = g.SubscribeResponse.FromString(raw)
             state.apply_notification(r.update.prefix, r.update.update, [])
-        return len(oc_samples(DIALECTS["cumulus"], list(state.leaves.values()), "leaf1", lambda _: True))
+        return len(emit.samples(state))
 
     def baseline() -> int:
         return sum(len(g.SubscribeResponse.FromString(raw).update.update) for raw in wire)
