@@ -964,14 +964,27 @@ class GnmiSwitchCollector(Collector):
         call = stub.Subscribe(metadata=self._metadata())
         watchdog = WATCHDOG_INTERVALS * self.sample_interval if self._sampled() else None
         self.updates = 0
+        # The watchdog is one timer, moved on lazily: it fires at the deadline it was last set to and
+        # then looks at when the last update came (an asyncio.wait_for per read cost a task per
+        # notification, a third of the stream's own CPU). A stall cancels the call, which ends the read.
+        stalled = False
+        timer: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal stalled, timer
+            if loop.time() - self.last_update >= watchdog:
+                stalled = True
+                call.cancel()
+            else:
+                timer = loop.call_at(self.last_update + watchdog, check)
+
+        self.last_update = loop.time()
+        if watchdog is not None:
+            timer = loop.call_at(self.last_update + watchdog, check)
         try:
             await call.write(self._request(target, paths, "stream"))
             while True:
-                try:
-                    response = await asyncio.wait_for(call.read(), timeout=watchdog)
-                except TimeoutError:
-                    raise PollTimeoutError(f"{self.where}: gNMI stream stalled: no update in "
-                                           f"{WATCHDOG_INTERVALS} x {self.sample_interval:g}s; resubscribing") from None
+                response = await call.read()
                 if response is grpc.aio.EOF:
                     raise ConnectError(f"{self.where}: gNMI stream ended by the target")
                 self.last_update = loop.time()
@@ -989,9 +1002,17 @@ class GnmiSwitchCollector(Collector):
                     if len(skipped) and len(self._skipped) < 1000:
                         self._skipped.extend(skipped)
                     skipped.clear()
-        except grpc.aio.AioRpcError as e:
+        except (asyncio.CancelledError, grpc.aio.AioRpcError) as e:
+            task = asyncio.current_task()
+            if stalled and not (task is not None and task.cancelling()):
+                raise PollTimeoutError(f"{self.where}: gNMI stream stalled: no update in "
+                                       f"{WATCHDOG_INTERVALS} x {self.sample_interval:g}s; resubscribing") from None
+            if isinstance(e, asyncio.CancelledError):
+                raise
             raise self._status_error(e) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             call.cancel()
 
     async def close(self) -> None:
