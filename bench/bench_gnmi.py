@@ -16,8 +16,9 @@ switches streaming to the collector.
 3. Scrapes (``--scrape-p99`` with ``--switches N``): the real daemon with the N switches as
    gnmi_switch targets, /metrics scraped ``--scrapes`` times on one kept-alive connection; p50/p99
    wall time with the N streams updating every second (mode stream, polled every 2 s) against the
-   same daemon and targets read once and then quiet (mode poll, interval 600 s) and polled with
-   Subscribe ONCE every 2 s (mode poll) -- the baselines.
+   baseline of the same run: the same daemon, targets and series read once and then quiet (mode
+   poll, interval 600 s). ``--scrape-runs`` rounds of both, alternated (the machine's load drifts);
+   the p99s of every run, their min and median, and the streaming / quiet ratios.
 2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (cumulus dialect, in a child process,
    whose CPU is not counted) each streaming ``--ports`` ports every ``--sample-interval`` to
    gnmi_switch collectors in stream mode, polled by the Scheduler into the store as the daemon does;
@@ -284,22 +285,33 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
         log.close()
 
 
-def bench_scrapes(switches: int, ports: int, scrapes: int) -> dict:
+def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
+    """``runs`` rounds, each: the daemon with the targets read once and then quiet (the baseline:
+    the same series, nothing updating), then the daemon with the targets streaming. The targets
+    serve both the same way; only the collector's mode differs. p99s by run, their min and median."""
     proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
                             stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
+    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": []}
     try:
         word, _, listed = proc.stdout.readline().strip().partition(" ")
         assert word == "ready", word
         target_ports = [int(x) for x in listed.split(",")]
-        quiet = _scrape_run(target_ports, "poll", scrapes, settle=2.0, interval="600s")
-        polled = _scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="2s")
-        streaming = _scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s")
+        for _ in range(runs):
+            by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s"))
+            by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s"))
     finally:
         proc.terminate()
         proc.wait(10)
-    return {"quiet": quiet, "poll_every_2s": polled, "streaming": streaming,
-            "p99_ratio_to_quiet": streaming["p99_ms"] / quiet["p99_ms"],
-            "p99_ratio_to_poll_every_2s": streaming["p99_ms"] / polled["p99_ms"]}
+    out: dict = {"switches": switches, "ports": ports, "runs": runs}
+    for mode, rs in by_mode.items():
+        p99 = [r["p99_ms"] for r in rs]
+        out[mode] = {"p99_ms_by_run": [round(x, 2) for x in p99], "p99_ms_min": min(p99),
+                     "p99_ms_median": statistics.median(p99),
+                     "p50_ms_median": statistics.median(r["p50_ms"] for r in rs), "bytes_gzip": rs[-1]["bytes_gzip"]}
+    out["p99_ratio_median"] = out["streaming"]["p99_ms_median"] / out["quiet"]["p99_ms_median"]
+    out["p99_ratio_min"] = out["streaming"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
+    out["p50_ratio_median"] = out["streaming"]["p50_ms_median"] / out["quiet"]["p50_ms_median"]
+    return out
 
 
 def main() -> None:
@@ -311,12 +323,13 @@ def main() -> None:
     ap.add_argument("--sample-interval", type=float, default=1.0)
     ap.add_argument("--scrape-p99", action="store_true")
     ap.add_argument("--scrapes", type=int, default=300)
+    ap.add_argument("--scrape-runs", type=int, default=5)
     args = ap.parse_args()
     out = {"sonic": bench_sonic(args.ports, args.repeat), "openconfig": bench_openconfig(args.ports, args.repeat)}
     if args.switches and args.seconds > 0:
         out["streaming"] = bench_streaming(args.switches, args.ports, args.seconds, args.sample_interval)
     if args.switches and args.scrape_p99:
-        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes)
+        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes, args.scrape_runs)
     print(json.dumps(out, indent=2))
     ok = out["sonic"]["us_per_value"] <= 1.0 and out["openconfig"]["us_per_value"] <= 3.0
     print(f"SONiC {out['sonic']['us_per_value']:.2f} us/value (budget 1), "
