@@ -10,13 +10,15 @@ switches streaming to the collector.
      field in the blob. Baseline in the same run: ``json.loads`` of the same bytes alone.
    * OpenConfig: the lab target's Cumulus notifications for ``--ports`` ports (one notification per
      keyed container, one typed leaf per update). Measured: ``SubscribeResponse.FromString``,
-     ``OcState.apply`` (path -> record) and ``oc_samples``; per value = per leaf. Baseline: the
-     protobuf parse alone.
+     ``OcState.apply_notification`` (path -> value) and ``OcEmit.samples``; per value = per leaf.
+     Two samples of the switch (counters moved between them) are decoded in turn, so a sample kept
+     while its value did not move is not what is measured. Baseline: the protobuf parse alone.
 3. Scrapes (``--scrape-p99`` with ``--switches N``): the real daemon with the N switches as
    gnmi_switch targets, /metrics scraped ``--scrapes`` times on one kept-alive connection; p50/p99
    wall time with the N streams updating every second (mode stream, polled every 2 s) against the
-   same daemon and targets read once and then quiet (mode poll, interval 600 s) and polled with
-   Subscribe ONCE every 2 s (mode poll) -- the baselines.
+   baseline of the same run: the same daemon, targets and series read once and then quiet (mode
+   poll, interval 600 s). ``--scrape-runs`` rounds of both, alternated (the machine's load drifts);
+   the p99s of every run, their min and median, and the streaming / quiet ratios.
 2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (cumulus dialect, in a child process,
    whose CPU is not counted) each streaming ``--ports`` ports every ``--sample-interval`` to
    gnmi_switch collectors in stream mode, polled by the Scheduler into the store as the daemon does;
@@ -97,26 +99,33 @@ def bench_sonic(ports: int, repeat: int) -> dict:
 def bench_openconfig(ports: int, repeat: int) -> dict:
     from gnmi_pb import gnmi_pb2 as g
 
-    from fabric_exporter.collectors.gnmi_switch import DIALECTS, OcState, oc_samples, to_path
+    from fabric_exporter.collectors.gnmi_switch import DIALECTS, OcEmit, OcShapes, OcState, to_path
     from fabric_exporter.lab.gnmi_target import GnmiTarget
     from fabric_exporter.lab.snmp import SimulatedSwitch
 
     sw = SimulatedSwitch("leaf1", "sonic", ports=ports, queues=8, seed=1)
     target = GnmiTarget(sw, "cumulus")
-    wire, leaves = [], 0
-    for xpath in [gp.xpath for gp in DIALECTS["cumulus"].paths.values()]:
-        for n in target._notifications(g, "", to_path(g, xpath), 1):
-            leaves += len(n.update)
-            wire.append(g.SubscribeResponse(update=n).SerializeToString())
+    wires = []  # two samples of the switch, its counters moved between them, decoded in turn
+    for ts in (1, 2):
+        wire, leaves = [], 0
+        for xpath in [gp.xpath for gp in DIALECTS["cumulus"].paths.values()]:
+            for n in target._notifications(g, "", to_path(g, xpath), ts):
+                leaves += len(n.update)
+                wire.append(g.SubscribeResponse(update=n).SerializeToString())
+        wires.append(wire)
+        sw.advance()
+    turn = [0]
 
-    shapes: dict = {}  # the collector keeps what each path is across polls
+    emit = OcEmit(DIALECTS["cumulus"], "leaf1", lambda _: True)
+    shapes = OcShapes(emit.compile)  # the collector keeps what each path is across polls
 
     def decode() -> int:
         state = OcState(shapes)
-        for raw in wire:
+        turn[0] += 1
+        for raw in wires[turn[0] % 2]:
             r = g.SubscribeResponse.FromString(raw)
             state.apply_notification(r.update.prefix, r.update.update, [])
-        return len(oc_samples(DIALECTS["cumulus"], list(state.leaves.values()), "leaf1", lambda _: True))
+        return len(emit.samples(state))
 
     def baseline() -> int:
         return sum(len(g.SubscribeResponse.FromString(raw).update.update) for raw in wire)
@@ -276,22 +285,33 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
         log.close()
 
 
-def bench_scrapes(switches: int, ports: int, scrapes: int) -> dict:
+def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
+    """``runs`` rounds, each: the daemon with the targets read once and then quiet (the baseline:
+    the same series, nothing updating), then the daemon with the targets streaming. The targets
+    serve both the same way; only the collector's mode differs. p99s by run, their min and median."""
     proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
                             stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
+    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": []}
     try:
         word, _, listed = proc.stdout.readline().strip().partition(" ")
         assert word == "ready", word
         target_ports = [int(x) for x in listed.split(",")]
-        quiet = _scrape_run(target_ports, "poll", scrapes, settle=2.0, interval="600s")
-        polled = _scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="2s")
-        streaming = _scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s")
+        for _ in range(runs):
+            by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s"))
+            by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s"))
     finally:
         proc.terminate()
         proc.wait(10)
-    return {"quiet": quiet, "poll_every_2s": polled, "streaming": streaming,
-            "p99_ratio_to_quiet": streaming["p99_ms"] / quiet["p99_ms"],
-            "p99_ratio_to_poll_every_2s": streaming["p99_ms"] / polled["p99_ms"]}
+    out: dict = {"switches": switches, "ports": ports, "runs": runs}
+    for mode, rs in by_mode.items():
+        p99 = [r["p99_ms"] for r in rs]
+        out[mode] = {"p99_ms_by_run": [round(x, 2) for x in p99], "p99_ms_min": min(p99),
+                     "p99_ms_median": statistics.median(p99),
+                     "p50_ms_median": statistics.median(r["p50_ms"] for r in rs), "bytes_gzip": rs[-1]["bytes_gzip"]}
+    out["p99_ratio_median"] = out["streaming"]["p99_ms_median"] / out["quiet"]["p99_ms_median"]
+    out["p99_ratio_min"] = out["streaming"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
+    out["p50_ratio_median"] = out["streaming"]["p50_ms_median"] / out["quiet"]["p50_ms_median"]
+    return out
 
 
 def main() -> None:
@@ -303,12 +323,13 @@ def main() -> None:
     ap.add_argument("--sample-interval", type=float, default=1.0)
     ap.add_argument("--scrape-p99", action="store_true")
     ap.add_argument("--scrapes", type=int, default=300)
+    ap.add_argument("--scrape-runs", type=int, default=5)
     args = ap.parse_args()
     out = {"sonic": bench_sonic(args.ports, args.repeat), "openconfig": bench_openconfig(args.ports, args.repeat)}
     if args.switches and args.seconds > 0:
         out["streaming"] = bench_streaming(args.switches, args.ports, args.seconds, args.sample_interval)
     if args.switches and args.scrape_p99:
-        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes)
+        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes, args.scrape_runs)
     print(json.dumps(out, indent=2))
     ok = out["sonic"]["us_per_value"] <= 1.0 and out["openconfig"]["us_per_value"] <= 3.0
     print(f"SONiC {out['sonic']['us_per_value']:.2f} us/value (budget 1), "

@@ -50,8 +50,8 @@ def lab(tmp_path_factory):
             try:
                 text = scrape(port)
                 ups = values(text, "fabric_up")
-                # 4 NIC hosts, IB, 2 SNMP, 2 CLI, probes, Slurm
-                if len(ups) == 11 and all(v == 1 for v in ups):
+                # 4 NIC hosts, IB, 2 SNMP, 2 CLI, the gNMI leaf, probes, Slurm
+                if len(ups) == 12 and all(v == 1 for v in ups):
                     break
             except OSError:
                 pass
@@ -101,6 +101,19 @@ def test_every_collector_publishes_from_the_simulated_fabric(lab):
             assert len(values(text, "fabric_roce_switch_if_neighbor_info", switch=f"leaf-r{rack}",
                               neighbor_host=host)) == 2, host
     assert values(text, "fabric_ib_node_host_info", host="gpu-001")
+
+
+def test_the_gnmi_only_leaf_streams_what_only_gnmi_gives(lab):
+    proc, port, _, _ = lab
+    # tx-wait and the PFC pause durations exist only over gNMI on Cumulus; the stream keeps them moving
+    wait = "fabric_roce_switch_if_tx_wait_byte_times_total"
+    assert len(values(scrape(port), wait, switch="leaf-cumulus")) == 8
+    assert values(scrape(port), "fabric_roce_switch_pfc_rx_pause_seconds_total", switch="leaf-cumulus", priority="3")
+    assert rate(port, wait, 5.0, switch="leaf-cumulus") > 0
+    text = scrape(port)
+    assert values(text, "fabric_roce_switch_gnmi_stream_updates", switch="leaf-cumulus")[0] > 0
+    # one source per series: the gNMI leaf is no SNMP or CLI target's, and those leaves have no tx-wait
+    assert not values(text, wait, switch="leaf-r1")
 
 
 def test_the_ib_focus_set_publishes_windows(lab):

@@ -36,7 +36,7 @@ from typing import Any, Callable, ClassVar
 
 from ..errors import AuthError, ConnectError, ParseError, PollError, PollTimeoutError, TargetConfigError
 from ..parsers import gnmi as p
-from ..samples import PollResult, Sample
+from ..samples import KeptSample, PollResult, Sample
 from .base import Collector, ErrorSink
 from .options import OptionReader
 
@@ -260,6 +260,9 @@ class SonicState:
         self.queue_oid: dict[str, str] = {}  # "Ethernet0:3" -> oid
         self.queue_type: dict[str, str] = {}  # oid -> SAI_QUEUE_TYPE_*
         self.unknown_keys = 0
+        # (table, entry key) -> its samples' labels (sonic_samples); kept with the name maps, which
+        # they are made from, and emptied when one of them is replaced
+        self.labels: dict = {}
 
     def table_of(self, elems: tuple[p.Elem, ...]) -> tuple[str, str] | None:
         """(table word, single entry key or "") for an update path, or None when it is not one of ours."""
@@ -306,97 +309,184 @@ class SonicState:
 
 def sonic_samples(state: SonicState, switch: str, wanted: Callable[[str], bool]) -> list[Sample]:
     out: list[Sample] = []
-    for (word, key), (nums, text) in state.entries.items():
-        if word == "ports":
-            port = state.port(key)
-            if not wanted(port):
+    append = out.append
+    labels_of = state.labels
+    made_from = (switch, state.alias_to_name, state.queue_oid, state.queue_type)
+    was = labels_of.get(None)
+    if was is None or was[0] != switch or any(a is not b for a, b in zip(was[1:], made_from[1:])):
+        labels_of.clear()  # another switch name, or a name map read again (maps are replaced, not changed)
+        labels_of[None] = made_from
+    for entry, (nums, text) in state.entries.items():
+        cached = labels_of.get(entry)
+        if cached is None:
+            cached = _sonic_labels(state, entry, switch, wanted)
+            if cached is None:  # a key without its index: counted every poll (the maps are read again)
                 continue
-            labels = {"switch": switch, "interface": port}
+            labels_of[entry] = cached
+        if cached is False:
+            continue
+        word = entry[0]
+        if word == "ports":
+            labels, by_priority = cached
             for field, metric in SONIC_PORT_FIELDS.items():
-                if field in nums:
-                    out.append(Sample(metric, labels, float(nums[field])))
+                v = nums.get(field)
+                if v is not None:
+                    append(_new(Sample, (metric, labels, float(v))))
             for metric, parts in SONIC_PORT_SUMS.items():
                 if all(f in nums for f in parts):
-                    out.append(Sample(metric, labels, float(sum(nums[f] for f in parts))))
+                    append(_new(Sample, (metric, labels, float(sum(nums[f] for f in parts)))))
             for field, (metric, prio) in SONIC_PFC_FIELDS.items():
-                if field in nums:
-                    out.append(Sample(metric, {**labels, "priority": prio}, float(nums[field])))
-            continue
-        split = p.split_indexed(key)
-        if split is None:
-            state.unknown_keys += 1
-            continue
-        port, index = state.port(split[0]), split[1]
-        if not wanted(port):
-            continue
-        if word == "queues":
-            labels = {"switch": switch, "interface": port, "queue": state.queue_label(port, index)}
-            out.extend(Sample(metric, labels, float(nums[field]))
-                       for field, metric in SONIC_QUEUE_FIELDS.items() if field in nums)
+                v = nums.get(field)
+                if v is not None:
+                    append(_new(Sample, (metric, by_priority[prio], float(v))))
+        elif word == "queues":
+            for field, metric in SONIC_QUEUE_FIELDS.items():
+                v = nums.get(field)
+                if v is not None:
+                    append(_new(Sample, (metric, cached, float(v))))
         elif word == "pfcwd":
-            labels = {"switch": switch, "interface": port, "queue": f"UC{index}"}
-            out.extend(Sample(metric, labels, float(nums[field]))
-                       for field, metric in SONIC_PFCWD_FIELDS.items() if field in nums)
+            for field, metric in SONIC_PFCWD_FIELDS.items():
+                v = nums.get(field)
+                if v is not None:
+                    append(_new(Sample, (metric, cached, float(v))))
             status = PFCWD_STATUS.get(text.get("PFC_WD_STATUS", ""))
             if status is not None:
-                out.append(Sample("fabric_roce_switch_pfcwd_storm_active", labels, status))
+                append(Sample("fabric_roce_switch_pfcwd_storm_active", cached, status))
         elif word == "pg_watermarks":
             for field, region in SONIC_PG_FIELDS.items():
-                if field in nums:
-                    out.append(Sample("fabric_roce_switch_pg_watermark_bytes",
-                                      {"switch": switch, "interface": port, "pg": str(index), "region": region},
-                                      float(nums[field])))
+                v = nums.get(field)
+                if v is not None:
+                    append(_new(Sample, ("fabric_roce_switch_pg_watermark_bytes", cached[region], float(v))))
     return out
 
 
-class OcState:
-    """The latest OpenConfig leaves, by full path.
+def _sonic_labels(state: SonicState, entry: tuple[str, str], switch: str, wanted: Callable[[str], bool]) -> Any:
+    """The labels of one COUNTERS_DB entry's samples, worked out once per entry (False: not
+    published, a port left out by the interface filters; None: a key without its index)."""
+    word, key = entry
+    if word == "ports":
+        port = state.port(key)
+        if not wanted(port):
+            return False
+        labels = {"switch": switch, "interface": port}
+        return labels, {str(prio): {**labels, "priority": str(prio)} for prio in range(8)}
+    split = p.split_indexed(key)
+    if split is None:
+        state.unknown_keys += 1
+        return None
+    port, index = state.port(split[0]), split[1]
+    if not wanted(port):
+        return False
+    if word == "queues":
+        return {"switch": switch, "interface": port, "queue": state.queue_label(port, index)}
+    if word == "pfcwd":
+        return {"switch": switch, "interface": port, "queue": f"UC{index}"}
+    if word == "pg_watermarks":
+        return {region: {"switch": switch, "interface": port, "pg": str(index), "region": region}
+                for region in SONIC_PG_FIELDS.values()}
+    return False
+
+
+class OcShapes:
+    """What each OpenConfig path a switch sends is, worked out once and kept by its collector.
 
     A target sends the same shapes every sample (one keyed container, the same leaf names under
-    it), so what a (container, leaf names) pair is -- its record's kind, interface, index, leaf --
-    is worked out once by the parser and kept; each later update only takes its value."""
+    it). A (container, leaf path) pair -- both as their protobuf bytes, serialized in C -- gets a
+    shape on first sight: ``(slot, key, record fields, text allowed, emit)``; ``slot`` is a small
+    int a state keeps the leaf's latest value under, ``emit`` what the value becomes (``compile``,
+    the collector's catalog mapping; None without one). Later updates only take their value."""
 
     MAX_SHAPES = 1 << 20  # more distinct paths than any switch has: start over rather than grow
 
-    def __init__(self, shapes: dict | None = None) -> None:
-        self.leaves: dict[tuple, p.OcRecord] = {}
+    def __init__(self, compile: Callable[[tuple], Any] | None = None) -> None:
+        self.by_prefix: dict[bytes, dict[bytes, tuple | None]] = {}
+        self.by_slot: dict[int, tuple] = {}
+        self.by_key: dict[tuple, tuple] = {}
+        self.compile = compile
+        self._next = 0
+        self._count = 0
+
+    def shape(self, elems: tuple) -> tuple | None:
+        """The shape of a leaf at ``elems`` (None: not a leaf we read)."""
+        key = _key(elems)
+        got = self.by_key.get(key)
+        if got is not None:
+            return got
+        recs = p.oc_records([(elems, 0)])  # the record's fields, with a stand-in value
+        if not recs:
+            return None
+        if len(self.by_key) >= self.MAX_SHAPES:
+            self.by_prefix.clear()
+            self.by_key.clear()
+            self.by_slot.clear()  # slots are never reused: a state's old slots are then skipped
+            self._count = 0
+        fields = tuple(recs[0][:4])
+        shape = (self._next, key, fields, fields[3].rsplit("/", 1)[-1] in p.OC_TEXT_LEAVES,
+                 self.compile(fields) if self.compile is not None else None)
+        self._next += 1
+        self.by_key[key] = self.by_slot[shape[0]] = shape
+        return shape
+
+    def remember(self, pbytes: bytes, path_bytes: bytes, shape: tuple | None) -> None:
+        if self._count >= self.MAX_SHAPES:
+            self.by_prefix.clear()
+            self._count = 0
+        self.by_prefix.setdefault(pbytes, {})[path_bytes] = shape
+        self._count += 1
+
+
+class OcState:
+    """The latest OpenConfig leaves: slot (see OcShapes) -> value, in the order first seen."""
+
+    def __init__(self, shapes: OcShapes | None = None) -> None:
+        self.values: dict[int, int | float | str] = {}
         # shared by the states of one collector (a poll's state is new, the switch's shapes are not)
-        self._shapes: dict[tuple, tuple[tuple, p.OcRecord] | None] = {} if shapes is None else shapes
+        self.shapes = OcShapes() if shapes is None else shapes
+
+    @property
+    def leaves(self) -> dict[tuple, p.OcRecord]:
+        """The leaves as records, by their full path (for checks and the generic ``oc_samples``)."""
+        by_slot = self.shapes.by_slot
+        out = {}
+        for slot, v in self.values.items():
+            shape = by_slot.get(slot)
+            if shape is not None:
+                out[shape[1]] = p.OcRecord(*shape[2], v)
+        return out
 
     def apply_notification(self, prefix: Any, updates: Any, skipped: list) -> None:
+        table = self.shapes
         pbytes = prefix.SerializeToString()  # the container's identity, computed in C
+        known = table.by_prefix.get(pbytes) or {}
         prefix_elems: tuple | None = None
-        shapes = self._shapes
-        leaves = self.leaves
+        values = self.values
         for u in updates:
             val = u.val
-            kind = val.WhichOneof("value")
-            value = val.uint_val if kind == "uint_val" else typed_value(val)  # uint64: most counters
-            if value.__class__ is dict:
-                if prefix_elems is None:
-                    prefix_elems = elems_of(prefix)
-                self.apply(prefix_elems, u, skipped)
-                continue
-            sk = (pbytes, u.path.SerializeToString())
-            shape = shapes.get(sk, _UNSEEN)
+            if val.WhichOneof("value") == "uint_val":  # uint64: most counters
+                value = val.uint_val
+            else:
+                value = typed_value(val)
+                if value.__class__ is dict:
+                    if prefix_elems is None:
+                        prefix_elems = elems_of(prefix)
+                    self.apply(prefix_elems, u, skipped)
+                    continue
+            path_bytes = u.path.SerializeToString()
+            shape = known.get(path_bytes, _UNSEEN)
             if shape is _UNSEEN:
                 if prefix_elems is None:
                     prefix_elems = elems_of(prefix)
-                elems = prefix_elems + elems_of(u.path)
-                recs = p.oc_records([(elems, 0)])  # the shape, with a stand-in value
-                shape = (_key(elems), tuple(recs[0][:4]), recs[0].leaf.rsplit("/", 1)[-1] in p.OC_TEXT_LEAVES) \
-                    if recs else None
-                if len(shapes) >= self.MAX_SHAPES:
-                    shapes.clear()
-                shapes[sk] = shape
+                shape = table.shape(prefix_elems + elems_of(u.path))
+                table.remember(pbytes, path_bytes, shape)
+                known = table.by_prefix[pbytes]
             v = value if value.__class__ is int else p.scalar(value)
-            if shape is None or v is None or (v.__class__ is str and not shape[2]):
+            if shape is None or v is None or (v.__class__ is str and not shape[3]):
                 if prefix_elems is None:
                     prefix_elems = elems_of(prefix)
                 shown = "/".join(e[0] for e in prefix_elems + elems_of(u.path))
                 p.note(skipped, p.SOURCE_OPENCONFIG, 0, f"{shown}={str(value)[:60]}")
                 continue
-            leaves[shape[0]] = _new(p.OcRecord, shape[1] + (v,))
+            values[shape[0]] = v
 
     def apply(self, prefix_elems, update, skipped: list) -> None:
         elems = prefix_elems + elems_of(update.path)
@@ -408,12 +498,15 @@ class OcState:
         for rec_elems, v in leaves:
             recs = p.oc_records([(rec_elems, v)], skipped=skipped)
             if recs:
-                self.leaves[_key(rec_elems)] = recs[0]
+                shape = self.shapes.shape(rec_elems)
+                if shape is not None:
+                    self.values[shape[0]] = recs[0].value
 
     def delete(self, prefix_elems, path) -> None:
         gone = _key(prefix_elems + elems_of(path))
-        for k in [k for k in self.leaves if k[:len(gone)] == gone]:
-            del self.leaves[k]
+        by_slot = self.shapes.by_slot
+        for slot in [s for s in self.values if s not in by_slot or by_slot[s][1][:len(gone)] == gone]:
+            del self.values[slot]
 
 
 _UNSEEN = object()
@@ -499,6 +592,99 @@ def oc_samples(dialect: Dialect, leaves: list[p.OcRecord], switch: str, wanted: 
     return out
 
 
+_DIRECT, _OPER, _SUM = 0, 1, 2
+_SUM_PARTS = frozenset(x for parts in OC_INTERFACE_SUMS.values() for x in parts)
+
+
+class OcEmit:
+    """One switch's OpenConfig catalog mapping, compiled per leaf shape: what ``oc_samples`` works
+    out for every record every poll (the leaf's metric, scale and labels; the interface filters),
+    worked out once per shape (``compile``, handed to OcShapes). ``samples`` then turns a state's
+    values into samples, and hands out the very same KeptSample again while a value has not moved,
+    so that the store renders only the lines that changed. ``oc_samples`` stays the reference:
+    the two agree on every leaf (tests/switch/test_gnmi_parsers.py)."""
+
+    def __init__(self, dialect: Dialect, switch: str, wanted: Callable[[str], bool]) -> None:
+        self.dialect, self.switch, self.wanted = dialect, switch, wanted
+        self._labels: dict[tuple, dict[str, str]] = {}  # one labels dict per series identity
+
+    def _label(self, ident: tuple, make: Callable[[], dict[str, str]]) -> dict[str, str]:
+        got = self._labels.get(ident)
+        if got is None:
+            got = self._labels[ident] = make()
+        return got
+
+    def compile(self, fields: tuple) -> list | None:
+        """A mutable emit spec for one leaf shape: [_DIRECT, metric, labels, scale, last value, its
+        sample], [_OPER, labels, last value, its sample], [_SUM, interface, leaf]; None: unpublished."""
+        kind, intf, index, leaf = fields
+        if not self.wanted(intf):
+            return None
+        sw, d = self.switch, self.dialect
+        intf_labels = self._label((intf,), lambda: {"switch": sw, "interface": intf})
+        if kind == "interface":
+            if leaf == "oper-status":
+                return [_OPER, intf_labels, None, None]
+            metric = d.interface_leaves.get(leaf)
+            if metric is not None:
+                return [_DIRECT, metric, intf_labels, 1.0, None, None]
+            return [_SUM, intf, leaf] if leaf in _SUM_PARTS else None
+        if kind == "queue":
+            labels = self._label((intf, "q", index), lambda: {"switch": sw, "interface": intf,
+                                                               "queue": _queue_label(index)})
+            if leaf == WATERMARK_LEAF:
+                return [_DIRECT, "fabric_roce_switch_queue_watermark_bytes",
+                        self._label((intf, "qw", index), lambda: {**labels, "kind": "periodic"}), 1.0, None, None]
+            hit = d.queue_leaves.get(leaf)
+            return [_DIRECT, hit[0], labels, hit[1], None, None] if hit is not None else None
+        if kind == "priority":
+            hit = d.priority_leaves.get(leaf)
+            if hit is None:
+                return None
+            labels = self._label((intf, "p", index), lambda: {"switch": sw, "interface": intf, "priority": index})
+            return [_DIRECT, hit[0], labels, hit[1], None, None]
+        if kind == "pg" and leaf == WATERMARK_LEAF:
+            labels = self._label((intf, "pg", index), lambda: {"switch": sw, "interface": intf, "pg": index,
+                                                                "region": "shared"})
+            return [_DIRECT, "fabric_roce_switch_pg_watermark_bytes", labels, 1.0, None, None]
+        return None
+
+    def samples(self, state: OcState) -> list[Sample]:
+        out: list[Sample] = []
+        append = out.append
+        by_slot = state.shapes.by_slot
+        sums: dict[str, dict[str, float]] = {}
+        for slot, v in state.values.items():
+            shape = by_slot.get(slot)
+            e = shape[4] if shape is not None else None
+            if e is None:
+                continue
+            how = e[0]
+            if how == _DIRECT:
+                if v.__class__ is str:
+                    continue
+                if v != e[4] or e[5] is None:
+                    e[4] = v
+                    e[5] = _new(KeptSample, (e[1], e[2], float(v) * e[3]))
+                append(e[5])
+            elif how == _OPER:
+                if v != e[2] or e[3] is None:
+                    code = OPER_STATUS.get(str(v))
+                    e[2] = v
+                    e[3] = None if code is None else _new(KeptSample, ("fabric_roce_switch_if_oper_status", e[1],
+                                                                       float(code)))
+                    if e[3] is None:
+                        continue
+                append(e[3])
+            elif v.__class__ is not str:
+                sums.setdefault(e[1], {})[e[2]] = float(v)
+        for intf, values in sums.items():
+            for metric, parts in OC_INTERFACE_SUMS.items():
+                if all(x in values for x in parts):
+                    append(Sample(metric, self._labels[(intf,)], sum(values[x] for x in parts)))
+        return out
+
+
 # -- the collector --------------------------------------------------------------------------------------------
 
 class GnmiSwitchCollector(Collector):
@@ -554,7 +740,8 @@ class GnmiSwitchCollector(Collector):
         self._channel: Any = None
         self._channel_loop: asyncio.AbstractEventLoop | None = None
         self._maps_loaded = False
-        self._oc_shapes: dict = {}
+        self._oc_emit = OcEmit(self.dialect, self.switch, self._wanted)
+        self._oc_shapes = OcShapes(self._oc_emit.compile)
         # stream mode
         self._task: asyncio.Task | None = None
         self._synced = asyncio.Event()
@@ -638,6 +825,7 @@ class GnmiSwitchCollector(Collector):
             old = self._state
             if isinstance(old, SonicState):  # name maps outlive the values
                 s.alias_to_name, s.queue_oid, s.queue_type = old.alias_to_name, old.queue_oid, old.queue_type
+                s.labels = old.labels
             return s
         return OcState(self._oc_shapes)
 
@@ -687,7 +875,7 @@ class GnmiSwitchCollector(Collector):
     def _samples(self, state: SonicState | OcState) -> list[Sample]:
         if isinstance(state, SonicState):
             return sonic_samples(state, self.switch, self._wanted)
-        return oc_samples(self.dialect, list(state.leaves.values()), self.switch, self._wanted)
+        return self._oc_emit.samples(state)
 
     async def poll(self) -> PollResult:
         if self.options.mode == "stream":
@@ -776,14 +964,27 @@ class GnmiSwitchCollector(Collector):
         call = stub.Subscribe(metadata=self._metadata())
         watchdog = WATCHDOG_INTERVALS * self.sample_interval if self._sampled() else None
         self.updates = 0
+        # The watchdog is one timer, moved on lazily: it fires at the deadline it was last set to and
+        # then looks at when the last update came (an asyncio.wait_for per read cost a task per
+        # notification, a third of the stream's own CPU). A stall cancels the call, which ends the read.
+        stalled = False
+        timer: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal stalled, timer
+            if loop.time() - self.last_update >= watchdog:
+                stalled = True
+                call.cancel()
+            else:
+                timer = loop.call_at(self.last_update + watchdog, check)
+
+        self.last_update = loop.time()
+        if watchdog is not None:
+            timer = loop.call_at(self.last_update + watchdog, check)
         try:
             await call.write(self._request(target, paths, "stream"))
             while True:
-                try:
-                    response = await asyncio.wait_for(call.read(), timeout=watchdog)
-                except TimeoutError:
-                    raise PollTimeoutError(f"{self.where}: gNMI stream stalled: no update in "
-                                           f"{WATCHDOG_INTERVALS} x {self.sample_interval:g}s; resubscribing") from None
+                response = await call.read()
                 if response is grpc.aio.EOF:
                     raise ConnectError(f"{self.where}: gNMI stream ended by the target")
                 self.last_update = loop.time()
@@ -801,9 +1002,17 @@ class GnmiSwitchCollector(Collector):
                     if len(skipped) and len(self._skipped) < 1000:
                         self._skipped.extend(skipped)
                     skipped.clear()
-        except grpc.aio.AioRpcError as e:
+        except (asyncio.CancelledError, grpc.aio.AioRpcError) as e:
+            task = asyncio.current_task()
+            if stalled and not (task is not None and task.cancelling()):
+                raise PollTimeoutError(f"{self.where}: gNMI stream stalled: no update in "
+                                       f"{WATCHDOG_INTERVALS} x {self.sample_interval:g}s; resubscribing") from None
+            if isinstance(e, asyncio.CancelledError):
+                raise
             raise self._status_error(e) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             call.cancel()
 
     async def close(self) -> None:
@@ -823,4 +1032,4 @@ class GnmiSwitchCollector(Collector):
 
 
 __all__ = ["GnmiSwitchCollector", "GnmiSwitchOptions", "DIALECTS", "error_from_status", "sonic_samples",
-           "oc_samples", "SonicState", "OcState"]
+           "oc_samples", "SonicState", "OcState", "OcShapes", "OcEmit"]

@@ -410,6 +410,14 @@ class GnmiTarget:
                 self.switch.advance()
                 self.version += 1
 
+    async def close(self) -> None:
+        """Stop a target served with ``serve()`` in the caller's loop (``start()``'s: ``stop()``)."""
+        ticker = getattr(self, "_ticker", None)
+        if ticker is not None:
+            ticker.cancel()
+        if self._server is not None:
+            await self._server.stop(0)
+
     def start(self, timeout: float = 10.0) -> GnmiTarget:
         """Serve on a thread with its own event loop; returns once listening."""
         def run() -> None:

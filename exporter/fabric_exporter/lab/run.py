@@ -9,6 +9,10 @@ What starts (each part only where its tools are installed, and said so when not)
   the SONiC CLI over SSH (WRED/ECN and PFC watchdog), from one counter state per switch; with
   ``--switch-os eos`` the leaves are Arista-like instead (IF-MIB, ARISTA-PFC, ARISTA-QUEUE over SNMP;
   the EOS CLI over SSH, ``lab/eos_cli.py``: PFC frames and ECN marks);
+- a Cumulus-like leaf served over gNMI only (``gnmi_target.py``, grpc.aio in the lab's loop), read by
+  the gnmi_switch collector in stream mode: the series only gNMI gives on Cumulus (tx-wait, PFC pause
+  durations, instant queue length) next to the ones every leaf has (a switch of its own, so that
+  each series of a switch keeps one source);
 - latency probes between the GPU hosts (full mesh in a rack, sampled across racks);
 - a real Slurm (``slurm.py``: munged, slurmctld, one ``slurmd -N`` per GPU host on 127.0.0.1) whose
   node names are the GPU hosts' names and the IB HCAs' (``gpu-001``...), read by the slurm_jobs
@@ -54,6 +58,7 @@ log = logging.getLogger("fabric_exporter.lab")
 IB_LATENCY_DEVICE = "mlx5_ib0"  # the IB fabric's probes run on this device; lab/perftest answers per device
 IB_TOOLS = ("ibsim", "opensm", "ibqueryerrors", "ibnetdiscover", "perfquery")
 SNMP_REWRITE_SECONDS = 15.0
+GNMI_LEAF = "leaf-cumulus"  # the lab's gNMI-only switch
 SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "squeue", "sbatch")
 INCASTS = ("congestion", "incast_ib", "incast_roce")
 # The lab's rules: the shipped defaults, except that alerts fire within about a minute of a
@@ -81,6 +86,7 @@ class LabOptions:
     ib: bool = True
     ib_spines: int = 2
     snmp: bool = True
+    gnmi: bool = True
     slurm: bool = True
     prometheus: bool = True
     prometheus_listen: str = "127.0.0.1:9090"
@@ -103,6 +109,7 @@ class Lab:
         self.rack_of: dict[str, int] = {}
         self.switches: dict[str, object] = {}  # name -> lab.snmp.SimulatedSwitch
         self.snmp_agents: dict[str, object] = {}  # name -> lab.snmp.SnmpSim
+        self.gnmi_targets: dict[str, object] = {}  # name -> lab.gnmi_target.GnmiTarget (gNMI-only leaves)
         self.ib = None  # lab.ibsim.IbsimFabric
         self.ib_counters: dict[tuple[str, int], dict[str, float]] = {}
         self.ssh: SimulatedHosts | None = None
@@ -169,6 +176,28 @@ class Lab:
             self.snmp_agents[name] = SnmpSim([sw], self.workdir / f"snmp-{name}").start(timeout=60)
         self.notes.append(f"switches: {len(self.switches)} {'EOS' if self.eos else 'SONiC'}-like leaves over SNMP "
                           f"(snmpsim) and CLI (SSH)")
+
+    async def _start_gnmi(self) -> None:
+        """The gNMI-only Cumulus leaf: its own simulated switch (not cabled to the GPU hosts), whose
+        counters the target moves on by itself every poll interval."""
+        import importlib.util
+
+        if not self.opts.gnmi:
+            return
+        if importlib.util.find_spec("grpc") is None or importlib.util.find_spec("gnmi_pb") is None:
+            self.notes.append("switches over gNMI: off (grpcio/gnmi-pb are not installed: "
+                              "pip install 'fabric-exporter[gnmi]')")
+            return
+        from .gnmi_target import GnmiTarget
+        from .snmp import SimulatedSwitch
+
+        sw = SimulatedSwitch(GNMI_LEAF, "sonic", ports=8, queues=8, seed=77)
+        target = GnmiTarget(sw, "cumulus", advance_every=max(1.0, self.opts.interval))
+        await target.serve()  # in this loop: the target's switch is only touched here
+        self.gnmi_targets[GNMI_LEAF] = target
+        self.notes.append(f"switches over gNMI: {GNMI_LEAF}, Cumulus-like, on 127.0.0.1:{target.port} "
+                          f"(insecure; try: gnmic -a 127.0.0.1:{target.port} --insecure subscribe --mode once "
+                          f"--path /qos)")
 
     def _cable_hosts(self) -> None:
         """Each rack's hosts on its leaf, NIC by NIC in order: the leaf's LLDP neighbours (SNMP and CLI)
@@ -295,6 +324,12 @@ class Lab:
                             # the LLDP neighbour map comes over SNMP when the agents run, else over the CLI
                             "options": {"modules": (["if_mib", "arista_pfc", "arista_queue"] if self.eos
                                                     else ["if_mib", "cisco_pfc", "cisco_qos"]) + ["lldp"]}})
+        for name, target in self.gnmi_targets.items():
+            targets.append({"name": f"gnmi-{name}", "fabric": "roce-lab", "collector": "gnmi_switch",
+                            "transport": "gnmi", "interval": interval, "timeout": timeout,
+                            "hosts": [{"name": name, "address": "127.0.0.1", "port": target.port}],
+                            "options": {"dialect": "cumulus", "mode": "stream", "insecure": True,
+                                        "sample_interval": f"{max(1.0, self.opts.interval):g}s"}})
         targets.append({"name": "switch-cli", "fabric": "roce-lab", "collector": "switch_cli", "transport": "ssh",
                         "credentials": "lab-ssh", "interval": interval, "timeout": timeout,
                         "hosts": [{"name": s, "address": "127.0.0.1", "port": ports[s]} for s in self.switches],
@@ -522,6 +557,7 @@ class Lab:
             self._build_roce()
             await asyncio.to_thread(self._start_ib)
             await asyncio.to_thread(self._start_snmp)
+            await self._start_gnmi()
             if self.opts.slurm:
                 await asyncio.to_thread(self._start_slurm)
             self.ssh = self.ssh_hosts()
@@ -587,6 +623,8 @@ class Lab:
             service.stop()
         for agent in self.snmp_agents.values():
             agent.stop()
+        for target in self.gnmi_targets.values():
+            await target.close()
         if self.ib is not None:
             self.ib.stop()
         if self.slurm is not None:
@@ -716,6 +754,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nics", type=int, default=2, help="RoCE NICs per GPU host (default: %(default)s)")
     p.add_argument("--ib-spines", type=int, default=2, help="spine switches of the InfiniBand fat tree (default: %(default)s)")
     p.add_argument("--no-ib", action="store_true", help="skip the InfiniBand fabric")
+    p.add_argument("--no-gnmi", action="store_true", help="skip the gNMI-only Cumulus leaf")
     p.add_argument("--no-slurm", action="store_true", help="skip the Slurm cluster (slurmctld, slurmd, munged)")
     p.add_argument("--switch-os", choices=("sonic", "eos"), default="sonic",
                    help="the leaves' OS as switch_cli sees it: SONiC's show commands in a shell, or Arista EOS's "
@@ -741,6 +780,7 @@ def main(args: argparse.Namespace) -> int:
     opts = LabOptions(listen=args.listen, control=args.control, workdir=args.workdir, racks=args.racks,
                       hosts_per_rack=args.hosts_per_rack, nics=args.nics, ib=not args.no_ib,
                       ib_spines=args.ib_spines, prometheus=not args.no_prometheus, slurm=not args.no_slurm,
+                      gnmi=not args.no_gnmi,
                       prometheus_listen=args.prometheus_address, interval=args.interval,
                       scenarios=args.scenario, duration=args.duration, poc_phase=args.poc_phase,
                       rules_rate_window=args.rules_rate_window, switch_os=args.switch_os,

@@ -62,6 +62,12 @@ def _fields(key: str, obj: dict, numbers: dict, text: dict, skipped: list[Skippe
     nums: dict[str, int | float] = {}
     txt: dict[str, str] = {}
     for field, value in obj.items():
+        # the common case first, inline (a blob holds ~100 of these per port): a plain ASCII decimal
+        if value.__class__ is str and value.isdigit() and value.isascii() and field not in SONIC_TEXT_FIELDS:
+            n = int(value)
+            if n <= MAX_COUNTER:
+                nums[field] = n
+                continue
         if field in SONIC_TEXT_FIELDS and isinstance(value, str):
             txt[field] = value
             continue
