@@ -238,3 +238,9 @@ def build_library_caches() -> None:
     if importlib.util.find_spec("matplotlib") is not None:
         import matplotlib.font_manager  # noqa: F401
     import asyncssh  # noqa: F401
+    # Hypothesis imports its shrinker's optimiser lazily, deep inside a failing or targeted run; pytest
+    # rewrites plugin modules on import, and CPython 3.11.7's ast.parse can fail that close to the
+    # recursion limit ("SystemError: AST constructor recursion depth mismatch"). Imported here, at
+    # the bottom of the stack, it is parsed once, safely.
+    if importlib.util.find_spec("hypothesis") is not None:
+        import hypothesis.internal.conjecture.optimiser  # noqa: F401

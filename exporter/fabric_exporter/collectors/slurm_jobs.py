@@ -79,8 +79,9 @@ def job_samples(cluster: str, jobs: list[sq.RunningJob], options: SlurmJobsOptio
     return samples, problems
 
 
-def _id_key(job_id: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in job_id.replace("+", "_").split("_") if x.isdigit())
+def _id_key(job_id: str) -> tuple[tuple[int, str], ...]:
+    # numeric order of the id's parts without int(): a digit string's length, then its text
+    return tuple((len(x), x) for x in job_id.replace("+", "_").split("_") if x.isdigit())
 
 
 class SlurmJobsCollector(Collector):

@@ -147,7 +147,9 @@ def parse_squeue_text(text: str, skipped: list[SkippedLine] | None = None) -> li
         job_id, state, start, partition, account, user, nodes_text, name = fields
         if state != "RUNNING":
             continue
-        if not job_id or not (job_id.replace("_", "").replace("+", "").isdigit()):
+        # ids are "123", array tasks "123_4", het components "123+1"; no part is longer than a u64
+        if not job_id or not (job_id.replace("_", "").replace("+", "").isdigit()) or not all(
+                0 < len(part) <= 20 for part in job_id.replace("+", "_").split("_")):
             note(skipped, SOURCE_TEXT, n, line)
             continue
         try:
@@ -156,6 +158,7 @@ def parse_squeue_text(text: str, skipped: list[SkippedLine] | None = None) -> li
             note(skipped, SOURCE_TEXT, n, line)
             continue
         account = "" if account == "(null)" else account  # squeue's word for none (the JSON has "")
-        start_time = float(start) if start.isdigit() and start.isascii() and int(start) > 0 else None
+        start_time = (float(start) if start.isdigit() and start.isascii() and len(start) <= 12 and int(start) > 0
+                      else None)  # epoch seconds: 12 digits reach year 33658
         jobs.append(RunningJob(job_id, name, user, account, partition, nodes, start_time))
     return jobs

@@ -177,6 +177,9 @@ class InfinibandCollector(Collector):
                 t.cancel()  # the runner kills the tool (local: its process group; SSH: the channel)
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+            for t in tasks:  # a sweep that failed while another's failure was being raised: seen, not logged
+                if t.done() and not t.cancelled():
+                    t.exception()
         return counters, errors_run, cached_nodes
 
     async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
