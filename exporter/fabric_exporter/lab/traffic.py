@@ -52,9 +52,9 @@ LOSSLESS = 3  # the RoCE priority with PFC
 # assumes RoCE (PFC pauses spreading, DCQCN rate recovery) is slower than credit-based IB.
 RECOVERY_TIME_CONSTANT_SECONDS = {"ib": 3.0, "roce": 8.0}
 # microburst: each NIC port of the bursting rack is paused 100 % for 150-400 ms, then runs free for
-# 4-12 s (phases drawn per port): ~3 % paused on average, far below any rate-window threshold
+# 8-20 s (phases drawn per port): ~2 % paused on average, below any rate-window threshold
 MICROBURST_MS = (150.0, 400.0)
-MICROBURST_GAP_S = (4.0, 12.0)
+MICROBURST_GAP_S = (8.0, 20.0)
 MICROBURST_PAUSE_FRAMES_PER_S = 20000  # a paused port keeps receiving XOFF refreshes
 
 
