@@ -85,7 +85,7 @@ def test_the_burst_table_renders_in_headless_chromium(report):
     shot = tmp / "burst-report.png"
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              f"--proxy-server=127.0.0.1:{free_port()}", f"--user-data-dir={tmp / 'chromium-profile'}"]
-    r = subprocess.run([*flags, "--window-size=1400,3000", "--enable-logging=stderr", "--v=0",
+    r = subprocess.run([*flags, "--window-size=1400,4200", "--enable-logging=stderr", "--v=0",
                         f"--screenshot={shot}", page.as_uri()],
                        env=chromium_env(tmp), capture_output=True, text=True, timeout=120)
     assert shot.exists(), r.stderr[-2000:]

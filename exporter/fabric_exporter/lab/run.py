@@ -57,10 +57,10 @@ IB_TOOLS = ("ibsim", "opensm", "ibqueryerrors", "ibnetdiscover", "perfquery")
 SNMP_REWRITE_SECONDS = 15.0
 SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "squeue", "sbatch")
 INCASTS = ("congestion", "incast_ib", "incast_roce")
+NIC_TICK = 0.05  # seconds between NIC counter updates: well below the burst sampler's 100 ms windows
 # The lab's rules: the shipped defaults, except that alerts fire within about a minute of a
 # scenario (short rate windows and for: durations) and the IB stall threshold is scaled like the
 # lab's transmit-wait counter (see traffic.IB_XMIT_WAIT_SCALE).
-NIC_TICK = 0.05  # seconds between NIC counter updates: well below the burst sampler's 100 ms windows
 LAB_MIXIN_SETTINGS = {
     "rate_window": "1m",
     "thresholds": {"ib_xmit_wait_ratio": 0.1 * IB_XMIT_WAIT_SCALE},

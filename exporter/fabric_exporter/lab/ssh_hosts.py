@@ -167,8 +167,6 @@ class SimulatedHosts:
         closed = asyncio.ensure_future(process.channel.wait_closed())
         try:
             await asyncio.wait({pumping, closed}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            raise
         finally:
             for t in (pumping, closed):
                 t.cancel()
