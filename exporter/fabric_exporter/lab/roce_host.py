@@ -349,6 +349,100 @@ exec cat "$f"
         path.chmod(0o755)
 
 
+class CounterFiles:
+    """A host's counters as files a kept-open descriptor can follow (the burst probe's view).
+
+    ``root/sys/class/...`` is the host's sysfs tree (``write_sysfs``) and ``root/ethtool/<netdev>``
+    its ``ethtool -S`` text (what the probe's ``--ethtool-dir`` reads where no driver answers the
+    ioctl). ``update()`` rewrites every changed counter IN PLACE, one ``pwrite`` of a fixed-width
+    value at offset 0 (same inode, same length, as a sysfs attribute reads), never by rename:
+    a reader that keeps the file open sees each update.
+    """
+
+    WIDTH = 20  # fixed-width values: a rewrite never changes a file's length
+
+    def __init__(self, host: RoceHost, root: str | os.PathLike):
+        self.host = host
+        self.root = Path(root)
+        self.sys_root = self.root / "sys"
+        self.ethtool_dir = self.root / "ethtool"
+        host.write_sysfs(self.sys_root / "class")
+        self.ethtool_dir.mkdir(parents=True, exist_ok=True)
+        self._hw: dict[tuple[int, str], tuple[int, int]] = {}  # (port index, name) -> (fd, last value)
+        self._eth: dict[int, tuple[int, list[str], list[int]]] = {}  # port index -> (fd, names, last values)
+        for k, p in enumerate(host.ports):
+            hw_dir = self.sys_root / "class" / "infiniband" / p.device / "ports" / str(p.port) / "hw_counters"
+            for name, value in p.hw_counters.items():
+                fd = os.open(hw_dir / name, os.O_RDWR)
+                os.pwrite(fd, b"%0*d\n" % (self.WIDTH, value), 0)
+                os.ftruncate(fd, self.WIDTH + 1)
+                self._hw[(k, name)] = (fd, value)
+            names = list(p.ethtool)
+            fd = os.open(self.ethtool_dir / p.netdev, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            values = [p.ethtool[n] for n in names]
+            os.pwrite(fd, self._render(names, values), 0)
+            self._eth[k] = (fd, names, values)
+
+    def _render(self, names: list[str], values: list[int]) -> bytes:
+        return ("NIC statistics:\n" + "".join(f"     {n}: {v:{self.WIDTH}d}\n" for n, v in zip(names, values))).encode()
+
+    def update(self) -> int:
+        """Write what changed since the last update; returns how many files were written."""
+        written = 0
+        pwrite = os.pwrite
+        for k, p in enumerate(self.host.ports):
+            for name, value in p.hw_counters.items():
+                key = (k, name)
+                fd, last = self._hw[key]
+                if value != last:
+                    pwrite(fd, b"%0*d\n" % (self.WIDTH, value), 0)
+                    self._hw[key] = (fd, value)
+                    written += 1
+            fd, names, last_values = self._eth[k]
+            values = [p.ethtool[n] for n in names]
+            if values != last_values:
+                pwrite(fd, self._render(names, values), 0)
+                self._eth[k] = (fd, names, values)
+                written += 1
+        return written
+
+    def close(self) -> None:
+        for fd, _ in self._hw.values():
+            os.close(fd)
+        for fd, _, _ in self._eth.values():
+            os.close(fd)
+        self._hw.clear()
+        self._eth.clear()
+
+
+# The lab host's python3: it runs the probe it was sent, unchanged, with this host's root standing
+# for "/" (the probe's default sysfs root "/sys" becomes ROOT/sys), as a chroot would.
+_PROBE_HOST = """
+import os, sys
+root, source, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+probe = {"__name__": "fabric_burst_probe"}
+exec(compile(source, "<burst probe>", "exec"), probe)
+probe["Probe"].__init__.__defaults__ = (os.path.join(root, "sys"), None)
+sys.exit(probe["main"](argv))
+"""
+
+
+def burst_probe_argv(files: CounterFiles, argv: list[str], probe_source: str) -> list[str] | None:
+    """The local command that answers ``python3 -c <probe> fabric-burst WINDOW_MS COLUMN...`` on this
+    lab host: the probe as sent (only the exporter's own ``probe_source``, as the SSH guard allows)
+    reading ``files``; ethtool statistics come from the host's ``ethtool -S`` files (no driver
+    answers the ioctl here). None for any other command."""
+    import sys
+
+    if len(argv) < 5 or argv[:2] != ["python3", "-c"] or argv[3] != "fabric-burst" or argv[2] != probe_source:
+        return None
+    rest = argv[5:]
+    if rest[:1] == ["--ethtool-dir"]:
+        rest = rest[2:]
+    return [sys.executable, "-c", _PROBE_HOST, str(files.root), argv[2], "fabric-burst", argv[4],
+            "--ethtool-dir", str(files.ethtool_dir), *rest]
+
+
 def _write(path: Path, text: str) -> None:
     """Replace a file whole (rename), so a concurrent reader never sees half a value."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -440,7 +534,7 @@ def _main(argv: list[str] | None = None) -> None:
     asyncio.run(run())
 
 
-__all__ = ["NicPort", "RoceHost", "answer", "serve", "write_fake_tools", "DRIVERS"]
+__all__ = ["CounterFiles", "NicPort", "RoceHost", "answer", "burst_probe_argv", "serve", "write_fake_tools", "DRIVERS"]
 
 if __name__ == "__main__":
     _main()

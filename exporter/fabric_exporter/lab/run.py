@@ -38,6 +38,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,7 @@ SNMP_REWRITE_SECONDS = 15.0
 GNMI_LEAF = "leaf-cumulus"  # the lab's gNMI-only switch
 SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "squeue", "sbatch")
 INCASTS = ("congestion", "incast_ib", "incast_roce")
+NIC_TICK = 0.05  # seconds between NIC counter updates: well below the burst sampler's 100 ms windows
 # The lab's rules: the shipped defaults, except that alerts fire within about a minute of a
 # scenario (short rate windows and for: durations) and the IB stall threshold is scaled like the
 # lab's transmit-wait counter (see traffic.IB_XMIT_WAIT_SCALE).
@@ -124,6 +126,10 @@ class Lab:
         self.slurm = None  # lab.slurm.SlurmLab
         # hosts an incast congests (POST /scenarios/NAME?hosts= or ?job=); None: rack 1
         self.congested_hosts: frozenset[str] | None = None
+        # each host's counters as files, rewritten in place every NIC tick (the burst probe reads them)
+        self.counter_files: dict[str, roce_host.CounterFiles] = {}
+        self._nic_thread: threading.Thread | None = None
+        self._nic_stop = threading.Event()
 
     # -- the parts ------------------------------------------------------------------------------
 
@@ -254,6 +260,18 @@ class Lab:
             return frozenset(nodes)
         return None
 
+    def _start_counter_files(self) -> None:
+        for name, host in self.hosts.items():
+            self.counter_files[name] = roce_host.CounterFiles(host, self.workdir / "hosts" / name)
+
+    def _stream(self, host: str, argv: list[str]) -> list[str] | None:
+        """A GPU host runs the roce_nic burst sampler's probe for real, on its own counter files."""
+        if host not in self.counter_files:
+            return None
+        from ..collectors.burst import PROBE_SOURCE
+
+        return roce_host.burst_probe_argv(self.counter_files[host], argv, PROBE_SOURCE)
+
     async def _answer(self, host: str, argv: list[str]) -> tuple[int, str, str]:
         if host in self.hosts:
             if "fabric-roce" in argv or argv == ["true"]:
@@ -276,7 +294,7 @@ class Lab:
     def ssh_hosts(self) -> SimulatedHosts:
         """The lab's SSH server: GPU hosts and SONiC leaves answer shell commands, EOS leaves CLI lines."""
         return SimulatedHosts(self.workdir / "ssh", self._answer, line_answer=self._eos_cli,
-                              cli_hosts=frozenset(self.switches) if self.eos else frozenset())
+                              cli_hosts=frozenset(self.switches) if self.eos else frozenset(), streamer=self._stream)
 
     async def _switch_cli(self, name: str, argv: list[str]) -> tuple[int, str, str]:
         """Run the collector's command with a real sh, the fake SONiC ``show`` first on PATH."""
@@ -314,7 +332,9 @@ class Lab:
                                         "focus_burst_threshold": 0.1 * IB_XMIT_WAIT_SCALE}})
         gpu_hosts = [{"name": h, "address": "127.0.0.1", "port": ports[h]} for h in self.hosts]
         targets.append({"name": "gpu-nics", "fabric": "roce-lab", "collector": "roce_nic", "transport": "ssh",
-                        "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts})
+                        "credentials": "lab-ssh", "interval": interval, "timeout": timeout, "hosts": gpu_hosts,
+                        # the sub-second sampler: one streaming probe per host on its counter files
+                        "options": {"burst": {"window": "100ms"}}})
         for name, agent in self.snmp_agents.items():
             creds[f"snmp-{name}"] = {"type": "snmp", "version": "2c", "community": name}
             targets.append({"name": f"snmp-{name}", "fabric": "roce-lab", "collector": "snmp_switch",
@@ -367,20 +387,46 @@ class Lab:
         now = time.monotonic()
         congested_rack = 1
         hosts = list(self.hosts)
-        storm_host = hosts[0] if hosts else None
         flap_host = hosts[-1] if hosts else None
         self._flap_state = int(now / 4) % 2 == 1 if self.model.on("link_flap") else False
+        if self._nic_thread is None:  # else the NIC timer moves them
+            self.tick_nics(dt, now)
         for name, host in self.hosts.items():
-            for i, port in enumerate(host.ports):
-                self.model.advance_nic(
-                    port, dt, in_congested_rack=self._is_congested(name),
-                    storming=self.model.on("pause_storm") and name == storm_host and i == 0,
-                    flapping=self.model.on("link_flap") and name == flap_host and i == 0 and self._flap_state,
-                    bit_errors=self.model.on("bit_errors") and name == flap_host and i == 0)
             port0 = host.ports[0]
             port0.state = "DOWN" if (self._flap_state and name == flap_host) else "ACTIVE"
         self._advance_switches(dt, congested_rack)
         self._latency_fixture()
+
+    def tick_nics(self, dt: float, now: float) -> None:
+        """Move the NICs' counters by ``dt`` seconds of traffic ending at ``now`` and write the
+        changed ones to the hosts' counter files."""
+        hosts = list(self.hosts)
+        storm_host = hosts[0] if hosts else None
+        flap_host = hosts[-1] if hosts else None
+        for name, host in self.hosts.items():
+            for i, port in enumerate(host.ports):
+                self.model.advance_nic(
+                    port, dt, in_congested_rack=self._is_congested(name), now=now,
+                    storming=self.model.on("pause_storm") and name == storm_host and i == 0,
+                    flapping=self.model.on("link_flap") and name == flap_host and i == 0 and self._flap_state,
+                    bit_errors=self.model.on("bit_errors") and name == flap_host and i == 0)
+            files = self.counter_files.get(name)
+            if files is not None:
+                files.update()
+
+    def _nic_timer(self) -> None:
+        """NIC counters move every NIC_TICK (not once a second), so a burst shorter than a second is
+        in the files as it happens, for the burst probe's 100 ms windows to see. A thread, not a task
+        of the lab's event loop: a NIC's counters keep moving while the in-process daemon holds the
+        loop (a catch-up write after a stalled loop would look like a burst). The counters it moves
+        are only read by the loop (values change, never the tables' keys)."""
+        last = time.monotonic()
+        next_tick = last + NIC_TICK
+        while not self._nic_stop.wait(max(0.0, next_tick - time.monotonic())):
+            next_tick = max(next_tick + NIC_TICK, time.monotonic())
+            now = time.monotonic()
+            self.tick_nics(now - last, now)
+            last = now
 
     def _advance_switches(self, dt: float, congested_rack: int) -> None:
         for rack, (name, sw) in enumerate(self.switches.items(), start=1):
@@ -567,6 +613,9 @@ class Lab:
                     self.model.start(scenario, time.monotonic())
             self.tick(1.0)
             await self._ib_tick(1.0)
+            self._start_counter_files()
+            self._nic_thread = threading.Thread(target=self._nic_timer, name="lab-nics", daemon=True)
+            self._nic_thread.start()
             config_path = self.workdir / "fabric-lab.yaml"
             config_path.write_text(yaml.safe_dump(self._config(), sort_keys=False))
             self.daemon = Daemon(str(config_path), listen_address=self.opts.listen)
@@ -608,6 +657,9 @@ class Lab:
             await self._shutdown(daemon_task, control_runner)
 
     async def _shutdown(self, daemon_task, control_runner) -> None:
+        if self._nic_thread is not None:
+            self._nic_stop.set()
+            self._nic_thread.join(5)
         if self.daemon is not None:
             self.daemon.request_stop()
         if daemon_task is not None:
@@ -619,6 +671,8 @@ class Lab:
             await control_runner.cleanup()
         if self.ssh is not None:
             await self.ssh.stop()
+        for files in self.counter_files.values():
+            files.close()
         for service in self.services:
             service.stop()
         for agent in self.snmp_agents.values():

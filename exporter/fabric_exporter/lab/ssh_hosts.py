@@ -5,6 +5,10 @@ arrives as the SSH transport sends it (``timeout -k 2 N argv...``, shlex-quoted)
 removed and the argument list is handed to the host's ``answer`` coroutine, which returns
 (exit status, stdout, stderr) rendered from the simulation, so no shell or process is involved.
 
+A command ``streamer`` recognises (it returns a local argv for it) is long-lived: that local process
+runs for as long as the client keeps the channel open, its stdout streamed as the command's output
+(the burst sampler's probe); the process is killed when the channel or the server closes.
+
 A host named in ``cli_hosts`` stands for a device whose SSH lands in its CLI (Arista EOS): its exec
 request goes to ``line_answer`` as the line it is, neither split nor unwrapped.
 """
@@ -12,6 +16,7 @@ request goes to ``line_answer`` as the line it is, neither split nor unwrapped.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +25,7 @@ import asyncssh
 
 Answer = Callable[[str, list[str]], Awaitable[tuple[int, str, str]]]
 LineAnswer = Callable[[str, str], Awaitable[tuple[int, str, str]]]  # (host, CLI line)
+Streamer = Callable[[str, list[str]], "list[str] | None"]  # (host, argv) -> a local argv to stream, or None
 
 
 def write_key_files(directory: Path, prefix: str = "") -> tuple[Path, Path, Path]:
@@ -71,7 +77,7 @@ class SimulatedHosts:
 
     def __init__(self, workdir: str | Path, answer: Answer, *, host_key_file: str | None = None,
                  authorized_keys_file: str | None = None, cli_hosts: frozenset[str] = frozenset(),
-                 line_answer: LineAnswer | None = None):
+                 line_answer: LineAnswer | None = None, streamer: Streamer | None = None):
         """Keys are generated in ``workdir`` unless a host key and an authorized_keys file are given."""
         if cli_hosts and line_answer is None:
             raise ValueError("cli_hosts need a line_answer")
@@ -80,6 +86,8 @@ class SimulatedHosts:
         self.answer = answer
         self.cli_hosts = cli_hosts
         self.line_answer = line_answer
+        self.streamer = streamer
+        self._streams: set[asyncio.subprocess.Process] = set()
         if host_key_file:
             self.host_key_file = Path(host_key_file)
             host_key = asyncssh.read_private_key(str(host_key_file))
@@ -123,6 +131,10 @@ class SimulatedHosts:
                 process.stderr.write(f"sh: syntax error: {e}\n")
                 process.exit(2)
                 return
+            local = self.streamer(host, argv) if self.streamer is not None else None
+            if local is not None:
+                await self._stream(local, process)
+                return
             reply = self.answer(host, argv)
         try:
             status, out, err = await reply
@@ -139,7 +151,40 @@ class SimulatedHosts:
         except (OSError, asyncssh.Error):
             pass
 
+    async def _stream(self, argv: list[str], process: asyncssh.SSHServerProcess) -> None:
+        """Run ``argv`` here and stream its stdout to the channel until either side ends."""
+        proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        self._streams.add(proc)
+
+        async def pump() -> None:
+            decode = codecs.getincrementaldecoder("utf-8")("replace").decode  # the channel carries text
+            while chunk := await proc.stdout.read(1 << 16):
+                process.stdout.write(decode(chunk))
+                await process.stdout.drain()
+
+        pumping = asyncio.ensure_future(pump())
+        closed = asyncio.ensure_future(process.channel.wait_closed())
+        try:
+            await asyncio.wait({pumping, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (pumping, closed):
+                t.cancel()
+            await asyncio.gather(pumping, closed, return_exceptions=True)
+            await self._end(proc)
+            try:
+                process.exit(proc.returncode if proc.returncode is not None and proc.returncode >= 0 else 1)
+            except (OSError, asyncssh.Error):
+                pass
+
+    async def _end(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        self._streams.discard(proc)
+
     async def stop(self) -> None:
+        await asyncio.gather(*(self._end(p) for p in list(self._streams)), return_exceptions=True)
         for s in self._servers:
             s.close()
         await asyncio.gather(*(s.wait_closed() for s in self._servers), return_exceptions=True)

@@ -34,6 +34,8 @@ SCENARIOS = {s.name: s for s in (
                           "ports, IB probe latency into rack 1 rises"),
     Scenario("incast_roce", "incast into rack 1 on the RoCE fabric only: PFC pauses, ECN marks and CNPs on rack 1's "
                             "NICs and switch, RoCE probe latency into rack 1 rises"),
+    Scenario("microburst", "PFC pause bursts of 150-400 ms at random phases on rack 1's NICs (a few % paused on "
+                           "average: the 30 s pause rate barely moves, the burst sampler's peak does)"),
     Scenario("latency_regression", "every probed pair's p99 latency rises tenfold, past the 20 us SLO "
                                    "(tail only; the median holds)"),
 )}
@@ -49,6 +51,11 @@ LOSSLESS = 3  # the RoCE priority with PFC
 # over a while: the tail latency into the congested rack decays with this time constant. The lab
 # assumes RoCE (PFC pauses spreading, DCQCN rate recovery) is slower than credit-based IB.
 RECOVERY_TIME_CONSTANT_SECONDS = {"ib": 3.0, "roce": 8.0}
+# microburst: each NIC port of the bursting rack is paused 100 % for 150-400 ms, then runs free for
+# 8-20 s (phases drawn per port): ~2 % paused on average, below any rate-window threshold
+MICROBURST_MS = (150.0, 400.0)
+MICROBURST_GAP_S = (8.0, 20.0)
+MICROBURST_PAUSE_FRAMES_PER_S = 20000  # a paused port keeps receiving XOFF refreshes
 
 
 @dataclass
@@ -59,9 +66,16 @@ class TrafficModel:
     active: dict[str, float] = field(default_factory=dict)  # scenario -> started (monotonic)
     stopped: dict[str, float] = field(default_factory=dict)  # scenario -> last stopped (monotonic)
     _rng: random.Random = field(init=False, repr=False)
+    # fractions of a count carried to the next tick, so short ticks (the lab's NIC timer) keep
+    # small rates: (id(table), name) -> fraction
+    _carry: dict = field(init=False, repr=False, default_factory=dict)
+    # microburst: per port key, the next (or current) burst's (start, end), monotonic seconds
+    _bursts: dict = field(init=False, repr=False, default_factory=dict)
+    _burst_rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+        self._burst_rng = random.Random(self.seed + 1)
 
     def on(self, name: str) -> bool:
         return name in self.active
@@ -94,9 +108,36 @@ class TrafficModel:
 
     # -- RoCE NIC ports ---------------------------------------------------------------------------
 
+    def microburst_paused(self, key, t0: float, t1: float) -> float:
+        """Seconds of [t0, t1) the port ``key`` spends inside a microburst; bursts follow each other at
+        random phases (the first one within a gap of ``t0``), whatever the tick length."""
+        start, end = self._bursts.get(key) or self._next_burst(t0 + self._burst_rng.uniform(0, MICROBURST_GAP_S[1]))
+        paused = 0.0
+        while start < t1:
+            paused += max(0.0, min(end, t1) - max(start, t0))
+            if end > t1:
+                break
+            start, end = self._next_burst(end + self._burst_rng.uniform(*MICROBURST_GAP_S))
+        self._bursts[key] = (start, end)
+        return paused
+
+    def _next_burst(self, start: float) -> tuple[float, float]:
+        return start, start + self._burst_rng.uniform(*MICROBURST_MS) / 1000
+
     def advance_nic(self, port: NicPort, dt: float, *, in_congested_rack: bool, storming: bool,
-                    flapping: bool, bit_errors: bool) -> None:
+                    flapping: bool, bit_errors: bool, now: float | None = None) -> None:
         eth, hw = port.ethtool, port.hw_counters
+        carry = self._carry
+
+        def _add(table: dict[str, int], name: str, amount: float) -> None:
+            _add_carried(table, name, amount, carry)
+
+        micro = 0.0  # seconds of this tick inside a microburst
+        if in_congested_rack and self.on("microburst"):
+            end = time.monotonic() if now is None else now
+            micro = self.microburst_paused(id(port), end - dt, end)
+        elif id(port) in self._bursts:
+            del self._bursts[id(port)]  # the scenario stopped: the next one draws new phases
         congested = in_congested_rack and self.congested("roce")
         load = 0.55 if not congested else 0.9  # fraction of line rate
         rx_bytes = LINE_RATE_BYTES * load * dt * self.jitter()
@@ -111,13 +152,14 @@ class TrafficModel:
         _add(eth, f"tx_prio{LOSSLESS}_packets", tx_bytes * 0.98 / 4096)
         # PFC: a trickle when healthy; under incast the fabric pauses this NIC ~30% of the time.
         paused = 0.3 if congested else 0.002
-        _add(eth, f"rx_prio{LOSSLESS}_pause", 3000 * paused * dt * self.jitter())
-        _add(eth, f"rx_prio{LOSSLESS}_pause_duration", 1e6 * paused * dt)
+        _add(eth, f"rx_prio{LOSSLESS}_pause",
+             3000 * paused * dt * self.jitter() + MICROBURST_PAUSE_FRAMES_PER_S * micro)
+        _add(eth, f"rx_prio{LOSSLESS}_pause_duration", 1e6 * (paused * dt + micro))
         _add(eth, f"rx_prio{LOSSLESS}_pause_transition", 1500 * paused * dt)
         if storming:  # the NIC itself cannot drain: it sends pause all the time
             _add(eth, f"tx_prio{LOSSLESS}_pause", 30000 * dt)
             _add(eth, f"tx_prio{LOSSLESS}_pause_duration", 1e6 * dt * 0.99)
-            _add(eth, "tx_pause_storm_warning_events", 1)
+            _add(eth, "tx_pause_storm_warning_events", dt)  # one a second (whatever the tick)
             _add(eth, "tx_pause_storm_error_events", dt / 5)
             _add(eth, "rx_discards_phy", 2000 * dt)
         else:
@@ -134,7 +176,7 @@ class TrafficModel:
             _add(hw, "local_ack_timeout_err", 2 * dt)
             _add(hw, "roce_adp_retrans", 40 * dt)
         if flapping:
-            _add(eth, "link_down_events_phy", 1)
+            _add(eth, "link_down_events_phy", dt)  # one a second while flapping
         if bit_errors:
             _add(eth, "rx_pcs_symbol_err_phy", 500 * dt)
             _add(eth, "rx_corrected_bits_phy", 1e5 * dt)
@@ -190,6 +232,12 @@ class TrafficModel:
         }
 
 
-def _add(table: dict[str, int], name: str, amount: float) -> None:
-    if name in table:  # a counter this driver/PFC config does not have stays absent
-        table[name] += int(amount)
+def _add_carried(table: dict[str, int], name: str, amount: float, carry: dict) -> None:
+    """Add ``amount`` to a counter, keeping the fraction for the next tick (10/s over 50 ms ticks is
+    still 10/s). A counter this driver/PFC config does not have stays absent."""
+    if name in table:
+        key = (id(table), name)
+        total = amount + carry.get(key, 0.0)
+        whole = int(total)
+        carry[key] = total - whole
+        table[name] += whole
