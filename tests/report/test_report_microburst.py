@@ -60,7 +60,36 @@ def report(tmp_path_factory):
                             f"http://127.0.0.1:{lab.prometheus}", "--from", f"{start:.0f}", "--to", f"{end:.0f}",
                             "--out", str(out)], env=package_env(), capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    return {"tmp": tmp, "out": out, "summary": json.loads((out / "summary.json").read_text())}
+        panels = _burst_panels_with_data(lab, start, end)
+    return {"tmp": tmp, "out": out, "summary": json.loads((out / "summary.json").read_text()), "panels": panels}
+
+
+def _burst_panels_with_data(lab, start: float, end: float) -> dict[tuple[str, str, str], bool]:
+    """Every dashboard query reading the burst sampler's series (the e2e alerting stack cannot run the
+    probe), with the variables at All, against the lab's Prometheus: did it return data?"""
+    import urllib.parse
+    import urllib.request
+
+    from fabric_exporter.mixin import dashboards
+    from fabric_exporter.mixin.panels import queries_of
+    from fabric_exporter.mixin.settings import Settings
+    from tests.mixin.test_e2e_alerting import BURST_SAMPLER_METRICS, _grafana_to_promql
+
+    out = {}
+    for board_name, board in dashboards.build_all(Settings()).items():
+        for title, expr in queries_of(board):
+            if not any(m in expr for m in BURST_SAMPLER_METRICS):
+                continue
+            promql = _grafana_to_promql(expr)  # the lab scrapes as job "fabric-exporter", the default selector
+            q = urllib.parse.urlencode({"query": promql, "start": f"{start:.0f}", "end": f"{end:.0f}", "step": "5"})
+            with urllib.request.urlopen(f"http://127.0.0.1:{lab.prometheus}/api/v1/query_range?{q}", timeout=10) as r:
+                out[(board_name, title, promql)] = bool(json.loads(r.read())["data"]["result"])
+    return out
+
+
+def test_every_burst_panel_has_data_from_the_lab(report):
+    assert len(report["panels"]) >= 4, report["panels"]
+    assert all(report["panels"].values()), [k for k, v in report["panels"].items() if not v]
 
 
 def test_the_report_counts_the_bursts_of_the_bursting_rack_only(report):
