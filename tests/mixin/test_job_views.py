@@ -19,7 +19,6 @@ depends on.
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 
 import pytest
@@ -28,8 +27,7 @@ from fabric_exporter.catalog import CATALOG
 from fabric_exporter.mixin import dashboards, job_views, rules
 from fabric_exporter.mixin.panels import queries_of
 from fabric_exporter.mixin.settings import Settings
-from tests.conftest import require_tool
-from tests.harness.daemon import free_port
+from tests.harness.prometheus import backfilled_prometheus
 
 SETTINGS = Settings()
 BOARDS = dashboards.build_all(SETTINGS)
@@ -214,17 +212,10 @@ def _series_lines() -> list[str]:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
-    from fabric_exporter.lab.prometheus import Prometheus
     from fabric_exporter.report.prom import PrometheusClient
 
-    promtool = require_tool("promtool")
-    require_tool("prometheus")
     work = tmp_path_factory.mktemp("jobviews")
-    (work / "data.om").write_text("\n".join(_series_lines()) + "\n# EOF\n")
-    r = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "data.om"),
-                        str(work / "data")], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    server = Prometheus(work, job="nothing", targets=[f"127.0.0.1:{free_port()}"], rule_files=[], interval="1m").start()
+    server = backfilled_prometheus(work, "\n".join(_series_lines()) + "\n# EOF\n").start()
     try:
         yield PrometheusClient(server.base)
     finally:

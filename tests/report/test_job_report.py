@@ -29,6 +29,7 @@ import pytest
 
 from tests.conftest import ROOT, require_tool
 from tests.harness.daemon import free_port
+from tests.harness.prometheus import backfilled_prometheus
 
 STEP = 15
 T0 = (int(time.time()) // 3600 - 3) * 3600  # three hours ago, on the hour: backfilled blocks
@@ -81,22 +82,14 @@ def _lines() -> list[str]:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    from fabric_exporter.lab.prometheus import Prometheus
     from fabric_exporter.mixin import rules
     from fabric_exporter.mixin.generate import dump_yaml
     from fabric_exporter.mixin.settings import Settings
 
-    promtool = require_tool("promtool")
-    require_tool("prometheus")
     work = tmp_path_factory.mktemp("job-report")
-    (work / "data.om").write_text("\n".join(_lines()) + "\n# EOF\n")
-    r = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "data.om"),
-                        str(work / "data")], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
     rule_file = work / "rules.yaml"
     rule_file.write_text(dump_yaml(rules.to_prometheus(rules.build(Settings()))))
-    server = Prometheus(work, job="nothing", targets=[f"127.0.0.1:{free_port()}"], rule_files=[str(rule_file)],
-                        interval="1m").start()
+    server = backfilled_prometheus(work, "\n".join(_lines()) + "\n# EOF\n", [str(rule_file)]).start()
     try:
         yield server.base
     finally:

@@ -5,16 +5,13 @@ port's -- and a fabric without any burst series (None, not 0)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from fabric_exporter.mixin.settings import Settings
 from fabric_exporter.report import collect, page
-from tests.conftest import require_tool
-from tests.harness.daemon import free_port
+from tests.harness.prometheus import backfilled_prometheus
 
-from .test_report_page_parts import JOB, STEP, T0, WINDOW, _counter
+from .test_report_page_parts import STEP, WINDOW, _counter
 
 
 def _openmetrics() -> str:
@@ -40,16 +37,8 @@ def _openmetrics() -> str:
 
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
-    from fabric_exporter.lab.prometheus import Prometheus
 
-    promtool = require_tool("promtool")
-    require_tool("prometheus")
-    work = tmp_path_factory.mktemp("prom-bursts")
-    (work / "data.om").write_text(_openmetrics())
-    r = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "data.om"), str(work / "data")],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    prom = Prometheus(work, job="nothing", targets=[f"127.0.0.1:{free_port()}"], rule_files=[], interval="1m").start()
+    prom = backfilled_prometheus(tmp_path_factory.mktemp("prom-bursts"), _openmetrics()).start()
     try:
         yield collect.PrometheusClient(prom.base)
     finally:

@@ -9,7 +9,6 @@ it, and one the selector excludes.
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
@@ -17,8 +16,7 @@ import pytest
 from fabric_exporter.mixin.settings import Settings
 from fabric_exporter.report import collect, page
 from fabric_exporter.report.ports import port_name
-from tests.conftest import require_tool
-from tests.harness.daemon import free_port
+from tests.harness.prometheus import backfilled_prometheus
 
 
 @pytest.mark.parametrize("labels, name", [
@@ -83,16 +81,8 @@ def _openmetrics() -> str:
 
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
-    from fabric_exporter.lab.prometheus import Prometheus
 
-    promtool = require_tool("promtool")
-    require_tool("prometheus")
-    work = tmp_path_factory.mktemp("prom")
-    (work / "data.om").write_text(_openmetrics())
-    r = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "data.om"), str(work / "data")],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    prom = Prometheus(work, job="nothing", targets=[f"127.0.0.1:{free_port()}"], rule_files=[], interval="1m").start()
+    prom = backfilled_prometheus(tmp_path_factory.mktemp("prom"), _openmetrics()).start()
     try:
         yield collect.PrometheusClient(prom.base)
     finally:
