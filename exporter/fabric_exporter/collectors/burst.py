@@ -25,7 +25,7 @@ import asyncio
 import collections
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..bounds import Range
@@ -329,8 +329,9 @@ def _le(value: float) -> str:
 # Runners: the tick loop locally, the stream over SSH
 
 
-class LocalRunner:
-    """Ticks in the exporter's own event loop at absolute deadlines, reading through ``burst_probe.Probe``."""
+class _Runner:
+    """What the collector sees of a sampler: its columns, the columns it cannot read (``missing``), why
+    it stopped (``error``), and its task."""
 
     def __init__(self, columns: list[Column], options: BurstOptions, acc: BurstAccumulator):
         self.columns = columns
@@ -339,6 +340,21 @@ class LocalRunner:
         self.missing: dict[int, str] = {}
         self.error: str | None = None
         self.task: asyncio.Task | None = None
+
+    def done(self) -> bool:
+        return self.task is None or self.task.done()
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+
+class LocalRunner(_Runner):
+    """Ticks in the exporter's own event loop at absolute deadlines, reading through ``burst_probe.Probe``."""
 
     def start(self) -> None:
         probe = burst_probe.Probe([c.probe for c in self.columns], sysfs=self.options.sysfs_root,
@@ -371,35 +387,18 @@ class LocalRunner:
         finally:
             probe.close()
 
-    def done(self) -> bool:
-        return self.task is None or self.task.done()
-
-    async def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            try:
-                await self.task
-            except (asyncio.CancelledError, Exception):
-                pass
-
-
 #: the longest line the remote probe may send (a window with every column non-zero is ~30 B/column)
 MAX_LINE = 1 << 20
 
 
-class StreamRunner:
+class StreamRunner(_Runner):
     """One long-lived SSH channel running ``burst_probe`` remotely; each line it streams is a window."""
 
     def __init__(self, columns: list[Column], options: BurstOptions, acc: BurstAccumulator, connection,
                  connect_timeout: float):
-        self.columns = columns
-        self.options = options
-        self.acc = acc
+        super().__init__(columns, options, acc)
         self.connection = connection
         self.connect_timeout = connect_timeout
-        self.missing: dict[int, str] = {}
-        self.error: str | None = None
-        self.task: asyncio.Task | None = None
         self._stream = None
 
     def argv(self) -> list[str]:
@@ -455,17 +454,6 @@ class StreamRunner:
         finally:
             if self._stream is not None:
                 self._stream.close()
-
-    def done(self) -> bool:
-        return self.task is None or self.task.done()
-
-    async def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            try:
-                await self.task
-            except (asyncio.CancelledError, Exception):
-                pass
 
 
 def command(columns: list[Column], options: BurstOptions) -> list[str]:

@@ -101,15 +101,17 @@ def _json_count(raw: object, what: str) -> int:
     return raw
 
 
+def _interface_counts(text: str, what: str, top: str, keys: dict[str, str]) -> list[tuple[str, dict[str, int]]]:
+    """``{top: {port: {key: count}}}`` -> (long port name, {our name: count}) for the ``keys`` present."""
+    return [(long_name(port), {name: _json_count(counters[key], f"{what}: {port} {key}")
+                               for key, name in keys.items() if key in counters})
+            for port, counters in _interfaces(_json_object(text, what), top, what).items()]
+
+
 @parser_entry
 def parse_discards_json(text: str, skipped: list[SkippedLine] | None = None) -> list[Discards]:
     what = "show interfaces counters discards | json"
-    out = []
-    for port, counters in _interfaces(_json_object(text, what), "interfaces", what).items():
-        values = {name: _json_count(counters[key], f"{what}: {port} {key}")
-                  for key, name in DISCARD_KEYS.items() if key in counters}
-        out.append(Discards(long_name(port), values))
-    return out
+    return [Discards(port, values) for port, values in _interface_counts(text, what, "interfaces", DISCARD_KEYS)]
 
 
 # -- show priority-flow-control counters | json ------------------------------------------------------
@@ -126,12 +128,7 @@ PFC_KEYS = {"rxFrames": "rx_frames", "txFrames": "tx_frames"}
 @parser_entry
 def parse_pfc_counters_json(text: str, skipped: list[SkippedLine] | None = None) -> list[PfcFrames]:
     what = "show priority-flow-control counters | json"
-    out = []
-    for port, counters in _interfaces(_json_object(text, what), "interfaceCounters", what).items():
-        values = {name: _json_count(counters[key], f"{what}: {port} {key}")
-                  for key, name in PFC_KEYS.items() if key in counters}
-        out.append(PfcFrames(long_name(port), values))
-    return out
+    return [PfcFrames(port, values) for port, values in _interface_counts(text, what, "interfaceCounters", PFC_KEYS)]
 
 
 # -- show qos interfaces ecn counters queue | json ---------------------------------------------------
