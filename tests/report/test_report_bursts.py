@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from fabric_exporter.mixin.settings import Settings
 from fabric_exporter.report import collect, page
 from tests.harness.prometheus import backfilled_prometheus
 
-from .test_report_page_parts import STEP, WINDOW, _counter
+from .test_report_page_parts import _collector, _counter
 
 
 def _openmetrics() -> str:
@@ -37,16 +36,11 @@ def _openmetrics() -> str:
 
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
-
     prom = backfilled_prometheus(tmp_path_factory.mktemp("prom-bursts"), _openmetrics()).start()
     try:
         yield collect.PrometheusClient(prom.base)
     finally:
         prom.stop()
-
-
-def _collector(client) -> collect.Collector:
-    return collect.Collector(client, Settings({"rate_window": "1m"}), collect.Window(*WINDOW, STEP))
 
 
 def test_bursts_are_counted_whole_per_fabric_and_port(backfilled):

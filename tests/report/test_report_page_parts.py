@@ -81,7 +81,6 @@ def _openmetrics() -> str:
 
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
-
     prom = backfilled_prometheus(tmp_path_factory.mktemp("prom"), _openmetrics()).start()
     try:
         yield collect.PrometheusClient(prom.base)
