@@ -197,6 +197,8 @@ class GnmiSwitchOptions:
 # -- gRPC status -> reasons --------------------------------------------------------------------------------
 
 _TLS_WORDS = ("ssl", "handshake", "certificate", "tls")
+# grpc-python's own details when a request write lost the race with the target's status (grpc/grpc#36066)
+CORE_WRITE_RACE = "Internal error from Core"
 
 
 def error_from_status(code_name: str, details: str, where: str) -> PollError:
@@ -810,8 +812,27 @@ class GnmiSwitchCollector(Collector):
         return g.SubscribeRequest(subscribe=g.SubscriptionList(prefix=prefix, subscription=subs, mode=list_mode,
                                                                encoding=g.JSON_IETF))
 
-    def _status_error(self, e: Any) -> PollError:
-        return error_from_status(e.code().name, e.details() or "", self.where)
+    async def _status_error(self, e: Any) -> PollError:
+        code, details = e.code().name, e.details() or ""
+        if code == "INTERNAL" and details == CORE_WRITE_RACE:
+            code, details = await self._real_status(code, details)
+        return error_from_status(code, details, self.where)
+
+    async def _real_status(self, code: str, details: str) -> tuple[str, str]:
+        """The status a target sent when grpc-python's aio client replaced it with its own INTERNAL.
+
+        A target that ends a Subscribe before reading the request (as gNMI servers do on a bad
+        password) races the client's write of that request; when the write loses, grpc-python reports
+        ``INTERNAL: Internal error from Core`` instead of the target's status (grpc/grpc#36066). A
+        unary Capabilities call with the same credentials has no request stream to race and gets the
+        target's own answer; only a failure there replaces the INTERNAL."""
+        grpc, g, g_grpc = _pb()
+        try:
+            await g_grpc.gNMIStub(self._get_channel()).Capabilities(
+                g.CapabilityRequest(), metadata=self._metadata(), timeout=max(0.5, min(5.0, self.ctx.remaining())))
+        except grpc.aio.AioRpcError as e:
+            return e.code().name, e.details() or ""
+        return code, details
 
     def _groups(self, paths: list[GnmiPath]) -> dict[str, list[GnmiPath]]:
         by_target: dict[str, list[GnmiPath]] = {}
@@ -855,7 +876,7 @@ class GnmiSwitchCollector(Collector):
                 if response.HasField("update"):
                     self._apply(state, response, skipped)
         except grpc.aio.AioRpcError as e:
-            raise self._status_error(e) from None
+            raise await self._status_error(e) from None
         finally:
             call.cancel()
 
@@ -1009,7 +1030,7 @@ class GnmiSwitchCollector(Collector):
                                        f"{WATCHDOG_INTERVALS} x {self.sample_interval:g}s; resubscribing") from None
             if isinstance(e, asyncio.CancelledError):
                 raise
-            raise self._status_error(e) from None
+            raise await self._status_error(e) from None
         finally:
             if timer is not None:
                 timer.cancel()
