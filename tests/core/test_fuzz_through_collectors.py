@@ -576,7 +576,7 @@ def test_a_foreign_exception_from_a_parser_is_explained_and_polling_goes_on(exc,
 
 
 def test_a_foreign_exception_from_the_perftest_parser_fails_that_probe_as_parse(monkeypatch, caplog):
-    import fabric_exporter.collectors.latency_probe as latency_probe
+    import fabric_exporter.collectors.latency_probe.collector as latency_probe
 
     def broken(text, message_bytes=None, skipped=None):
         raise OverflowError("int too large to convert to float")

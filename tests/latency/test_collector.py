@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from fabric_exporter.catalog.latency import LATENCY_BUCKETS
 from fabric_exporter.collectors import PollContext
-from fabric_exporter.collectors.latency_probe import LatencyProbeCollector, _cdf, _Histogram
+from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
+from fabric_exporter.collectors.latency_probe.histogram import Histogram, cdf
 from fabric_exporter.config import ConfigError
 from tests.harness.configs import parse_config
 from tests.harness.lanes import starts_processes
@@ -71,7 +72,7 @@ stat_lists = st.lists(st.integers(1, 2_000_000), min_size=5, max_size=5).map(sor
 def test_histogram_is_cumulative_and_its_quantiles_land_near_the_probe(v, iters):
     mn, typ, p99, p999, mx = (x / 100 for x in v)
     r = LatencyReport(2, iters, mn, mx, typ, min(max(typ, mn), mx), 0.1, p99, p999)
-    h = _Histogram()
+    h = Histogram()
     h.add(r)
     assert h.count == iters and all(0 <= a <= b <= iters for a, b in zip(h.buckets, h.buckets[1:]))
     assert h.total == pytest.approx(r.avg_us / 1e6 * iters)
@@ -90,10 +91,10 @@ def test_histogram_is_cumulative_and_its_quantiles_land_near_the_probe(v, iters)
 
 def test_cdf_through_the_reported_points():
     r = LatencyReport(2, 10000, 1.0, 10.0, 2.0, 2.2, 0.1, 3.0, 5.0)
-    assert _cdf(r, 0.5e-6) == 0 and _cdf(r, 1e-6) == 0
-    assert _cdf(r, 2e-6) == pytest.approx(0.5) and _cdf(r, 3e-6) == pytest.approx(0.99)
-    assert _cdf(r, 5e-6) == pytest.approx(0.999) and _cdf(r, 10e-6) == 1
-    assert _cdf(r, 2.5e-6) == pytest.approx(0.745)
+    assert cdf(r, 0.5e-6) == 0 and cdf(r, 1e-6) == 0
+    assert cdf(r, 2e-6) == pytest.approx(0.5) and cdf(r, 3e-6) == pytest.approx(0.99)
+    assert cdf(r, 5e-6) == pytest.approx(0.999) and cdf(r, 10e-6) == 1
+    assert cdf(r, 2.5e-6) == pytest.approx(0.745)
 
 
 @pytest.fixture
@@ -150,8 +151,8 @@ def test_histograms_only_grow_and_old_pair_results_are_withheld(fake_perftest_on
 
 
 def test_port_pool_hands_out_each_port_once_and_holds_back_abandoned_ones():
-    from fabric_exporter.collectors.latency_probe import _PortPool
-    pool = _PortPool(20000, 20002)
+    from fabric_exporter.collectors.latency_probe.ports import PortPool
+    pool = PortPool(20000, 20002)
     a, b, c = pool.acquire(0.0), pool.acquire(0.0), pool.acquire(0.0)
     assert sorted((a, b, c)) == [20000, 20001, 20002] and pool.acquire(0.0) is None
     pool.release(a)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric_exporter.collectors.latency_plan import PairPlan, PlanSpec, Probe, run_round
+from fabric_exporter.collectors.latency_probe.plan import PairPlan, PlanSpec, Probe, run_round
 
 
 @st.composite

@@ -577,7 +577,7 @@ def test_perfquery_rcv_error_details_captures(name, guid, port):
 # -- perftest latency reports through the latency_probe collector's parse + record path ----------
 
 def latency_samples(name: str, message_bytes: int):
-    from fabric_exporter.collectors.latency_plan import Probe
+    from fabric_exporter.collectors.latency_probe.plan import Probe
     from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
     from fabric_exporter.parsers.perftest import parse_report
 

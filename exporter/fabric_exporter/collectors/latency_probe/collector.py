@@ -1,13 +1,13 @@
-"""RDMA latency probes between host pairs with perftest over SSH, pingmesh style.
+"""The latency_probe collector: RDMA latency probes between host pairs with perftest over SSH, pingmesh style.
 
 One instance per target group (``scope = "group"``); one poll = one round. Each round:
 
-1. takes the next round of the pair plan (``latency_plan.PairPlan``: full mesh within host groups,
+1. takes the next round of the pair plan (``plan.PairPlan``: full mesh within host groups,
    sampled peers across groups, explicit pairs; at most ``max_probes_per_round``), plus the probes
    the previous round's deadline left out;
 2. checks every involved host once (``true`` over its pooled SSH connection, in parallel), so a
    dead host costs one connect attempt per round and fails only its own probes, at once;
-3. runs the probes under ``latency_plan.run_round`` (``max_probes_per_host`` at once per host,
+3. runs the probes under ``plan.run_round`` (``max_probes_per_host`` at once per host,
    ``max_concurrent_probes`` in all, nothing started that cannot end before the round deadline).
    One probe: the perftest server on the destination (a port of its own from ``port_range``),
    then, after ``server_start_wait``, the client on the source pointed at the destination, retried
@@ -29,98 +29,24 @@ import logging
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from prometheus_client.utils import floatToGoString
-
-from ..catalog.latency import LATENCY_BUCKETS
-from ..config_model import Host
-from ..errors import PollError
-from ..parsers.perftest import LatencyReport, parse_report
-from ..samples import PollResult, Sample
-from .base import Collector
-from .latency_plan import PairPlan, PlanSpec, Probe, run_round
-from .options import OptionReader
+from ...config_model import Host
+from ...errors import PollError
+from ...parsers.perftest import LatencyReport, parse_report
+from ...samples import PollResult, Sample
+from ..base import Collector
+from .histogram import BUCKET_LABELS, Histogram, seconds
+from .options import LatencyProbeOptions, parse_options
+from .plan import PairPlan, PlanSpec, Probe, run_round
+from .ports import PortPool
 
 log = logging.getLogger("fabric_exporter.latency_probe")
 
-TOOLS = ("ib_write_lat", "ib_send_lat", "ib_read_lat")
-MIN_ITERATIONS = 10000  # below this perftest's p99.9 is (nearly) its max
 _CONNECT_REFUSED = re.compile(r"Couldn't connect to|Unable to open file descriptor")
 _TRANSPORT_REASONS = ("connect", "auth", "host_key", "timeout")
-_LE = [floatToGoString(b) for b in LATENCY_BUCKETS]
-
-
-@dataclass(frozen=True)
-class LatencyProbeOptions:
-    tool: str = "ib_write_lat"
-    message_bytes: int = 2
-    iterations: int = MIN_ITERATIONS
-    device: str | None = None  # -d
-    ib_port: int | None = None  # -i
-    gid_index: int | None = None  # -x (RoCE)
-    traffic_class: int | None = None  # --tclass (RoCE GRH)
-    service_level: int | None = None  # -S (IB)
-    extra_args: tuple[str, ...] = ()
-    command_prefix: tuple[str, ...] = ()  # e.g. (nice, -n, 10); "{host}" becomes the host's name
-    report: str = "text"  # text | json (--out_json to stdout)
-    port_range: tuple[int, int] = (19000, 19999)
-    probe_timeout: float = 10.0
-    server_start_wait: float = 0.2
-    client_retries: int = 3
-    host_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    host_group_pattern: str | None = None  # regex; its first group (or (?P<group>)) names the group
-    full_mesh: bool = True
-    sampled_peers: int = 0
-    pairs: tuple[tuple[str, str], ...] = ()
-    max_probes_per_round: int = 500
-    max_concurrent_probes: int = 32
-    max_probes_per_host: int = 1
-    per_pair_series_max_pairs: int = 1000
-    keep_results_for: float | None = None
-    seed: str | None = None
-
-
-@dataclass
-class _Histogram:
-    buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS))
-    count: int = 0
-    total: float = 0.0
-
-    def add(self, report: LatencyReport) -> None:
-        n = report.iterations
-        for i, le in enumerate(LATENCY_BUCKETS):
-            self.buckets[i] += round(n * _cdf(report, le))
-        self.count += n
-        self.total += _seconds(report.avg_us) * n
-
-
-def _seconds(us: float) -> float:
-    # Scale the decimal, not the binary float: perftest printed 1.62 µs, we publish 1.62e-06 exactly
-    # (1.62 / 1e6 is 1.6200000000000002e-06).
-    return float(f"{us!r}e-6")
-
-
-def _cdf(r: LatencyReport, x: float) -> float:
-    """Fraction of the probe's exchanges at or below ``x`` seconds: piecewise linear through
-    (t_min, 0), (t_typical, .5), (99%, .99), (99.9%, .999), (t_max, 1)."""
-    pts = ((_seconds(r.min_us), 0.0), (_seconds(r.typical_us), 0.5), (_seconds(r.p99_us), 0.99),
-           (_seconds(r.p999_us), 0.999), (_seconds(r.max_us), 1.0))
-    if x < pts[0][0]:
-        return 0.0
-    if x >= pts[-1][0]:
-        return 1.0
-    frac = 0.0
-    for (x0, f0), (x1, f1) in zip(pts, pts[1:]):
-        if x >= x1:
-            frac = f1
-            continue
-        if x >= x0 and x1 > x0:
-            frac = f0 + (f1 - f0) * (x - x0) / (x1 - x0)
-        break
-    return frac
 
 
 @dataclass
@@ -130,32 +56,6 @@ class _ProbeResult:
     role: str | None = None  # server | client
     reason: str | None = None
     message: str = ""
-
-
-class _PortPool:
-    """Ports for perftest servers: one per running probe, handed out round-robin, and held back after
-    a server we stopped waiting for, until its ``timeout`` wrapper has surely killed it."""
-
-    def __init__(self, low: int, high: int):
-        self.low, self.high = low, high
-        self._next = low
-        self._busy: dict[int, float] = {}  # port -> monotonic time it is free again (inf: in use)
-
-    def acquire(self, now: float) -> int | None:
-        size = self.high - self.low + 1
-        for _ in range(size):
-            port = self._next
-            self._next = self.low + (self._next - self.low + 1) % size
-            if self._busy.get(port, 0.0) <= now:
-                self._busy[port] = float("inf")
-                return port
-        return None
-
-    def release(self, port: int, free_at: float = 0.0) -> None:
-        if free_at > 0:
-            self._busy[port] = free_at
-        else:
-            self._busy.pop(port, None)
 
 
 class LatencyProbeCollector(Collector):
@@ -169,100 +69,7 @@ class LatencyProbeCollector(Collector):
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err, *, base_dir: Path = Path(".")) -> LatencyProbeOptions:
-        r = OptionReader(raw, path, err, base_dir)
-        d = LatencyProbeOptions()
-        tool = r.string("tool", d.tool, choices=TOOLS)
-        message_bytes = r.integer("message_bytes", d.message_bytes, minimum=1, maximum=1 << 30)
-        iterations = r.integer("iterations", d.iterations, minimum=MIN_ITERATIONS, maximum=10**8)
-        device = r.string("device")
-        ib_port = _opt_int(r, "ib_port", 1, 255)
-        gid_index = _opt_int(r, "gid_index", 0, 1023)
-        traffic_class = _opt_int(r, "traffic_class", 0, 255)
-        service_level = _opt_int(r, "service_level", 0, 15)
-        extra_args = r.string_list("extra_args")
-        for i, a in enumerate(extra_args):
-            if a in ("-p", "--port", "-n", "--iters", "-s", "--size", "-a", "--all", "-D", "--duration", "-C",
-                     "--report-cycles", "-H", "-U") or a.startswith(("--port=", "--iters=", "--size=")):
-                err(f"{path}.extra_args[{i}]", f"{a} is set by the collector (or breaks the report); "
-                                               "use the dedicated option")
-        prefix = r.string_list("command_prefix")
-        report = r.string("report", d.report, choices=("text", "json"))
-        port_range = d.port_range
-        pr = r.value("port_range")
-        if "port_range" in r.raw:
-            if (isinstance(pr, list) and len(pr) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                              for x in pr) and 1024 <= pr[0] <= pr[1] <= 65535):
-                port_range = (pr[0], pr[1])
-            else:
-                err(f"{path}.port_range", f"expected [low, high] ports within 1024-65535, got {pr!r}")
-        probe_timeout = r.duration("probe_timeout", d.probe_timeout)
-        server_start_wait = r.duration("server_start_wait", d.server_start_wait)
-        client_retries = r.integer("client_retries", d.client_retries, minimum=0, maximum=20)
-
-        host_groups: list[tuple[str, tuple[str, ...]]] = []
-        raw_groups = r.mapping("host_groups")
-        owner: dict[str, str] = {}
-        for g, hosts in (raw_groups or {}).items():
-            gpath = f"{path}.host_groups.{g}"
-            if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h for h in hosts):
-                err(gpath, "expected a non-empty list of host names")
-                continue
-            for j, h in enumerate(hosts):
-                if h in owner:
-                    err(f"{gpath}[{j}]", f"host {h!r} is already in group {owner[h]!r}")
-                owner[h] = str(g)
-            host_groups.append((str(g), tuple(hosts)))
-        pattern = r.regex("host_group_pattern")
-        if pattern is not None and pattern.groups < 1:
-            err(f"{path}.host_group_pattern", "needs a capturing group that names the host's group")
-        if raw_groups and pattern is not None:
-            err(path, "give host_groups or host_group_pattern, not both")
-
-        plan = r.mapping("plan") or {}
-        p = OptionReader(plan, f"{path}.plan", err, base_dir)
-        full_mesh = p.boolean("full_mesh", d.full_mesh)
-        sampled_peers = p.integer("sampled_peers", d.sampled_peers, minimum=0, maximum=1000)
-        pairs: list[tuple[str, str]] = []
-        raw_pairs = p.value("pairs")
-        if "pairs" in plan:
-            if not isinstance(raw_pairs, list):
-                err(f"{path}.plan.pairs", "expected a list of [source, destination]")
-            else:
-                for j, pair in enumerate(raw_pairs):
-                    if (not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) and x for x in pair)
-                            or pair[0] == pair[1]):
-                        err(f"{path}.plan.pairs[{j}]", f"expected [source, destination] of two hosts, got {pair!r}")
-                    else:
-                        pairs.append((pair[0], pair[1]))
-        p.done()
-        if not full_mesh and not sampled_peers and not pairs:
-            err(f"{path}.plan", "plans nothing: enable full_mesh, sampled_peers or pairs")
-
-        budget = r.mapping("budget") or {}
-        b = OptionReader(budget, f"{path}.budget", err, base_dir)
-        max_round = b.integer("max_probes_per_round", d.max_probes_per_round, minimum=1, maximum=10**6)
-        max_conc = b.integer("max_concurrent_probes", d.max_concurrent_probes, minimum=1, maximum=10000)
-        max_host = b.integer("max_probes_per_host", d.max_probes_per_host, minimum=1, maximum=8)
-        b.done()
-        per_pair_max = r.integer("per_pair_series_max_pairs", d.per_pair_series_max_pairs, minimum=0)
-        keep = r.duration("keep_results_for", None)
-        seed = r.string("seed")
-        r.done()
-        if port_range[1] - port_range[0] + 1 < max_conc:
-            err(f"{path}.port_range", f"holds {port_range[1] - port_range[0] + 1} ports, fewer than "
-                                      f"budget.max_concurrent_probes ({max_conc})")
-        if probe_timeout is not None and server_start_wait is not None and server_start_wait >= probe_timeout:
-            err(f"{path}.server_start_wait", "must be shorter than probe_timeout")
-        return LatencyProbeOptions(
-            tool=tool, message_bytes=message_bytes, iterations=iterations, device=device, ib_port=ib_port,
-            gid_index=gid_index, traffic_class=traffic_class, service_level=service_level,
-            extra_args=tuple(extra_args), command_prefix=tuple(prefix), report=report, port_range=port_range,
-            probe_timeout=probe_timeout or d.probe_timeout, server_start_wait=server_start_wait or 0.0,
-            client_retries=client_retries, host_groups=tuple(host_groups),
-            host_group_pattern=pattern.pattern if pattern is not None else None, full_mesh=full_mesh,
-            sampled_peers=sampled_peers, pairs=tuple(pairs), max_probes_per_round=max_round,
-            max_concurrent_probes=max_conc, max_probes_per_host=max_host, per_pair_series_max_pairs=per_pair_max,
-            keep_results_for=keep, seed=seed)
+        return parse_options(raw, path, err, base_dir=base_dir)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -272,8 +79,8 @@ class LatencyProbeCollector(Collector):
         self.hosts: dict[str, Host] = {h.name: h for h in self.group.hosts}
         self.round_number = 0
         self._carry: list[Probe] = []  # probes the last round's deadline left out
-        self._ports = _PortPool(*self.options.port_range)
-        self._hist: dict[tuple[str, tuple], _Histogram] = {}
+        self._ports = PortPool(*self.options.port_range)
+        self._hist: dict[tuple[str, tuple], Histogram] = {}
         self._last: dict[Probe, tuple[LatencyReport, float]] = {}  # pair -> (report, wall time)
         self._probes: Counter = Counter()  # (host, role)
         self._failures: Counter = Counter()  # (host, role, reason)
@@ -547,7 +354,7 @@ class LatencyProbeCollector(Collector):
         for key in keys:
             hist = self._hist.get(key)
             if hist is None:
-                hist = self._hist[key] = _Histogram()
+                hist = self._hist[key] = Histogram()
             hist.add(report)
 
     def _pair_labels(self, probe: Probe) -> tuple:
@@ -560,7 +367,7 @@ class LatencyProbeCollector(Collector):
         test = self._test_labels
         for (family, labels), hist in sorted(self._hist.items()):
             base = {**dict(labels), **test}
-            for le, count in zip(_LE, hist.buckets):
+            for le, count in zip(BUCKET_LABELS, hist.buckets):
                 out.append(Sample(f"{family}_bucket", {**base, "le": le}, count))
             out.append(Sample(f"{family}_bucket", {**base, "le": "+Inf"}, hist.count))
             out.append(Sample(f"{family}_sum", base, hist.total))
@@ -573,7 +380,7 @@ class LatencyProbeCollector(Collector):
             for name, value in (("min", r.min_us), ("median", r.typical_us), ("avg", r.avg_us), ("p99", r.p99_us),
                                 ("p999", r.p999_us), ("max", r.max_us)):
                 if value is not None:  # older perftest prints no avg/percentiles: absent, not guessed
-                    out.append(Sample(f"fabric_rdma_latency_{name}_seconds", labels, _seconds(value)))
+                    out.append(Sample(f"fabric_rdma_latency_{name}_seconds", labels, seconds(value)))
             out.append(Sample("fabric_rdma_latency_last_probe_timestamp_seconds", labels, when))
         roles = set(self._probes)
         for p in self.plan.pairs:  # zero from the first round, so rate() sees the first probe
@@ -618,9 +425,4 @@ def _server_failure(probe: Probe, server: asyncio.Future) -> _ProbeResult:
                         message=result.describe_failure() if result.exit_status else "server ended before the client")
 
 
-def _opt_int(r: OptionReader, key: str, minimum: int, maximum: int) -> int | None:
-    """An optional integer: None when absent (perftest's own default then applies)."""
-    return r.integer(key, None, minimum=minimum, maximum=maximum)  # type: ignore[arg-type]
-
-
-__all__ = ["LatencyProbeCollector", "LatencyProbeOptions"]
+__all__ = ["LatencyProbeCollector"]
