@@ -7,23 +7,12 @@ import pytest
 import yaml
 
 from fabric_exporter.config import ConfigError, Secret, parse_duration
-from tests.harness.configs import load_config, parse_config
+from tests.harness.configs import load_config, parse_config, problems_of
+from tests.harness.configs import local_group as group
 
 from . import plugin_collectors  # noqa: F401  registers test_command
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def problems_of(raw, tmp_path=None) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        parse_config(raw, base_dir=tmp_path or Path("."))
-    return e.value.problems
-
-
-def group(**kw):
-    g = {"name": "g", "fabric": "lab", "collector": "test_command", "transport": "local"}
-    g.update(kw)
-    return g
 
 
 def test_duration_forms():

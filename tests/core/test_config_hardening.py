@@ -20,7 +20,8 @@ import yaml
 from fabric_exporter import bounds
 from fabric_exporter.collectors.options import OptionReader
 from fabric_exporter.config import ConfigError, parse_duration, parse_listen_address
-from tests.harness.configs import load_config, parse_config
+from tests.harness.configs import load_config, parse_config, problems_of
+from tests.harness.configs import local_group as group
 
 from . import plugin_collectors  # noqa: F401  registers test_command
 
@@ -36,18 +37,6 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 def problems_of_file(path: Path) -> list[str]:
     with pytest.raises(ConfigError) as e:
         load_config(path)
-    return e.value.problems
-
-
-def group(**kw):
-    g = {"name": "g", "fabric": "lab", "collector": "test_command", "transport": "local"}
-    g.update(kw)
-    return g
-
-
-def problems_of(raw, tmp_path=Path(".")) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        parse_config(raw, base_dir=tmp_path)
     return e.value.problems
 
 

@@ -14,12 +14,7 @@ from fabric_exporter.collectors.options import OptionReader
 from fabric_exporter.config_model import ConfigError
 from fabric_exporter.validator import CHECK_FILES, Validator
 from tests.harness.configs import parse_config
-
-
-def _problems(raw, tmp_path: Path = Path(".")) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        parse_config(raw, base_dir=tmp_path)
-    return e.value.problems
+from tests.harness.configs import problems_of as _problems
 
 
 def _group(**kw):

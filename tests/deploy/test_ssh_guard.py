@@ -9,7 +9,6 @@ import importlib.machinery
 import importlib.util
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
+from tests.harness.scripts import write_sh as _exe
 from tests.harness.sshd import SSHD
 
 from .conftest import DEPLOY
@@ -242,11 +242,6 @@ def test_roce_nic_collector_polls_through_the_guard(guarded_roce_host):
             assert int(r.stdout) == port.hw_counters["np_cnp_sent"]
         else:
             assert "fabric-exporter-ssh-guard: refused" in r.stderr
-
-
-def _exe(path: Path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):

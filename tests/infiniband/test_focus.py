@@ -14,7 +14,8 @@ from fabric_exporter.collectors.infiniband.join import join_sweeps
 from fabric_exporter.collectors.infiniband.state import FabricState
 from fabric_exporter.config import ConfigError
 from fabric_exporter.parsers import ib_netdiscover, ib_perfquery, ib_queryerrors
-from tests.harness.configs import parse_config
+
+from .conftest import group_for
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
 PORT = f.FocusPort((1, 1), 5, 100.0, 1, "top")
@@ -139,15 +140,10 @@ def test_read_arguments():
     assert f.vl_read_args(12, 3) == ["--vlxmitcounters", "12", "3"]
 
 
-def _group(options: dict):
-    return parse_config({"targets": [{"name": "ib", "fabric": "f", "collector": "infiniband", "transport": "local",
-                                      "options": options}]}).targets[0]
-
-
 def test_focus_options():
-    o = _group({}).options
+    o = group_for({}).options
     assert not o.focus and o.focus_top_k == 16 and o.focus_interval == 1.0 and o.focus_concurrency == 2
-    o = _group({"focus": True, "focus_ports": ["leaf-01:3", "0x0002c90300a10000:17", "node with spaces:2"],
+    o = group_for({"focus": True, "focus_ports": ["leaf-01:3", "0x0002c90300a10000:17", "node with spaces:2"],
                 "focus_interval": "200ms", "focus_burst_threshold": 0.00001, "focus_top_k": 0}).options
     assert o.focus_ports == (("leaf-01", 3), ("0x0002c90300a10000", 17), ("node with spaces", 2))
     assert o.focus_interval == 0.2 and o.focus_burst_threshold == 0.00001
@@ -167,7 +163,7 @@ def test_focus_options():
 ])
 def test_bad_focus_options(options, where):
     with pytest.raises(ConfigError) as e:
-        _group(options)
+        group_for(options)
     assert any(where in p for p in e.value.problems), e.value.problems
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import stat
 
 import pytest
 
@@ -15,6 +14,7 @@ from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector
 from fabric_exporter.transport.factory import Transports
 from tests.deploy.test_ssh_guard import force_guard
+from tests.harness.scripts import write_sh as _exe
 from tests.harness.sshd import SSHD
 
 from .conftest import group_for, needs_ibsim
@@ -22,11 +22,6 @@ from .test_focus_ibsim import _port, _read_wait
 
 pytestmark = [needs_ibsim, pytest.mark.skipif(shutil.which("sshd") is None and not shutil.os.path.exists("/usr/sbin/sshd"),
                                               reason="openssh-server not installed")]
-
-
-def _exe(path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def test_focus_reads_pass_the_guard_and_see_the_step(fabric, tmp_path_factory):

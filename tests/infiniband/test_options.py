@@ -14,6 +14,7 @@ from tests.harness.configs import parse_config
 from fabric_exporter.transport.factory import Transports
 
 from ..conftest import EXAMPLES, load_example
+from .conftest import group_for
 
 def load(name: str, tmp_path: Path):
     return load_example(name, tmp_path, base_dir=EXAMPLES)
@@ -37,13 +38,8 @@ def test_ssh_example(tmp_path):
     assert o.use_discovery_cache and o.discovery_cache_path == "/var/tmp/fabric-exporter-ib0.cache"
 
 
-def _group(options: dict):
-    return parse_config({"targets": [{"name": "ib", "fabric": "f", "collector": "infiniband", "transport": "local",
-                                      "options": options}]}).targets[0]
-
-
 def test_defaults_never_reset_and_stay_cheap():
-    o = _group({}).options
+    o = group_for({}).options
     assert o == InfinibandOptions()
     assert not o.reset_latched_counters and not o.qp1_dropped and not o.read_tick_multiplier
     assert not o.error_details and o.error_details_max_ports == 32  # one perfquery per erroring port: opt-in
@@ -64,7 +60,7 @@ def test_defaults_never_reset_and_stay_cheap():
 ])
 def test_bad_options_are_reported_with_their_path(options, where):
     with pytest.raises(ConfigError) as e:
-        _group(options)
+        group_for(options)
     assert any(where in p for p in e.value.problems), e.value.problems
 
 
@@ -74,12 +70,12 @@ def test_tick_multiplier_is_refused_on_a_simulated_fabric():
     from fabric_exporter.lab.ibsim import tool_env
 
     with pytest.raises(ConfigError) as e:
-        _group({"env": tool_env("lab"), "read_tick_multiplier": True})
+        group_for({"env": tool_env("lab"), "read_tick_multiplier": True})
     assert any("options.read_tick_multiplier" in p and "ibsim" in p for p in e.value.problems), e.value.problems
-    assert _group({"env": tool_env("lab")}).options.read_tick_multiplier is False
-    assert _group({"read_tick_multiplier": True}).options.read_tick_multiplier is True
+    assert group_for({"env": tool_env("lab")}).options.read_tick_multiplier is False
+    assert group_for({"read_tick_multiplier": True}).options.read_tick_multiplier is True
     # a perfquery of one's own (the tests' stand-in that answers -c itself) is not ibsim's
-    assert _group({"env": tool_env("lab"), "read_tick_multiplier": True,
+    assert group_for({"env": tool_env("lab"), "read_tick_multiplier": True,
                    "tool_paths": {"perfquery": "/opt/fake/perfquery"}}).options.read_tick_multiplier is True
 
 
@@ -87,11 +83,11 @@ def test_unreadable_node_name_map_is_a_config_error(tmp_path):
     bad = tmp_path / "map"
     bad.write_text("not-a-guid name\n")
     with pytest.raises(ConfigError, match="node_name_map"):
-        _group({"node_name_map": str(bad)})
+        group_for({"node_name_map": str(bad)})
 
 
 def test_argv_prefix_env_and_tool_options():
-    group = _group({"command_prefix": ["sudo", "-n"], "env": {"IBSIM_SOCKNAME": "lab"}, "ca": "mlx5_1", "ca_port": 2,
+    group = group_for({"command_prefix": ["sudo", "-n"], "env": {"IBSIM_SOCKNAME": "lab"}, "ca": "mlx5_1", "ca_port": 2,
                     "mad_timeout_ms": 250, "tool_paths": {"ibqueryerrors": "/opt/ib/ibqueryerrors"}})
     c = InfinibandCollector(PollContext(group, group.hosts[0], Transports()))
     assert c.tools.argv("ibqueryerrors", "--counters") == [
@@ -103,7 +99,7 @@ def test_argv_prefix_env_and_tool_options():
 
     assert c.discovery_cache_path() == (f"/tmp/fabric-exporter-ib-{socket.gethostname()}-{os.getpid()}-ib-localhost"
                                ".ibnetdiscover-cache")
-    skip = InfinibandCollector(PollContext(_group({"skip_sl": True}), _group({}).hosts[0], Transports()))
+    skip = InfinibandCollector(PollContext(group_for({"skip_sl": True}), group_for({}).hosts[0], Transports()))
     assert skip.tools.argv("ibqueryerrors", "--counters") == ["ibqueryerrors", "--skip-sl", "--counters"]
     assert skip.tools.argv("perfquery", "-c") == ["perfquery", "-c"]
 

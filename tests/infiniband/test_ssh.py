@@ -6,21 +6,16 @@ node with infiniband-diags installed. The SSH poll must publish what the local p
 from __future__ import annotations
 
 import shutil
-import stat
 
 import pytest
 
+from tests.harness.scripts import write_sh as _exe
 from tests.harness.sshd import SSHD
 
 from .conftest import CollectorHarness, group_for, index, needs_ibsim, values
 
 pytestmark = [needs_ibsim, pytest.mark.skipif(shutil.which("sshd") is None and not shutil.os.path.exists("/usr/sbin/sshd"),
                                               reason="openssh-server not installed")]
-
-
-def _exe(path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 @pytest.fixture(scope="module")

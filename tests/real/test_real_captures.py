@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 
 import pytest
 
@@ -25,13 +24,9 @@ from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors
 from fabric_exporter.parsers.rdma import parse_host_dump
 from fabric_exporter.store import build_snapshot
 from fabric_exporter.transport.base import CommandResult
+from tests.harness.captures import REAL, real_capture as text
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 README = (REAL / "README.md").read_text()
-
-
-def text(name: str) -> str:
-    return (REAL / name).read_text()
 
 
 def find(samples, metric: str, **labels) -> list[float]:
@@ -530,7 +525,6 @@ def test_perfquery_captures_feed_qp1_dropped(name, guid, ports, expected):
     port, value = expected
     assert find(samples, "fabric_ib_qp1_dropped_total", port=str(port)) == [value]
     assert not [p for p in problems if "QP1Dropped" in p]
-
 
 
 # file, node GUID, port: perfquery -E through the error-detail read (every field 0 in these captures)

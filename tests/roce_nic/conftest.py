@@ -3,13 +3,13 @@ helper that polls through the real scheduler/store and reads the exposition back
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.harness.aio import run  # noqa: F401  (tests import it from here)
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 from fabric_exporter.scheduler import Scheduler
@@ -106,7 +106,3 @@ def one(samples: dict, name: str, **labels) -> float:
     found = series(samples, name, **labels)
     assert len(found) == 1, f"{name} {labels}: expected one series, found {len(found)}: {found}"
     return next(iter(found.values()))
-
-
-def run(coro):
-    return asyncio.run(coro)

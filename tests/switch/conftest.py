@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.aio import run  # noqa: F401  (tests import it from here)
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim, V3User
 from fabric_exporter.scheduler import Scheduler
@@ -100,6 +101,15 @@ class Poller:
         for c in self.collectors.values():
             await c.close()
         await self.transports.close()
+
+
+async def poll_once(cfg):
+    """One poll of every target in ``cfg`` (states, samples), closing the transports after."""
+    p = Poller(cfg)
+    try:
+        return await p.poll()
+    finally:
+        await p.close()
 
 
 def series(samples: dict, name: str, **labels) -> float:

@@ -25,14 +25,10 @@ from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 
 from ..harness.sshd import SSHD
-from .conftest import Poller, make_config, parse_exposition
+from .conftest import Poller, make_config, parse_exposition, run
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "switch" / "gnmi" / "sonic"
 PORTS, QUEUES = 32, 8
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def gnmi_group(port: int, name: str = "gnmi", host: str = "leaf1", interval: str = "10s", timeout: str = "8s",

@@ -5,7 +5,6 @@ hosts, and the varbind mapping fuzzed."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import os
 import shlex
@@ -25,14 +24,10 @@ from fabric_exporter.parsers.sonic_cli import parse_lldp_table
 from fabric_exporter.transport.snmp_ber import Varbind
 
 from ..harness.sshd import SSHD
-from .conftest import Poller, make_config
+from .conftest import Poller, make_config, poll_once, run
 
 NEIGHBOR = "fabric_roce_switch_if_neighbor_info"
 GUARD = Path(__file__).resolve().parents[2] / "deploy" / "ssh" / "fabric-exporter-ssh-guard"
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def cable(sw: SimulatedSwitch, hosts: list[str], nics: int = 2) -> set[tuple[str, str, str]]:
@@ -80,14 +75,6 @@ def snmp_group(name, port, modules, **options):
     return {"name": name, "fabric": "lab", "collector": "snmp_switch", "transport": "snmp", "credentials": name,
             "hosts": [{"name": name, "address": "127.0.0.1", "port": port}], "interval": "2m", "timeout": "90s",
             "options": {"modules": modules, "snmp_timeout": "5s", "snmp_retries": 1, **options}}
-
-
-async def poll_once(cfg):
-    p = Poller(cfg)
-    try:
-        return await p.poll()
-    finally:
-        await p.close()
 
 
 @pytest.mark.parametrize("engine", ["fast", "pysnmp"])

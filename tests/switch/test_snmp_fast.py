@@ -20,7 +20,7 @@ from fabric_exporter.transport.snmp import SnmpSession
 from fabric_exporter.transport import snmp_dropped
 from fabric_exporter.transport.snmp_fast import FastSession
 
-from .conftest import make_config
+from .conftest import make_config, run
 
 ROOT = (1, 3, 6, 1, 2, 1, 2, 2, 1, 10)
 
@@ -87,10 +87,6 @@ def bulk_answer(rows, reps_seen=None):
         agent.send(response(int(pdu["request-id"]), after), addr)
 
     return handler
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def test_walk_gets_every_row_and_stops_at_subtree_end():

@@ -18,18 +18,8 @@ from fabric_exporter.lab.snmp import (
     SnmpSim,
 )
 
-from .conftest import V3, V3_MORE, Poller, make_config, series
-
-
-@pytest.fixture(autouse=True, params=["fast", "pysnmp"])
-def snmp_engine(request, monkeypatch):
-    """Every test here runs on both request paths: the default one is switched, so groups without
-    an ``snmp_engine`` option (all of them) take it."""
-    from fabric_exporter.collectors import snmp_switch
-
-    monkeypatch.setattr(snmp_switch.SnmpSwitchOptions, "snmp_engine", request.param)
-    monkeypatch.setattr(snmp_switch, "DEFAULT_ENGINE", request.param)
-    return request.param
+from .conftest import V3, V3_MORE, Poller, make_config, poll_once, run, series
+from .snmp_engines import snmp_engine  # noqa: F401  (autouse: both request paths)
 
 
 def v2c(name):
@@ -43,19 +33,6 @@ def group(name, host, port, creds, **options):
             # machine makes it slow; tests that time out on purpose set their own timings
             "interval": "2m", "timeout": "90s",
             "options": {"snmp_timeout": "5s", "snmp_retries": 1, **options}}
-
-
-async def poll_once(cfg):
-    """One poll of every target in ``cfg`` (states, samples), closing the transports after."""
-    p = Poller(cfg)
-    try:
-        return await p.poll()
-    finally:
-        await p.close()
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def test_sonic_leaf_values_and_labels_exact_and_changing(snmpsim, switches, tmp_path):

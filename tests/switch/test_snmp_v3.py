@@ -13,16 +13,7 @@ from fabric_exporter.config import CHECK_FILES, ConfigError
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 
 from .conftest import V3, Poller, make_config
-
-
-@pytest.fixture(autouse=True, params=["fast", "pysnmp"])
-def snmp_engine(request, monkeypatch):
-    """Every test here runs on both request paths (SNMPv3 on snmp_fast_v3, and on pysnmp)."""
-    from fabric_exporter.collectors import snmp_switch
-
-    monkeypatch.setattr(snmp_switch.SnmpSwitchOptions, "snmp_engine", request.param)
-    monkeypatch.setattr(snmp_switch, "DEFAULT_ENGINE", request.param)
-    return request.param
+from .snmp_engines import snmp_engine  # noqa: F401  (autouse: both request paths)
 
 
 def session_types(p: Poller) -> set[str]:

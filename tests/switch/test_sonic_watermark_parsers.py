@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,12 +17,8 @@ from fabric_exporter.parsers.sonic_watermark import (
     parse_queue_watermark,
     parse_queue_watermark_json,
 )
+from tests.harness.captures import real_capture as real
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
-
-
-def real(name: str) -> str:
-    return (REAL / name).read_text()
 
 
 def cells(rows) -> dict:

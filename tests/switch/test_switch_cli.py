@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from pathlib import Path
@@ -14,11 +13,7 @@ from fabric_exporter.lab.snmp import SimulatedSwitch
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 
 from ..harness.sshd import SSHD
-from .conftest import Poller, make_config, polls, series
-
-
-def run(coro):
-    return asyncio.run(coro)
+from .conftest import Poller, make_config, polls, run, series
 
 
 @pytest.fixture(scope="module")
