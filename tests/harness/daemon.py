@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -11,15 +10,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from fabric_exporter.lab.ports import free_tcp_port as free_port
+
 from .processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def package_env(**extra: str) -> dict:

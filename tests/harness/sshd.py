@@ -34,14 +34,9 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from fabric_exporter.lab.ports import free_tcp_port as free_port
 
 SSHD_BINARY = "/usr/sbin/sshd"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_key(path: Path, comment: str = "fabric-exporter-test") -> Path:

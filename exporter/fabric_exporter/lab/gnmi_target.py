@@ -26,23 +26,17 @@ import argparse
 import asyncio
 import json
 import signal
-import socket
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from .ports import free_tcp_port
 from .snmp import SimulatedSwitch
 
 MIN_SAMPLE_INTERVAL = 1.0
 PFC_QUANTUM_US = 3  # the lab's pause duration per pause frame (simulated)
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- the simulated switch as SONiC COUNTERS_DB ------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -22,15 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import yaml
+from .ports import free_tcp_port
 
 PROMETHEUS = "/usr/bin/prometheus"
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get_json(url: str, timeout: float = 5.0):
@@ -60,7 +54,7 @@ class _Server:
     def __init__(self, workdir: Path, port: int | None = None):
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
+        self.port = port or free_tcp_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.log_path = workdir / f"{self.name}.log"

@@ -25,23 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..parsers.hostlist import expand
+from .ports import free_tcp_ports
 
 CLUSTER = "fabriclab"
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free TCP ports on 127.0.0.1 (bound and released; the lab starts at once)."""
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def tool(name: str) -> str:
@@ -86,7 +72,7 @@ class SlurmLab:
         key.chmod(0o400)
         for n in self.nodes:
             (self.sockets_dir / "spool" / n).mkdir(exist_ok=True)
-        ctld_port, *node_ports = free_ports(1 + len(self.nodes))
+        ctld_port, *node_ports = free_tcp_ports(1 + len(self.nodes))
         user = _user()
         lines = [
             f"ClusterName={CLUSTER}",

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .ports import free_udp_port
 from .switch_buffers import SwitchBuffers
 
 # snmprec tags
@@ -297,12 +298,6 @@ def wait_udp_answers(port: int, community: str, deadline: float) -> None:
             except (socket.timeout, ConnectionRefusedError):
                 time.sleep(0.1)
     raise TimeoutError(f"snmpsim on 127.0.0.1:{port} did not answer community {community!r}")
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
