@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "exporter"), str(ROOT)]
 from fabric_exporter.collectors import PollContext  # noqa: E402
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector  # noqa: E402
 from fabric_exporter.collectors import registry  # noqa: E402
-from fabric_exporter.config_loader import parse_config  # noqa: E402
+from fabric_exporter.config.loader import parse_config  # noqa: E402
 from fabric_exporter.transport.factory import Transports  # noqa: E402
 from tests.harness.latency_sshd import LatencyLab  # noqa: E402
 

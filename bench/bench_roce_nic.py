@@ -31,7 +31,7 @@ from pathlib import Path
 
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.collectors import registry
-from fabric_exporter.config_loader import parse_config
+from fabric_exporter.config.loader import parse_config
 from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 from fabric_exporter.parsers.rdma import parse_host_dump

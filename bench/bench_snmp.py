@@ -117,7 +117,7 @@ def credential(version: str, i: int) -> dict:
 
 def config(version: str, engine: str, agents: int):
     from fabric_exporter.collectors import registry
-    from fabric_exporter.config_loader import parse_config
+    from fabric_exporter.config.loader import parse_config
 
     creds, targets = {}, []
     for i in range(agents):

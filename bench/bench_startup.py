@@ -27,7 +27,7 @@ from fabric_exporter.cli import build_parser
 args = build_parser().parse_args(["run", "--config", "/nonexistent.yaml"])
 from fabric_exporter.daemon import Daemon
 from fabric_exporter.collectors import registry
-from fabric_exporter.config_loader import parse_config
+from fabric_exporter.config.loader import parse_config
 collectors = sys.argv[1].split(",")
 transport = {"snmp_switch": "snmp", "latency_probe": "ssh"}
 creds = {"ssh": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"},

@@ -1,6 +1,6 @@
 """The ranges every configured duration and number must sit within.
 
-The one validator (validator.py: the config's keys and collectors' options alike) asks every number
+The one validator (config/validator.py: the config's keys and collectors' options alike) asks every number
 "is this value finite and within its range?" with these ranges and this one check. A
 value outside them is refused at check-config, never clamped: a 401-digit interval is infinite, a
 1 ms interval hammers every host, and neither is what the operator meant.

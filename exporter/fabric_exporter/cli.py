@@ -119,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_check_config(args) -> int:
     from .collectors import registry
-    from .config_loader import load_config
-    from .config_model import ConfigError
+    from .config.loader import load_config
+    from .config.model import ConfigError
 
     try:
         config = load_config(args.config, options_parsers=registry(), check_files=not args.syntax_only)
@@ -137,7 +137,7 @@ def cmd_check_config(args) -> int:
 
 def cmd_config_schema(args) -> int:
     from .collectors import registry
-    from .config_schema import render
+    from .config.schema import render
 
     sys.stdout.write(render(registry()))
     return 0
@@ -165,8 +165,8 @@ def _only_target(config, name: str):
 
 async def _once(args) -> int:
     from .collectors import registry
-    from .config_loader import load_config
-    from .config_model import ConfigError
+    from .config.loader import load_config
+    from .config.model import ConfigError
     from .scheduler import Scheduler
     from .selfmetrics import ReloadStatus, SelfMetrics
     from .store import SnapshotStore

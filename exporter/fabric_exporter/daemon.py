@@ -19,8 +19,8 @@ import time
 from aiohttp import web
 
 from .collectors import registry
-from .config_loader import load_config, parse_listen_address
-from .config_model import Config, ConfigError
+from .config.loader import load_config, parse_listen_address
+from .config.model import Config, ConfigError
 from .scheduler import Scheduler
 from .sharding import Shard
 from .selfmetrics import ReloadStatus, SelfMetrics

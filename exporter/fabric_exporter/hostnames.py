@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .validator import OptionReader
+from .config.validator import OptionReader
 
 _GROUP_REF = re.compile(r"\\(?:(\d+)|g<([^>]*)>)")
 

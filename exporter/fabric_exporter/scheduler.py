@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from .collectors import Collector, PollContext, registry
-from .config_model import Config, Host, TargetGroup
+from .config.model import Config, Host, TargetGroup
 from .errors import PollError
 from .selfmetrics import SelfMetrics
 from .sharding import Shard, target_key

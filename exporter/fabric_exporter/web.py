@@ -27,8 +27,8 @@ from aiohttp import web
 from aiohttp.payload import Payload
 
 from . import __version__
-from .strict_yaml import load_yaml
-from .config_model import ConfigError
+from .config.strict_yaml import load_yaml
+from .config.model import ConfigError
 
 log = logging.getLogger("fabric_exporter.web")
 

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from fabric_exporter.collectors import registry
-from fabric_exporter.config_model import ConfigError
-from fabric_exporter.config_schema import config_schema
+from fabric_exporter.config.model import ConfigError
+from fabric_exporter.config.schema import config_schema
 from tests.harness.configs import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]

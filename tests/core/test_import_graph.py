@@ -64,7 +64,7 @@ LOCAL_DAEMON = r"""
 import json, sys
 import fabric_exporter.daemon
 from fabric_exporter.collectors import registry
-from fabric_exporter.config_loader import parse_config
+from fabric_exporter.config.loader import parse_config
 from fabric_exporter.transport.factory import Transports
 cfg = parse_config({"targets": [{"name": c, "fabric": c, "collector": c, "transport": "local", "interval": "30s",
                                  "hosts": [{"name": "h", "address": "localhost"}]} for c in ("infiniband", "roce_nic")]},
@@ -94,7 +94,7 @@ def test_ssh_is_loaded_when_the_config_is_applied_not_inside_the_first_poll():
     code = r"""
 import asyncio, sys
 from fabric_exporter.collectors import registry
-from fabric_exporter.config_loader import parse_config
+from fabric_exporter.config.loader import parse_config
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports

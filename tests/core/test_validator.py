@@ -1,5 +1,5 @@
 """One validator: the config's own keys and every collector's ``options:`` follow the same rule per
-kind (validator.py's docstring, docs/configuration.md "Value rules"), with the same messages."""
+kind (config/validator.py's docstring, docs/configuration.md "Value rules"), with the same messages."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from fabric_exporter import bounds, config_loader
+from fabric_exporter import bounds
 from fabric_exporter.collectors import registry
 from fabric_exporter.collectors.options import OptionReader
-from fabric_exporter.config_model import ConfigError
-from fabric_exporter.validator import CHECK_FILES, Validator
+from fabric_exporter.config import loader as config_loader
+from fabric_exporter.config.model import ConfigError
+from fabric_exporter.config.validator import CHECK_FILES, Validator
 from tests.harness.configs import parse_config
 from tests.harness.configs import problems_of as _problems
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from fabric_exporter import config_loader
 from fabric_exporter.collectors import registry
-from fabric_exporter.config_model import Config, ConfigError
+from fabric_exporter.config import loader as config_loader
+from fabric_exporter.config.model import Config, ConfigError
 
 
 def parse_config(raw: Any, **kwargs: Any) -> Config:

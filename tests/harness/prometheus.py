@@ -6,9 +6,9 @@ from fabric_exporter.lab.prometheus import (  # noqa: F401
     Alertmanager,
     Prometheus,
     WebhookReceiver,
-    free_port,
     wait_until,
 )
+from fabric_exporter.lab.ports import free_tcp_port as free_port
 from tests.harness.lanes import starts_processes
 
 

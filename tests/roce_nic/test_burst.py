@@ -23,7 +23,7 @@ import pytest
 from fabric_exporter.collectors import burst, burst_probe
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.roce_nic import ETHTOOL_MAPPER, HW_MAPPER, RoceNicCollector, driver_family
-from fabric_exporter.config_model import ConfigError
+from fabric_exporter.config.model import ConfigError
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import burst_stream
 from fabric_exporter.lab.burst_injector import InPlace

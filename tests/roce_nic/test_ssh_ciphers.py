@@ -8,7 +8,7 @@ import asyncio
 import asyncssh
 import pytest
 
-from fabric_exporter.config_model import SSHCredential
+from fabric_exporter.config.model import SSHCredential
 from fabric_exporter.transport.ssh import PREFERRED_CIPHERS, SSHPool
 
 

@@ -277,7 +277,7 @@ def test_sample_interval_below_one_second_is_refused(tmp_path):
     import grpc
     from gnmi_pb import gnmi_pb2 as g, gnmi_pb2_grpc as gg
 
-    from fabric_exporter.config_model import ConfigError
+    from fabric_exporter.config.model import ConfigError
 
     sw = SimulatedSwitch("leaf1", "sonic", ports=2, queues=2, seed=2)
     with GnmiTarget(sw, "cumulus") as target:
@@ -385,7 +385,7 @@ def test_a_bad_password_is_an_auth_failure_even_when_the_request_write_loses_the
 
 
 def test_tls_is_the_default_and_insecure_must_be_said(tmp_path):
-    from fabric_exporter.config_model import ConfigError
+    from fabric_exporter.config.model import ConfigError
     cfg = make_config(tmp_path, [gnmi_group(1, insecure=False)])
     assert cfg.targets[0].options.insecure is False
     with pytest.raises(ConfigError, match="plaintext"):

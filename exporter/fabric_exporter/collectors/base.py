@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..config_model import Host, TargetGroup
+from ..config.model import Host, TargetGroup
 from ..samples import PollResult
 from ..transport.base import CommandRunner, ReadBudget
-from ..validator import ErrorSink
+from ..config.validator import ErrorSink
 
 # Text longer than this is parsed on a worker thread: a big output (up to limits.max_output_bytes)
 # would otherwise hold the event loop for seconds, and every other target's deadline and /metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ..config_model import Host, TargetGroup
+from ..config.model import Host, TargetGroup
 from .base import DEFAULT_SNMP_POLL_BYTES, CommandRunner, OutputLimit, ReadBudget
 from .local import LocalRunner
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import asyncssh
 
-from ..config_model import SSHCredential
+from ..config.model import SSHCredential
 from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLargeError, PollTimeoutError
 from .base import CommandResult, OutputLimit
 

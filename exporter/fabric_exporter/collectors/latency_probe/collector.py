@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ...config_model import Host
+from ...config.model import Host
 from ...errors import PollError
 from ...parsers.perftest import LatencyReport, parse_report
 from ...samples import PollResult, Sample

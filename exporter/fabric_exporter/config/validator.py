@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from . import bounds
-from .config_model import Secret
-from .durations import parse_duration
+from .. import bounds
+from ..durations import parse_duration
+from .model import Secret
 
 ErrorSink = Callable[[str, str], None]
 
@@ -46,7 +46,7 @@ CHECK_FILES: contextvars.ContextVar[bool] = contextvars.ContextVar("check_files"
 
 _MISSING = object()
 
-#: While set (config_schema.py), every read appends (key path, key or None, kind, facts) here, so the
+#: While set (config/schema.py), every read appends (key path, key or None, kind, facts) here, so the
 #: JSON Schema is generated from the same reads that validate, never written a second time.
 RECORDING: contextvars.ContextVar[list[tuple[str, str | None, str, dict]] | None] = \
     contextvars.ContextVar("validator_recording", default=None)

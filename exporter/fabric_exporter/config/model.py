@@ -1,7 +1,7 @@
-"""What a configuration IS: frozen objects, built by config_loader and read by everything else.
+"""What a configuration IS: frozen objects, built by the loader and read by everything else.
 
 Secrets are references (a file, an environment variable or an inline value), read on use and never
-shown in a repr or a log. Nothing here reads files or validates: see config_loader and validator.
+shown in a repr or a log. Nothing here reads files or validates: see loader and validator.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .durations import format_duration
+from ..durations import format_duration
 
 DEFAULT_LISTEN = "0.0.0.0:9315"
 

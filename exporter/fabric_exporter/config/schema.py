@@ -17,9 +17,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from . import bounds, config_loader
-from .config_model import ConfigError
-from .durations import format_duration
+from .. import bounds
+from ..durations import format_duration
+from . import loader as config_loader
+from .model import ConfigError
 from .validator import CHECK_FILES, RECORDING, SIZE_PATTERN, size_text
 
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$"

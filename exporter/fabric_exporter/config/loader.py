@@ -1,6 +1,6 @@
-"""Loading a configuration: YAML (or JSON hosts files) in, validated ``config_model`` objects out.
+"""Loading a configuration: YAML (or JSON hosts files) in, validated ``model`` objects out.
 
-Reading is strict (strict_yaml.py): duplicate keys are refused with both line numbers, hosts files
+Reading is strict (config/strict_yaml.py): duplicate keys are refused with both line numbers, hosts files
 may not use aliases, and the config's aliases may add at most MAX_ALIAS_EXPANSION nodes. Every problem is
 reported with its key path (``targets[3].credentials: unknown credential 'x'``) and all problems
 at once (``ConfigError.problems``). Unknown keys are errors: a typo must never be silently ignored.
@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from . import bounds
-from .config_model import (DEFAULT_LISTEN, SNMPV3_MIN_KEY_LENGTH, TRANSPORTS, Config, ConfigError, Credential,
+from .. import bounds
+from ..durations import format_duration
+from .model import (DEFAULT_LISTEN, SNMPV3_MIN_KEY_LENGTH, TRANSPORTS, Config, ConfigError, Credential,
                            Defaults, Host, Limits, Secret, SNMPCredential, SSHCredential, TargetGroup, WebConfig)
-from .durations import format_duration
 from .strict_yaml import load_yaml, refuse_duplicate_json_keys
 from .validator import CHECK_FILES, Validator
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .config_model import ConfigError
+from .model import ConfigError
 
 
 # How many nodes aliases may add to a document. Reusing an options block across a few dozen groups
