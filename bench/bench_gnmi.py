@@ -379,7 +379,13 @@ def bench_readers(switches: int, ports: int, seconds: float, runs: int) -> dict:
     return out
 
 
-def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float, interval: str = "2s") -> dict:
+# the daemon as ``python -m fabric_exporter`` does, without its GC freeze (the "before" of the freeze)
+NO_FREEZE = ("import fabric_exporter.daemon as d; d.freeze_long_lived = lambda: 0; "
+             "from fabric_exporter.cli import main; raise SystemExit(main())")
+
+
+def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float, interval: str = "2s",
+                freeze: bool = True) -> dict:
     import http.client
     import os
     import socket
@@ -402,7 +408,8 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = open(tmp / "daemon.log", "wb")
-    daemon = subprocess.Popen([sys.executable, "-m", "fabric_exporter", "run", "--config", str(tmp / "fabric.yaml"),
+    command = ["-m", "fabric_exporter"] if freeze else ["-c", NO_FREEZE]
+    daemon = subprocess.Popen([sys.executable, *command, "run", "--config", str(tmp / "fabric.yaml"),
                                "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
                               env={**os.environ, "PYTHONPATH": str(ROOT / "exporter")}, stdout=log,
                               stderr=subprocess.STDOUT, cwd=tmp)
@@ -444,18 +451,17 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
 
 def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
     """``runs`` rounds, each: the daemon with the targets read once and then quiet (the baseline:
-    the same series, nothing updating), then the daemon with the targets streaming. The targets
-    serve both the same way; only the collector's mode differs. p99s by run, their min and median."""
-    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
-                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
-    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": []}
+    the same series, nothing updating), the daemon with the targets streaming, and the same without
+    the daemon's GC freeze. The targets serve all the same way; only the collector's mode differs.
+    p99s by run, their min and median."""
+    proc, target_ports = _start_targets(ports, switches, "cumulus")
+    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": [], "streaming_no_gc_freeze": []}
     try:
-        word, _, listed = proc.stdout.readline().strip().partition(" ")
-        assert word == "ready", word
-        target_ports = [int(x) for x in listed.split(",")]
         for _ in range(runs):
             by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s"))
             by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s"))
+            by_mode["streaming_no_gc_freeze"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0,
+                                                                 interval="2s", freeze=False))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -468,6 +474,9 @@ def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
     out["p99_ratio_median"] = out["streaming"]["p99_ms_median"] / out["quiet"]["p99_ms_median"]
     out["p99_ratio_min"] = out["streaming"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     out["p50_ratio_median"] = out["streaming"]["p50_ms_median"] / out["quiet"]["p50_ms_median"]
+    out["no_gc_freeze_p99_ratio_median"] = (out["streaming_no_gc_freeze"]["p99_ms_median"]
+                                            / out["quiet"]["p99_ms_median"])
+    out["no_gc_freeze_p99_ratio_min"] = out["streaming_no_gc_freeze"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     return out
 
 
