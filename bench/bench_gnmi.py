@@ -13,23 +13,32 @@ switches streaming to the collector.
      ``OcState.apply_notification`` (path -> value) and ``OcEmit.samples``; per value = per leaf.
      Two samples of the switch (counters moved between them) are decoded in turn, so a sample kept
      while its value did not move is not what is measured. Baseline: the protobuf parse alone.
+2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (in a child process, whose CPU is
+   not counted) each streaming ``--ports`` ports every ``--sample-interval`` to gnmi_switch
+   collectors in stream mode, polled by the Scheduler into the store as the daemon does; the
+   exporter side's CPU over ``--seconds``, per value and per notification, scaled to the issue's
+   sizing (100 x 64 x 40 values every 10 s). ``--dialects sonic,cumulus``: each dialect in turn,
+   ``--stream-runs`` times. SONiC: one JSON object per subscribed path and sample (every port in
+   it, as sonic-gnmi's dbTableKeySubscribe sends), values = its numeric fields; Cumulus: one
+   notification per keyed container, values = leaves. Both counted from the target's notifications.
+   ``--readers``: the same Cumulus streams read with nothing of ours (protobuf parse only) by
+   grpc.aio, by a synchronous reader thread per stream and by grpc's single-threaded unary-stream
+   reader, alternated: grpc-python's own CPU per message.
 3. Scrapes (``--scrape-p99`` with ``--switches N``): the real daemon with the N switches as
    gnmi_switch targets, /metrics scraped ``--scrapes`` times on one kept-alive connection; p50/p99
    wall time with the N streams updating every second (mode stream, polled every 2 s) against the
    baseline of the same run: the same daemon, targets and series read once and then quiet (mode
-   poll, interval 600 s). ``--scrape-runs`` rounds of both, alternated (the machine's load drifts);
-   the p99s of every run, their min and median, and the streaming / quiet ratios.
-2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (cumulus dialect, in a child process,
-   whose CPU is not counted) each streaming ``--ports`` ports every ``--sample-interval`` to
-   gnmi_switch collectors in stream mode, polled by the Scheduler into the store as the daemon does;
-   the exporter side's CPU over ``--seconds``, scaled to the issue's sizing (values every 10 s).
+   poll, interval 600 s), and the streaming daemon without its GC freeze. ``--scrape-runs`` rounds,
+   the modes alternated (the machine's load drifts); the p99s of every run, their min and median,
+   and the ratios to quiet.
 
 Issue 24's budgets: <= 1 us CPU per SONiC value, <= 3 us per OpenConfig leaf; 100 switches x 64
 ports x 40 values every 10 s <= 0.15 core. The machine is shared and noisy: the figures are
 medians of ``--repeat`` runs; compare the ratios to the baselines.
 
     python bench/bench_gnmi.py                      # decode only, 64 ports
-    python bench/bench_gnmi.py --switches 20 --seconds 20
+    python bench/bench_gnmi.py --no-decode --switches 4 --seconds 8 --stream-runs 5   # both dialects
+    python bench/bench_gnmi.py --no-decode --switches 4 --seconds 6 --stream-runs 5 --readers --dialects ""
     python bench/bench_gnmi.py --switches 10 --ports 32 --seconds 0 --scrape-p99   # scrapes only
 """
 
