@@ -166,8 +166,9 @@ dialect = sys.argv[3] if len(sys.argv) > 3 else "cumulus"
 async def main():
     ts = []
     for i in range(n):
-        t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1), dialect,
-                       advance_each_sample=True)
+        t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1),
+                       dialect.removesuffix("-per-key"), advance_each_sample=True,
+                       notification_per_key=dialect.endswith("-per-key"))
         await t.serve()
         ts.append(t)
     print("ready " + ",".join(str(t.port) for t in ts), flush=True)
@@ -177,7 +178,10 @@ asyncio.run(main())
 
 # the tables each dialect streams in the benchmark (SONiC: what sonic-gnmi sends as one JSON object per
 # subscribed path and sample, every port in it; Cumulus: one notification per keyed container)
-STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "sonic": ["ports", "queues"]}
+# "sonic-per-key": the lab target sends one notification per COUNTERS_DB entry instead (what sonic-gnmi
+# does for ON_CHANGE), the collector is the same
+STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "sonic": ["ports", "queues"],
+                 "sonic-per-key": ["ports", "queues"]}
 
 
 def _start_targets(ports: int, switches: int, dialect: str) -> tuple[subprocess.Popen, list[int]]:
@@ -200,10 +204,11 @@ def values_per_sample(dialect: str, ports: int) -> tuple[int, int]:
     from fabric_exporter.lab.gnmi_target import GnmiTarget
     from fabric_exporter.lab.snmp import SimulatedSwitch
 
-    target = GnmiTarget(SimulatedSwitch("leaf0", "sonic", ports=ports, queues=4, seed=1), dialect)
+    target = GnmiTarget(SimulatedSwitch("leaf0", "sonic", ports=ports, queues=4, seed=1),
+                        dialect.removesuffix("-per-key"), notification_per_key=dialect.endswith("-per-key"))
     values = notifications = 0
     for table in STREAM_TABLES[dialect]:
-        gp = DIALECTS[dialect].paths[table]
+        gp = DIALECTS[dialect.removesuffix("-per-key")].paths[table]
         for n in target._notifications(g, gp.target, to_path(g, gp.xpath), 1):
             notifications += 1
             for u in n.update:
@@ -230,7 +235,7 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
             "name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
             "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": port} for i, port in enumerate(target_ports)],
             "interval": f"{interval}s", "timeout": f"{interval * 0.75}s",
-            "options": {"dialect": dialect, "mode": "stream", "insecure": True,
+            "options": {"dialect": dialect.removesuffix("-per-key"), "mode": "stream", "insecure": True,
                         "sample_interval": f"{sample_interval}s", "tables": STREAM_TABLES[dialect]}}]})
 
         async def run() -> dict:
