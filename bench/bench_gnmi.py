@@ -36,7 +36,7 @@ Issue 24's budgets: <= 1 us CPU per SONiC value, <= 3 us per OpenConfig leaf; 10
 ports x 40 values every 10 s <= 0.15 core. The machine is shared and noisy: the figures are
 medians of ``--repeat`` runs; compare the ratios to the baselines.
 
-    python bench/bench_gnmi.py                      # decode only, 64 ports
+    PYTHONPATH=exporter:. python bench/bench_gnmi.py   # decode only, 64 ports (the others need tests/ too)
     python bench/bench_gnmi.py --no-decode --switches 4 --seconds 8 --stream-runs 5   # both dialects
     python bench/bench_gnmi.py --no-decode --switches 4 --seconds 6 --stream-runs 5 --readers --dialects ""
     python bench/bench_gnmi.py --switches 10 --ports 32 --seconds 0 --scrape-p99   # scrapes only
