@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -460,7 +461,9 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
             daemon.wait(15)
         except subprocess.TimeoutExpired:
             daemon.kill()
+            daemon.wait(15)
         log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
