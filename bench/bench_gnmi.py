@@ -13,23 +13,32 @@ switches streaming to the collector.
      ``OcState.apply_notification`` (path -> value) and ``OcEmit.samples``; per value = per leaf.
      Two samples of the switch (counters moved between them) are decoded in turn, so a sample kept
      while its value did not move is not what is measured. Baseline: the protobuf parse alone.
+2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (in a child process, whose CPU is
+   not counted) each streaming ``--ports`` ports every ``--sample-interval`` to gnmi_switch
+   collectors in stream mode, polled by the Scheduler into the store as the daemon does; the
+   exporter side's CPU over ``--seconds``, per value and per notification, scaled to the issue's
+   sizing (100 x 64 x 40 values every 10 s). ``--dialects sonic,cumulus``: each dialect in turn,
+   ``--stream-runs`` times. SONiC: one JSON object per subscribed path and sample (every port in
+   it, as sonic-gnmi's dbTableKeySubscribe sends), values = its numeric fields; Cumulus: one
+   notification per keyed container, values = leaves. Both counted from the target's notifications.
+   ``--readers``: the same Cumulus streams read with nothing of ours (protobuf parse only) by
+   grpc.aio, by a synchronous reader thread per stream and by grpc's single-threaded unary-stream
+   reader, alternated: grpc-python's own CPU per message.
 3. Scrapes (``--scrape-p99`` with ``--switches N``): the real daemon with the N switches as
    gnmi_switch targets, /metrics scraped ``--scrapes`` times on one kept-alive connection; p50/p99
    wall time with the N streams updating every second (mode stream, polled every 2 s) against the
    baseline of the same run: the same daemon, targets and series read once and then quiet (mode
-   poll, interval 600 s). ``--scrape-runs`` rounds of both, alternated (the machine's load drifts);
-   the p99s of every run, their min and median, and the streaming / quiet ratios.
-2. Streaming (``--switches N``, 0 to skip): N lab gNMI targets (cumulus dialect, in a child process,
-   whose CPU is not counted) each streaming ``--ports`` ports every ``--sample-interval`` to
-   gnmi_switch collectors in stream mode, polled by the Scheduler into the store as the daemon does;
-   the exporter side's CPU over ``--seconds``, scaled to the issue's sizing (values every 10 s).
+   poll, interval 600 s), and the streaming daemon without its GC freeze. ``--scrape-runs`` rounds,
+   the modes alternated (the machine's load drifts); the p99s of every run, their min and median,
+   and the ratios to quiet.
 
 Issue 24's budgets: <= 1 us CPU per SONiC value, <= 3 us per OpenConfig leaf; 100 switches x 64
 ports x 40 values every 10 s <= 0.15 core. The machine is shared and noisy: the figures are
 medians of ``--repeat`` runs; compare the ratios to the baselines.
 
-    python bench/bench_gnmi.py                      # decode only, 64 ports
-    python bench/bench_gnmi.py --switches 20 --seconds 20
+    PYTHONPATH=exporter:. python bench/bench_gnmi.py   # decode only, 64 ports (the others need tests/ too)
+    python bench/bench_gnmi.py --no-decode --switches 4 --seconds 8 --stream-runs 5   # both dialects
+    python bench/bench_gnmi.py --no-decode --switches 4 --seconds 6 --stream-runs 5 --readers --dialects ""
     python bench/bench_gnmi.py --switches 10 --ports 32 --seconds 0 --scrape-p99   # scrapes only
 """
 
@@ -38,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -153,11 +163,13 @@ import asyncio, sys
 from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.snmp import SimulatedSwitch
 ports, n = int(sys.argv[1]), int(sys.argv[2])
+dialect = sys.argv[3] if len(sys.argv) > 3 else "cumulus"
 async def main():
     ts = []
     for i in range(n):
-        t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1), "cumulus",
-                       advance_each_sample=True)
+        t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1),
+                       dialect.removesuffix("-per-key"), advance_each_sample=True,
+                       notification_per_key=dialect.endswith("-per-key"))
         await t.serve()
         ts.append(t)
     print("ready " + ",".join(str(t.port) for t in ts), flush=True)
@@ -165,27 +177,67 @@ async def main():
 asyncio.run(main())
 """
 
+# the tables each dialect streams in the benchmark (SONiC: what sonic-gnmi sends as one JSON object per
+# subscribed path and sample, every port in it; Cumulus: one notification per keyed container)
+# "sonic-per-key": the lab target sends one notification per COUNTERS_DB entry instead (what sonic-gnmi
+# does for ON_CHANGE), the collector is the same
+STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "sonic": ["ports", "queues"],
+                 "sonic-per-key": ["ports", "queues"]}
 
-def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: float) -> dict:
+
+def _start_targets(ports: int, switches: int, dialect: str) -> tuple[subprocess.Popen, list[int]]:
+    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches), dialect],
+                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
+    word, _, listed = proc.stdout.readline().strip().partition(" ")
+    if word != "ready":
+        proc.terminate()
+        raise SystemExit(f"lab gNMI targets did not start: {word!r}")
+    return proc, [int(x) for x in listed.split(",")]
+
+
+def values_per_sample(dialect: str, ports: int) -> tuple[int, int]:
+    """(values, notifications) one lab switch of the benchmark sends per sample interval: OpenConfig
+    leaves, or SONiC numeric JSON fields (every entry of every blob), counted from the target's own
+    notifications."""
+    from gnmi_pb import gnmi_pb2 as g
+
+    from fabric_exporter.collectors.gnmi_switch import DIALECTS, to_path
+    from fabric_exporter.lab.gnmi_target import GnmiTarget
+    from fabric_exporter.lab.snmp import SimulatedSwitch
+
+    target = GnmiTarget(SimulatedSwitch("leaf0", "sonic", ports=ports, queues=4, seed=1),
+                        dialect.removesuffix("-per-key"), notification_per_key=dialect.endswith("-per-key"))
+    values = notifications = 0
+    for table in STREAM_TABLES[dialect]:
+        gp = DIALECTS[dialect.removesuffix("-per-key")].paths[table]
+        for n in target._notifications(g, gp.target, to_path(g, gp.xpath), 1):
+            notifications += 1
+            for u in n.update:
+                if u.val.WhichOneof("value") == "json_ietf_val":
+                    blob = json.loads(u.val.json_ietf_val)
+                    values += sum(1 for fields in blob.values() for v in fields.values() if v.isdigit())
+                else:
+                    values += 1
+    return values, notifications
+
+
+def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: float,
+                    dialect: str = "cumulus") -> dict:
     from fabric_exporter.collectors import PollContext
     from fabric_exporter.scheduler import Scheduler
     from fabric_exporter.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
     from tests.harness.configs import parse_config
 
-    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
-                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
+    proc, target_ports = _start_targets(ports, switches, dialect)
     try:
-        word, _, listed = proc.stdout.readline().strip().partition(" ")
-        assert word == "ready", word
-        target_ports = [int(x) for x in listed.split(",")]
         interval = max(2.0, sample_interval * 2)
         cfg = parse_config({"targets": [{
             "name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
             "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": port} for i, port in enumerate(target_ports)],
             "interval": f"{interval}s", "timeout": f"{interval * 0.75}s",
-            "options": {"dialect": "cumulus", "mode": "stream", "insecure": True,
-                        "sample_interval": f"{sample_interval}s", "tables": ["interfaces", "queues"]}}]})
+            "options": {"dialect": dialect.removesuffix("-per-key"), "mode": "stream", "insecure": True,
+                        "sample_interval": f"{sample_interval}s", "tables": STREAM_TABLES[dialect]}}]})
 
         async def run() -> dict:
             transports, store = Transports(), SnapshotStore()
@@ -213,16 +265,142 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
     finally:
         proc.terminate()
         proc.wait(10)
-    leaves_per_switch = ports * (13 + 4 * 7)  # the lab's cumulus interfaces + queues leaves
-    values_per_s = switches * leaves_per_switch / sample_interval
+    values, notifications = values_per_sample(dialect, ports)
+    values_per_s = switches * values / sample_interval
     core = r["cpu_s"] / r["wall_s"]
     us_per_value = core / values_per_s * 1e6
     issue = 100 * 64 * 40 / 10  # 100 switches x 64 ports x 40 values every 10 s
-    return {**r, "switches": switches, "values_per_s": values_per_s, "core": core, "us_per_value": us_per_value,
+    return {**r, "dialect": dialect, "switches": switches, "ports": ports, "values_per_switch_sample": values,
+            "notifications_per_switch_sample": notifications, "values_per_notification": values / notifications,
+            "values_per_s": values_per_s, "core": core, "us_per_value": us_per_value,
+            "us_per_notification": core / (switches * notifications / sample_interval) * 1e6,
             "issue_sizing_core_estimate": issue * us_per_value / 1e6}
 
 
-def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float, interval: str = "2s") -> dict:
+# -- grpc-python's own cost per message: the ways it can read a stream ---------------------------------------
+
+def _reader_aio(target_ports: list[int], request, settle: float, seconds: float) -> tuple[float, int, float]:
+    import grpc
+    from gnmi_pb import gnmi_pb2_grpc as gg
+
+    async def run() -> tuple[float, int, float]:
+        chans = [grpc.aio.insecure_channel(f"127.0.0.1:{p}") for p in target_ports]
+        count = [0]
+
+        async def one(ch) -> None:
+            call = gg.gNMIStub(ch).Subscribe()
+            await call.write(request)
+            while True:
+                if await call.read() is grpc.aio.EOF:
+                    return
+                count[0] += 1
+
+        tasks = [asyncio.create_task(one(c)) for c in chans]
+        await asyncio.sleep(settle)
+        c0, w0, n0 = self_cpu(), time.monotonic(), count[0]
+        await asyncio.sleep(seconds)
+        out = self_cpu() - c0, count[0] - n0, time.monotonic() - w0
+        for t in tasks:
+            t.cancel()
+        for c in chans:
+            await c.close()
+        return out
+
+    return asyncio.run(run())
+
+
+def _reader_threads(target_ports: list[int], request, settle: float, seconds: float,
+                    unary_stream: bool) -> tuple[float, int, float]:
+    """One thread per stream on the synchronous API, raw bytes parsed in the thread. ``unary_stream``:
+    the request stream half-closed after the subscription (gNMI targets keep a STREAM subscription
+    then: sonic-gnmi's client_subscribe.go says so) and grpc's single-threaded unary-stream reader,
+    whose thread polls its own completion queue (no channel spin thread)."""
+    import threading
+
+    import grpc
+    import grpc.experimental
+    from gnmi_pb import gnmi_pb2 as g
+
+    opts = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)] if unary_stream else []
+    chans = [grpc.insecure_channel(f"127.0.0.1:{p}", options=opts) for p in target_ports]
+    count, stop, calls = [0], threading.Event(), []
+
+    def requests():
+        yield request
+        stop.wait()
+
+    def read(ch) -> None:
+        if unary_stream:
+            call = ch.unary_stream("/gnmi.gNMI/Subscribe", request_serializer=g.SubscribeRequest.SerializeToString,
+                                   response_deserializer=None)(request)
+        else:
+            call = ch.stream_stream("/gnmi.gNMI/Subscribe", request_serializer=g.SubscribeRequest.SerializeToString,
+                                    response_deserializer=None)(requests())
+        calls.append(call)
+        try:
+            for raw in call:
+                g.SubscribeResponse.FromString(raw)
+                count[0] += 1
+        except grpc.RpcError:
+            pass
+
+    threads = [threading.Thread(target=read, args=(c,), daemon=True) for c in chans]
+    for t in threads:
+        t.start()
+    time.sleep(settle)
+    c0, w0, n0 = self_cpu(), time.monotonic(), count[0]
+    time.sleep(seconds)
+    out = self_cpu() - c0, count[0] - n0, time.monotonic() - w0
+    stop.set()
+    for c in calls:
+        c.cancel()
+    for t in threads:
+        t.join(5)
+    for c in chans:
+        c.close()
+    return out
+
+
+def bench_readers(switches: int, ports: int, seconds: float, runs: int) -> dict:
+    """CPU per gRPC message of the lab's Cumulus streams read without any decoding of ours, three
+    ways, alternated in one run: grpc.aio (what gnmi_switch does), a synchronous reader thread per
+    stream (raw bytes, protobuf parsed in the thread), and grpc's single-threaded unary-stream reader."""
+    from gnmi_pb import gnmi_pb2 as g
+
+    from fabric_exporter.collectors.gnmi_switch import DIALECTS, to_path
+
+    subs = [g.Subscription(path=to_path(g, DIALECTS["cumulus"].paths[t].xpath), mode=g.SAMPLE,
+                           sample_interval=1_000_000_000) for t in STREAM_TABLES["cumulus"]]
+    request = g.SubscribeRequest(subscribe=g.SubscriptionList(subscription=subs, mode=g.SubscriptionList.STREAM,
+                                                              encoding=g.JSON_IETF))
+    proc, target_ports = _start_targets(ports, switches, "cumulus")
+    ways = {"grpc_aio": lambda: _reader_aio(target_ports, request, 2.5, seconds),
+            "sync_thread_per_stream": lambda: _reader_threads(target_ports, request, 2.5, seconds, False),
+            "sync_unary_stream_single_threaded": lambda: _reader_threads(target_ports, request, 2.5, seconds, True)}
+    by_way: dict[str, list[float]] = {k: [] for k in ways}
+    try:
+        for _ in range(runs):
+            for k, fn in ways.items():
+                cpu, messages, _wall = fn()
+                by_way[k].append(cpu / max(1, messages) * 1e6)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    out: dict = {"switches": switches, "ports": ports, "runs": runs}
+    for k, v in by_way.items():
+        out[k] = {"us_per_message_by_run": [round(x, 1) for x in v], "min": min(v), "median": statistics.median(v)}
+    for k in ways:
+        out[k]["median_ratio_to_grpc_aio"] = out[k]["median"] / out["grpc_aio"]["median"]
+    return out
+
+
+# the daemon as ``python -m fabric_exporter`` does, without its GC freeze (the "before" of the freeze)
+NO_FREEZE = ("import fabric_exporter.daemon as d; d.freeze_long_lived = lambda: 0; "
+             "from fabric_exporter.cli import main; raise SystemExit(main())")
+
+
+def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float, interval: str = "2s",
+                freeze: bool = True) -> dict:
     import http.client
     import os
     import socket
@@ -245,7 +423,8 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = open(tmp / "daemon.log", "wb")
-    daemon = subprocess.Popen([sys.executable, "-m", "fabric_exporter", "run", "--config", str(tmp / "fabric.yaml"),
+    command = ["-m", "fabric_exporter"] if freeze else ["-c", NO_FREEZE]
+    daemon = subprocess.Popen([sys.executable, *command, "run", "--config", str(tmp / "fabric.yaml"),
                                "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
                               env={**os.environ, "PYTHONPATH": str(ROOT / "exporter")}, stdout=log,
                               stderr=subprocess.STDOUT, cwd=tmp)
@@ -282,23 +461,24 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
             daemon.wait(15)
         except subprocess.TimeoutExpired:
             daemon.kill()
+            daemon.wait(15)
         log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
     """``runs`` rounds, each: the daemon with the targets read once and then quiet (the baseline:
-    the same series, nothing updating), then the daemon with the targets streaming. The targets
-    serve both the same way; only the collector's mode differs. p99s by run, their min and median."""
-    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches)],
-                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
-    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": []}
+    the same series, nothing updating), the daemon with the targets streaming, and the same without
+    the daemon's GC freeze. The targets serve all the same way; only the collector's mode differs.
+    p99s by run, their min and median."""
+    proc, target_ports = _start_targets(ports, switches, "cumulus")
+    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": [], "streaming_no_gc_freeze": []}
     try:
-        word, _, listed = proc.stdout.readline().strip().partition(" ")
-        assert word == "ready", word
-        target_ports = [int(x) for x in listed.split(",")]
         for _ in range(runs):
             by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s"))
             by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s"))
+            by_mode["streaming_no_gc_freeze"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0,
+                                                                 interval="2s", freeze=False))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -311,6 +491,9 @@ def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
     out["p99_ratio_median"] = out["streaming"]["p99_ms_median"] / out["quiet"]["p99_ms_median"]
     out["p99_ratio_min"] = out["streaming"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     out["p50_ratio_median"] = out["streaming"]["p50_ms_median"] / out["quiet"]["p50_ms_median"]
+    out["no_gc_freeze_p99_ratio_median"] = (out["streaming_no_gc_freeze"]["p99_ms_median"]
+                                            / out["quiet"]["p99_ms_median"])
+    out["no_gc_freeze_p99_ratio_min"] = out["streaming_no_gc_freeze"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     return out
 
 
@@ -324,13 +507,36 @@ def main() -> None:
     ap.add_argument("--scrape-p99", action="store_true")
     ap.add_argument("--scrapes", type=int, default=300)
     ap.add_argument("--scrape-runs", type=int, default=5)
+    ap.add_argument("--dialects", default="sonic,cumulus", help="the dialects streamed, comma-separated")
+    ap.add_argument("--stream-runs", type=int, default=1, help="streaming runs per dialect, alternated")
+    ap.add_argument("--readers", action="store_true", help="grpc.aio against synchronous readers (--switches)")
+    ap.add_argument("--no-decode", action="store_true", help="skip the decode benchmarks")
     args = ap.parse_args()
-    out = {"sonic": bench_sonic(args.ports, args.repeat), "openconfig": bench_openconfig(args.ports, args.repeat)}
+    out: dict = {}
+    if not args.no_decode:
+        out = {"sonic": bench_sonic(args.ports, args.repeat), "openconfig": bench_openconfig(args.ports, args.repeat)}
     if args.switches and args.seconds > 0:
-        out["streaming"] = bench_streaming(args.switches, args.ports, args.seconds, args.sample_interval)
+        dialects = [d.strip() for d in args.dialects.split(",") if d.strip()]
+        runs: dict[str, list[dict]] = {d: [] for d in dialects}
+        for _ in range(args.stream_runs):
+            for d in dialects:
+                runs[d].append(bench_streaming(args.switches, args.ports, args.seconds, args.sample_interval, d))
+        out["streaming"] = {d: {"runs": rs, **{k: statistics.median(r[k] for r in rs) for k in
+                                              ("us_per_value", "us_per_notification", "core",
+                                               "issue_sizing_core_estimate")},
+                                "issue_sizing_core_min": min(r["issue_sizing_core_estimate"] for r in rs)}
+                            for d, rs in runs.items()}
+    if args.switches and args.readers:
+        out["readers"] = bench_readers(args.switches, args.ports, args.seconds, args.stream_runs)
     if args.switches and args.scrape_p99:
         out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes, args.scrape_runs)
     print(json.dumps(out, indent=2))
+    for d, r in out.get("streaming", {}).items():
+        print(f"stream {d}: {r['us_per_value']:.2f} us/value, {r['us_per_notification']:.1f} us/notification "
+              f"(median of {len(r['runs'])}); 100 x 64 x 40 every 10 s -> {r['issue_sizing_core_estimate']:.3f} "
+              f"core (budget 0.15)")
+    if "sonic" not in out:
+        return
     ok = out["sonic"]["us_per_value"] <= 1.0 and out["openconfig"]["us_per_value"] <= 3.0
     print(f"SONiC {out['sonic']['us_per_value']:.2f} us/value (budget 1), "
           f"OpenConfig {out['openconfig']['us_per_value']:.2f} us/leaf (budget 3): {'OK' if ok else 'OVER'}")

@@ -9,6 +9,7 @@ uses: the tasks of retired targets, the SSH connections of hosts removed or whos
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import resource
@@ -63,6 +64,18 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(target, 1 << 20), hard))
     except (ValueError, OSError):
         pass
+
+
+def freeze_long_lived() -> int:
+    """Move every object alive now out of the cyclic GC's reach (``gc.freeze``); returns how many
+    are frozen in all. Called once the daemon has started and again once every target was polled:
+    the modules, config, collectors and their tables live as long as the process, and a full
+    collection that walks them all (~90k objects, ~60 ms of CPU) stalls the event loop, and with it
+    any scrape waiting then. Frozen objects are still freed by reference counting; only a cycle
+    among them that dies later is never collected (a reload's old config, at most, once)."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 class Daemon:
@@ -130,6 +143,15 @@ class Daemon:
                 if now != mtime:
                     await self.reload(why=f"hosts file changed: {path}")
                     break
+
+    async def _freeze_when_ready(self, limit: float = 600.0) -> None:
+        """Freeze again once every target was polled (its collector's tables are built then), or
+        after ``limit`` seconds at the latest."""
+        deadline = time.monotonic() + limit
+        while not self.scheduler.ready() and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        frozen = freeze_long_lived()
+        log.debug("long-lived objects frozen", extra={"fields": {"objects": frozen}})
 
     async def _watchdog(self) -> None:
         # Pet only while the event loop is healthy: a wedged loop stops the pets and systemd restarts us.
@@ -202,7 +224,9 @@ class Daemon:
             "tls": bool(security.ssl_context),
             "basic_auth": bool(security.users)}})
         self.notifier.notify(f"READY=1\nMAINPID={os.getpid()}\nSTATUS=polling {len(self.scheduler.states)} targets")
-        background = [asyncio.create_task(self._watch_hosts_files(), name="hosts-files")]
+        freeze_long_lived()
+        background = [asyncio.create_task(self._watch_hosts_files(), name="hosts-files"),
+                      asyncio.create_task(self._freeze_when_ready(), name="gc-freeze")]
         if self.notifier.watchdog_interval:
             background.append(asyncio.create_task(self._watchdog(), name="watchdog"))
         try:

@@ -215,6 +215,39 @@ def test_stream_mode_follows_the_switch_and_counts_updates(tmp_path):
     assert target.subscribes == 1  # one long-lived stream, not a subscribe per poll
 
 
+def test_sonic_stream_of_one_notification_per_entry_equals_the_merged_object(tmp_path):
+    """sonic-gnmi sends a wildcard path's entries as one JSON object per SAMPLE, but one per changed
+    entry ({key: fields}) for ON_CHANGE; the collector's series are the same either way (and the
+    streaming benchmark measures both shapes)."""
+    sw = SimulatedSwitch("leaf1", "sonic", ports=4, queues=4, seed=3)
+    sw.advance(2)
+    with GnmiTarget(sw, "sonic") as merged, GnmiTarget(sw, "sonic", notification_per_key=True) as per_key:
+        groups = [gnmi_group(t.port, name=name, host=f"leaf-{name}", dialect="sonic", mode="stream",
+                             sample_interval="1s", interval="2s", timeout="1.5s", tables=["ports", "queues", "pfcwd"])
+                  for name, t in (("merged", merged), ("per_key", per_key))]
+        cfg = make_config(tmp_path, groups)
+        states, snaps = run(poll_groups(cfg))
+    assert all(s.state == "ok" for s in states.values()), states
+
+    def by_identity(group: str) -> dict:
+        out = {}
+        for (name, labels), v in series_of(snaps[group]).items():
+            if name.startswith("fabric_roce_switch_gnmi_"):
+                continue  # the stream's own counters (notifications differ by design)
+            out[(name, frozenset((k, x) for k, x in labels if k != "switch"))] = v
+        return out
+
+    def notifications(group: str) -> float:
+        return next(v for (name, _), v in series_of(snaps[group]).items()
+                    if name == "fabric_roce_switch_gnmi_stream_updates")
+
+    # one per table and sample, against one per entry: 4 ports, 8 queues each, 4 watchdog queues
+    assert notifications("per_key") >= 10 * notifications("merged") > 0
+    merged_series, per_key_series = by_identity("merged"), by_identity("per_key")
+    assert len(merged_series) > 4 * 30  # ports, PFC, queues and watchdog series of 4 ports
+    assert per_key_series == merged_series
+
+
 def test_stalled_stream_is_detected_within_three_intervals_and_resubscribed(tmp_path):
     """SONiC's bug: the stream stays open but updates stop. The watchdog resubscribes within 3 sample
     intervals; a target that also answers no new subscription fails the polls (timeout) until it

@@ -224,7 +224,7 @@ class GnmiTarget:
                  tls: tuple[str, str] | None = None, credentials: tuple[str, str] | None = None,
                  min_sample_interval: float = MIN_SAMPLE_INTERVAL, vendor_aliases: bool = False,
                  replay: dict[tuple[str, str], bytes] | None = None, advance_each_sample: bool = False,
-                 advance_every: float | None = None):
+                 advance_every: float | None = None, notification_per_key: bool = False):
         self.switch = switch
         self.dialect = dialect
         self.port = port or free_tcp_port()
@@ -233,6 +233,10 @@ class GnmiTarget:
         self.min_sample_interval = min_sample_interval
         self.sonic = SonicView(switch, vendor_aliases) if switch is not None and dialect == "sonic" else None
         self.replay = replay or {}
+        # sonic: one notification per COUNTERS_DB entry ({key: fields}) instead of one object of all
+        # of them per path; what sonic-gnmi's dbTableKeySubscribe sends for an ON_CHANGE subscription
+        # (its SAMPLE sends the merged object)
+        self.notification_per_key = notification_per_key
         self.advance_each_sample = advance_each_sample
         # advance the switch on a timer of its own and stamp every notification with the state's
         # version instead of the time, so two clients' notifications of one state can be matched
@@ -261,13 +265,17 @@ class GnmiTarget:
         elems = tuple((e.name, dict(e.key)) for e in sub_path.elem)
         if self.replay or self.sonic is not None:
             raw = self.replay.get((prefix_target, "/".join(names)))
+            blobs = [raw] if raw is not None else []
             if raw is None and self.sonic is not None:
                 value = self.sonic.value(prefix_target, names)
-                raw = json.dumps(value).encode() if value is not None else None
-            if raw is None:
-                return []
+                if value is not None and self.notification_per_key and prefix_target == "COUNTERS_DB" \
+                        and all(isinstance(v, dict) for v in value.values()):
+                    blobs = [json.dumps({k: v}).encode() for k, v in value.items()]
+                elif value is not None:
+                    blobs = [json.dumps(value).encode()]
             return [g.Notification(timestamp=ts, prefix=g.Path(target=prefix_target) if prefix_target else None,
-                                   update=[g.Update(path=sub_path, val=g.TypedValue(json_ietf_val=raw))])]
+                                   update=[g.Update(path=sub_path, val=g.TypedValue(json_ietf_val=raw))])
+                    for raw in blobs]
         out = []
         by_parent: dict[tuple, tuple] = {}
         for leaf_elems, value in oc_leaves(self.switch, self.dialect):
