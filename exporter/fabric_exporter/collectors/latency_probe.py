@@ -36,6 +36,7 @@ from typing import ClassVar
 from prometheus_client.utils import floatToGoString
 
 from ..catalog.latency import LATENCY_BUCKETS
+from ..commands import Command, Getopt, Shape
 from ..config_model import Host
 from ..errors import PollError
 from ..parsers.perftest import LatencyReport, parse_report
@@ -158,11 +159,28 @@ class _PortPool:
             self._busy.pop(port, None)
 
 
+# What the probes run over SSH (the SSH guard's allow-list is generated from this): ``true`` (the
+# host check before a round) and the perftest tools with the options ``_command`` builds, plus the
+# flags and values ``extra_args`` may add (-F, -R, -c, -m, -I); at most one operand, the server.
+_NUMBER = "number"
+SSH_COMMANDS: tuple[Command, ...] = (
+    Shape("true"),
+    *(Getopt(tool, flags=("-F", "-R", "--out_json", "--out_json_file=/dev/stdout"),
+             values={"-p": _NUMBER, "-n": _NUMBER, "-s": _NUMBER, "-d": "name", "-i": _NUMBER, "-x": _NUMBER,
+                     "--tclass": _NUMBER, "-S": _NUMBER, "-c": ("RC", "UC", "UD"),
+                     "-m": ("256", "512", "1024", "2048", "4096"), "-I": _NUMBER},
+             operand="address", max_operands=1, required=("-p", "-n", "-s"),
+             together=(("--out_json", "--out_json_file=/dev/stdout"),))
+      for tool in TOOLS),
+)
+
+
 class LatencyProbeCollector(Collector):
     name: ClassVar[str] = "latency_probe"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     scope: ClassVar[str] = "group"
     parse_sources: ClassVar[tuple[str, ...]] = ("perftest",)
+    ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
     deadline_reserve: ClassVar[float] = 0.5  # to stop servers and build the round's samples
 
     # -- options ------------------------------------------------------------------------------
