@@ -39,7 +39,9 @@ from ..catalog.latency import LATENCY_BUCKETS
 from ..commands import Command, Getopt, Shape
 from ..config_model import Host
 from ..errors import PollError
+from ..parsers import perftest
 from ..parsers.perftest import LatencyReport, parse_report
+from ..parsers.skipped import sources_of
 from ..samples import PollResult, Sample
 from .base import Collector
 from .latency_plan import PairPlan, PlanSpec, Probe, run_round
@@ -179,7 +181,7 @@ class LatencyProbeCollector(Collector):
     name: ClassVar[str] = "latency_probe"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     scope: ClassVar[str] = "group"
-    parse_sources: ClassVar[tuple[str, ...]] = ("perftest",)
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(perftest)
     ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
     deadline_reserve: ClassVar[float] = 0.5  # to stop servers and build the round's samples
 

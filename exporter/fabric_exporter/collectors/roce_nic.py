@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, ClassVar
 from ..commands import Command, Files, Script, Shape, Value
 from ..errors import CommandError, ParseError
 from ..hostnames import NameRule, read_name_rule
+from ..parsers import ethtool as ethtool_parser
+from ..parsers import rdma as rdma_parser
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
+from ..parsers.skipped import sources_of
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
@@ -459,7 +462,7 @@ SSH_COMMANDS = (
 class RoceNicCollector(Collector):
     name: ClassVar[str] = "roce_nic"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
-    parse_sources: ClassVar[tuple[str, ...]] = ("ethtool", "hw_counters", "rdma_link", "rdma_statistic")
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(ethtool_parser, rdma_parser)
     ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
 
     @classmethod

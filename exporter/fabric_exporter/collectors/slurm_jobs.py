@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..commands import Command, Shape
 from ..errors import CommandError
 from ..parsers import slurm_squeue as sq
+from ..parsers.skipped import sources_of
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
@@ -90,7 +91,7 @@ def _id_key(job_id: str) -> tuple[tuple[int, str], ...]:
 class SlurmJobsCollector(Collector):
     name: ClassVar[str] = "slurm_jobs"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
-    parse_sources: ClassVar[tuple[str, ...]] = (sq.SOURCE_JSON, sq.SOURCE_TEXT)
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(sq)
     ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
 
     @classmethod

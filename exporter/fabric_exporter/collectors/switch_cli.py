@@ -437,10 +437,7 @@ def _looks_like_no_json(section: Section) -> bool:
 class SwitchCliCollector(Collector):
     name: ClassVar[str] = "switch_cli"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
-    parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
-                                                "sonic_pfcwd_stats", wm.SOURCE_QUEUE, wm.SOURCE_PG, wm.SOURCE_POOL,
-                                                p.SOURCE_PFC_HISTORY, "sonic_lldp_table", "ethtool",
-                                                eos_cli.SOURCE_QUEUE, nvue.SOURCE_ROCE)
+    # parse_sources: every dialect's, derived from DIALECTS below (sources_for names one target's)
 
     @classmethod
     def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
@@ -638,3 +635,7 @@ DIALECTS: dict[str, Dialect] = {
     "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands", (eos_cli.SOURCE_QUEUE,)),
 }
 SwitchCliCollector.ssh_commands = tuple(c for d in DIALECTS.values() for c in d.ssh_commands)
+SwitchCliCollector.parse_sources = tuple(dict.fromkeys(
+    [s for d in DIALECTS.values() for s in d.sources] + [c.source for d in DIALECTS.values()
+                                                        for c in d.commands.values() if c.source]
+    + [c.source for c in CUMULUS.values()]))

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from ...commands import Command
 from ...errors import PollError
-from ...parsers import ib_netdiscover, ib_queryerrors
+from ...parsers import ib_diagnet, ib_netdiscover, ib_perfquery, ib_queryerrors
+from ...parsers.skipped import sources_of
 from ...samples import PollResult, Sample
 from ..base import Collector, ErrorSink, parse_off_loop
 from . import ibdiagnet
@@ -50,8 +51,7 @@ def _gc_paused():
 class InfinibandCollector(Collector):
     name: ClassVar[str] = "infiniband"
     transports: ClassVar[tuple[str, ...]] = ("local", "ssh")
-    parse_sources: ClassVar[tuple[str, ...]] = ("ibnetdiscover", "ibqueryerrors", "perfquery", ibdiagnet.DB_CSV,
-                                                ibdiagnet.PM)
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(ib_netdiscover, ib_queryerrors, ib_perfquery, ib_diagnet)
     ssh_commands: ClassVar[tuple[Command, ...]] = ib_tools.SSH_COMMANDS + ibdiagnet.SSH_COMMANDS
 
     @classmethod
