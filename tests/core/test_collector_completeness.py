@@ -40,7 +40,7 @@ def missing_pieces(collectors: Mapping[str, type], root: Path, fuzzed: Mapping[s
     target = schema["properties"]["targets"]["items"]
     in_schema = set(target["properties"]["collector"]["enum"]) & {
         branch["if"]["properties"]["collector"]["const"] for branch in target.get("allOf", ())}
-    examples = "\n".join(p.read_text() for p in sorted((root / "examples").rglob("*.yaml")))
+    examples = "\n".join(p.read_text() for p in sorted((root / "examples").glob("*.yaml")))
     configuration = (root / "docs/configuration.md").read_text()
     guarded = {c for names in _guard_declared_by(root / GUARD).values() for c in names}
     out = []
