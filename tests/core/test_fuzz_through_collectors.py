@@ -589,7 +589,33 @@ def test_a_foreign_exception_from_the_perftest_parser_fails_that_probe_as_parse(
     assert any("parser bug" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
+# Each registered collector -> the tests above that poll it through the scheduler with fuzzed output.
+# A collector that reads no tool text says where its input is fuzzed instead. The collector
+# completeness test (tests/core/test_collector_completeness.py) requires an entry for every collector.
+THROUGH_COLLECTORS: dict[str, tuple[str, ...] | str] = {
+    "infiniband": ("test_infiniband_collector_explains_every_fuzzed_output",
+                   "test_infiniband_focus_reads_explain_every_fuzzed_output",
+                   "test_infiniband_collector_with_a_5000_digit_counter_fails_as_parse"),
+    "roce_nic": ("test_roce_nic_collector_explains_every_fuzzed_output",
+                 "test_roce_nic_collector_with_a_5000_digit_link_field_is_explained"),
+    "switch_cli": ("test_switch_cli_collector_explains_every_fuzzed_output",
+                   "test_switch_cli_watermarks_explain_every_fuzzed_output",
+                   "test_switch_cli_cumulus_explains_every_fuzzed_output",
+                   "test_switch_cli_eos_explains_every_fuzzed_output",
+                   "test_switch_cli_collector_with_a_5000_digit_counter_is_explained"),
+    "latency_probe": ("test_latency_probe_explains_every_fuzzed_report",
+                      "test_latency_probe_reports_the_overflowing_json_as_a_parse_failure"),
+    "slurm_jobs": ("test_slurm_jobs_collector_explains_every_fuzzed_output",),
+    "snmp_switch": "reads SNMP varbinds, not text: its BER decoder is fuzzed in tests/switch/test_snmp_ber.py "
+                   "and test_snmp_v3_ber.py",
+    "gnmi_switch": "reads gNMI notifications: the value parsers are fuzzed as entry points above "
+                   "(gnmi.parse_*) and in tests/switch/test_gnmi_parsers.py",
+}
+
+
 def test_registry_text_collectors_are_all_covered():
-    # snmp_switch reads varbinds, not text; every other built-in collector is fuzzed above.
+    for name, tests in THROUGH_COLLECTORS.items():
+        if isinstance(tests, tuple):
+            assert tests and all(callable(globals().get(t)) for t in tests), name
     assert {n for n, c in registry().items() if "snmp" not in c.transports} >= {
         "infiniband", "roce_nic", "switch_cli", "latency_probe"}

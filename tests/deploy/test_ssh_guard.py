@@ -46,7 +46,8 @@ def quote(argv):
 def test_pinned_roce_script_is_the_collectors():
     digest = hashlib.sha256(REMOTE_SCRIPT.encode()).hexdigest()
     assert digest in guard.ROCE_SCRIPT_SHA256, \
-        f"roce_nic's script changed: put {digest} in ROCE_SCRIPT_SHA256 of {GUARD.name} (targets need the new guard)"
+        f"roce_nic's script changed: regenerate {GUARD.name} (python -m fabric_exporter.ssh_guard --write ...; " \
+        "targets need the new guard)"
 
 
 def test_pinned_burst_probe_is_the_collectors():
@@ -54,7 +55,8 @@ def test_pinned_burst_probe_is_the_collectors():
 
     digest = hashlib.sha256(PROBE_SOURCE.encode()).hexdigest()
     assert digest in guard.BURST_PROBE_SHA256, \
-        f"the burst probe changed: put {digest} in BURST_PROBE_SHA256 of {GUARD.name} (targets need the new guard)"
+        f"the burst probe changed: regenerate {GUARD.name} (python -m fabric_exporter.ssh_guard --write ...; " \
+        "targets need the new guard)"
 
 
 def _burst(*rest):

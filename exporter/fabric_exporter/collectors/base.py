@@ -108,6 +108,9 @@ class Collector(abc.ABC):
     #: sources this collector's parsers report skipped lines under (fabric_parse_skipped_lines_total),
     #: published at 0 from the first scrape so rate() sees the first skipped line
     parse_sources: ClassVar[tuple[str, ...]] = ()
+    #: the commands it may run over SSH, as data (fabric_exporter.commands): the SSH guard's allow-list
+    #: is generated from every collector's list (``python -m fabric_exporter.ssh_guard --write``)
+    ssh_commands: ClassVar[tuple[Any, ...]] = ()
     #: seconds the collector needs after its I/O, before the poll's timeout (see ``work_budget``)
     deadline_reserve: ClassVar[float] = 0.0
 

@@ -36,6 +36,7 @@ from typing import Any, Callable, ClassVar
 
 from ..errors import AuthError, ConnectError, ParseError, PollError, PollTimeoutError, TargetConfigError
 from ..parsers import gnmi as p
+from ..parsers.skipped import sources_of
 from ..samples import KeptSample, PollResult, Sample
 from .base import Collector, ErrorSink
 from .options import OptionReader
@@ -692,7 +693,7 @@ class OcEmit:
 class GnmiSwitchCollector(Collector):
     name: ClassVar[str] = "gnmi_switch"
     transports: ClassVar[tuple[str, ...]] = ("gnmi",)
-    parse_sources: ClassVar[tuple[str, ...]] = (p.SOURCE_SONIC, p.SOURCE_OPENCONFIG)
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(p)
 
     @classmethod
     def sources_for(cls, options: GnmiSwitchOptions) -> tuple[str, ...]:

@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from ..commands import Command, Files, Script, Shape, Value
 from ..errors import CommandError, ParseError
 from ..hostnames import NameRule, read_name_rule
+from ..parsers import ethtool as ethtool_parser
+from ..parsers import rdma as rdma_parser
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
+from ..parsers.skipped import sources_of
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
@@ -432,10 +436,34 @@ class PortData:
     ethtool: EthtoolStats | None = None
 
 
+def _burst_probe() -> str:
+    from .burst import PROBE_SOURCE  # imported only when needed, as the sampler itself is
+
+    return PROBE_SOURCE
+
+
+_READ_FLAGS = ("-j", "--json", "-p", "--pretty", "-d", "--details")
+# What roce_nic runs over SSH (the SSH guard's allow-list is generated from this): its one script
+# (``command()``) and the burst sampler's probe, each pinned by its digest; and, one at a time, the
+# reads the script makes (ethtool -S, rdma statistic/link show, cat of sysfs counters), all read-only.
+SSH_COMMANDS = (
+    Script("sh", "fabric-roce", lambda: REMOTE_SCRIPT),
+    Script("python3", "fabric-burst", _burst_probe),
+    *(Shape("ethtool", (stat, Value("name")), leading_flags=("--json",)) for stat in ("-S", "--statistics")),
+    *(Shape("rdma", (*words, *rest), leading_flags=_READ_FLAGS)
+      for words in (("statistic", "show"), ("stat", "show")) for rest in ((), ("link", Value("device_port")))),
+    *(Shape("rdma", ("link", "show", *rest), leading_flags=_READ_FLAGS) for rest in ((), (Value("device_port"),))),
+    *(Shape("cat", (*dashes, Value("rdma_counter_file"))) for dashes in ((), ("--",))),
+    Files("rdma_counter_file", ("/sys/class/infiniband/*/ports/*/hw_counters/*",
+                                "/sys/class/infiniband/*/ports/*/counters/*")),
+)
+
+
 class RoceNicCollector(Collector):
     name: ClassVar[str] = "roce_nic"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
-    parse_sources: ClassVar[tuple[str, ...]] = ("ethtool", "hw_counters", "rdma_link", "rdma_statistic")
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(ethtool_parser, rdma_parser)
+    ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> RoceNicOptions:

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..commands import Command, Shape
 from ..errors import CommandError
 from ..parsers import slurm_squeue as sq
+from ..parsers.skipped import sources_of
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
@@ -33,6 +35,8 @@ from .options import OptionReader
 JSON_ARGV = ("squeue", "--json")
 TEXT_ARGV = ("env", "SLURM_TIME_FORMAT=%s", "squeue", "--noheader", "--states=RUNNING",
              f"--format={sq.TEXT_FORMAT}")
+# the two commands it runs (the SSH guard's allow-list is generated from this)
+SSH_COMMANDS: tuple[Command, ...] = (Shape(JSON_ARGV[0], JSON_ARGV[1:]), Shape(TEXT_ARGV[0], TEXT_ARGV[1:]))
 PRIVATE_LABELS = ("job_name", "user", "account")
 NO_JSON_HINTS = ("json", "data_parser", "serializer", "unrecognized option", "invalid option")
 
@@ -87,7 +91,8 @@ def _id_key(job_id: str) -> tuple[tuple[int, str], ...]:
 class SlurmJobsCollector(Collector):
     name: ClassVar[str] = "slurm_jobs"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
-    parse_sources: ClassVar[tuple[str, ...]] = (sq.SOURCE_JSON, sq.SOURCE_TEXT)
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(sq)
+    ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SlurmJobsOptions:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar
 
+from ..commands import NONCE, Command, ShellLoop, ShellSection
 from ..errors import CommandError, ParseError, PollError
 from ..parsers import eos_cli, nvue
 from ..parsers import sonic_cli as p
@@ -333,6 +334,12 @@ class Dialect:
     # the names the ``commands`` option takes and its default, when not simply the keys of ``commands``
     choices: tuple[str, ...] = ()
     defaults: tuple[str, ...] = ()
+    #: what its run strategy sends over SSH (the SSH guard's allow-list is generated from it); empty for
+    #: a strategy the guard does not see (EOS: lines in the switch's own CLI, no shell, no forced command)
+    ssh_commands: tuple[Command, ...] = ()
+    #: option keys only this dialect takes (another dialect given one is an error), and what they are
+    own_options: tuple[str, ...] = ()
+    own_options_are: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -399,7 +406,8 @@ CUMULUS_DEFAULT = ("ethtool",)
 
 def build_cumulus_script(nonce: str, commands: tuple[str, ...] = CUMULUS_DEFAULT) -> str:
     """Per selected command, a loop over every swp* interface running it between markers named after
-    the interface (plus the command's suffix)."""
+    the interface (plus the command's suffix). The loops run in ``CUMULUS``'s order, whatever the
+    order of ``commands`` (the SSH guard allows each loop once, in that order)."""
     return "".join(
         "for d in /sys/class/net/swp*; do\n"
         "  [ -e \"$d\" ] || continue\n"
@@ -407,7 +415,19 @@ def build_cumulus_script(nonce: str, commands: tuple[str, ...] = CUMULUS_DEFAULT
         f"  printf '@@%s begin %s\\n' {nonce} \"$n{CUMULUS[c].suffix}\"\n"
         f"  {CUMULUS[c].shell} </dev/null\n"
         f"  printf '\\n@@%s end %s %d\\n' {nonce} \"$n{CUMULUS[c].suffix}\" $?\n"
-        "done\n" for c in commands)
+        "done\n" for c in CUMULUS if c in commands)
+
+
+def _sonic_ssh_commands() -> tuple[Command, ...]:
+    """Each SONiC section exactly as ``build_script`` writes it (with ``--json`` where the section has a
+    JSON parser): the guard allows a batch of distinct sections, each in one of these forms."""
+    return tuple(ShellSection(name, c.argv, build_script([(name, c.argv)], NONCE),
+                              build_script([(name, c.argv + ("--json",))], NONCE) if c.parse_json else None)
+                 for name, c in SONIC.items())
+
+
+def _cumulus_ssh_commands() -> tuple[Command, ...]:
+    return tuple(ShellLoop(name, build_cumulus_script(NONCE, (name,)), i) for i, name in enumerate(CUMULUS))
 
 
 def _looks_like_no_json(section: Section) -> bool:
@@ -417,10 +437,7 @@ def _looks_like_no_json(section: Section) -> bool:
 class SwitchCliCollector(Collector):
     name: ClassVar[str] = "switch_cli"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
-    parse_sources: ClassVar[tuple[str, ...]] = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
-                                                "sonic_pfcwd_stats", wm.SOURCE_QUEUE, wm.SOURCE_PG, wm.SOURCE_POOL,
-                                                p.SOURCE_PFC_HISTORY, "sonic_lldp_table", "ethtool",
-                                                eos_cli.SOURCE_QUEUE, nvue.SOURCE_ROCE)
+    # parse_sources: every dialect's, derived from DIALECTS below (sources_for names one target's)
 
     @classmethod
     def sources_for(cls, options: SwitchCliOptions) -> tuple[str, ...]:
@@ -459,10 +476,10 @@ class SwitchCliCollector(Collector):
                                      ("buffer_pool_watermarks", pools, "buffer_pool_watermark")):
             if command in commands and not chosen:
                 err(f"{path}.{key}", f"needs at least one value when commands has {command}")
-        watermark_keys = [k for k in ("watermark_kind", "queue_watermark_types", "pg_watermark_regions",
-                                      "buffer_pool_watermarks") if k in (raw or {})]
-        if watermark_keys and dialect != "sonic":
-            err(f"{path}.{watermark_keys[0]}", f"only for the sonic dialect ({dialect} has no watermarks)")
+        for other in DIALECTS.values():  # a key only another dialect takes
+            keys = [k for k in other.own_options if k in (raw or {})]
+            if keys and dialect != other.name:
+                err(f"{path}.{keys[0]}", f"only for the {other.name} dialect ({dialect} has no {other.own_options_are})")
         if not commands:
             err(f"{path}.commands", "needs at least one command")
         d = DIALECTS.get(dialect)
@@ -610,9 +627,15 @@ class SwitchCliCollector(Collector):
 DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
                      ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats"),
-                     SONIC_CHOICES, SONIC_COMMANDS),
+                     SONIC_CHOICES, SONIC_COMMANDS, _sonic_ssh_commands(),
+                     ("watermark_kind", "queue_watermark_types", "pg_watermark_regions", "buffer_pool_watermarks"), "watermarks"),
     # its sources follow its commands (sources_for): ethtool and/or nvue_roce
     "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S / nv show", (),
-                       tuple(CUMULUS), CUMULUS_DEFAULT),
+                       tuple(CUMULUS), CUMULUS_DEFAULT, _cumulus_ssh_commands()),
     "eos": Dialect("eos", EOS, SwitchCliCollector._poll_cli_lines, "show commands", (eos_cli.SOURCE_QUEUE,)),
 }
+SwitchCliCollector.ssh_commands = tuple(c for d in DIALECTS.values() for c in d.ssh_commands)
+SwitchCliCollector.parse_sources = tuple(dict.fromkeys(
+    [s for d in DIALECTS.values() for s in d.sources] + [c.source for d in DIALECTS.values()
+                                                        for c in d.commands.values() if c.source]
+    + [c.source for c in CUMULUS.values()]))

@@ -195,6 +195,7 @@ _DROP_PREC = re.compile(r"^DP[0-9](?:-[0-9])?$")
 _DEST = ("UC", "MC")
 _RULE = re.compile(r"^-+$")
 SOURCE_QUEUE = "eos_queue_counters"
+SOURCES = (SOURCE_QUEUE,)  # skipped lines are counted under these (skipped.sources_of)
 
 
 def _is_title(line: str) -> bool:

@@ -21,6 +21,9 @@ from ..errors import ParseError
 from .guard import parser_entry
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("ethtool",)
+
 HEADER = "NIC statistics:"
 U64_MAX = 2**64 - 1
 # Printable ASCII words separated by single spaces ("[0]: rx_ucast_packets" has one).

@@ -31,6 +31,7 @@ from .skipped import SkippedLine, note
 
 SOURCE_SONIC = "gnmi_sonic"
 SOURCE_OPENCONFIG = "gnmi_openconfig"
+SOURCES = (SOURCE_SONIC, SOURCE_OPENCONFIG)  # skipped lines are counted under these (skipped.sources_of)
 MAX_COUNTER = (1 << 64) - 1
 # SONiC fields whose value is text by design (sonic-gnmi testdata COUNTERS:*:Pfcwd, Queues):
 # published through their own meaning (PFC_WD_STATUS), never counted as skipped numbers.

@@ -40,6 +40,9 @@ from .guard import parser_entry
 from .ib_common import parse_guid
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("ibdiagnet2.db_csv", "ibdiagnet2.pm")
+
 _UNSUPPORTED = {"-1", "NA", "N/A", ""}
 _MAX_SECTIONS = 1000
 

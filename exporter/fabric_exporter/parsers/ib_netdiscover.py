@@ -28,6 +28,9 @@ from .guard import parser_entry
 from .ib_common import SPEED_BY_NAME, parse_guid
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("ibnetdiscover",)
+
 _ID = r'"([SHR])-([0-9a-fA-F]{1,16})"'
 _HEADER_RE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+' + _ID + r'\s*(?:#\s*(.*))?$')
 _SW_COMMENT_RE = re.compile(r'^(?:"(.*)"|([^"]*?))\s+(?:(enhanced|base) port 0\s+)?lid (\d+) lmc (\d+)\s*$')

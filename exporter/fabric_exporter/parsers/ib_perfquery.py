@@ -38,6 +38,9 @@ from .guard import parser_entry
 from .ib_common import current_counter_name
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("perfquery",)
+
 _HEADER_RE = re.compile(r"^# (Port counters|Port extended counters|PortSamplesControl|[A-Za-z ]+?):?\s*"
                         r"Lid (\d+) port (\d+)(?: \(CapMask: (0x[0-9a-fA-F]+)(?: CapMask2: (0x[0-9a-fA-F]+))?\))?\s*$")
 _FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):\.*(\S+)\s*$")

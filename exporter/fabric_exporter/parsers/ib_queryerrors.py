@@ -34,6 +34,9 @@ from .guard import parser_entry
 from .ib_common import OLD_COUNTER_NAMES, PHYS_STATES, PORT_STATES, SPEEDS, WIDTH_LANES, parse_guid, speed_key
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("ibqueryerrors",)
+
 _NODE_RE = re.compile(r'^(Data Counters|Errors) for (?:(0x[0-9a-fA-F]+) )?"(.*)"\s*$')
 _PORT_RE = re.compile(r"^\s+GUID (0x[0-9a-fA-F]+) port (ALL|\d+):(.*)$")
 _LINK_RE = re.compile(

@@ -40,6 +40,7 @@ from .guard import parser_entry
 from .skipped import SkippedLine, note
 
 SOURCE_ROCE = "nvue_roce"
+SOURCES = (SOURCE_ROCE,)  # skipped lines are counted under these (skipped.sources_of)
 MAX_COUNTER = (1 << 64) - 1
 HEADER = ("operational", "applied", "description")
 _RULE = re.compile(r"^-+(?:  +-+)*\s*$")

@@ -39,6 +39,9 @@ from ..errors import ParseError
 from .guard import parser_entry
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("perftest",)
+
 _HEADER_FIELDS = ("#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
                   "t_stdev[usec]", "99% percentile[usec]", "99.9% percentile[usec]")
 # The latency column sets perftest versions print, after #bytes #iterations (the full set first).

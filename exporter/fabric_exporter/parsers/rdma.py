@@ -27,6 +27,9 @@ from .guard import load_json, parser_entry
 from .ethtool import U64_MAX, parse_u64
 from .skipped import SkippedLine, note
 
+#: what this parser's skipped lines are counted under (collectors' parse_sources: skipped.sources_of)
+SOURCES = ("hw_counters", "rdma_link", "rdma_statistic")
+
 # hw_counters files that hold a setting, not an event count.
 HW_COUNTER_SETTINGS = frozenset({"lifespan"})
 

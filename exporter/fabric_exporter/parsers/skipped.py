@@ -9,6 +9,7 @@ hands the records to the scheduler (``PollResult.skipped``), which counts them i
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import NamedTuple
 
 MAX_KEPT = 1000  # per parse: a flood of odd lines is counted, not stored line by line
@@ -26,4 +27,10 @@ def note(skipped: list[SkippedLine] | None, source: str, line_no: int, text: str
         skipped.append(SkippedLine(source, line_no, text.strip()[:200]))
 
 
-__all__ = ["SkippedLine", "note", "MAX_KEPT"]
+def sources_of(*parsers: ModuleType) -> tuple[str, ...]:
+    """The sources the given parser modules count skipped lines under (each module's ``SOURCES``), in
+    order: a collector's ``parse_sources`` is this over the parsers it uses."""
+    return tuple(dict.fromkeys(s for module in parsers for s in module.SOURCES))
+
+
+__all__ = ["SkippedLine", "note", "MAX_KEPT", "sources_of"]

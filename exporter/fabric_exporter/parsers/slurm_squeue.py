@@ -30,6 +30,7 @@ from .skipped import SkippedLine, note
 
 SOURCE_JSON = "squeue_json"
 SOURCE_TEXT = "squeue"
+SOURCES = (SOURCE_JSON, SOURCE_TEXT)  # skipped lines are counted under these (skipped.sources_of)
 
 # squeue --format fields, '|'-separated, the job name last (it may hold '|'):
 # job id as %i prints it, state, start time, partition, account, user, node list, name

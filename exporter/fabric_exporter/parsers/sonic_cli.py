@@ -459,6 +459,8 @@ def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -
 PFC_HISTORY_HEADERS = ("Port", "Priority", "RX Pause Transitions", "Total RX Pause Time US",
                        "Recent RX Pause Time US", "Recent RX Pause Timestamp")
 SOURCE_PFC_HISTORY = "sonic_pfc_history"
+SOURCES = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats", SOURCE_PFC_HISTORY,
+           "sonic_lldp_table")  # skipped lines are counted under these (skipped.sources_of)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from .sonic_cli import MAX_COUNTER, NA, parse_count
 SOURCE_QUEUE = "sonic_queue_watermark"
 SOURCE_PG = "sonic_pg_watermark"
 SOURCE_POOL = "sonic_buffer_pool_watermark"
+SOURCES = (SOURCE_QUEUE, SOURCE_PG, SOURCE_POOL)  # skipped lines are counted under these (skipped.sources_of)
 
 QUEUE_TITLES = ("Egress shared pool occupancy per unicast queue:",
                 "Egress shared pool occupancy per multicast queue:",

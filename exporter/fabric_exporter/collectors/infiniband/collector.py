@@ -12,10 +12,14 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ...commands import Command
 from ...errors import PollError
-from ...parsers import ib_netdiscover, ib_queryerrors
+from ...parsers import ib_diagnet, ib_netdiscover, ib_perfquery, ib_queryerrors
+from ...parsers.skipped import sources_of
 from ...samples import PollResult, Sample
 from ..base import Collector, ErrorSink, parse_off_loop
+from . import ibdiagnet
+from . import tools as ib_tools
 from . import options as ib_options
 from .counters import latched_counters
 from .focus import FocusState, FocusTask, focus_info_samples, focus_samples, select_focus, sweep_waits
@@ -47,8 +51,8 @@ def _gc_paused():
 class InfinibandCollector(Collector):
     name: ClassVar[str] = "infiniband"
     transports: ClassVar[tuple[str, ...]] = ("local", "ssh")
-    parse_sources: ClassVar[tuple[str, ...]] = ("ibnetdiscover", "ibqueryerrors", "perfquery", "ibdiagnet2.db_csv",
-                                                "ibdiagnet2.pm")
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(ib_netdiscover, ib_queryerrors, ib_perfquery, ib_diagnet)
+    ssh_commands: ClassVar[tuple[Command, ...]] = ib_tools.SSH_COMMANDS + ibdiagnet.SSH_COMMANDS
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> InfinibandOptions:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ...commands import Files, Shape, Value
 from ...errors import CommandError, PollError
 from ...parsers import ib_diagnet
 from ...parsers.ib_common import guid_str
@@ -17,12 +18,26 @@ from .tools import IbTools
 DB_CSV, PM = "ibdiagnet2.db_csv", "ibdiagnet2.pm"
 
 
+def find_argv(directory: str) -> list[str]:
+    """The newest-files search below ``directory`` (ibdiagnet's output directory)."""
+    return ["find", directory, "-maxdepth", "2", "(", "-name", DB_CSV, "-o", "-name", PM, ")", "-type", "f",
+            "-printf", "%T@ %p\\n"]
+
+
+# What this reader runs over SSH (the SSH guard's allow-list is generated from it); the guard allows
+# it only below the directory its --ibdiagnet-dir names.
+SSH_COMMANDS = (
+    Shape("find", tuple(Value("ibdiagnet_dir") if i == 1 else w for i, w in enumerate(find_argv("DIR")))[1:]),
+    Shape("cat", ("--", Value("ibdiagnet_file"))),
+    Files("ibdiagnet_file", (DB_CSV, PM)),
+)
+
+
 async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, deadline: float,
                          durations: dict[str, float], problems: list[str],
                          skipped: list[SkippedLine] | None = None) -> list[Sample]:
     loop = asyncio.get_running_loop()
-    argv = ["find", directory, "-maxdepth", "2", "(", "-name", DB_CSV, "-o", "-name", PM, ")", "-type", "f",
-            "-printf", "%T@ %p\\n"]
+    argv = find_argv(directory)
     started = loop.time()
     try:
         found = await tools.run_plain(argv, timeout=max(0.1, deadline - loop.time()))

@@ -12,6 +12,7 @@ import re
 import socket
 from collections.abc import Callable
 
+from ...commands import Getopt, Shape, Value
 from ...errors import CommandError, ParseError, PollError, PollTimeoutError
 from ...parsers import ib_perfquery
 from ...parsers.skipped import SkippedLine
@@ -22,6 +23,25 @@ from .options import InfinibandOptions
 from .state import FabricState
 
 log = logging.getLogger("fabric_exporter.infiniband")
+
+# What the collector runs over SSH (the SSH guard's allow-list is generated from this): the options
+# ``argv`` adds for every tool (ca, ca_port, mad_timeout_ms), then each tool's read-only spellings.
+# Counter reset (-R/-r: ``reset_latched``) passes only where the guard runs with --allow-counter-reset.
+CA_OPTIONS = {"-C": "name", "-P": "number", "-t": "number"}
+SSH_COMMANDS = (
+    Getopt("perfquery", flags=("-x", "--extended", "-c", "--smplctl", "-a", "--all_ports", "-l", "--loop_ports",
+                               "--vlxmitcounters", "-E", "--rcverr", "-D", "--xmtdisc"),
+           values=CA_OPTIONS, reset_flags=("-R", "--Reset_only", "-r", "--reset_after_read"),
+           operand="port_list", max_operands=3),
+    Getopt("ibqueryerrors", flags=("--counters", "--report-port", "--details", "--data", "--switch", "--ca",
+                                   "--router", "--skip-sl"),
+           values={**CA_OPTIONS, "--load-cache": "ib_cache_file", "--threshold-file": ("/dev/null",)}),
+    # never an operand (a file to write), --load-cache or --diff
+    Getopt("ibnetdiscover", flags=("-l", "--list", "-g", "--grouping", "-H", "--Hca_list", "-S", "--Switch_list",
+                                   "-R", "--Router_list", "-s", "--show", "-p", "--ports", "--full"),
+           values={**CA_OPTIONS, "--cache": "ib_cache_file"}),
+    Shape("rm", ("-f", "--", Value("ib_cache_file"))),  # close(): its own discovery cache
+)
 
 
 def discovery_cache_path(options: InfinibandOptions, who: str) -> str | None:

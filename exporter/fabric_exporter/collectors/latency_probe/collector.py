@@ -33,13 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ...commands import Command, Getopt, Shape
 from ...config.model import Host
 from ...errors import PollError
+from ...parsers import perftest
 from ...parsers.perftest import LatencyReport, parse_report
+from ...parsers.skipped import sources_of
 from ...samples import PollResult, Sample
 from ..base import Collector
 from .histogram import BUCKET_LABELS, Histogram, seconds
-from .options import LatencyProbeOptions, parse_options
+from .options import TOOLS, LatencyProbeOptions, parse_options
 from .plan import PairPlan, PlanSpec, Probe, run_round
 from .ports import PortPool
 
@@ -58,11 +61,28 @@ class _ProbeResult:
     message: str = ""
 
 
+# What the probes run over SSH (the SSH guard's allow-list is generated from this): ``true`` (the
+# host check before a round) and the perftest tools with the options ``_command`` builds, plus the
+# flags and values ``extra_args`` may add (-F, -R, -c, -m, -I); at most one operand, the server.
+_NUMBER = "number"
+SSH_COMMANDS: tuple[Command, ...] = (
+    Shape("true"),
+    *(Getopt(tool, flags=("-F", "-R", "--out_json", "--out_json_file=/dev/stdout"),
+             values={"-p": _NUMBER, "-n": _NUMBER, "-s": _NUMBER, "-d": "name", "-i": _NUMBER, "-x": _NUMBER,
+                     "--tclass": _NUMBER, "-S": _NUMBER, "-c": ("RC", "UC", "UD"),
+                     "-m": ("256", "512", "1024", "2048", "4096"), "-I": _NUMBER},
+             operand="address", max_operands=1, required=("-p", "-n", "-s"),
+             together=(("--out_json", "--out_json_file=/dev/stdout"),))
+      for tool in TOOLS),
+)
+
+
 class LatencyProbeCollector(Collector):
     name: ClassVar[str] = "latency_probe"
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     scope: ClassVar[str] = "group"
-    parse_sources: ClassVar[tuple[str, ...]] = ("perftest",)
+    parse_sources: ClassVar[tuple[str, ...]] = sources_of(perftest)
+    ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
     deadline_reserve: ClassVar[float] = 0.5  # to stop servers and build the round's samples
 
     # -- options ------------------------------------------------------------------------------
