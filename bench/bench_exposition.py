@@ -39,15 +39,26 @@ NAMES = ["fabric_roce_rx_bytes_total", "fabric_roce_tx_bytes_total", "fabric_roc
          "fabric_roce_tx_packets_total"]
 
 
-def make_samples(n: int, hosts: int) -> dict[str, list[Sample]]:
+def roce_families(count: int) -> list[str]:
+    """``count`` RoCE NIC families of the catalog (a real host has ~50: ~12 lines each)."""
+    from fabric_exporter.catalog import CATALOG
+
+    names = [spec.name for spec in CATALOG.values() if spec.name.startswith("fabric_roce_") and spec.exposed_type == "counter"
+             and spec.allows_labels(spec.name, ("fabric", "host", "device", "port", "netdev"))]
+    return (NAMES + [n for n in names if n not in NAMES])[:count]
+
+
+def make_samples(n: int, hosts: int, families: int = 4) -> dict[str, list[Sample]]:
     per_host: dict[str, list[Sample]] = {}
     per = n // hosts
+    names = roce_families(families)
     for h in range(hosts):
         host = f"gpu-{h:05d}"
         rows = []
         for i in range(per):
-            rows.append(Sample(NAMES[i % 4], {"host": host, "device": f"mlx5_{(i // 4) % 8}", "port": "1",
-                                              "netdev": f"ens{(i // 4) % 8}np0"}, 10_000_000_000 + i * 7919))
+            nic = (i // families) % 8 if families == 4 else i // families
+            rows.append(Sample(names[i % families], {"host": host, "device": f"mlx5_{nic}", "port": "1",
+                                                     "netdev": f"ens{nic}np0"}, 10_000_000_000 + i * 7919))
         per_host[host] = rows
     return per_host
 
@@ -146,10 +157,10 @@ def compare(args: argparse.Namespace) -> None:
     for _ in range(args.runs):
         for name, path in (("other", str(args.compare)), ("this", mine)):
             out = subprocess.run([sys.executable, __file__, "--gzip", "--samples", str(args.samples),
-                                  "--hosts", str(args.hosts)], env={**os.environ, "PYTHONPATH": path},
+                                  "--hosts", str(args.hosts), "--families", str(args.families)], env={**os.environ, "PYTHONPATH": path},
                                  capture_output=True, text=True, timeout=3600, check=True).stdout
             runs[name].append(json.loads(out.splitlines()[-1]))
-    print(f"{args.samples} samples across {args.hosts} targets, {args.runs} runs each, alternated "
+    print(f"{args.samples} samples across {args.hosts} targets x {args.families} families, {args.runs} runs each, alternated "
           f"(this: {mine}; other: {args.compare}); min / median")
     for key in runs["this"][0]:
         row = []
@@ -164,6 +175,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=100_000)
     ap.add_argument("--hosts", type=int, default=250)
+    ap.add_argument("--families", type=int, default=4, help="families per target (52: a RoCE host's shape)")
     ap.add_argument("--gzip", action="store_true", help="the gzip body's figures, as one JSON line")
     ap.add_argument("--compare", type=Path, help="another checkout's exporter/ dir, run alternately with --gzip")
     ap.add_argument("--runs", type=int, default=5)
@@ -172,9 +184,9 @@ def main() -> None:
         compare(args)
         return
     if args.gzip:
-        print(json.dumps(gzip_figures(make_samples(args.samples, args.hosts))))
+        print(json.dumps(gzip_figures(make_samples(args.samples, args.hosts, args.families))))
         return
-    per_host = make_samples(args.samples, args.hosts)
+    per_host = make_samples(args.samples, args.hosts, args.families)
     n = sum(map(len, per_host.values()))
 
     registry = CollectorRegistry(auto_describe=False)
