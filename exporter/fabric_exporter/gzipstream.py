@@ -18,6 +18,7 @@ GF(2) method: Python's zlib does not expose it).
 
 from __future__ import annotations
 
+import operator
 import struct
 import zlib
 from typing import NamedTuple
@@ -81,6 +82,20 @@ def member(segments: list[Segment]) -> list[bytes]:
         return []
     parts.append(trailer(crc, size))
     return parts
+
+
+class MemberCache:
+    """The last member built, handed out again while its segments are the very same objects (scrapes
+    between polls: no CRC combined again)."""
+
+    def __init__(self) -> None:
+        self._segments: tuple[Segment, ...] = ()
+        self._parts: list[bytes] = []
+
+    def member(self, segments: list[Segment]) -> list[bytes]:
+        if len(segments) != len(self._segments) or not all(map(operator.is_, segments, self._segments)):
+            self._segments, self._parts = tuple(segments), member(segments)
+        return list(self._parts)
 
 
 # -- CRC-32 combination (zlib's crc32_combine: multiplication modulo the CRC polynomial, reflected) --

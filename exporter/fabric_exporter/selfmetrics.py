@@ -23,7 +23,7 @@ from . import __version__
 from .catalog import CATALOG
 from .errors import REASONS
 from .exposition import family_header, render_chunks
-from .gzipstream import Segment, deflate_piece, member
+from .gzipstream import MemberCache, Segment, deflate_piece
 from .transport.snmp_dropped import DROPPED as SNMP_DROPPED
 
 # Per-target families, in the order they are exposed.
@@ -111,6 +111,7 @@ class SelfMetrics:
         # family index -> its column joined (plain text, gzip segment), None once a slot changed: a
         # scrape of 10k targets then hands out ~17 pieces per variant, not one per target and family
         self._joined: list[list] = [[None, None] for _ in TARGET_FAMILIES]
+        self._member = MemberCache()
         # the earliest deadline of a slot shown fresh: before it, no slot can need its stale variant
         self._next_crossing = -math.inf
         self._last_scrape = -math.inf  # a scrape at an earlier time (tests) walks the slots again
@@ -226,7 +227,7 @@ class SelfMetrics:
                     lines = b"".join(column)
                     joined[1] = Segment(header + b"".join(gz), zlib.crc32(lines, zlib.crc32(text)), len(text) + len(lines))
                 segments.append(joined[1])
-            return member(segments + self._global_parts(True))
+            return self._member.member(segments + self._global_parts(True))
         parts: list[bytes] = []
         for (text, _header), column, joined in zip(self._headers, self._plain, self._joined):
             parts.append(text)

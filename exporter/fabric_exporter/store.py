@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from .catalog import CATALOG
 from .exposition import LineCache, family_header, render_cached
-from .gzipstream import Segment, deflate_piece, member
+from .gzipstream import MemberCache, Segment, deflate_piece
 from .samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
@@ -76,6 +76,7 @@ class SnapshotStore:
         # Prometheus always asks for it, and a joined copy of the plain text would cost its size again
         # (~200 MB at 1.6M samples; the gzip one ~14 MB).
         self._segments: dict[str, tuple[float, float, Segment | None]] = {}
+        self._member = MemberCache()
 
     def put(self, key: TargetKey, snapshot: Snapshot) -> None:
         now = time.monotonic()
@@ -157,7 +158,7 @@ class SnapshotStore:
         if len(self._family_order) != len(CATALOG):  # a plugin registered metrics since
             self._family_order = list(CATALOG)
         if gzip:
-            return member([segment for family in self._family_order if family in self._columns
+            return self._member.member([segment for family in self._family_order if family in self._columns
                            if (segment := self._segment(family, now_mono)) is not None])
         parts: list[bytes] = []
         for family in self._family_order:
