@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 import time
 import zlib
 from collections.abc import Iterable
@@ -25,6 +26,7 @@ from .gzipstream import MemberCache, Segment, deflate_piece
 from .samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
+_PRECEDING, _PIECE = operator.itemgetter(0), operator.itemgetter(1)  # of a Snapshot.deflated entry
 
 
 @dataclass(frozen=True)
@@ -174,17 +176,17 @@ class SnapshotStore:
         fresh = self._fresh(family, now_mono)
         segment = None
         if fresh:
-            preceding, header = self._header(family)
-            pieces = [header]
-            crc = zlib.crc32(preceding)
-            size = len(preceding)
-            for snapshot in fresh:
-                text = snapshot.chunks[family]
-                pieces.append(self._deflate(family, snapshot, preceding)[1])
+            header_text, header = self._header(family)
+            texts = [s.chunks[family] for s in fresh]
+            entries = [s.deflated.get(family) for s in fresh]
+            # each piece compressed after the text now before it (checked in C); if not, again now
+            if None in entries or not all(map(operator.is_, map(_PRECEDING, entries), [header_text, *texts[:-1]])):
+                entries = [self._deflate(family, s, preceding)
+                           for s, preceding in zip(fresh, [header_text, *texts[:-1]])]
+            crc = zlib.crc32(header_text)
+            for text in texts:
                 crc = zlib.crc32(text, crc)
-                size += len(text)
-                preceding = text
-            segment = Segment(b"".join(pieces), crc, size)
+            segment = Segment(b"".join([header, *map(_PIECE, entries)]), crc, len(header_text) + sum(map(len, texts)))
         self._segments[family] = (now_mono, min((s.fresh_until for s in fresh), default=math.inf), segment)
         return segment
 
