@@ -11,11 +11,9 @@ import collections
 import itertools
 import math
 import operator
-import zlib
 from array import array
 from collections.abc import Iterable, Mapping
 from math import copysign
-from typing import NamedTuple
 
 from prometheus_client.utils import floatToGoString
 
@@ -67,28 +65,6 @@ def _escape_help(text: str) -> str:
 
 def family_header(spec: MetricSpec) -> bytes:
     return f"# HELP {spec.name} {_escape_help(spec.help)}\n# TYPE {spec.name} {spec.exposed_type}\n".encode()
-
-
-# Level 1: ~130 MB/s and ~14x on exposition text; level 6 costs 1.6x the CPU for 10% fewer bytes.
-GZIP_LEVEL = 1
-
-
-def gzip_member(data: bytes) -> bytes:
-    """One complete gzip member (mtime 0, so equal input gives equal bytes). Members concatenate
-    into one valid gzip stream (RFC 1952 2.2; Go's gzip.Reader, which Prometheus uses, reads them
-    all), so a scrape can join per-target members compressed when the poll landed."""
-    return zlib.compress(data, GZIP_LEVEL, wbits=31) if data else b""
-
-
-class Rendered(NamedTuple):
-    """One piece of exposition text, plain and as a gzip member."""
-
-    plain: bytes
-    gz: bytes
-
-    @classmethod
-    def of(cls, plain: bytes) -> Rendered:
-        return cls(plain, gzip_member(plain))
 
 
 class UnknownMetricError(ValueError):

@@ -1,24 +1,29 @@
 """The exporter's own metrics, rendered when a target's state changes (a poll lands, a target is
 added), never at scrape time.
 
-Each target keeps its self-metric lines in two variants, plain and gzip: one for while its
-snapshot is fresh and one for after ``stale_after`` (``fabric_up 0``, ``fabric_samples 0``,
-``fabric_target_stale 1``), so a scrape only picks a variant per target and joins cached bytes.
+Each target keeps its self-metric lines in two variants: one for while its snapshot is fresh and
+one for after ``stale_after`` (``fabric_up 0``, ``fabric_samples 0``, ``fabric_target_stale 1``), so
+a scrape only picks a variant per target and joins cached bytes. The lines shown are kept also as
+raw deflate pieces, each compressed against the line before it (gzipstream.py), so a gzip scrape
+joins too and its body is one gzip stream.
 The output is byte-identical to prometheus_client's for the same state (tests/core check it).
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import math
 import platform
 import time
+import zlib
 from dataclasses import dataclass
 
 from . import __version__
 from .catalog import CATALOG
 from .errors import REASONS
-from .exposition import Rendered, family_header, render_chunks
+from .exposition import family_header, render_chunks
+from .gzipstream import MemberCache, Segment, deflate_piece
 from .transport.snmp_dropped import DROPPED as SNMP_DROPPED
 
 # Per-target families, in the order they are exposed.
@@ -50,9 +55,7 @@ class _TargetLines:
     collector: str
     fresh_until: float  # monotonic; the stale variant applies after it
     fresh_plain: tuple[bytes, ...]  # one entry per TARGET_FAMILIES (b"" when the target has no line)
-    fresh_gz: tuple[bytes, ...]
     stale_plain: tuple[bytes, ...]
-    stale_gz: tuple[bytes, ...]
 
 
 def _target_samples(state, fresh: bool, families: tuple[str, ...]):
@@ -80,32 +83,35 @@ def _target_samples(state, fresh: bool, families: tuple[str, ...]):
     return [(family, lab, v) for family in families for lab, v in values[family]]
 
 
-def _render(samples) -> dict[str, Rendered]:
-    return {family: Rendered.of(text) for family, text in render_chunks(samples).items()}
-
-
 class SelfMetrics:
     """Per-target self-metric lines, updated by the scheduler; ``parts()`` serves them.
 
     Lines are kept per family as lists in target order (one slot per target), so a scrape extends
-    its output by whole lists instead of visiting every target's every family."""
+    its output by whole lists instead of visiting every target's every family. Beside each line,
+    its deflate piece: compressed after the nearest line above it in the column (or the family's
+    HELP/TYPE), again when that line changes."""
 
     def __init__(self, reload_status: ReloadStatus):
         self.reload = reload_status
         self._targets: dict[tuple[str, str], _TargetLines] = {}
-        self._headers = [Rendered.of(family_header(CATALOG[f])) for f in TARGET_FAMILIES]
+        # family index -> HELP/TYPE (text, deflate piece)
+        self._headers = [(text, deflate_piece(text)) for text in (family_header(CATALOG[f]) for f in TARGET_FAMILIES)]
         self._global_key: tuple | None = None
-        self._global: tuple[list[bytes], list[bytes]] = ([], [])
+        self._global: tuple[list[bytes], list[Segment]] = ([], [])
         # slot layout: rebuilt (None) when a target comes or goes
         self._slots: dict[tuple[str, str], int] | None = {}
         self._plain: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]  # family index -> line per slot
-        self._gz: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]
+        self._gz: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]  # the line's deflate piece per slot
+        # family index -> the slots with a line, sorted: the line above or below a slot is found by
+        # bisection, not a walk over the empty slots of a sparse column (10k targets at start-up)
+        self._filled: list[list[int]] = [[] for _ in TARGET_FAMILIES]
         self._keys: list[tuple[str, str]] = []  # slot -> target
         self._shown_fresh: list[bool] = []  # which variant each slot holds
         self._fresh_until: list[float] = []
-        # family index -> its column joined into one piece (plain, gzip), None once a slot changed:
-        # a scrape of 10k targets then hands out ~17 pieces per variant, not one per target and family
-        self._joined: list[list[bytes | None]] = [[None, None] for _ in TARGET_FAMILIES]
+        # family index -> its column joined (plain text, gzip segment), None once a slot changed: a
+        # scrape of 10k targets then hands out ~17 pieces per variant, not one per target and family
+        self._joined: list[list] = [[None, None] for _ in TARGET_FAMILIES]
+        self._member = MemberCache()
         # the earliest deadline of a slot shown fresh: before it, no slot can need its stale variant
         self._next_crossing = -math.inf
         self._last_scrape = -math.inf  # a scrape at an earlier time (tests) walks the slots again
@@ -114,15 +120,11 @@ class SelfMetrics:
 
     def target_changed(self, state, fresh_until: float | None) -> None:
         """Render ``state`` (a scheduler TargetState); ``fresh_until`` is its snapshot's deadline, if any."""
-        fresh = _render(_target_samples(state, True, TARGET_FAMILIES))
-        stale = {**fresh, **_render(_target_samples(state, False, _FRESHNESS_FAMILIES))}
-        empty = Rendered(b"", b"")
-        fresh_row = [fresh.get(f, empty) for f in TARGET_FAMILIES]
-        stale_row = [stale.get(f, empty) for f in TARGET_FAMILIES]
+        fresh = render_chunks(_target_samples(state, True, TARGET_FAMILIES))
+        stale = {**fresh, **render_chunks(_target_samples(state, False, _FRESHNESS_FAMILIES))}
         lines = _TargetLines(
             state.collector, -math.inf if fresh_until is None else fresh_until,
-            tuple(r.plain for r in fresh_row), tuple(r.gz for r in fresh_row),
-            tuple(r.plain for r in stale_row), tuple(r.gz for r in stale_row))
+            tuple(fresh.get(f, b"") for f in TARGET_FAMILIES), tuple(stale.get(f, b"") for f in TARGET_FAMILIES))
         previous = self._targets.get(state.key)
         if previous is None or previous.collector != lines.collector:
             self._by_collector = None
@@ -140,13 +142,30 @@ class SelfMetrics:
             self._slots = None
             self._by_collector = None
 
-    def _fill(self, slot: int, lines: _TargetLines, fresh: bool) -> None:
-        plain, gz = (lines.fresh_plain, lines.fresh_gz) if fresh else (lines.stale_plain, lines.stale_gz)
-        for i in range(len(TARGET_FAMILIES)):
-            if self._plain[i][slot] is not plain[i] or self._gz[i][slot] is not gz[i]:
-                self._plain[i][slot] = plain[i]
-                self._gz[i][slot] = gz[i]
-                self._joined[i] = [None, None]
+    def _fill(self, slot: int, lines: _TargetLines, fresh: bool, deflate: bool = True) -> None:
+        """Show a variant of the target's lines in ``slot``; with ``deflate``, compress each changed
+        line and the next line below it (its predecessor changed)."""
+        plain = lines.fresh_plain if fresh else lines.stale_plain
+        for i, text in enumerate(plain):
+            column = self._plain[i]
+            if column[slot] == text:
+                continue
+            column[slot] = text
+            self._joined[i] = [None, None]
+            filled = self._filled[i]
+            at = bisect.bisect_left(filled, slot)
+            listed = at < len(filled) and filled[at] == slot
+            if text and not listed:
+                filled.insert(at, slot)
+            elif not text and listed:
+                del filled[at]
+            if deflate:
+                gz = self._gz[i]
+                preceding = column[filled[at - 1]] if at else self._headers[i][0]
+                gz[slot] = deflate_piece(text, preceding)
+                below = at + 1 if text else at  # the next line's place in ``filled``
+                if below < len(filled):
+                    gz[filled[below]] = deflate_piece(column[filled[below]], text or preceding)
         self._shown_fresh[slot] = fresh
 
     def _layout(self) -> None:
@@ -154,14 +173,21 @@ class SelfMetrics:
         self._slots = {k: i for i, k in enumerate(keys)}
         self._plain = [[b""] * len(keys) for _ in TARGET_FAMILIES]
         self._gz = [[b""] * len(keys) for _ in TARGET_FAMILIES]
+        self._filled = [[] for _ in TARGET_FAMILIES]
         self._shown_fresh = [True] * len(keys)
         self._fresh_until = [self._targets[k].fresh_until for k in keys]
         self._joined = [[None, None] for _ in TARGET_FAMILIES]
         self._next_crossing = -math.inf
-        for i, k in enumerate(keys):
-            self._fill(i, self._targets[k], fresh=True)
+        for slot, k in enumerate(keys):
+            self._fill(slot, self._targets[k], fresh=True, deflate=False)
+        for i, column in enumerate(self._plain):  # each line once, after the one above it
+            preceding = self._headers[i][0]
+            gz = self._gz[i]
+            for slot in self._filled[i]:
+                gz[slot] = deflate_piece(column[slot], preceding)
+                preceding = column[slot]
 
-    def _global_parts(self, gzip: bool) -> list[bytes]:
+    def _global_parts(self, gzip: bool) -> list:
         if self._by_collector is None:
             self._by_collector = tuple(sorted(collections.Counter(t.collector for t in self._targets.values()).items()))
         key = (self._by_collector, self.reload.successful, self.reload.last_success,
@@ -174,13 +200,13 @@ class SelfMetrics:
             # every reason from the start (at 0), so rate() sees the first drop
             samples += [("fabric_snmp_datagrams_dropped_total", {"reason": r}, n) for r, n in key[3]]
             chunks = render_chunks(samples)
-            pieces = [Rendered.of(family_header(CATALOG[f]) + chunks.get(f, b"")) for f in GLOBAL_FAMILIES]
-            self._global = ([p.plain for p in pieces], [p.gz for p in pieces])
+            pieces = [family_header(CATALOG[f]) + chunks.get(f, b"") for f in GLOBAL_FAMILIES]
+            self._global = (pieces, [Segment(deflate_piece(p), zlib.crc32(p), len(p)) for p in pieces])
             self._global_key = key
         return self._global[1 if gzip else 0]
 
     def parts(self, now_mono: float, gzip: bool = False) -> list[bytes]:
-        """The self-metrics as pieces to concatenate (plain text, or gzip members)."""
+        """The self-metrics as pieces to concatenate (plain text, or one gzip member)."""
         if self._slots is None:
             self._layout()
         # Each slot shows the variant that holds at ``now_mono``: switch the few that crossed over
@@ -194,15 +220,21 @@ class SelfMetrics:
                     next_crossing = min(next_crossing, until)
             self._next_crossing = next_crossing
         self._last_scrape = now_mono
-        columns = self._gz if gzip else self._plain
-        variant = 1 if gzip else 0
+        if gzip:
+            segments = []
+            for (text, header), column, gz, joined in zip(self._headers, self._plain, self._gz, self._joined):
+                if joined[1] is None:
+                    lines = b"".join(column)
+                    joined[1] = Segment(header + b"".join(gz), zlib.crc32(lines, zlib.crc32(text)), len(text) + len(lines))
+                segments.append(joined[1])
+            return self._member.member(segments + self._global_parts(True))
         parts: list[bytes] = []
-        for header, column, joined in zip(self._headers, columns, self._joined):
-            parts.append(header.gz if gzip else header.plain)
-            if joined[variant] is None:
-                joined[variant] = b"".join(column)  # gzip members concatenate into one valid stream
-            parts.append(joined[variant])
-        parts.extend(self._global_parts(gzip))
+        for (text, _header), column, joined in zip(self._headers, self._plain, self._joined):
+            parts.append(text)
+            if joined[0] is None:
+                joined[0] = b"".join(column)
+            parts.append(joined[0])
+        parts.extend(self._global_parts(False))
         return parts
 
     def render(self, now_mono: float | None = None) -> bytes:

@@ -1,30 +1,39 @@
 """Snapshot store: one immutable, pre-rendered snapshot per target, swapped whole when a poll lands.
 
 A scrape joins cached bytes grouped by metric family (HELP/TYPE once per family across targets)
-and never renders, compresses or does I/O: each snapshot keeps its families as plain text and as
-gzip members, so a gzip scrape is a join too. A snapshot past its target's ``stale_after`` is withheld: stale
-targets publish only their own status, never frozen old values.
+and never renders or does I/O. For gzip, each snapshot keeps its families also as raw deflate
+pieces compressed against the text that precedes them in the body (gzipstream.py): the previous
+fresh target's text of the same family, or the family's HELP/TYPE. ``put`` compresses the new
+snapshot's pieces and the next target's (its predecessor changed), so a gzip scrape is a join too,
+and the body is one gzip stream barely larger than compressing the whole text at once. A snapshot
+past its target's ``stale_after`` is withheld: stale targets publish only their own status, never
+frozen old values.
 """
 
 from __future__ import annotations
 
-import collections
+import bisect
 import math
+import operator
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .catalog import CATALOG
-from .exposition import LineCache, Rendered, family_header, gzip_member, render_cached
+from .exposition import LineCache, family_header, render_cached
+from .gzipstream import MemberCache, Segment, deflate_piece
 from .samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
+_PRECEDING, _PIECE = operator.itemgetter(0), operator.itemgetter(1)  # of a Snapshot.deflated entry
 
 
 @dataclass(frozen=True)
 class Snapshot:
     chunks: dict[str, bytes]  # family name -> rendered sample lines
-    gz: dict[str, bytes]  # family name -> the same lines as one gzip member
+    # family name -> (the text it was compressed after, those lines as raw deflate): filled by the store
+    deflated: dict[str, tuple[bytes, bytes]]
     sample_count: int
     taken_at: float  # wall clock, for the status page
     fresh_until: float  # monotonic deadline (last success + stale_after)
@@ -36,49 +45,95 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
                    now_mono: float | None = None, previous: Snapshot | None = None) -> Snapshot:
     """Render samples into a snapshot, adding the ``fabric`` label. Raises UnknownMetricError.
 
-    A family whose text equals the ``previous`` snapshot's keeps its gzip member (info and state
-    families rarely change between polls), so only changed families are compressed again; a
-    sample the collector hands out again (a KeptSample) keeps its rendered line."""
+    A family whose text equals the ``previous`` snapshot's keeps that very bytes object and its
+    deflate piece (info and state families rarely change between polls): the store compresses
+    again only what changed, and the next target's piece, compressed after this text, stays valid.
+    A sample the collector hands out again (a KeptSample) keeps its rendered line."""
     if not isinstance(samples, (list, tuple)):
         samples = list(samples)
     chunks, line_cache = render_cached(samples, ("fabric", fabric), previous.lines if previous is not None else None)
-    old_chunks, old_gz = (previous.chunks, previous.gz) if previous is not None else ({}, {})
-    gz = {family: old_gz[family] if old_chunks.get(family) == lines else gzip_member(lines)
-          for family, lines in chunks.items()}
+    deflated: dict[str, tuple[bytes, bytes]] = {}
+    if previous is not None:
+        chunks = dict(chunks)
+        for family, text in chunks.items():
+            old = previous.chunks.get(family)
+            if old is not None and (old is text or old == text):
+                chunks[family] = old
+                if family in previous.deflated:
+                    deflated[family] = previous.deflated[family]
     now_mono = time.monotonic() if now_mono is None else now_mono
-    return Snapshot(chunks, gz, len(samples), time.time(), now_mono + stale_after, line_cache)
+    return Snapshot(chunks, deflated, len(samples), time.time(), now_mono + stale_after, line_cache)
 
 
 class SnapshotStore:
     def __init__(self) -> None:
         self._snapshots: dict[TargetKey, Snapshot] = {}
         self._family_order = list(CATALOG)
-        self._family_users: collections.Counter[str] = collections.Counter()  # family -> snapshots with it
-        self._sorted_keys: list[TargetKey] | None = []  # None: rebuild (a target came or went)
-        self._headers: dict[str, Rendered] = {}
-        # The gzip body between two changes: one piece per family, valid from when it was joined until
-        # the first of its snapshots goes stale, dropped by any put/drop. Scrapes between polls (two
-        # Prometheus replicas, a 15 s scrape against a 30 s poll) then hand out ~20 pieces, not one
-        # per target and family. Only gzip: Prometheus always asks for it, and a joined copy of the
-        # plain text would cost its size again (~200 MB at 1.6M samples; the gzip one ~30 MB).
-        self._gz_body: tuple[float, float, list[bytes]] | None = None  # (joined at, valid until, parts)
+        self._columns: dict[str, list[TargetKey]] = {}  # family -> sorted keys of the snapshots with it
+        self._headers: dict[str, tuple[bytes, bytes]] = {}  # family -> HELP/TYPE text, as a deflate piece
+        # family -> (joined at, valid until, its gzip column: HELP/TYPE and the fresh targets' pieces,
+        # None when none is fresh), valid from when it was joined until the first of its snapshots
+        # goes stale, dropped when a snapshot in it changes. Scrapes between polls (two Prometheus
+        # replicas, a 15 s scrape against a 30 s poll) then hand out a piece per family. Only gzip:
+        # Prometheus always asks for it, and a joined copy of the plain text would cost its size again
+        # (~200 MB at 1.6M samples; the gzip one ~14 MB).
+        self._segments: dict[str, tuple[float, float, Segment | None]] = {}
+        self._member = MemberCache()
 
     def put(self, key: TargetKey, snapshot: Snapshot) -> None:
+        now = time.monotonic()
         old = self._snapshots.get(key)
         self._snapshots[key] = snapshot  # one dict assignment: readers see old or new, never half
-        self._gz_body = None
-        if old is None:
-            self._sorted_keys = None
-        else:
-            self._family_users.subtract(old.chunks.keys())
-        self._family_users.update(snapshot.chunks.keys())
+        if old is not None:
+            for family in old.chunks.keys() - snapshot.chunks.keys():
+                self._leave(family, key, now)
+        for family in snapshot.chunks:
+            column = self._columns.setdefault(family, [])
+            at = bisect.bisect_left(column, key)
+            if at == len(column) or column[at] != key:
+                column.insert(at, key)
+            self._segments.pop(family, None)
+            self._deflate(family, snapshot, self._preceding(family, column, at, now))
+            self._deflate_next(family, column, at + 1, now)
 
     def drop(self, key: TargetKey) -> None:
         old = self._snapshots.pop(key, None)
         if old is not None:
-            self._gz_body = None
-            self._sorted_keys = None
-            self._family_users.subtract(old.chunks.keys())
+            now = time.monotonic()
+            for family in old.chunks:
+                self._leave(family, key, now)
+
+    def _leave(self, family: str, key: TargetKey, now: float) -> None:
+        column = self._columns[family]
+        at = bisect.bisect_left(column, key)
+        del column[at]
+        self._segments.pop(family, None)
+        self._deflate_next(family, column, at, now)
+
+    def _preceding(self, family: str, column: list[TargetKey], at: int, now: float) -> bytes:
+        """The text a piece at ``column[at]`` follows in the body: the nearest fresh snapshot's before it."""
+        snapshots = self._snapshots
+        for i in range(at - 1, -1, -1):
+            before = snapshots[column[i]]
+            if now <= before.fresh_until:
+                return before.chunks[family]
+        return self._header(family)[0]
+
+    def _deflate_next(self, family: str, column: list[TargetKey], at: int, now: float) -> None:
+        """Compress the first fresh piece from ``column[at]`` on after what now precedes it."""
+        snapshots = self._snapshots
+        for i in range(at, len(column)):
+            after = snapshots[column[i]]
+            if now <= after.fresh_until:
+                self._deflate(family, after, self._preceding(family, column, i, now))
+                return
+
+    @staticmethod
+    def _deflate(family: str, snapshot: Snapshot, preceding: bytes) -> tuple[bytes, bytes]:
+        entry = snapshot.deflated.get(family)
+        if entry is None or entry[0] is not preceding:
+            entry = snapshot.deflated[family] = (preceding, deflate_piece(snapshot.chunks[family], preceding))
+        return entry
 
     def get(self, key: TargetKey) -> Snapshot | None:
         return self._snapshots.get(key)
@@ -87,44 +142,53 @@ class SnapshotStore:
         snap = self._snapshots.get(key)
         return snap is not None and (time.monotonic() if now_mono is None else now_mono) <= snap.fresh_until
 
-    def _header(self, family: str) -> Rendered:
+    def _header(self, family: str) -> tuple[bytes, bytes]:
         header = self._headers.get(family)
         if header is None:
-            header = self._headers[family] = Rendered.of(family_header(CATALOG[family]))
+            text = family_header(CATALOG[family])
+            header = self._headers[family] = (text, deflate_piece(text))
         return header
 
+    def _fresh(self, family: str, now_mono: float) -> list[Snapshot]:
+        return [s for s in map(self._snapshots.__getitem__, self._columns.get(family, ())) if now_mono <= s.fresh_until]
+
     def parts(self, now_mono: float, gzip: bool = False) -> list[bytes]:
-        """The exposition of every fresh snapshot as pieces to concatenate: plain text, or gzip
-        members that concatenate into one gzip stream. Costs a list of references and, for gzip, a
-        join per family (kept until the next put/drop or the first snapshot in it goes stale); no
-        rendering or compression."""
-        body = self._gz_body
-        if gzip and body is not None and body[0] <= now_mono <= body[1]:
-            return list(body[2])
-        if self._sorted_keys is None:
-            self._sorted_keys = sorted(self._snapshots)
-        snapshots = self._snapshots
-        fresh = [s for s in map(snapshots.__getitem__, self._sorted_keys) if now_mono <= s.fresh_until]
-        maps = [s.gz for s in fresh] if gzip else [s.chunks for s in fresh]
-        users = self._family_users
-        parts: list[bytes] = []
+        """The exposition of every fresh snapshot as pieces to concatenate: plain text, or one gzip
+        member. Costs a list of references and, for gzip, a join and a CRC per family (kept until a
+        snapshot in it changes or goes stale); compressing again only a piece whose predecessor
+        changed since its put (a target before it went stale), none when nothing did."""
         if len(self._family_order) != len(CATALOG):  # a plugin registered metrics since
             self._family_order = list(CATALOG)
-        for family in self._family_order:
-            if users[family] <= 0:
-                continue
-            lines = [piece for m in maps if (piece := m.get(family)) is not None]
-            if lines:
-                header = self._header(family)
-                parts.append(header.gz if gzip else header.plain)
-                if gzip:
-                    parts.append(b"".join(lines))  # members concatenate into one valid stream
-                else:
-                    parts.extend(lines)
         if gzip:
-            self._gz_body = (now_mono, min((s.fresh_until for s in fresh), default=math.inf), parts)
-            return list(parts)
+            return self._member.member([segment for family in self._family_order if family in self._columns
+                           if (segment := self._segment(family, now_mono)) is not None])
+        parts: list[bytes] = []
+        for family in self._family_order:
+            if family in self._columns and (fresh := self._fresh(family, now_mono)):
+                parts.append(self._header(family)[0])
+                parts.extend([s.chunks[family] for s in fresh])
         return parts
+
+    def _segment(self, family: str, now_mono: float) -> Segment | None:
+        cached = self._segments.get(family)
+        if cached is not None and cached[0] <= now_mono <= cached[1]:
+            return cached[2]
+        fresh = self._fresh(family, now_mono)
+        segment = None
+        if fresh:
+            header_text, header = self._header(family)
+            texts = [s.chunks[family] for s in fresh]
+            entries = [s.deflated.get(family) for s in fresh]
+            # each piece compressed after the text now before it (checked in C); if not, again now
+            if None in entries or not all(map(operator.is_, map(_PRECEDING, entries), [header_text, *texts[:-1]])):
+                entries = [self._deflate(family, s, preceding)
+                           for s, preceding in zip(fresh, [header_text, *texts[:-1]])]
+            crc = zlib.crc32(header_text)
+            for text in texts:
+                crc = zlib.crc32(text, crc)
+            segment = Segment(b"".join([header, *map(_PIECE, entries)]), crc, len(header_text) + sum(map(len, texts)))
+        self._segments[family] = (now_mono, min((s.fresh_until for s in fresh), default=math.inf), segment)
+        return segment
 
     def render(self, now_mono: float | None = None) -> bytes:
         """Plain exposition text of the fresh snapshots (the targets' data, not the self-metrics)."""

@@ -11,7 +11,7 @@ import pytest
 from fabric_exporter import exposition
 from fabric_exporter.exposition import render_cached, render_chunks
 from fabric_exporter.samples import KeptSample, Sample
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.store import SnapshotStore, build_snapshot
 
 LABELS = {"node_guid": "0x0000000000000001", "node_name": "sw1", "port": "1", "peer_node_name": "", "peer_port": ""}
 
@@ -111,9 +111,10 @@ def test_kept_objects_reshuffled_replaced_and_dropped_render_like_plain_samples(
         assert chunks == render_chunks(_plain(order), ("fabric", "ib"))
 
 
-def _snapshot_text(snapshot) -> dict:
-    """The snapshot's families, plain and through its gzip members, which must say the same."""
-    assert {f: gzip.decompress(member) for f, member in snapshot.gz.items()} == snapshot.chunks
+def _snapshot_text(snapshot, store: SnapshotStore) -> dict:
+    """The snapshot's families, plain and through the store's gzip body, which must say the same."""
+    store.put(("g", "ib"), snapshot)
+    assert gzip.decompress(b"".join(store.parts(0, gzip=True))) == store.render(0)
     return snapshot.chunks
 
 
@@ -135,6 +136,7 @@ def test_snapshots_patched_in_place_render_like_plain_samples(seed, monkeypatch)
     ports = [_port(n, float(n % 2)) for n in range(20)]
     values = [0.0, -0.0, 1.0, 4.0, 1e7, 4363776.0, 1.5e16, float("nan"), float("inf"), 7]
     previous = None
+    store = SnapshotStore()
     patches: list = []
     original_patch = exposition._patch
     monkeypatch.setattr(exposition, "_patch", lambda *a: patches.append(original_patch(*a)) or patches[-1])
@@ -154,7 +156,7 @@ def test_snapshots_patched_in_place_render_like_plain_samples(seed, monkeypatch)
             ports.append(_port(100 + _round))  # a port more: another layout
         samples = [s for p in ports for s in p] + _sweep_tail(rng.randrange(4))
         snapshot = build_snapshot("ib", samples, 60, previous=previous)
-        assert _snapshot_text(snapshot) == render_chunks(_plain(samples), ("fabric", "ib"))
+        assert _snapshot_text(snapshot, store) == render_chunks(_plain(samples), ("fabric", "ib"))
         previous = snapshot
     assert sum(p is not None for p in patches) >= 3  # patched in place, not rendered whole
 
@@ -163,12 +165,15 @@ def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stay
     ports = [_port(n) for n in range(20)]
     samples = [s for p in ports for s in p] + _sweep_tail(2)
     first = build_snapshot("ib", samples, 60)
+    store = SnapshotStore()
+    store.put(("g", "ib"), first)
     moved = [Sample(s.name, s.labels, s.value + 1) if type(s) is Sample else s for s in samples]
     moved[3] = Sample(moved[3].name, {**moved[3].labels, "node_name": "renamed"}, 5.0)  # a new labels dict
     second = build_snapshot("ib", moved + _sweep_tail(1), 60, previous=first)  # and a longer tail
     assert b'node_name="renamed"' in second.chunks["fabric_ib_port_transmit_wait_total"]
     assert second.chunks["fabric_ib_port_state_id"] is first.chunks["fabric_ib_port_state_id"]
-    assert second.gz["fabric_ib_port_state_id"] is first.gz["fabric_ib_port_state_id"]
+    store.put(("g", "ib"), second)
+    assert second.deflated["fabric_ib_port_state_id"] is first.deflated["fabric_ib_port_state_id"]  # not compressed again
     assert second.lines.families[:80] == first.lines.families[:80]  # patched before the tail
     assert second.lines.prefixes[3] != first.lines.prefixes[3]  # the new labels dict's prefix
     assert second.chunks == render_chunks(_plain(moved + _sweep_tail(1)), ("fabric", "ib"))

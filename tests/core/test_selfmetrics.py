@@ -207,8 +207,8 @@ def test_the_joined_gzip_body_is_reused_until_a_put_a_drop_or_a_snapshot_going_s
     for i in range(3):
         put(i, i, 10 + i)
     first = store.parts(1, gzip=True)
-    assert all(a is b for a, b in zip(store.parts(2, gzip=True), first))  # the same pieces, joined once
-    assert len(first) == 2  # the family's header and its members, joined
+    assert all(a is b for a, b in zip(store.parts(2, gzip=True)[:-1], first))  # the same pieces, joined once
+    assert len(first) == 3  # the gzip header, the family's column joined, the trailer
     assert b'host="h0"' in served(5) and b'host="h0"' not in served(10.5)  # h0 went stale at 10
     assert b'host="h0"' in served(5)  # an earlier time (a test's clock) is not served from the cache
     put(1, 99, 50)

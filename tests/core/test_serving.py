@@ -1,9 +1,11 @@
 """/metrics is a join of cached bytes: plain and gzip carry the same exposition, and a real
-Prometheus reads the gzip body (one gzip member per family piece, concatenated) to its end."""
+Prometheus reads the gzip body (one gzip stream of pieces compressed against the text before them,
+gzipstream.py) to its end, also while polls land and pieces are compressed again between scrapes."""
 
 import gzip
 import os
 import urllib.request
+import zlib
 
 import pytest
 
@@ -55,12 +57,56 @@ def test_prometheus_reads_every_gzip_member(tmp_path):
         prom = Prometheus(tmp_path / "prom", job="fabric", targets=[f"127.0.0.1:{d.port}"], rule_files=[])
         try:
             prom.start()
-            # The first member is only a HELP/TYPE header and the last is the reload timestamp: a reader
-            # stopping after one member would see no sample at all, one stopping early would miss the tail.
+            # The body is two members (the targets', the self-metrics'), the last text the reload
+            # timestamp: a reader stopping after one member or early would miss the tail.
             wait_until(lambda: len(prom.query("fabric_roce_rx_bytes_total")) == 2 * len(HOSTS), 30,
                        "Prometheus to ingest every target's series")
             assert len(prom.query("fabric_up == 1")) == len(HOSTS)
             assert prom.query("fabric_config_last_reload_successful")[0]["value"][1] == "1"
             assert prom.query('up{job="fabric"}')[0]["value"][1] == "1"
+        finally:
+            prom.stop()
+
+
+MANY_HOSTS = tuple(f"gpu-{i:03d}" for i in range(40))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="needs Debian's prometheus package")
+def test_prometheus_reads_the_gzip_stream_while_polls_land(tmp_path):
+    """40 targets polled every 2 s, each with steady counters (exact values to check) and one
+    that moves every poll, so pieces and their successors are compressed again between scrapes;
+    Prometheus scrapes gzip every second: every scrape succeeds and every value arrives exact."""
+    script = tmp_path / "values.sh"
+    script.write_text('n=${1#gpu-}; for i in 0 1 2 3 4 5 6; do echo "eth$i $((1${n} * 1000 + i))"; done; '
+                      'echo "eth9 $(date +%s%N)"\n')
+    group = local_group("gpus", tmp_path / "unused", interval="1s")
+    # a poll late on a loaded machine must not withhold a target (its series would leave a scrape)
+    group.update(interval="2s", timeout="1500ms", stale_after="60s")
+    group["hosts"] = [{"name": h} for h in MANY_HOSTS]
+    group["options"] = {"command": ["sh", str(script), "{host}"]}
+    config = tmp_path / "fabric.yaml"
+    write_config(config, [group])
+    with DaemonProcess(config, plugins=PLUGINS) as d:
+        d.wait_http()
+        d.wait_for(lambda s, b: b.count("fabric_last_success_timestamp_seconds{") == len(MANY_HOSTS), deadline=30)
+        packed, encoding = _fetch(d, "gzip")
+        assert encoding == "gzip"
+        first = zlib.decompressobj(wbits=31)
+        first.decompress(packed)
+        assert first.eof and zlib.decompressobj(wbits=31).decompress(first.unused_data)  # two members, no more
+        prom = Prometheus(tmp_path / "prom", job="fabric", targets=[f"127.0.0.1:{d.port}"], rule_files=[])
+        try:
+            prom.start()
+            wait_until(lambda: prom.query('count_over_time(up{job="fabric"}[1m])') and
+                       float(prom.query('count_over_time(up{job="fabric"}[1m])')[0]["value"][1]) >= 8, 60,
+                       "eight scrapes")
+            assert prom.query('min_over_time(up{job="fabric"}[1m])')[0]["value"][1] == "1"  # none failed
+            steady = prom.query('fabric_roce_rx_bytes_total{netdev!="eth9"}')
+            expected = {(h, f"eth{i}"): int(f"1{h[4:]}") * 1000 + i for h in MANY_HOSTS for i in range(7)}
+            assert {(r["metric"]["host"], r["metric"]["netdev"]): float(r["value"][1]) for r in steady} == expected
+            moving = prom.query('changes(fabric_roce_rx_bytes_total{netdev="eth9"}[1m])')
+            assert len(moving) == len(MANY_HOSTS) and all(float(r["value"][1]) >= 2 for r in moving)
+            assert len(prom.query('fabric_up == 1')) == len(MANY_HOSTS)
         finally:
             prom.stop()
