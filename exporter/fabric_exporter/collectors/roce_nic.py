@@ -104,6 +104,7 @@ fi
 # mlx5's is the netdev's software count, so mlx5 uses rx_bytes_phy).
 
 US = 1e-6  # microseconds -> seconds
+_new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__ (~700 per host poll)
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,8 @@ class CounterMapper:
                 self._exact.setdefault(rule.pattern, []).append((order, rule))
         self._cache: dict[str, tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]] = {}
         self._plans: dict[tuple, tuple[tuple, tuple[str, ...]]] = {}
+        # map()'s form of a plan: steps with the index of their labels dict, the extra label sets
+        self._compiled: dict[tuple, tuple[tuple, tuple, tuple[str, ...]]] = {}
 
     def matches(self, name: str) -> tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]:
         found = self._cache.get(name)
@@ -341,22 +344,30 @@ class CounterMapper:
         Samples with the same extra labels share one labels dict (``base`` itself when there are
         none), kept in ``labels_of`` (extra labels -> dict; the port's, when given): the renderer
         formats each dict's text once."""
-        steps, unknown = self.plan(tuple(counters), family)
+        names = tuple(counters)
+        compiled = self._compiled.get((names, family))
+        if compiled is None:
+            steps, unknown = self.plan(names, family)
+            extras = tuple(dict.fromkeys(extra for _n, _m, extra, _s in steps if extra))
+            slot_of = {extra: i for i, extra in enumerate(extras, 1)}
+            compiled = (tuple((name, metric, slot_of.get(extra, 0), scale) for name, metric, extra, scale in steps),
+                        extras, unknown)
+            if len(self._compiled) < 4096:
+                self._compiled[(names, family)] = compiled
+        steps, extras, unknown = compiled
         if unmapped is not None:
             unmapped.extend(unknown)
         if labels_of is None:
             labels_of = {}
-        samples = []
-        for name, metric, extra, scale in steps:
-            if extra:
-                labels = labels_of.get(extra)
-                if labels is None:
-                    labels = labels_of[extra] = {**base, **dict(extra)}
-            else:
-                labels = base
-            value = counters[name]
-            samples.append(Sample(metric, labels, value * scale if scale != 1.0 else value))
-        return samples
+        slots = [base]  # slot 0: no extra labels
+        for extra in extras:
+            labels = labels_of.get(extra)
+            if labels is None:
+                labels = labels_of[extra] = {**base, **dict(extra)}
+            slots.append(labels)
+        value = counters.__getitem__
+        return [_new(Sample, (metric, slots[slot], value(name) if scale == 1.0 else value(name) * scale))
+                for name, metric, slot, scale in steps]
 
 
 def mapping_table_markdown() -> str:

@@ -61,6 +61,11 @@ def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> 
     body = text[text.index(HEADER) + len(HEADER):]
     fast = _LINE.findall(body)
     if len(fast) == len(lines) - 1:  # every non-blank line after the header is a counter line
+        counters = dict(fast)
+        if len(counters) == len(fast):  # no name twice (else: which are ambiguous, below)
+            values = list(map(int, counters.values()))
+            if not values or max(values) <= U64_MAX:
+                return EthtoolStats(dict(zip(counters, values)))
         return _stats(_fast_counters(fast))
     return _stats(_checked_counters(lines[1:], skipped))
 
