@@ -62,8 +62,9 @@ def _roce_config(tmp: Path, healthy, bad, max_output: str | None = None) -> Path
                 "hosts": [{"name": h, "address": "127.0.0.1", "port": healthy.port} for h in HEALTHY]}]
     if bad is not None:
         creds["bad"] = bad.credential()
+        # expose_unmapped: the host sends every counter (its filter would keep the unmapped flood at home)
         targets.append({"name": "flood", "fabric": "f1", "collector": "roce_nic", "transport": "ssh",
-                        "credentials": "bad", "interval": "6s", "timeout": "5s",
+                        "credentials": "bad", "interval": "6s", "timeout": "5s", "options": {"expose_unmapped": True},
                         "hosts": [{"name": "gpu-flood", "address": "127.0.0.1", "port": bad.port}]})
     path = tmp / f"config-{'fault' if bad else 'base'}.yaml"
     config = {"credentials": creds, "targets": targets}

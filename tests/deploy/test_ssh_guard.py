@@ -86,6 +86,7 @@ def test_burst_probe_shapes():
 ALLOWED = [
     ["timeout", "-k", "2", "18", *ROCE, "sysfs", "1"],
     [*ROCE, "rdma", "0", "mlx5_0", "mlx5_1"],
+    ["timeout", "-k", "2", "18", *ROCE, "sysfs", "1", "mapped"], [*ROCE, "rdma", "0", "all", "mlx5_0"],
     ["ibqueryerrors", "--counters", "--report-port"],
     ["ibqueryerrors", "--threshold-file", "/dev/null"],
     ["ibqueryerrors", "-C", "mlx5_0", "-P", "1", "-t", "200", "--counters", "--report-port"],

@@ -39,6 +39,8 @@ def test_a_50mb_output_fails_alone_and_costs_nobody_else(tmp_path):
                  "hosts": [{"name": h, "address": "127.0.0.1", "port": healthy.port} for h in HEALTHY]},
                 {"name": "flood", "fabric": "f1", "collector": "roce_nic", "transport": "ssh",
                  "credentials": "flood", "interval": "6s", "timeout": f"{TIMEOUT:g}s",
+                 # the host sends every counter (else its filter leaves the unmapped flood at home)
+                 "options": {"expose_unmapped": True},
                  "hosts": [{"name": "gpu-flood", "address": "127.0.0.1", "port": flood.port}]},
             ]}))
         with DaemonProcess(config) as d:

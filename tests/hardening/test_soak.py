@@ -121,7 +121,9 @@ def test_soak_faults_against_a_running_daemon(tmp_path):
                             "snmp": {"type": "snmp", "version": "2c", "community": "leaf1"}},
             "targets": [
                 roce("healthy", healthy, HEALTHY, interval="4s", timeout="3s"),
-                roce("flood", flood, ["gpu-flood"], interval="10s", stale_after="20s"),
+                # expose_unmapped: the host sends every counter (its filter would keep the flood at home)
+                {**roce("flood", flood, ["gpu-flood"], interval="10s", stale_after="20s"),
+                 "options": {"expose_unmapped": True}},
                 roce("hung", hung, ["gpu-hung"]),
                 roce("flaky", flaky, ["gpu-flaky"], interval="3s", timeout="2s"),
                 {"name": "switch", "fabric": "f1", "collector": "snmp_switch", "transport": "snmp",

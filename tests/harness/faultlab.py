@@ -3,7 +3,8 @@
 - ``gpu_host_sshd``: a real OpenSSH sshd serving one lab GPU host (RoceHost: sysfs counters, fake
   ethtool/rdma) for the roce_nic collector; ``extra_ethtool_bytes`` appends that many bytes of
   well-formed extra ``ethtool -S`` counter lines (a host whose driver prints a flood of counters:
-  the "50 MB host output" of issue 16), ``hang=True`` makes ethtool sleep (a hung host).
+  the "50 MB host output" of issue 16; no rule maps them, so the host's filter keeps them at home
+  unless the group sets ``expose_unmapped``), ``hang=True`` makes ethtool sleep (a hung host).
 - ``Sampler``: polls the daemon's /metrics and /proc/<pid>/status in a background thread (bounded by
   its stop event), recording each scrape's latency, every healthy target's last poll duration and
   state, and the daemon's RSS, open fds and thread count.

@@ -16,9 +16,13 @@ def test_answer_understands_the_collectors_command():
     from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
     import shlex
 
-    command = shlex.join(["timeout", "-k", "2", "9", "sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1", "mlx5_1"])
+    command = shlex.join(["timeout", "-k", "2", "9", "sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1", "all",
+                          "mlx5_1"])
     status, out, err = answer(host, command)
     assert status == 0 and out == host.render_dump(("mlx5_1",))
+    status, mapped, err = answer(host, command.replace(" all ", " mapped "))
+    assert status == 0 and mapped == host.render_dump(("mlx5_1",), counters="mapped") != out
+    assert "@@dropped hw_counters mlx5_1 1 " in mapped and "@@device mlx5_0" not in mapped
     assert answer(host, "timeout -k 2 5 true") == (0, "", "")
     assert answer(host, "ls /")[0] == 127
 

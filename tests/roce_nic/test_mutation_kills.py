@@ -168,9 +168,11 @@ def test_the_remote_command_carries_the_options():
         group = cfg.targets[0]
         return RoceNicCollector(PollContext(group, group.hosts[0], None)).command()
 
-    assert command({}) == ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1"]
+    assert command({}) == ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1", "mapped"]
     assert command({"ethtool": False, "hw_counters_from": "rdma", "devices": ["mlx5_0", "mlx5_1"]}) == [
-        "sh", "-c", REMOTE_SCRIPT, "fabric-roce", "rdma", "0", "mlx5_0", "mlx5_1"]
+        "sh", "-c", REMOTE_SCRIPT, "fabric-roce", "rdma", "0", "mapped", "mlx5_0", "mlx5_1"]
+    # the host filters nothing out when unmapped counters are to be published
+    assert command({"expose_unmapped": True}) == ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1", "all"]
 
 
 def test_ethtool_of_a_port_left_out_does_not_hide_the_next_ones():

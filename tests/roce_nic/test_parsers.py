@@ -267,3 +267,19 @@ def test_older_iproute2_rdma_link_without_netdev():
                             "    caps: <CM, IP_BASED_GIDS>\n")
     assert [(l.device, l.port, l.state, l.physical_state, l.netdev, l.lid) for l in links] == [
         ("mlx5_0", 1, "ACTIVE", "LINK_UP", None, None), ("mlx5_1", 1, "DOWN", "DISABLED", None, 7)]
+
+
+def test_ethtool_usual_layout_reads_as_the_general_path():
+    """The shortcut for header-then-counter-lines text gives what the line-by-line path gives for
+    the same counters (a leading blank line sends the same text down the general path)."""
+    from pathlib import Path
+
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+    texts = [p.read_text() for p in sorted(real.glob("ethtool_*.txt"))]
+    texts += ["NIC statistics:\n  a: 1\n  a: 2\n  b: 3\n", "NIC statistics:\n  a: 1\n  a: 1\n",
+              "NIC statistics:\n", "NIC statistics:\n  a: 1\n  note\n  b: 2\n"]
+    for text in texts:
+        assert parse_ethtool_stats(text) == parse_ethtool_stats("\n" + text), text[:60]
+    with pytest.raises(ParseError, match="does not fit in 64 bits"):
+        parse_ethtool_stats("NIC statistics:\n  a: 18446744073709551616\n")
+    assert parse_ethtool_stats("NIC statistics:\n  a: 18446744073709551615\n").counters == {"a": 2**64 - 1}

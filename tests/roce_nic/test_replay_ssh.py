@@ -34,6 +34,8 @@ def test_replayed_dumps_give_the_lab_servers_series(tmp_path):
     record(tmp_path / "dumps", recordings=2, epochs=2, nics=2)
     recordings = load(tmp_path / "dumps")
     assert len(recordings) == 2 and all(len(r) == 2 for r in recordings)
+    # the host's filter left counters out of every mapped recording
+    assert all(len(e["mapped"]) < len(e["all"]) and "@@dropped " in e["mapped"] for r in recordings for e in r)
     # the real path: the lab server with the same models, advanced the same way between polls
     models = []
     for r in range(2):
@@ -66,9 +68,13 @@ def test_replayed_dumps_give_the_lab_servers_series(tmp_path):
 
 
 def test_replay_refuses_commands_it_has_no_recording_for(tmp_path):
-    server = ReplayHosts(tmp_path, [["@@fabric-roce 1 sysfs\n@@end\n"]])
+    full, mapped = "@@fabric-roce 1 sysfs\n@@end\n", "@@fabric-roce 1 sysfs\n@@dropped ethtool e 1\n@@end\n"
+    server = ReplayHosts(tmp_path, [[{"all": full, "mapped": mapped}]])
     server._index = {"h": 0}
-    assert server.reply_for("h", "timeout -k 2 9 sh -c 'x' fabric-roce sysfs 1") == (0, "@@fabric-roce 1 sysfs\n@@end\n")
+    assert server.reply_for("h", "timeout -k 2 9 sh -c 'x' fabric-roce sysfs 1") == (0, full)
+    assert server.reply_for("h", "timeout -k 2 9 sh -c 'x' fabric-roce sysfs 1 all") == (0, full)
+    assert server.reply_for("h", "timeout -k 2 9 sh -c 'x' fabric-roce sysfs 1 mapped") == (0, mapped)
     assert server.reply_for("h", "timeout -k 2 9 sh -c 'x' fabric-roce rdma 1 mlx5_0")[0] == 2
+    assert server.reply_for("h", "timeout -k 2 9 sh -c 'x' fabric-roce sysfs 1 mapped mlx5_0")[0] == 2
     assert server.reply_for("h", "timeout -k 2 5 true") == (0, "")
     assert server.reply_for("h", "cat /etc/shadow")[0] == 127

@@ -262,7 +262,8 @@ def test_missing_tool_is_partial_and_garbled_output_fails_only_that_host(lab_fac
     assert series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-a")  # sysfs counters still published
     assert not series(samples, "fabric_roce_rx_bytes_total", host="gpu-a")
     assert b.state == "failed" and dict(b.errors) == {"parse": 1}
-    assert b.last_error == "ens1f0np0: ethtool -S line 3 (rx_bytes): not an unsigned decimal: '3O'"
+    # line 2 of what the host sent: its filter left out the unmapped rx_packets line before it
+    assert b.last_error == "ens1f0np0: ethtool -S line 2 (rx_bytes): not an unsigned decimal: '3O'"
     assert not series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-b")  # nothing guessed or half-published
 
 
@@ -345,3 +346,49 @@ def test_node_name_option_is_validated():
         errors.clear()
         RoceNicCollector.parse_options({"node_name": bad}, "options", lambda p, m: errors.append(p))
         assert errors == [where], bad
+
+
+def test_the_host_filter_over_ssh_publishes_the_mapped_series_and_expose_unmapped_gets_everything(lab_factory):
+    """The real script over a real sshd, twice against the same host: by default the host's awk
+    leaves out the unmapped counters; with expose_unmapped they all come back, and every other
+    series is the same."""
+    lab = lab_factory("mlx5", nics=2)
+    poller = Poller(config(lab, group("mapped", [host_entry(lab)]),
+                           group("all", [host_entry(lab, "gpu-all")], options={"expose_unmapped": True})))
+
+    async def scenario():
+        try:
+            return await poller.poll()
+        finally:
+            await poller.close()
+
+    states, samples = run(scenario())
+    assert {s.state for s in states.values()} == {"ok"}
+    by_host = {}
+    for (name, labels), value in samples.items():
+        labels = dict(labels)
+        host = labels.pop("host", None)
+        if name.startswith("fabric_roce") and host in ("gpu-001", "gpu-all"):
+            by_host.setdefault(host, {})[(name, frozenset(labels.items()))] = value
+    mapped, everything = by_host["gpu-001"], by_host["gpu-all"]
+    unmapped = {k: v for k, v in everything.items() if k[0] == "fabric_roce_nic_unmapped_value"}
+    assert not any(k[0] == "fabric_roce_nic_unmapped_value" for k in mapped)
+    assert {dict(k[1])["counter"] for k in unmapped} >= {"tx_tso_packets", "rx_write_requests", "rx_cache_reuse"}
+    assert {k: v for k, v in everything.items() if k not in unmapped} == mapped
+    check_host(samples, lab)
+    # what the host sent: the script's own filter ran there (the sshd's awk), or not
+    import shlex
+    import subprocess
+
+    from fabric_exporter.collectors.roce_nic import REMOTE_SCRIPT
+
+    sent = {}
+    for word in ("mapped", "all"):
+        command = shlex.join(["sh", "-c", REMOTE_SCRIPT, "fabric-roce", "sysfs", "1", word])
+        r = subprocess.run(lab.sshd.ssh_argv(command), capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        sent[word] = r.stdout
+    assert "tx_tso_packets" in sent["all"] and "@@dropped" not in sent["all"]
+    assert "tx_tso_packets" not in sent["mapped"] and "@@dropped ethtool " in sent["mapped"]
+    assert "rx_prio3_pause:" in sent["mapped"].replace(" ", "")

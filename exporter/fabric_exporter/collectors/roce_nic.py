@@ -26,7 +26,8 @@ from ..hostnames import NameRule, read_name_rule
 from ..parsers import ethtool as ethtool_parser
 from ..parsers import rdma as rdma_parser
 from ..parsers.ethtool import EthtoolStats, parse_ethtool_stats
-from ..parsers.rdma import HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
+from ..parsers.rdma import (HW_COUNTER_SETTINGS, HostDump, parse_host_dump, parse_hw_counters, parse_rdma_link,
+                            parse_rdma_statistic)
 from ..parsers.skipped import sources_of
 from ..samples import PollResult, Sample
 from .base import Collector, ErrorSink, parse_off_loop
@@ -37,13 +38,15 @@ if TYPE_CHECKING:  # the burst sampler is imported only when a config turns it o
 
 # ---------------------------------------------------------------------------------------------
 # The one remote command. POSIX sh (dash, busybox): builtins where possible (read, globbing), one
-# grep per port, one ethtool per netdev. $1 = sysfs|rdma, $2 = 1 to run ethtool, $3... = devices;
-# without arguments (installed as an sshd forced command): sysfs, ethtool, every device.
+# grep per port, one ethtool per netdev. $1 = sysfs|rdma, $2 = 1 to run ethtool, $3 = mapped|all
+# (mapped: the host drops the counters no rule maps, see FILTER_AWK), $4... = devices; without
+# arguments (installed as an sshd forced command): sysfs, ethtool, all counters, every device.
 
-REMOTE_SCRIPT = r"""
-mode=${1:-sysfs}; with_ethtool=${2:-1}
-if [ $# -ge 2 ]; then shift 2; else set --; fi
+_SCRIPT_BODY = r"""
+mode=${1:-sysfs}; with_ethtool=${2:-1}; counters=${3:-all}
+if [ $# -ge 3 ]; then shift 3; else set --; fi
 sys=/sys/class/infiniband
+dump() {
 echo "@@fabric-roce 1 $mode"
 netdevs=""
 add_netdev() { case " $netdevs " in *" $1 "*) ;; *) netdevs="$netdevs $1" ;; esac; }
@@ -91,6 +94,12 @@ if [ "$with_ethtool" = 1 ]; then
   done
 fi
 echo "@@end"
+}
+if [ "$counters" = mapped ] && command -v awk >/dev/null 2>&1; then
+  dump "$@" | LC_ALL=C awk '@FILTER@'
+else
+  dump "$@"
+fi
 """.strip() + "\n"
 
 # ---------------------------------------------------------------------------------------------
@@ -100,6 +109,7 @@ echo "@@end"
 # mlx5's is the netdev's software count, so mlx5 uses rx_bytes_phy).
 
 US = 1e-6  # microseconds -> seconds
+_new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__ (~700 per host poll)
 
 
 @dataclass(frozen=True)
@@ -290,6 +300,8 @@ class CounterMapper:
                 self._exact.setdefault(rule.pattern, []).append((order, rule))
         self._cache: dict[str, tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]] = {}
         self._plans: dict[tuple, tuple[tuple, tuple[str, ...]]] = {}
+        # map()'s form of a plan: steps with the index of their labels dict, the extra label sets
+        self._compiled: dict[tuple, tuple[tuple, tuple, tuple[str, ...]]] = {}
 
     def matches(self, name: str) -> tuple[tuple[int, Rule, tuple[tuple[str, str], ...]], ...]:
         found = self._cache.get(name)
@@ -337,22 +349,30 @@ class CounterMapper:
         Samples with the same extra labels share one labels dict (``base`` itself when there are
         none), kept in ``labels_of`` (extra labels -> dict; the port's, when given): the renderer
         formats each dict's text once."""
-        steps, unknown = self.plan(tuple(counters), family)
+        names = tuple(counters)
+        compiled = self._compiled.get((names, family))
+        if compiled is None:
+            steps, unknown = self.plan(names, family)
+            extras = tuple(dict.fromkeys(extra for _n, _m, extra, _s in steps if extra))
+            slot_of = {extra: i for i, extra in enumerate(extras, 1)}
+            compiled = (tuple((name, metric, slot_of.get(extra, 0), scale) for name, metric, extra, scale in steps),
+                        extras, unknown)
+            if len(self._compiled) < 4096:
+                self._compiled[(names, family)] = compiled
+        steps, extras, unknown = compiled
         if unmapped is not None:
             unmapped.extend(unknown)
         if labels_of is None:
             labels_of = {}
-        samples = []
-        for name, metric, extra, scale in steps:
-            if extra:
-                labels = labels_of.get(extra)
-                if labels is None:
-                    labels = labels_of[extra] = {**base, **dict(extra)}
-            else:
-                labels = base
-            value = counters[name]
-            samples.append(Sample(metric, labels, value * scale if scale != 1.0 else value))
-        return samples
+        slots = [base]  # slot 0: no extra labels
+        for extra in extras:
+            labels = labels_of.get(extra)
+            if labels is None:
+                labels = labels_of[extra] = {**base, **dict(extra)}
+            slots.append(labels)
+        value = counters.__getitem__
+        return [_new(Sample, (metric, slots[slot], value(name) if scale == 1.0 else value(name) * scale))
+                for name, metric, slot, scale in steps]
 
 
 def mapping_table_markdown() -> str:
@@ -386,6 +406,66 @@ def mapping_table_markdown() -> str:
 
 ETHTOOL_MAPPER = CounterMapper(ETHTOOL_RULES)
 HW_MAPPER = CounterMapper(HW_RULES)
+
+
+# ---------------------------------------------------------------------------------------------
+# The host's side of "send back only what is mapped": an awk filter the script's output goes
+# through when the daemon asks for ``mapped`` counters (every poll, unless expose_unmapped). A real
+# mlx5 ``ethtool -S`` prints hundreds of per-channel counters no rule reads; dropping them on the
+# host saves the daemon ciphering, splitting and parsing them.
+#
+# It drops a line only when the daemon's parsers would read it as a counter no rule maps, so the
+# published series, problems and skipped lines are those of the whole dump (tests/roce_nic/
+# test_mapped_only.py runs this program on every real capture and compares):
+# - only in ``@@hw_counters`` sections and in ``@@ethtool`` sections that exited 0 (an error's text
+#   is kept for the problem it becomes), there only after the ``NIC statistics:`` header;
+# - only lines of the parsers' one-pass counter shape (``name:digits``, ``  name: digits``) with a
+#   value under 20 digits (so it fits in 64 bits: a longer one is the daemon's error to report);
+# - a name seen twice in a section is printed every time (the first one too): duplicates are the
+#   parsers' to judge (an error in hw_counters, an ambiguous ethtool counter);
+# - the number dropped per section follows it as ``@@dropped KIND KEY... N``, so a host whose
+#   counters are all unmapped is still one that was read (a partial poll, not a failed one).
+# Names are the rules' (every vendor's: a superset of the host driver's) and hw_counters' settings.
+# POSIX awk (mawk, gawk, busybox); LC_ALL=C so [!-~] is bytes. Without awk on the host, the script
+# sends everything, which reads the same.
+
+
+def _filter_awk(rules: list[Rule]) -> str:
+    exact = sorted({r.pattern for r in rules if "{" not in r.pattern} | set(HW_COUNTER_SETTINGS))
+    patterns = sorted({re.sub(r"[.]", r"\\.", r.pattern).replace("{p}", "[0-7]").replace("{q}", "[0-9][0-9]?")
+                       for r in rules if "{" in r.pattern})
+    for name in exact + patterns:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-\\\[\]?]+", name):  # nothing the sh quoting or awk string could see
+            raise ValueError(f"rule name unfit for the host filter: {name!r}")
+    return (
+        'BEGIN { n = split("' + " ".join(exact) + '", w, " "); for (i = 1; i <= n; i++) keep[w[i]] = 1 }\n'
+        'function done() { if (kind != "" && cut > 0) print "@@dropped " key " " cut }\n'
+        '/^@@/ { done(); kind = ""; cut = 0; split("", seen)\n'
+        '  if ($1 == "@@hw_counters" && NF == 3) { kind = "hw"; key = "hw_counters " $2 " " $3; head = 1 }\n'
+        '  else if ($1 == "@@ethtool" && NF == 3 && $3 == "0") { kind = "eth"; key = "ethtool " $2; head = 0 }\n'
+        '  print; next }\n'
+        'kind == "" { print; next }\n'
+        '{ nm = ""; v = ""\n'
+        '  if (kind == "hw") {\n'
+        '    i = index($0, ":")\n'
+        '    if (i > 1) { nm = substr($0, 1, i - 1); v = substr($0, i + 1)\n'
+        '      if (nm !~ /^[A-Za-z0-9_.-]+$/ || length(nm) > 128) nm = "" }\n'
+        '  } else {\n'
+        '    if (head == 0) { if ($0 !~ /^[ \\t]*$/) head = ($0 ~ /^[ \\t]*NIC statistics:[ \\t]*$/) ? 1 : -1; print; next }\n'
+        '    if (match($0, /:[^:]*$/)) { nm = substr($0, 1, RSTART - 1); v = substr($0, RSTART + 1)\n'
+        '      sub(/^[ \\t]+/, "", nm); sub(/[ \\t]+$/, "", nm); sub(/^[ \\t]+/, "", v); sub(/[ \\t]+$/, "", v)\n'
+        '      if (nm !~ /^[!-~]+( [!-~]+)*$/) nm = "" }\n'
+        '  }\n'
+        '  if (nm == "") { print; next }\n'
+        '  if (nm in seen) { if (seen[nm] != "") { print seen[nm]; seen[nm] = ""; cut-- } print; next }\n'
+        '  if (head > 0 && v ~ /^[0-9]+$/ && length(v) < 20 && !(nm in keep) && nm !~ /^(' + "|".join(patterns) + ')$/) {\n'
+        '    seen[nm] = $0; cut++; next }\n'
+        '  seen[nm] = ""; print }\n'
+    )
+
+
+FILTER_AWK = _filter_awk(ETHTOOL_RULES + HW_RULES)
+REMOTE_SCRIPT = _SCRIPT_BODY.replace("@FILTER@", FILTER_AWK)
 
 
 def driver_family(driver: str | None, device: str) -> str | None:
@@ -434,6 +514,7 @@ class PortData:
     active: bool | None
     hw_counters: dict[str, int] | None = None
     ethtool: EthtoolStats | None = None
+    dropped: int = 0  # counters the host read but left out as unmapped (FILTER_AWK)
 
 
 def _burst_probe() -> str:
@@ -497,7 +578,8 @@ class RoceNicCollector(Collector):
 
     def command(self) -> list[str]:
         o = self.options
-        return ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", o.hw_counters_from, "1" if o.ethtool else "0", *o.devices]
+        return ["sh", "-c", REMOTE_SCRIPT, "fabric-roce", o.hw_counters_from, "1" if o.ethtool else "0",
+                "all" if o.expose_unmapped else "mapped", *o.devices]
 
     async def poll(self) -> PollResult:
         runner = self.ctx.runner()
@@ -594,7 +676,8 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list
                 dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
                 None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
                 _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped)
-                if raw is not None else None))
+                if raw is not None else None,
+                dropped=dump.dropped.get(("hw_counters", (dp.device, dp.port)), 0) if raw is not None else 0))
         if not ports and not dump.missing_devices:
             raise CommandError("no RDMA devices under /sys/class/infiniband "
                                 "(driver not loaded, or /sys not visible to this user/container?)")
@@ -611,6 +694,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list
             continue
         if out.exit_status == 0:
             port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}", skipped)
+            port.dropped += dump.dropped.get(("ethtool", netdev), 0)
         elif out.exit_status == 127:
             missing_tool.append(netdev)
         else:
@@ -657,6 +741,7 @@ def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list
     counters_read = 0
     expose = o.expose_unmapped
     for p in ports:
+        counters_read += p.dropped  # read on the host, left out there as unmapped
         # One labels dict per label set of the port, shared by its samples: the snapshot render
         # formats each dict's text once (704 samples of an 8-NIC host: ~80 dicts, not 704).
         base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}

@@ -25,14 +25,18 @@ from .roce_host import RoceHost, answer
 from .ssh_hosts import SimulatedHosts
 
 DUMP_MARK = "fabric-roce"
-# The collector's default command ends with these arguments (sysfs mode, ethtool on, every device).
+# The collector's default command ends with these arguments (sysfs mode, ethtool on, every device):
+# the counters the rules map (``mapped``, the host's filter), or all of them (``all``, as an older
+# release sends with no third word, or with expose_unmapped). Each is recorded.
 DEFAULT_ARGS = "fabric-roce sysfs 1"
+VARIANTS = {f"{DEFAULT_ARGS} mapped": "mapped", f"{DEFAULT_ARGS} all": "all", DEFAULT_ARGS: "all"}
 
 
 def record(directory: str | os.PathLike, recordings: int = 16, epochs: int = 4, nics: int = 8,
            vendor: str = "mlx5", interval: float = 30.0, command: str = f"sh -c SCRIPT {DEFAULT_ARGS}") -> Path:
-    """Write ``recordings`` hosts x ``epochs`` dumps as DIR/<recording>/<epoch>.dump: each what the lab
-    host answers the collector's command, the host's counters advanced ``interval`` s in between."""
+    """Write ``recordings`` hosts x ``epochs`` dumps as DIR/<recording>/<epoch>.dump (and the same
+    through the host's unmapped-counter filter as <epoch>.mapped.dump): each what the lab host answers
+    the collector's command, the host's counters advanced ``interval`` s in between."""
     root = Path(directory)
     for r in range(recordings):
         host = RoceHost.build(f"rec-{r:03d}", vendor, nics=nics, seed=r)
@@ -41,16 +45,21 @@ def record(directory: str | os.PathLike, recordings: int = 16, epochs: int = 4, 
         out.mkdir(parents=True, exist_ok=True)
         for e in range(epochs):
             host.advance(interval)
-            status, text, _err = answer(host, command)
-            if status:
-                raise RuntimeError(f"lab host answered {status}")
-            (out / f"{e:02d}.dump").write_text(text)
+            for suffix, variant in (("", "all"), (".mapped", "mapped")):
+                status, text, _err = answer(host, f"{command} {variant}")
+                if status:
+                    raise RuntimeError(f"lab host answered {status}")
+                (out / f"{e:02d}{suffix}.dump").write_text(text)
     return root
 
 
-def load(directory: str | os.PathLike) -> list[list[str]]:
+def load(directory: str | os.PathLike) -> list[list[dict[str, str]]]:
+    """Per recording, per epoch: {variant: dump} ("all", and "mapped" when recorded)."""
     root = Path(directory)
-    found = [[p.read_text() for p in sorted(d.glob("*.dump"))] for d in sorted(root.iterdir()) if d.is_dir()]
+    found = [[{"all": p.read_text(), **({"mapped": m.read_text()} if (m := p.with_suffix(".mapped.dump")).exists()
+                                        else {})}
+              for p in sorted(d.glob("*.dump")) if not p.name.endswith(".mapped.dump")]
+             for d in sorted(root.iterdir()) if d.is_dir()]
     found = [r for r in found if r]
     if not found:
         raise ValueError(f"no recorded dumps under {root}")
@@ -60,7 +69,7 @@ def load(directory: str | os.PathLike) -> list[list[str]]:
 class ReplayHosts(SimulatedHosts):
     """``SimulatedHosts`` whose answers are recorded dumps (see the module docstring)."""
 
-    def __init__(self, workdir, recordings: list[list[str]], **keys):
+    def __init__(self, workdir, recordings: list[list[dict[str, str]]], **keys):
         super().__init__(workdir, self._unused, **keys)
         self.recordings = recordings
         self._index: dict[str, int] = {}
@@ -78,11 +87,14 @@ class ReplayHosts(SimulatedHosts):
         if command == "true" or command.endswith(" true"):
             return 0, ""
         if DUMP_MARK in command:
-            if not command.rstrip().endswith(DEFAULT_ARGS):
-                return 2, ""  # only the default command was recorded
+            variant = next((v for tail, v in VARIANTS.items() if command.rstrip().endswith(tail)), None)
             epochs = self.recordings[self._index[host]]
-            n = self._polls[host] = self._polls.get(host, -1) + 1
-            return 0, epochs[n % len(epochs)]
+            n = self._polls.get(host, -1) + 1
+            text = epochs[n % len(epochs)].get(variant) if variant else None
+            if text is None:
+                return 2, ""  # only the default command was recorded
+            self._polls[host] = n
+            return 0, text
         return 127, ""
 
     async def _handle(self, host: str, process: asyncssh.SSHServerProcess) -> None:

@@ -253,8 +253,21 @@ class RoceHost:
         return "".join(f"link {p.device}/{p.port} state {p.state} physical_state {p.physical_state} "
                        f"netdev {p.netdev} \n" for p in self.ports)
 
-    def render_dump(self, devices: tuple[str, ...] = (), mode: str = "sysfs", ethtool: bool = True) -> str:
-        """The roce_nic collector's remote script output for this host (sysfs or rdma mode)."""
+    def render_dump(self, devices: tuple[str, ...] = (), mode: str = "sysfs", ethtool: bool = True,
+                    counters: str = "all") -> str:
+        """The roce_nic collector's remote script output for this host (sysfs or rdma mode); with
+        ``counters="mapped"``, through the script's own host-side filter (the real ``awk``)."""
+        text = self._render_dump(devices, mode, ethtool)
+        if counters != "mapped":
+            return text
+        import subprocess
+
+        from ..collectors.roce_nic import FILTER_AWK
+
+        return subprocess.run(["awk", FILTER_AWK], input=text, capture_output=True, text=True, check=True,
+                              env={**os.environ, "LC_ALL": "C"}, timeout=30).stdout
+
+    def _render_dump(self, devices: tuple[str, ...], mode: str, ethtool: bool) -> str:
         out = [f"@@fabric-roce 1 {mode}"]
         netdevs: list[str] = []
         if mode == "rdma":
@@ -457,8 +470,8 @@ def _write(path: Path, text: str) -> None:
 def answer(host: RoceHost, command: str) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) a host would give for the collector's command, or ``true``.
 
-    The collector sends ``timeout -k 2 N sh -c <script> fabric-roce MODE ETHTOOL [DEVICE...]``; the
-    script's output for this host is ``render_dump``. Anything else is "not found" (127).
+    The collector sends ``timeout -k 2 N sh -c <script> fabric-roce MODE ETHTOOL COUNTERS [DEVICE...]``;
+    the script's output for this host is ``render_dump``. Anything else is "not found" (127).
     """
     import shlex
 
@@ -474,7 +487,9 @@ def answer(host: RoceHost, command: str) -> tuple[int, str, str]:
         args = words[words.index("fabric-roce") + 1:]
         mode = args[0] if args else "sysfs"
         with_ethtool = (args[1] if len(args) > 1 else "1") == "1"
-        return 0, host.render_dump(tuple(args[2:]), mode if mode in ("sysfs", "rdma") else "sysfs", with_ethtool), ""
+        counters = args[2] if len(args) > 2 else "all"
+        return 0, host.render_dump(tuple(args[3:]), mode if mode in ("sysfs", "rdma") else "sysfs", with_ethtool,
+                                   counters), ""
     return 127, "", f"sh: 1: {words[0] if words else ''}: not found\n"
 
 

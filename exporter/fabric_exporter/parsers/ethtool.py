@@ -25,6 +25,7 @@ from .skipped import SkippedLine, note
 SOURCES = ("ethtool",)
 
 HEADER = "NIC statistics:"
+_HEADER_LINE = HEADER + "\n"
 U64_MAX = 2**64 - 1
 # Printable ASCII words separated by single spaces ("[0]: rx_ucast_packets" has one).
 _NAME = re.compile(r"[!-~]+(?: [!-~]+)*")
@@ -55,6 +56,13 @@ def parse_u64(text: str, what: str) -> int:
 def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> EthtoolStats:
     if not isinstance(text, str):
         raise ParseError("ethtool -S: expected text")
+    if text.startswith(_HEADER_LINE) and text.endswith("\n"):
+        # The usual layout, the header then one counter a line: when the one-pass match accounts for
+        # every line, no line list is needed (a blank line, one it cannot match or a line break
+        # other than \n make the counts differ, and the general path below reads the text).
+        fast = _LINE.findall(text, len(HEADER))
+        if len(fast) == text.count("\n") - 1:
+            return _from_matches(fast)
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         raise ParseError("ethtool -S: empty output")
@@ -64,8 +72,18 @@ def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> 
     body = text[text.index(HEADER) + len(HEADER):]
     fast = _LINE.findall(body)
     if len(fast) == len(lines) - 1:  # every non-blank line after the header is a counter line
-        return _stats(_fast_counters(fast))
+        return _from_matches(fast)
     return _stats(_checked_counters(lines[1:], skipped))
+
+
+def _from_matches(fast: list[tuple[str, str]]) -> EthtoolStats:
+    """The stats of the one-pass match: in C (dict, map) when no name repeats and every value fits."""
+    counters = dict(fast)
+    if len(counters) == len(fast):  # no name twice (else: which are ambiguous, in _stats)
+        values = list(map(int, counters.values()))
+        if not values or max(values) <= U64_MAX:
+            return EthtoolStats(dict(zip(counters, values)))
+    return _stats(_fast_counters(fast))
 
 
 def _fast_counters(matches: list[tuple[str, str]]) -> Iterator[tuple[str, int]]:

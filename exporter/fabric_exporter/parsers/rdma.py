@@ -10,7 +10,8 @@
   LINK_UP netdev ens1f0np0``; older iproute2 prints ``0/1: mlx5_0/1: state ACTIVE physical_state
   LINK_UP`` with an index prefix and, for ports without one, no netdev) or ``rdma -j link show`` JSON.
 - ``parse_host_dump``: the framed output of the roce_nic collector's one remote command (every
-  device, port, hw counter table and ``ethtool -S`` table of a host in one SSH round trip).
+  device, port, hw counter table and ``ethtool -S`` table of a host in one SSH round trip; with
+  ``@@dropped`` lines counting what the host left out as unmapped).
 
 All parsers are pure and raise only ParseError. A value that is not a plain unsigned decimal is an
 error, never a guess. A line of unknown shape (``rdma -d``'s ``caps: <...>`` lines, a note) is
@@ -256,6 +257,9 @@ class HostDump:
     rdma_link: CommandOutput | None = None
     rdma_statistic: CommandOutput | None = None
     missing_devices: list[str] = field(default_factory=list)
+    # counters the host left out as unmapped (the script's ``mapped`` mode), per section:
+    # ("hw_counters", (device, port)) or ("ethtool", netdev) -> how many
+    dropped: dict[tuple, int] = field(default_factory=dict)
 
 
 def _optional(word: str) -> str | None:
@@ -270,6 +274,7 @@ def _status(word: str, where: str) -> int:
 
 _END = ("end", None, 0)  # the @@end line's "section"
 _PORT_NUMBER = re.compile(r"[0-9]{1,5}")
+_COUNT = re.compile(r"[0-9]{1,9}")
 
 
 def _open_section(dump: HostDump, line: str, where: str) -> tuple | None:
@@ -297,6 +302,13 @@ def _open_section(dump: HostDump, line: str, where: str) -> tuple | None:
         return ("ethtool", args[0], _status(args[1], where))
     elif kind in ("rdma_link", "rdma_statistic") and len(args) == 1:
         return (kind, None, _status(args[0], where))
+    elif kind == "dropped" and len(args) >= 3 and _COUNT.fullmatch(args[-1]):
+        if args[0] == "hw_counters" and len(args) == 4 and args[1] in dump.devices and _PORT_NUMBER.fullmatch(args[2]):
+            dump.dropped[("hw_counters", (args[1], int(args[2])))] = int(args[3])
+        elif args[0] == "ethtool" and len(args) == 3 and _NETDEV.fullmatch(args[1]):
+            dump.dropped[("ethtool", args[1])] = int(args[2])
+        else:
+            raise ParseError(f"{where}: bad dropped line {line[:80]!r}")
     else:
         raise ParseError(f"{where}: unknown section {line[:60]!r}")
     return None
