@@ -183,6 +183,14 @@ def main() -> None:
           f"({len(counters_text) / 1e6:.2f} MB), ibnetdiscover {nd_mbps:6.1f} MB/s")
     print(f"series per port          : {port_series / ports:.1f} ({port_series} port series, "
           f"{len(first.samples)} samples in all)")
+    # Issue 27's targets, min and median of each side (ratios of like statistics, same run).
+    print("targets (min / median over the rounds):")
+    for label, num, den, goal in (("steady-state poll / bare sweep, wall", poll, bare, 1.2),
+                                  ("rediscovery poll / steady-state poll, wall", rediscover, poll, 2.0),
+                                  ("poll after rediscovery / steady-state poll, wall", after, poll, 2.0)):
+        lo = min(r[0] for r in num) / min(r[0] for r in den)
+        mid = statistics.median(r[0] for r in num) / statistics.median(r[0] for r in den)
+        print(f"  {label:<48}: {lo:5.2f}x / {mid:5.2f}x  (target <= {goal}x)")
     print(f"replayed sweeps          : daemon's own CPU per port over {args.replay_polls} steady-state polls of "
           "recorded tool outputs (no simulator, no tools, so no noise from them):")
     for label, values in replayed.items():

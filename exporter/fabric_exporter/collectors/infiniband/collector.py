@@ -167,7 +167,8 @@ class InfinibandCollector(Collector):
                 topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
             counters_run = await counters_task
             with _gc_paused():
-                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped)
+                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped,
+                                                memo=state.counter_lines)
             errors_run = await errors_task
             if topo_task is not None:
                 await topo_task
