@@ -82,6 +82,9 @@ class PortCounters:
     counters: dict[str, int] = field(default_factory=dict)
     suffixed: frozenset[str] = frozenset()  # values printed with a "(1.2KB)" rendering
     link: LinkInfo | None = None
+    # The counters' names in their order, one shared tuple per line layout, when the line was read
+    # by a layout's regex (None otherwise): a caller may prepare per layout what it does per counter.
+    names: tuple[str, ...] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -226,7 +229,7 @@ class PortLineMemo:
     __slots__ = ("previous",)
 
     def __init__(self) -> None:
-        self.previous: dict[str, tuple[int | None, int, dict[str, int], frozenset[str]]] = {}
+        self.previous: dict[str, tuple] = {}
 
 
 @parser_entry
@@ -236,7 +239,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None, memo: PortLineMem
     if not isinstance(text, str):
         raise ParseError("ibqueryerrors output must be text")
     remembered = memo.previous.get if memo is not None else {}.get
-    lines_read: dict[str, tuple[int | None, int, dict[str, int], frozenset[str]]] = {}
+    lines_read: dict[str, tuple] = {}
     nodes: list[NodeCounters] = []
     node: NodeCounters | None = None
     last_port: PortCounters | None = None
@@ -259,14 +262,15 @@ def parse(text: str, skipped: list[SkippedLine] | None = None, memo: PortLineMem
             if node is None:
                 raise ParseError("port line before any node header")
             if read is not None:  # the same line as in the previous sweep: read the same
-                port, guid, counters, suffixed = read
+                port, guid, counters, suffixed, names = read
             else:
                 if fast:
                     values = fast.groups()
                     guid_text, port_text = values[0], values[1]
-                    counters, suffixed = dict(zip(layout[1], map(int, values[2:]))), layout[2]
+                    names = layout[1]
+                    counters, suffixed = dict(zip(names, map(int, values[2:]))), layout[2]
                 else:
-                    guid_text, port_text = m.group(1), m.group(2)
+                    guid_text, port_text, names = m.group(1), m.group(2), None
                     counters, suffixed, items = _parse_counters(m.group(3))
                     if node.kind == "data":  # error sweeps print a different set per port
                         layout = _layout(items)
@@ -276,11 +280,11 @@ def parse(text: str, skipped: list[SkippedLine] | None = None, memo: PortLineMem
                 guid = guids.get(guid_text)
                 if guid is None:
                     guid = guids[guid_text] = parse_guid(guid_text)
-                read = (port, guid, counters, suffixed)
+                read = (port, guid, counters, suffixed, names)
             if memo is not None:
                 lines_read[line] = read
             read = None
-            pc = PortCounters(port, guid, counters, suffixed)
+            pc = PortCounters(port, guid, counters, suffixed, None, names)
             node.ports.append(pc)
             last_port = pc
             continue

@@ -63,8 +63,9 @@ def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricSta
 def _port_static(key: PortKey, p: SweptPort, link: ib_queryerrors.LinkInfo | None, is_latched: bool,
                  extended: bool, state: FabricState, now: float, cached: list | None) -> list:
     """The port's memo: [signature, labels, link/health/info samples, up, all-zero error samples,
-    last counters and their samples, the link, the state's inputs_epoch, linked-with-a-known-peer],
-    rebuilt when its signature changed."""
+    last counters and their samples, the link, the state's inputs_epoch, linked-with-a-known-peer,
+    the counters' line layout (parser's names) and its (metric, scale) by position], rebuilt when
+    its signature changed."""
     node_name = state.node_name(p.node_guid)
     was_linked = state.was_linked(key, now)
     peer = _peer(key, link, was_linked, state)
@@ -74,7 +75,8 @@ def _port_static(key: PortKey, p: SweptPort, link: ib_queryerrors.LinkInfo | Non
                   "peer_node_name": peer[2], "peer_port": peer[3]}
         static = _link_samples(labels, link, was_linked, is_latched, extended)
         static.append(_port_info(labels, p, link, peer, state))
-        cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None, None, None, False]
+        cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None, None, None, False,
+                                           None, None]
     # Up with a peer the state knows: FabricState.record_sweep marked it linked at this sweep, so
     # while its link and the state's inputs stay the same, so does its signature.
     cached[6], cached[7] = link, state.inputs_epoch
@@ -108,9 +110,17 @@ def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
     if last is not None and (last[0] is counters or last[0] == counters):
         out += last[1]
     else:
-        metrics = DATA_METRICS
-        data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
-                for raw, value in counters.items() if (spec := metrics.get(raw)) is not None]
+        names = p.entry.names
+        if names is not None and names is cached[9]:
+            # the same line layout as last poll, every counter mapped: (metric, scale) by position
+            data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
+                    for spec, value in zip(cached[10], counters.values())]
+        else:
+            metrics = DATA_METRICS
+            data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
+                    for raw, value in counters.items() if (spec := metrics.get(raw)) is not None]
+            if names is not None and len(data) == len(names):
+                cached[9], cached[10] = names, [DATA_METRICS[raw] for raw in names]
         cached[5] = (counters, data)
         out += data
     errors = p.errors
