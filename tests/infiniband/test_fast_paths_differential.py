@@ -1,13 +1,15 @@
 """The collector's per-poll reuse (the parser's memo of last sweep's port lines, the per-port and
 per-node sample memos, the reuse of an idle port's counter samples) against the same collector with
 every memo emptied before each poll: the same tool outputs must give the same samples, in the same
-order, through steady polls, a counter that moved, a link taken down (the layout changes, the
-fabric is rediscovered) and brought back.
+order, through steady polls, a counter that moved, a node renamed in the node name map, a link
+taken down (the layout changes, the fabric is rediscovered) and brought back.
 
 The tool runs are recorded from a live ibsim fabric while the first collector polls, then replayed
 in the same order to the second one (ibsim is not deterministic between two sweeps)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -69,7 +71,10 @@ def _samples(result):
 
 
 def test_reused_samples_equal_samples_built_from_scratch(fabric, tmp_path):
-    fast = CollectorHarness(group_for({"env": fabric.env()}))
+    name_map = tmp_path / "node-name-map"
+    name_map.write_text('0x0002c90300a10000 "leaf-one"\n')
+    options = {"env": fabric.env(), "node_name_map": str(name_map)}
+    fast = CollectorHarness(group_for(options))
     recorder = _Recorder(fast.collector.tools._runner)
     fast.collector.tools._runner = lambda: recorder
     polls = []
@@ -87,6 +92,9 @@ def test_reused_samples_equal_samples_built_from_scratch(fabric, tmp_path):
         fabric.set_counter("gpu-001", 1, "PortXmitData", 5_000_000, extended=True)
         moved = poll("a counter moved")
         poll("steady after the move")
+        name_map.write_text('0x0002c90300a10000 "leaf-one"\n0x0002c90300a10100 "leaf-two"\n')
+        os.utime(name_map, (name_map.stat().st_atime, name_map.stat().st_mtime + 10))
+        renamed = poll("a node renamed in the node name map")
         fabric.unlink("leaf-01", 3)
         unlinked = True
         down = poll("link down: layout changed")
@@ -103,17 +111,23 @@ def test_reused_samples_equal_samples_built_from_scratch(fabric, tmp_path):
     # The steps did what they say (else the comparison below proves less than it claims).
     assert any(n == "fabric_ib_symbol_error_total" and lab["node_name"] == "leaf-02" and lab["port"] == "4"
                and v == 3.0 for n, lab, v in _samples(moved))
-    assert any(n == "fabric_ib_port_link_down_unexpected" and lab["node_name"] == "leaf-01" and lab["port"] == "3"
+    assert any(n == "fabric_ib_port_link_down_unexpected" and lab["node_name"] == "leaf-one" and lab["port"] == "3"
                and v == 1.0 for n, lab, v in _samples(down))
+    assert any(lab.get("peer_node_name") == "leaf-two" for _n, lab, _v in _samples(renamed))
     kinds = [" ".join(a for a in argv if not a.startswith("/")) for argv, _r in recorder.runs]
     assert sum("ibnetdiscover" in k for k in kinds) >= 3  # the first poll, and a rediscovery after each change
     # The fast collector did reuse: the parser found most port lines of a steady poll in its memo.
     assert len(fast.collector.state.counter_lines.previous) > 50
 
-    slow = CollectorHarness(group_for({"env": fabric.env()}))
+    name_map.write_text('0x0002c90300a10000 "leaf-one"\n')  # as at the start: the replay reads it again
+    os.utime(name_map, (name_map.stat().st_atime, name_map.stat().st_mtime + 10))
+    slow = CollectorHarness(group_for(options))
     replayer = _Replayer(recorder.runs, slow.collector.tools._runner)
     slow.collector.tools._runner = lambda: replayer
     for what, want in polls:
+        if what.startswith("a node renamed"):
+            name_map.write_text('0x0002c90300a10000 "leaf-one"\n0x0002c90300a10100 "leaf-two"\n')
+            os.utime(name_map, (name_map.stat().st_atime, name_map.stat().st_mtime + 20))
         _forget_memos(slow.collector)
         got = slow.poll()
         assert got.problems == want.problems, what

@@ -77,10 +77,16 @@ def _port_static(key: PortKey, p: SweptPort, link: ib_queryerrors.LinkInfo | Non
         static.append(_port_info(labels, p, link, peer, state))
         cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None, None, None, False,
                                            None, None]
-    # Up with a peer the state knows: FabricState.record_sweep marked it linked at this sweep, so
-    # while its link and the state's inputs stay the same, so does its signature.
+    # Up with a peer the state knows: FabricState.record_sweep marked it linked at this sweep; or
+    # never seen linked (only a topology, which moves the epoch, or a link of its own that is up,
+    # another LinkInfo, can change that). Either way, while its link and the state's inputs stay
+    # the same, so does its signature (was_linked included, though it reads the clock).
     cached[6], cached[7] = link, state.inputs_epoch
-    cached[8] = cached[3] and was_linked and link.peer_port_guid is not None and peer[0] is not None
+    if cached[3] and was_linked and link.peer_port_guid is not None and peer[0] is not None:
+        cached[8] = True
+    else:
+        expected = state.expected_ports.get(key)
+        cached[8] = not was_linked and (expected is None or expected.last_up is None)
     return cached
 
 

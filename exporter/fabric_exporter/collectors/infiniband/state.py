@@ -192,11 +192,15 @@ class FabricState:
 
     def record_sweep(self, ports: dict[PortKey, SweptPort], now: float) -> None:
         """Remember every port swept (linked or not): absent from a later sweep, it is "missing"."""
-        expected_ports, nodes = self.expected_ports, self.nodes
+        expected_ports, nodes, owners = self.expected_ports, self.nodes, self.owners
         for key, p in ports.items():
             link = p.entry.link
-            peer_guid = self.peer_node(link.peer_port_guid) if link_up(link) and link.peer_port_guid is not None \
-                else None
+            peer_guid = None
+            # link_up() and peer_node(), inline: this runs for every port of every sweep
+            if link is not None and (peer := link.peer_port_guid) is not None and link.width is not None \
+                    and link.state_id >= 2:
+                owner = owners.get(peer)
+                peer_guid = owner[0] if owner is not None else peer if peer in nodes else None
             expected = expected_ports.get(key)
             if peer_guid is not None:
                 if expected is None:
