@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import pickle
 import statistics
 import sys
 import tempfile
@@ -73,12 +74,20 @@ def main() -> None:
     ap.add_argument("--replay-polls", type=int, default=30, help="polls of recorded sweeps (replay section)")
     ap.add_argument("--replay-copies", type=int, default=23,
                     help="replay the recorded fabric as this many copies of it (23 x 1,760 = 40,480 ports)")
+    ap.add_argument("--recording", help="replay the tool runs saved in this file (recorded and saved there "
+                                        "first if it does not exist)")
+    ap.add_argument("--replay-only", action="store_true",
+                    help="only the replay section, from --recording (no ibsim, no live polls)")
     ap.add_argument("--replay-changes", type=int, default=5,
                     help="replayed layout changes (a link down, then back; each followed by a rediscovery)")
     ap.add_argument("--stat", choices=("min", "median"), default="min",
                     help="statistic over the rounds (min: least disturbed by other load; default)")
     args = ap.parse_args()
     topo = FatTree(spines=args.spines, leaves=args.leaves, hcas_per_leaf=args.hcas_per_leaf)
+    if args.replay_only:
+        _print_replay(args, *_replay(_load_or_record(args.recording, None, topo), args.replay_polls,
+                                     args.replay_copies, args.replay_changes))
+        return
     with tempfile.TemporaryDirectory() as tmp, IbsimFabric(topo, tmp, sockname=f"bench{os.getpid()}") as fabric:
         env = fabric.env()
         pid = fabric.ibsim.pid
@@ -158,7 +167,8 @@ def main() -> None:
         disc_text = asyncio.run(_tool(env, "ibnetdiscover"))
         qe_mbps = _throughput(ib_queryerrors.parse, counters_text)
         nd_mbps = _throughput(ib_netdiscover.parse, disc_text)
-        replayed, replay_ports = _replay(fabric, topo, args.replay_polls, args.replay_copies, args.replay_changes)
+        recorded = _load_or_record(args.recording, fabric, topo)
+    replayed, replay_ports = _replay(recorded, args.replay_polls, args.replay_copies, args.replay_changes)
 
     print(f"fabric: {len(topo.switches)} switches, {len(topo.cas)} HCAs, {ports} ports published "
           f"({len(topo.links) * 2} linked port-ends); rounds={len(poll)} (bare sweeps that crashed: {crashes}, "
@@ -197,6 +207,10 @@ def main() -> None:
         lo = min(r[0] for r in num) / min(r[0] for r in den)
         mid = statistics.median(r[0] for r in num) / statistics.median(r[0] for r in den)
         print(f"  {label:<48}: {lo:5.2f}x / {mid:5.2f}x  (target <= {goal}x)")
+    _print_replay(args, replayed, replay_ports)
+
+
+def _print_replay(args, replayed: dict, replay_ports: int) -> None:
     print(f"replayed sweeps          : daemon's own CPU per port over {args.replay_polls} steady-state polls of "
           f"recorded tool outputs, the fabric x{args.replay_copies} = {replay_ports} ports "
           "(no simulator, no tools, so no noise from them):")
@@ -248,35 +262,42 @@ def _scaled(result, copies: int):
                          replicate_stderr(result.stderr, copies))
 
 
-def _replay(fabric: IbsimFabric, topo: FatTree, polls: int, copies: int, changes: int):
-    """The daemon's own CPU (collector, then snapshot render/gzip, as the scheduler does) per poll
-    on recorded sweeps, the fabric made ``copies`` times larger (lab/replay_ib.replicate): four
-    plain polls of the live fabric replayed in turn (counters move from poll to poll as they do
-    live), then ``changes`` times a link taken down and brought back (each a poll whose layout
-    changed, then a poll that rediscovers), steady polls between them."""
-    harness = CollectorHarness(group_for({"env": fabric.env()}, timeout="25s"))
-    recorder = _Recorder(harness.collector.tools._runner)
-    harness.collector.tools._runner = lambda: recorder
-    for _ in range(4):
-        harness.poll()
-    steady, recorder.runs = recorder.runs, {}
+def _record(fabric: IbsimFabric, topo: FatTree) -> dict:
+    """The collector's tool runs of live polls, by kind: four plain polls ("steady"), a link taken
+    down and the rediscovery it causes ("down"), the link back and its rediscovery ("back"). A
+    phase with a partial poll (the simulator dropped MADs under load) is recorded again (bounded)."""
     link = next(lk for lk in topo.links if lk.b.startswith("spine"))
-    fabric.unlink(link.a, link.a_port)
-    try:
-        for _ in range(2):  # the link down (the live sweep shows it), then the rediscovery it causes
-            harness.poll()
-        down, recorder.runs = recorder.runs, {}
-    finally:
-        fabric.relink(link.a, link.a_port)
-    for _ in range(2):
-        harness.poll()
-    back = recorder.runs
-    assert len(down["ibnetdiscover"]) == 1 and len(back["ibnetdiscover"]) == 1, "no rediscovery after a change"
-    scale = {name: {kind: [_scaled(r, copies) for r in runs] for kind, runs in rec.items()}
-             for name, rec in (("steady", steady), ("down", down), ("back", back))}
-    del steady, down, back
+    for _attempt in range(5):
+        harness = CollectorHarness(group_for({"env": fabric.env()}, timeout="25s"))
+        recorder = _Recorder(harness.collector.tools._runner)
+        harness.collector.tools._runner = lambda: recorder
+        clean = not any(harness.poll().problems for _ in range(4))
+        steady, recorder.runs = recorder.runs, {}
+        fabric.unlink(link.a, link.a_port)
+        try:  # the link down (the live sweep shows it), then the rediscovery it causes
+            clean = clean and not any(harness.poll().problems for _ in range(2))
+            down, recorder.runs = recorder.runs, {}
+        finally:
+            fabric.relink(link.a, link.a_port)
+        clean = clean and not any(harness.poll().problems for _ in range(2))
+        back = recorder.runs
+        if clean and len(down.get("ibnetdiscover", ())) == 1 and len(back.get("ibnetdiscover", ())) == 1:
+            return {"env": fabric.env(), "steady": steady, "down": down, "back": back}
+        print("a recorded poll was partial or a change caused no rediscovery: recording again")
+        time.sleep(2)
+    sys.exit("could not record clean polls in 5 attempts")
+
+
+def _replay(recorded: dict, polls: int, copies: int, changes: int):
+    """The daemon's own CPU (collector, then snapshot render/gzip, as the scheduler does) per poll
+    on recorded sweeps (_record), the fabric made ``copies`` times larger
+    (lab/replay_ib.replicate): the four plain polls replayed in turn (counters move from poll to
+    poll as they do live), then ``changes`` times a link taken down and brought back (each a poll
+    whose layout changed, then a poll that rediscovers), steady polls between them."""
+    scale = {name: {kind: [_scaled(r, copies) for r in runs] for kind, runs in recorded[name].items()}
+             for name in ("steady", "down", "back")}
     script = _Script()
-    harness = CollectorHarness(group_for({"env": fabric.env()}, timeout="25s"))
+    harness = CollectorHarness(group_for({"env": recorded["env"]}, timeout="25s"))
     harness.collector.tools._runner = lambda: script
     turn = 0
 
@@ -327,6 +348,21 @@ def _replay(fabric: IbsimFabric, topo: FatTree, polls: int, copies: int, changes
             answer("steady", turn)
             measured(None)
     return out, ports
+
+
+def _load_or_record(path: str | None, fabric: IbsimFabric | None, topo: FatTree) -> dict:
+    """--recording: the recorded runs from that file if it exists, else recorded now and saved there
+    (so two versions of the exporter can be timed on the very same outputs)."""
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    if fabric is None:
+        sys.exit(f"--replay-only needs a --recording file ({path!r} does not exist)")
+    recorded = _record(fabric, topo)
+    if path:
+        with open(path, "wb") as f:
+            pickle.dump(recorded, f)
+    return recorded
 
 
 def _render(samples, previous):
