@@ -17,9 +17,22 @@ the minimum over the rounds (or --stat median) and the ratios poll/bare for wall
 (the tools' CPU + the exporter's own; ibsim's CPU, the "fabric" side, is shown apart), the parse
 throughput in MB/s, and the series published per port.
 
-Last, the replay: the tool outputs of a few live polls are recorded, then answered from memory for
---replay-polls steady-state polls, so the daemon's own CPU per port (collector + snapshot) is
-measured without the simulator and the tools competing for the same cores: min and median.
+Then issue 27's targets, min and median of each side over the same rounds: the steady-state
+poll against the bare sweep (wall), and the rediscovery poll and the poll after it against the
+steady-state poll.
+
+Last, the replay: the tool outputs of a few live polls are recorded (plain polls, a link taken
+down and brought back, each with the rediscovery it causes), then answered from memory, the fabric
+made --replay-copies times larger (lab/replay_ib.replicate; 23 x 1,760 = 40,480 ports), for
+--replay-polls steady-state polls and --replay-changes link down/link back cycles, so the daemon's
+own CPU per port (collector + snapshot) is measured without the simulator and the tools competing
+for the same cores: min and median, and a poll whose layout changed against a steady one.
+``--recording FILE`` keeps the recorded runs, so another version of the exporter can be timed on the
+very same outputs (``--replay-only``: no ibsim, no live section)::
+
+    PYTHONPATH=exporter:bench python bench/bench_infiniband.py --rounds 5 --recording /tmp/ib.rec
+    PYTHONPATH=OTHER/exporter:bench python bench/bench_infiniband.py --replay-only --recording /tmp/ib.rec
+
 Prints figures only: absolute times on a shared machine are noise, the ratios are the result.
 """
 
