@@ -17,9 +17,22 @@ the minimum over the rounds (or --stat median) and the ratios poll/bare for wall
 (the tools' CPU + the exporter's own; ibsim's CPU, the "fabric" side, is shown apart), the parse
 throughput in MB/s, and the series published per port.
 
-Last, the replay: the tool outputs of a few live polls are recorded, then answered from memory for
---replay-polls steady-state polls, so the daemon's own CPU per port (collector + snapshot) is
-measured without the simulator and the tools competing for the same cores: min and median.
+Then issue 27's targets, min and median of each side over the same rounds: the steady-state
+poll against the bare sweep (wall), and the rediscovery poll and the poll after it against the
+steady-state poll.
+
+Last, the replay: the tool outputs of a few live polls are recorded (plain polls, a link taken
+down and brought back, each with the rediscovery it causes), then answered from memory, the fabric
+made --replay-copies times larger (lab/replay_ib.replicate; 23 x 1,760 = 40,480 ports), for
+--replay-polls steady-state polls and --replay-changes link down/link back cycles, so the daemon's
+own CPU per port (collector + snapshot) is measured without the simulator and the tools competing
+for the same cores: min and median, and a poll whose layout changed against a steady one.
+``--recording FILE`` keeps the recorded runs, so another version of the exporter can be timed on the
+very same outputs (``--replay-only``: no ibsim, no live section)::
+
+    PYTHONPATH=exporter:bench python bench/bench_infiniband.py --rounds 5 --recording /tmp/ib.rec
+    PYTHONPATH=OTHER/exporter:bench python bench/bench_infiniband.py --replay-only --recording /tmp/ib.rec
+
 Prints figures only: absolute times on a shared machine are noise, the ratios are the result.
 """
 
@@ -28,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import pickle
 import statistics
 import sys
 import tempfile
@@ -37,6 +51,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fabric_exporter.errors import PollError  # noqa: E402
+from fabric_exporter.lab.replay_ib import replicate, replicate_stderr  # noqa: E402
+from fabric_exporter.transport.base import CommandResult  # noqa: E402
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric  # noqa: E402
 from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors  # noqa: E402
 from fabric_exporter.store import build_snapshot  # noqa: E402
@@ -69,10 +85,22 @@ def main() -> None:
     ap.add_argument("--hcas-per-leaf", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--replay-polls", type=int, default=30, help="polls of recorded sweeps (replay section)")
+    ap.add_argument("--replay-copies", type=int, default=23,
+                    help="replay the recorded fabric as this many copies of it (23 x 1,760 = 40,480 ports)")
+    ap.add_argument("--recording", help="replay the tool runs saved in this file (recorded and saved there "
+                                        "first if it does not exist)")
+    ap.add_argument("--replay-only", action="store_true",
+                    help="only the replay section, from --recording (no ibsim, no live polls)")
+    ap.add_argument("--replay-changes", type=int, default=5,
+                    help="replayed layout changes (a link down, then back; each followed by a rediscovery)")
     ap.add_argument("--stat", choices=("min", "median"), default="min",
                     help="statistic over the rounds (min: least disturbed by other load; default)")
     args = ap.parse_args()
     topo = FatTree(spines=args.spines, leaves=args.leaves, hcas_per_leaf=args.hcas_per_leaf)
+    if args.replay_only:
+        _print_replay(args, *_replay(_load_or_record(args.recording, None, topo), args.replay_polls,
+                                     args.replay_copies, args.replay_changes))
+        return
     with tempfile.TemporaryDirectory() as tmp, IbsimFabric(topo, tmp, sockname=f"bench{os.getpid()}") as fabric:
         env = fabric.env()
         pid = fabric.ibsim.pid
@@ -152,7 +180,8 @@ def main() -> None:
         disc_text = asyncio.run(_tool(env, "ibnetdiscover"))
         qe_mbps = _throughput(ib_queryerrors.parse, counters_text)
         nd_mbps = _throughput(ib_netdiscover.parse, disc_text)
-        replayed = _replay(env, args.replay_polls)
+        recorded = _load_or_record(args.recording, fabric, topo)
+    replayed, replay_ports = _replay(recorded, args.replay_polls, args.replay_copies, args.replay_changes)
 
     print(f"fabric: {len(topo.switches)} switches, {len(topo.cas)} HCAs, {ports} ports published "
           f"({len(topo.links) * 2} linked port-ends); rounds={len(poll)} (bare sweeps that crashed: {crashes}, "
@@ -183,15 +212,36 @@ def main() -> None:
           f"({len(counters_text) / 1e6:.2f} MB), ibnetdiscover {nd_mbps:6.1f} MB/s")
     print(f"series per port          : {port_series / ports:.1f} ({port_series} port series, "
           f"{len(first.samples)} samples in all)")
+    # Issue 27's targets, min and median of each side (ratios of like statistics, same run).
+    print("targets (min / median over the rounds):")
+    for label, num, den, goal in (("steady-state poll / bare sweep, wall", poll, bare, 1.2),
+                                  ("rediscovery poll / steady-state poll, wall", rediscover, poll, 2.0),
+                                  ("poll after rediscovery / steady-state poll, wall", after, poll, 2.0)):
+        lo = min(r[0] for r in num) / min(r[0] for r in den)
+        mid = statistics.median(r[0] for r in num) / statistics.median(r[0] for r in den)
+        print(f"  {label:<48}: {lo:5.2f}x / {mid:5.2f}x  (target <= {goal}x)")
+    _print_replay(args, replayed, replay_ports)
+
+
+def _print_replay(args, replayed: dict, replay_ports: int) -> None:
     print(f"replayed sweeps          : daemon's own CPU per port over {args.replay_polls} steady-state polls of "
-          "recorded tool outputs (no simulator, no tools, so no noise from them):")
+          f"recorded tool outputs, the fabric x{args.replay_copies} = {replay_ports} ports "
+          "(no simulator, no tools, so no noise from them):")
     for label, values in replayed.items():
-        print(f"  {label:<22} min {min(values) / ports * 1e6:6.1f} us  median "
-              f"{statistics.median(values) / ports * 1e6:6.1f} us")
+        if label in ("collector", "snapshot render/gzip", "together"):
+            print(f"  {label:<22} min {min(values) / replay_ports * 1e6:6.1f} us  median "
+                  f"{statistics.median(values) / replay_ports * 1e6:6.1f} us  (target together <= 25 us)")
+    for label in ("layout changed (link down, link back)", "rediscovery poll"):
+        rows = replayed[label]
+        for part, values, steady in (("collector + render", [c + r for c, r in rows], replayed["together"]),
+                                     ("collector alone", [c for c, _r in rows], replayed["collector"])):
+            print(f"  {label:<38} {part:<18}: min {min(values) / min(steady):5.2f}x  median "
+                  f"{statistics.median(values) / statistics.median(steady):5.2f}x a steady poll's "
+                  f"({len(values)} polls; target <= 2x)")
 
 
 class _Recorder:
-    """The collector's runner, recording each tool run (by what it is) for _Replayer."""
+    """The collector's runner, recording each tool run (by what it is) for _Script."""
 
     def __init__(self, runner_factory):
         self._runner = runner_factory
@@ -203,50 +253,129 @@ class _Recorder:
         return result
 
 
-class _Replayer:
-    """Answers the collector's tool runs with recorded ones, cycling through each kind's runs."""
-
-    def __init__(self, runs: dict[str, list]):
-        self._runs = runs
-        self._turn: dict[str, int] = {}
-
-    async def run(self, argv, *, timeout, stdin=None):
-        kind = _run_kind(argv)
-        turn = self._turn[kind] = self._turn.get(kind, -1) + 1
-        return self._runs[kind][turn % len(self._runs[kind])]
-
-
 def _run_kind(argv) -> str:
     tool = next((a for a in argv if a in ("ibnetdiscover", "ibqueryerrors", "perfquery")), argv[0])
     return f"{tool} --counters" if "--counters" in argv else tool
 
 
-def _replay(env: dict[str, str], polls: int) -> dict[str, list[float]]:
+class _Script:
+    """Answers each tool run of a poll from the recorded run of that kind chosen for the poll."""
+
+    def __init__(self):
+        self.answers: dict[str, object] = {}
+
+    async def run(self, argv, *, timeout, stdin=None):
+        return self.answers[_run_kind(argv)]
+
+
+def _scaled(result, copies: int):
+    if copies == 1:
+        return result
+    return CommandResult(result.argv, result.exit_status, replicate(result.stdout, copies),
+                         replicate_stderr(result.stderr, copies))
+
+
+def _record(fabric: IbsimFabric, topo: FatTree) -> dict:
+    """The collector's tool runs of live polls, by kind: four plain polls ("steady"), a link taken
+    down and the rediscovery it causes ("down"), the link back and its rediscovery ("back"). A
+    phase with a partial poll (the simulator dropped MADs under load) is recorded again (bounded)."""
+    link = next(lk for lk in topo.links if lk.b.startswith("spine"))
+    for _attempt in range(5):
+        harness = CollectorHarness(group_for({"env": fabric.env()}, timeout="25s"))
+        recorder = _Recorder(harness.collector.tools._runner)
+        harness.collector.tools._runner = lambda: recorder
+        clean = not any(harness.poll().problems for _ in range(4))
+        steady, recorder.runs = recorder.runs, {}
+        fabric.unlink(link.a, link.a_port)
+        try:  # the link down (the live sweep shows it), then the rediscovery it causes
+            clean = clean and not any(harness.poll().problems for _ in range(2))
+            down, recorder.runs = recorder.runs, {}
+        finally:
+            fabric.relink(link.a, link.a_port)
+        clean = clean and not any(harness.poll().problems for _ in range(2))
+        back = recorder.runs
+        if clean and len(down.get("ibnetdiscover", ())) == 1 and len(back.get("ibnetdiscover", ())) == 1:
+            return {"env": fabric.env(), "steady": steady, "down": down, "back": back}
+        print("a recorded poll was partial or a change caused no rediscovery: recording again")
+        time.sleep(2)
+    sys.exit("could not record clean polls in 5 attempts")
+
+
+def _replay(recorded: dict, polls: int, copies: int, changes: int):
     """The daemon's own CPU (collector, then snapshot render/gzip, as the scheduler does) per poll
-    on recorded sweeps: a discovery and three plain polls of the live fabric, replayed in turn, so
-    counters move from poll to poll as they do live."""
-    harness = CollectorHarness(group_for({"env": env}, timeout="25s"))
-    recorder = _Recorder(harness.collector.tools._runner)
-    harness.collector.tools._runner = lambda: recorder
-    for _ in range(4):
-        harness.poll()
-    harness.collector.tools._runner = lambda: replayer
-    replayer = _Replayer(recorder.runs)
+    on recorded sweeps (_record), the fabric made ``copies`` times larger
+    (lab/replay_ib.replicate): the four plain polls replayed in turn (counters move from poll to
+    poll as they do live), then ``changes`` times a link taken down and brought back (each a poll
+    whose layout changed, then a poll that rediscovers), steady polls between them."""
+    scale = {name: {kind: [_scaled(r, copies) for r in runs] for kind, runs in recorded[name].items()}
+             for name in ("steady", "down", "back")}
+    script = _Script()
+    harness = CollectorHarness(group_for({"env": recorded["env"]}, timeout="25s"))
+    harness.collector.tools._runner = lambda: script
+    turn = 0
+
+    def answer(name: str, n: int) -> None:
+        runs = scale[name]
+        script.answers = {kind: r[n % len(r)] for kind, r in runs.items()}
+
+    out: dict[str, list[float]] = {"collector": [], "snapshot render/gzip": [], "together": [],
+                                   "layout changed (link down, link back)": [], "rediscovery poll": []}
     previous = None
-    for _ in range(3):  # warm-up: per-port memos, the previous snapshot's render
-        previous = _render(harness.poll().samples, previous)
-    out: dict[str, list[float]] = {"collector": [], "snapshot render/gzip": [], "together": []}
-    for _ in range(polls):
+
+    def measured(rows: list | None):
+        nonlocal previous
         started = time.process_time()
         result = harness.poll()
         polled = time.process_time()
+        if result.problems:
+            print("replayed poll partial:", result.problems[:2])
         previous = _render(result.samples, previous)
-        del result  # its samples die here, as in the daemon
         rendered = time.process_time()
-        out["collector"].append(polled - started)
-        out["snapshot render/gzip"].append(rendered - polled)
-        out["together"].append(rendered - started)
-    return out
+        ports = sum(1 for s in result.samples if s.name == "fabric_ib_port_state_id")
+        del result  # its samples die here, as in the daemon
+        if rows is not None:
+            rows.append((polled - started, rendered - polled))
+        return polled - started, rendered - polled, ports
+
+    answer("steady", 0)
+    measured(None)  # the first poll: the discovery
+    for turn in range(1, 4):  # warm-up: per-port memos, the previous snapshot's render
+        answer("steady", turn)
+        measured(None)
+    ports = 0
+    for n in range(polls):
+        turn += 1
+        answer("steady", turn)
+        collector, render, ports = measured(None)
+        out["collector"].append(collector)
+        out["snapshot render/gzip"].append(render)
+        out["together"].append(collector + render)
+    for _ in range(changes):
+        for name in ("down", "back"):
+            answer(name, 0)
+            measured(out["layout changed (link down, link back)"])
+            answer(name, 1)
+            measured(out["rediscovery poll"])
+        for _ in range(2):  # steady again before the next change
+            turn += 1
+            answer("steady", turn)
+            measured(None)
+    return out, ports
+
+
+def _load_or_record(path: str | None, fabric: IbsimFabric | None, topo: FatTree) -> dict:
+    """--recording: the recorded runs from that file if it exists, else recorded now and saved there
+    (so two versions of the exporter can be timed on the very same outputs)."""
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    if fabric is None:
+        sys.exit(f"--replay-only needs a --recording file ({path!r} does not exist)")
+    recorded = _record(fabric, topo)
+    if path:
+        with open(path, "wb") as f:
+            pickle.dump(recorded, f)
+    return recorded
 
 
 def _render(samples, previous):

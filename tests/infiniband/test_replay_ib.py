@@ -42,3 +42,50 @@ def test_a_run_never_recorded_fails_as_a_failed_tool(tmp_path):
     tools = write_wrappers(tmp_path / "rec")
     run = subprocess.run([tools["perfquery"], "-x", "1", "1"], capture_output=True, text=True, timeout=10)
     assert run.returncode == 3 and "no recording of perfquery -x 1 1" in run.stderr
+
+
+def test_a_replicated_recording_reads_as_that_many_copies_of_the_fabric():
+    """lab/replay_ib.replicate (the bench's large fabric): the ibsim captures as 3 copies give 3
+    times the nodes, links and port series; copy 0 is the original, every other copy the same
+    series under its own GUIDs and names; the sweep summaries add up."""
+    import re
+    from pathlib import Path
+
+    from fabric_exporter.collectors.infiniband import FabricState, join_sweeps, samples_from_sweep
+    from fabric_exporter.lab.replay_ib import replicate
+    from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "infiniband"
+    texts = [(fixtures / f"ibsim_{name}.txt").read_text() for name in
+             ("ibnetdiscover", "ibqueryerrors_counters_report_port", "ibqueryerrors_errors_zero_threshold")]
+
+    def series(copies):
+        disc, counters, errors = (replicate(t, copies) for t in texts)
+        state = FabricState(forget_missing_after=3600.0)
+        state.apply_topology(ib_netdiscover.parse(disc))
+        c, e = ib_queryerrors.parse(counters), ib_queryerrors.parse(errors)
+        problems: list[str] = []
+        joined = join_sweeps(c, e, "", state.owners, problems)
+        state.sweep_names = joined.sweep_names
+        state.record_sweep(joined.ports, 1.0)
+        out = samples_from_sweep(joined.ports, {}, state, {}, 1.0, problems)
+        return state, c, e, problems, [(s.name, s.labels, s.value) for s in out if "port" in s.labels]
+
+    state1, c1, e1, problems1, one = series(1)
+    state3, c3, e3, problems3, three = series(3)
+    assert ib_queryerrors.parse(replicate(texts[1], 1)) == c1
+    assert not problems1 and not problems3
+    assert len(state3.topology.nodes) == 3 * len(state1.topology.nodes)
+    assert len(state3.topology.links()) == 3 * len(state1.topology.links())
+    assert (c3.summary.nodes_checked, c3.summary.ports_checked) == (3 * c1.summary.nodes_checked,
+                                                                    3 * c1.summary.ports_checked)
+    assert (e3.summary.bad_nodes, e3.summary.bad_ports) == (3 * e1.summary.bad_nodes, 3 * e1.summary.bad_ports)
+    assert len(three) == 3 * len(one)
+
+    def copy(n):
+        return [s for s in three if (re.search(r"-c(\d+)\b", s[1]["node_name"]) or [0, "0"])[1] == str(n)]
+
+    assert copy(0) == one  # copy 0: the original
+    copy2 = copy(2)
+    assert [(n, v) for n, _labels, v in copy2] == [(n, v) for n, _labels, v in one]
+    assert {lab["node_guid"] for _n, lab, _v in copy2}.isdisjoint({lab["node_guid"] for _n, lab, _v in one})

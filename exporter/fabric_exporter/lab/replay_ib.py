@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -69,4 +70,45 @@ def rewind(directory: str | os.PathLike) -> None:
         turn.unlink()
 
 
-__all__ = ["TOOLS", "recording", "rewind", "write_wrappers"]
+# -- a larger fabric from a recorded one ----------------------------------------------------------
+
+# The lab's GUIDs all start 0x0002c90300 (lab/ibsim.FatTree): the copy number goes into the "030"
+# digits, so every printed form (0x..., 16 digits, "S-..."/"H-..." ids, "(...)") stays the same width.
+_LAB_GUID = re.compile(r"2c90300(?=[0-9a-fA-F]{6}\b)")
+_LAB_NAME = re.compile(r"\b(spine|leaf|gpu)-(\d+)")
+_SUMMARY = re.compile(r"^## Summary: (\d+) nodes checked, (\d+) bad nodes found$|"
+                      r"^##\s+(\d+) ports checked, (\d+) ports have errors beyond threshold$|"
+                      r"^##\s+(\d+) PMA query failures$", re.M)
+MAX_COPIES = 0xFCF
+
+
+def replicate(stdout: str, copies: int) -> str:
+    """One recorded tool output of the lab fabric as if the fabric were ``copies`` copies of it,
+    side by side: each copy's GUIDs and node names made its own (copy 0 unchanged), the
+    ``##`` summary of ibqueryerrors added up over the copies. LIDs are left as recorded (the
+    collector keys ports by GUID; no tool runs against the copies). For the bench: a fabric
+    larger than ibsim holds here, answered from recordings of one it does."""
+    if not 1 <= copies <= MAX_COPIES:
+        raise ValueError(f"copies must be 1..{MAX_COPIES}")
+    body = "\n".join(line for line in stdout.splitlines() if not line.startswith("##"))
+    parts = [body] + [_LAB_NAME.sub(rf"\1-\2-c{k}", _LAB_GUID.sub(f"2c9{0x030 + k:03x}0", body))
+                      for k in range(1, copies)]
+    out = "\n".join(parts) + "\n"
+    trailer = [line for line in stdout.splitlines() if line.startswith("##")]
+    if not trailer:
+        return out
+
+    # every figure of the summary lines counts nodes, ports or failures: copies times as many
+    return out + "\n".join(re.sub(r"\d+", lambda m: str(int(m.group()) * copies), line)
+                           if _SUMMARY.match(line) else line for line in trailer) + "\n"
+
+
+def replicate_stderr(stderr: str, copies: int) -> str:
+    """The tool's warnings for ``copies`` copies (node names made each copy's own, as replicate())."""
+    if not stderr:
+        return stderr
+    return "".join([stderr] + [_LAB_NAME.sub(rf"\1-\2-c{k}", _LAB_GUID.sub(f"2c9{0x030 + k:03x}0", stderr))
+                               for k in range(1, copies)])
+
+
+__all__ = ["MAX_COPIES", "TOOLS", "recording", "replicate", "replicate_stderr", "rewind", "write_wrappers"]

@@ -85,6 +85,9 @@ class PortCounters:
     counters: dict[str, int] = field(default_factory=dict)
     suffixed: frozenset[str] = frozenset()  # values printed with a "(1.2KB)" rendering
     link: LinkInfo | None = None
+    # The counters' names in their order, one shared tuple per line layout, when the line was read
+    # by a layout's regex (None otherwise): a caller may prepare per layout what it does per counter.
+    names: tuple[str, ...] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -217,18 +220,36 @@ def _link(line: str) -> LinkInfo:
     return link
 
 
+class PortLineMemo:
+    """The port lines of one caller's previous sweep -> what each read as (port, GUID, counters,
+    suffixed names). A port line reads the same every time (the parse of a line depends on nothing
+    else), and a sweep repeats every idle port's line verbatim: such a line is looked up, not
+    parsed, and hands out the very same counters dict as last time (callers treat it as read-only;
+    the mapping then knows the port's counters did not move by identity). Holds one sweep's lines
+    (~0.4 KB a port), replaced on each parse that completes; one caller (one collector's counter
+    sweep) at a time."""
+
+    __slots__ = ("previous",)
+
+    def __init__(self) -> None:
+        self.previous: dict[str, tuple] = {}
+
+
 @parser_entry
-def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsReport:
-    """Parse one ibqueryerrors run. A run without its summary trailer is incomplete: ParseError."""
+def parse(text: str, skipped: list[SkippedLine] | None = None, memo: PortLineMemo | None = None) -> QueryErrorsReport:
+    """Parse one ibqueryerrors run. A run without its summary trailer is incomplete: ParseError.
+    ``memo``: reuse the previous sweep's reading of the lines it repeats (PortLineMemo)."""
     if not isinstance(text, str):
         raise ParseError("ibqueryerrors output must be text")
+    remembered = memo.previous.get if memo is not None else {}.get
+    lines_read: dict[str, tuple] = {}
     nodes: list[NodeCounters] = []
     node: NodeCounters | None = None
     last_port: PortCounters | None = None
     summary: Summary | None = None
     guids: dict[str, int] = {}  # every port line of a node repeats its GUID: parse it once
     layout = None  # the layout of the last data port line (_layout): most lines share it
-    fast = m = None
+    fast = m = read = None
     pma_seen = False
     for n, line in enumerate(text.splitlines(), 1):
         if len(line) > _MAX_LINE:
@@ -236,28 +257,37 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
         if not line or line.isspace():
             continue
         # Most lines are port lines and Link info lines: test for those first.
-        if line.startswith("   GUID ") and ((fast := layout is not None and layout[0].fullmatch(line))
+        if line.startswith("   GUID ") and ((read := remembered(line)) is not None
+                                              or (fast := layout is not None and layout[0].fullmatch(line))
                                               or (m := _PORT_RE.match(line))):
             if summary is not None:
                 raise ParseError(f"text after the summary: {line[:80]!r}")
             if node is None:
                 raise ParseError("port line before any node header")
-            if fast:
-                values = fast.groups()
-                guid_text, port_text = values[0], values[1]
-                counters, suffixed = dict(zip(layout[1], map(int, values[2:]))), layout[2]
+            if read is not None:  # the same line as in the previous sweep: read the same
+                port, guid, counters, suffixed, names = read
             else:
-                guid_text, port_text = m.group(1), m.group(2)
-                counters, suffixed, items = _parse_counters(m.group(3))
-                if node.kind == "data":  # error sweeps print a different set per port
-                    layout = _layout(items)
-            port = None if port_text == "ALL" else int(port_text)
-            if port is not None and port > 254:
-                raise ParseError(f"port number {port} out of range")
-            guid = guids.get(guid_text)
-            if guid is None:
-                guid = guids[guid_text] = parse_guid(guid_text)
-            pc = PortCounters(port, guid, counters, suffixed)
+                if fast:
+                    values = fast.groups()
+                    guid_text, port_text = values[0], values[1]
+                    names = layout[1]
+                    counters, suffixed = dict(zip(names, map(int, values[2:]))), layout[2]
+                else:
+                    guid_text, port_text, names = m.group(1), m.group(2), None
+                    counters, suffixed, items = _parse_counters(m.group(3))
+                    if node.kind == "data":  # error sweeps print a different set per port
+                        layout = _layout(items)
+                port = None if port_text == "ALL" else int(port_text)
+                if port is not None and port > 254:
+                    raise ParseError(f"port number {port} out of range")
+                guid = guids.get(guid_text)
+                if guid is None:
+                    guid = guids[guid_text] = parse_guid(guid_text)
+                read = (port, guid, counters, suffixed, names)
+            if memo is not None:
+                lines_read[line] = read
+            read = None
+            pc = PortCounters(port, guid, counters, suffixed, None, names)
             node.ports.append(pc)
             last_port = pc
             continue
@@ -301,6 +331,8 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> QueryErrorsRep
         note(skipped, "ibqueryerrors", n, line)
     if summary is None:
         raise ParseError("no '## Summary' trailer: the sweep did not complete")
+    if memo is not None:
+        memo.previous = lines_read
     return QueryErrorsReport(nodes, summary)
 
 
@@ -319,5 +351,5 @@ def failed_queries(stderr: str) -> list[tuple[str, int, int]]:
     return found
 
 
-__all__ = ["parse", "failed_queries", "QueryErrorsReport", "NodeCounters", "PortCounters", "LinkInfo",
+__all__ = ["parse", "failed_queries", "PortLineMemo", "QueryErrorsReport", "NodeCounters", "PortCounters", "LinkInfo",
            "Summary", "SPEEDS"]

@@ -18,7 +18,8 @@ A poll never starts a process per port. A steady-state poll runs two fabric-wide
   not list has all its error counters at exactly 0. Exit status 1 means "errors found", not a failure.
 
 ``ibnetdiscover --cache <file>`` rewrites that cache every ``topology_interval`` and on the poll after
-the live sweep differs from the topology (a node or link appeared or went, a LID moved).
+the live sweep differs from the topology (a node or link appeared or went, a LID moved). It runs
+beside the live counter sweep (which does not read the cache); the error sweep starts after it.
 
 Without the cache (``use_discovery_cache: false``) both sweeps discover live and ``ibnetdiscover``
 runs on the same interval and triggers.

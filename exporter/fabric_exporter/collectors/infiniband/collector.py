@@ -21,7 +21,7 @@ from ..base import Collector, ErrorSink, parse_off_loop
 from . import ibdiagnet
 from . import tools as ib_tools
 from . import options as ib_options
-from .counters import latched_counters
+from .counters import latched_ports
 from .focus import FocusState, FocusTask, focus_info_samples, focus_samples, select_focus, sweep_waits
 from .details import detail_samples, read_error_details
 from .ibdiagnet import read_ibdiagnet
@@ -110,9 +110,7 @@ class InfinibandCollector(Collector):
                 self.state.topology_stale = True
         ports = joined.ports
         await self._optional_reads(ports, now, deadline, durations, problems)
-        # only the ports with a latched counter (few, most polls none)
-        latched = {key: names for key, p in ports.items()
-                   if (names := latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped))}
+        latched = latched_ports(ports)  # only the ports with a latched counter (few, most polls none)
         if self.options.reset_latched_counters and latched:
             await self.tools.reset_latched(ports, latched, deadline, durations, problems)
         details = (await read_error_details(self.tools, ports, self.options.error_details_max_ports, deadline,
@@ -153,6 +151,9 @@ class InfinibandCollector(Collector):
                 # ibsim: after Unlink a switch-switch link still read Active). The error sweep only
                 # needs the node/LID list, so it loads a cache that a live ibnetdiscover rewrites
                 # on topology_interval and at once when the live sweep shows a change.
+                # That discovery runs beside the counter sweep (which does not read the cache), the
+                # error sweep after it: a rediscovery poll then takes about as long as a plain one.
+                counters_task = start(tools.counter_sweep(deadline, durations))
                 if refresh or state.cache_nodes is None:
                     disc = await tools.discover(deadline, durations, cache)
                     with _gc_paused():
@@ -160,7 +161,6 @@ class InfinibandCollector(Collector):
                                                                   skipped=self._skipped))
                     state.cache_nodes = frozenset(state.topology.nodes)
                 cached_nodes = state.cache_nodes
-                counters_task = start(tools.counter_sweep(deadline, durations))
                 errors_task = start(tools.error_sweep(deadline, durations, cache))
                 topo_task = None
             else:
@@ -171,7 +171,8 @@ class InfinibandCollector(Collector):
                 topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
             counters_run = await counters_task
             with _gc_paused():
-                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped)
+                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped,
+                                                memo=state.counter_lines)
             errors_run = await errors_task
             if topo_task is not None:
                 await topo_task

@@ -57,6 +57,20 @@ def latched_counters(data: ib_queryerrors.PortCounters, errors: dict[str, int] |
     return out
 
 
+def latched_ports(ports: dict) -> dict:
+    """{port key: its latched counters} for the ports of a sweep (SweptPort by key) that have one:
+    few, most polls none. A port with 64-bit data counters (the 8-field set), no non-zero error
+    counter and no QP1Dropped read has none: that check is made without a call."""
+    out = {}
+    for key, p in ports.items():
+        if not p.errors and p.qp1_dropped is None and "PortUnicastXmitPkts" in p.entry.counters:
+            continue
+        names = latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped)
+        if names:
+            out[key] = names
+    return out
+
+
 def reset_mask(names: list[str]) -> int:
     """The perfquery -R CounterSelect mask that resets these counters (0: none of them can be)."""
     mask = 0

@@ -45,24 +45,49 @@ def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricSta
                   out: list[Sample]) -> bool:
     """Append the port's samples; True if its link is up."""
     link = p.entry.link
-    node_name = state.node_name(p.node_guid)
-    was_linked = state.was_linked(key, now)
-    peer = _peer(key, link, was_linked, state)
     extended = data_counters_64bit(p.entry)
     # The link/health gauges and the info series change only with the link: reuse last poll's
     # samples (and labels dict) while everything they are made of is the same.
     # (The parser shares one LinkInfo per unchanged Link info line: compared by identity first.)
-    signature = (node_name, peer, was_linked, is_latched, extended, link)
     cached = state.port_static.get(key)
+    if (cached is None or cached[6] is not link or cached[7] != state.inputs_epoch or not cached[8]
+            or cached[0][3] != is_latched or cached[0][4] != extended):
+        cached = _port_static(key, p, link, is_latched, extended, state, now, cached)
+    # else: a linked port as last poll (the very same link, nothing its names and peer come from
+    # changed, so it was linked at this sweep too): its signature holds without being rebuilt.
+    out += cached[2]  # first: the renderer then knows the shared labels' text before the counters
+    _counter_samples(p, cached, out)
+    return cached[3]
+
+
+def _port_static(key: PortKey, p: SweptPort, link: ib_queryerrors.LinkInfo | None, is_latched: bool,
+                 extended: bool, state: FabricState, now: float, cached: list | None) -> list:
+    """The port's memo: [signature, labels, link/health/info samples, up, all-zero error samples,
+    last counters and their samples, the link, the state's inputs_epoch, linked-with-a-known-peer,
+    the counters' line layout (parser's names) and its (metric, scale) by position], rebuilt when
+    its signature changed."""
+    node_name = state.node_name(p.node_guid)
+    was_linked = state.was_linked(key, now)
+    peer = _peer(key, link, was_linked, state)
+    signature = (node_name, peer, was_linked, is_latched, extended, link)
     if cached is None or cached[0] != signature:
         labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
                   "peer_node_name": peer[2], "peer_port": peer[3]}
         static = _link_samples(labels, link, was_linked, is_latched, extended)
         static.append(_port_info(labels, p, link, peer, state))
-        cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None]
-    out += cached[2]  # first: the renderer then knows the shared labels' text before the counters
-    _counter_samples(p, cached, out)
-    return cached[3]
+        cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None, None, None, False,
+                                           None, None]
+    # Up with a peer the state knows: FabricState.record_sweep marked it linked at this sweep; or
+    # never seen linked (only a topology, which moves the epoch, or a link of its own that is up,
+    # another LinkInfo, can change that). Either way, while its link and the state's inputs stay
+    # the same, so does its signature (was_linked included, though it reads the clock).
+    cached[6], cached[7] = link, state.inputs_epoch
+    if cached[3] and was_linked and link.peer_port_guid is not None and peer[0] is not None:
+        cached[8] = True
+    else:
+        expected = state.expected_ports.get(key)
+        cached[8] = not was_linked and (expected is None or expected.last_up is None)
+    return cached
 
 
 def _peer(key: PortKey, link: ib_queryerrors.LinkInfo | None, was_linked: bool, state: FabricState) -> Peer:
@@ -86,12 +111,22 @@ def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
     labels = cached[1]
     counters = p.entry.counters
     last = cached[5]
-    if last is not None and last[0] == counters:  # an idle port: the same objects, nothing to render
+    # An idle port: the same values (the very same dict when the parser reused the line), the
+    # same sample objects, nothing to render.
+    if last is not None and (last[0] is counters or last[0] == counters):
         out += last[1]
     else:
-        metrics = DATA_METRICS
-        data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
-                for raw, value in counters.items() if (spec := metrics.get(raw)) is not None]
+        names = p.entry.names
+        if names is not None and names is cached[9]:
+            # the same line layout as last poll, every counter mapped: (metric, scale) by position
+            data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
+                    for spec, value in zip(cached[10], counters.values())]
+        else:
+            metrics = DATA_METRICS
+            data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
+                    for raw, value in counters.items() if (spec := metrics.get(raw)) is not None]
+            if names is not None and len(data) == len(names):
+                cached[9], cached[10] = names, [DATA_METRICS[raw] for raw in names]
         cached[5] = (counters, data)
         out += data
     errors = p.errors
@@ -182,29 +217,50 @@ def _missing_port_samples(state: FabricState, ports: dict[PortKey, SweptPort], o
 def _node_samples(state: FabricState, swept_nodes: set[int], host_rule: NameRule, out: list[Sample],
                   problems: list[str]) -> None:
     hostless: list[str] = []
+    memo = state.node_static
     for guid, facts in sorted(state.nodes.items()):
         desc = (state.sweep_names.get(guid) or facts.description) if guid in swept_nodes else facts.description
         name = state.name(guid, desc)
-        if facts.type == "ca":
-            # The host of an HCA, in the scheduler's vocabulary; the switch port facing it carries the
-            # same name as peer_node_name, so rules attribute both ends of the link to the host.
-            host = host_rule.apply(name)
-            if host is None:
-                hostless.append(name or guid_str(guid))
-            else:
-                out.append(Sample("fabric_ib_node_host_info",
-                                  {"node_guid": guid_str(guid), "node_name": name, "host": host}, 1.0))
-        out.append(Sample("fabric_ib_node_info", {
-            "node_guid": guid_str(guid), "node_name": name, "node_type": facts.type,
-            "node_description": desc, "ports": str(facts.ports_count),
-            "system_guid": guid_str(facts.system_guid) if facts.system_guid is not None else "",
-        }, 1.0))
-        if guid in state.ticks:
-            out.append(Sample("fabric_ib_node_xmit_wait_tick_multiplier",
-                              {"node_guid": guid_str(guid), "node_name": name}, float(state.ticks[guid])))
+        tick = state.ticks.get(guid)
+        # A node's samples change only with these: reuse last poll's (no rule applied, no dict built).
+        key = (name, desc, facts.type, facts.ports_count, facts.system_guid, tick, host_rule)
+        cached = memo.get(guid)
+        if cached is None or cached[0] != key:
+            cached = memo[guid] = (key, *_one_node_samples(guid, facts, name, desc, tick, host_rule))
+        out += cached[1]
+        if cached[2] is not None:
+            hostless.append(cached[2])
+    if len(memo) > len(state.nodes):
+        for guid in memo.keys() - state.nodes.keys():
+            del memo[guid]
     if hostless:
         problems.append(f"{len(hostless)} CA node(s) have a name host_from_node_name does not match, so no "
                         f"fabric_ib_node_host_info: {', '.join(sorted(hostless)[:5])!s}")
+
+
+def _one_node_samples(guid: int, facts, name: str, desc: str, tick: int | None,
+                      host_rule: NameRule) -> tuple[list[Sample], str | None]:
+    """The node's samples, and its name when it is a CA the host rule does not match."""
+    out: list[Sample] = []
+    hostless = None
+    if facts.type == "ca":
+        # The host of an HCA, in the scheduler's vocabulary; the switch port facing it carries the
+        # same name as peer_node_name, so rules attribute both ends of the link to the host.
+        host = host_rule.apply(name)
+        if host is None:
+            hostless = name or guid_str(guid)
+        else:
+            out.append(Sample("fabric_ib_node_host_info",
+                              {"node_guid": guid_str(guid), "node_name": name, "host": host}, 1.0))
+    out.append(Sample("fabric_ib_node_info", {
+        "node_guid": guid_str(guid), "node_name": name, "node_type": facts.type,
+        "node_description": desc, "ports": str(facts.ports_count),
+        "system_guid": guid_str(facts.system_guid) if facts.system_guid is not None else "",
+    }, 1.0))
+    if tick is not None:
+        out.append(Sample("fabric_ib_node_xmit_wait_tick_multiplier",
+                          {"node_guid": guid_str(guid), "node_name": name}, float(tick)))
+    return out, hostless
 
 
 def _sweep_samples(state: FabricState, durations: dict[str, float], state_counts: dict[str, int],

@@ -39,8 +39,22 @@ def link_up(link: ib_queryerrors.LinkInfo | None) -> bool:
     return link is not None and link.width is not None and link.state_id >= 2
 
 
+# What a port's memoized samples (node and peer names, peer node and type, port GUID) are made of
+# besides its own link. Assigning one moves FabricState.inputs_epoch (a new name map or topology,
+# or a sweep that printed other node names), and so do the in-place changes (apply_topology,
+# forget_gone): a memo of an earlier epoch is checked again, not trusted (mapping.py).
+_MEMO_INPUTS = frozenset({"topology", "owners", "nodes", "name_map"})
+
+
 class FabricState:
+    def __setattr__(self, name, value) -> None:
+        # (reads stay plain attribute reads: only the rare assignments pay for this)
+        if name in _MEMO_INPUTS or (name == "sweep_names" and value != self.__dict__.get(name)):
+            self.__dict__["inputs_epoch"] = self.__dict__.get("inputs_epoch", 0) + 1
+        object.__setattr__(self, name, value)
+
     def __init__(self, forget_missing_after: float):
+        self.inputs_epoch = 0
         self.forget_missing_after = forget_missing_after
         self.topology: ib_netdiscover.Topology | None = None
         self.owners: dict[int, tuple[int, int]] = {}  # port GUID -> (node GUID, port) of the topology
@@ -60,6 +74,11 @@ class FabricState:
         # (data counters as read, their samples) of the last poll or None]: a memo of the mapping,
         # reused while the signature holds (mapping.py)
         self.port_static: dict[PortKey, list] = {}
+        # node GUID -> (what its samples are made of, its node samples, its name if the host rule
+        # does not match it): reused while the node's facts, name and tick are the same (mapping.py)
+        self.node_static: dict[int, tuple] = {}
+        # the counter sweep's port lines of the previous poll, as read (the parser reuses them)
+        self.counter_lines = ib_queryerrors.PortLineMemo()
 
     # -- topology -----------------------------------------------------------------------------
 
@@ -74,6 +93,7 @@ class FabricState:
         owners = topology.port_guid_owner()  # built once per discovery, read by every sweep
         if owners != self.owners or self._node_types(topology) != self._node_types(self.topology):
             self.port_static = {}  # the port memo holds port GUIDs and node types: rebuild it
+        self.inputs_epoch += 1  # node facts replaced below, in place
         self.topology = topology
         self.owners = owners
         self.topology_at = now
@@ -172,11 +192,15 @@ class FabricState:
 
     def record_sweep(self, ports: dict[PortKey, SweptPort], now: float) -> None:
         """Remember every port swept (linked or not): absent from a later sweep, it is "missing"."""
-        expected_ports, nodes = self.expected_ports, self.nodes
+        expected_ports, nodes, owners = self.expected_ports, self.nodes, self.owners
         for key, p in ports.items():
             link = p.entry.link
-            peer_guid = self.peer_node(link.peer_port_guid) if link_up(link) and link.peer_port_guid is not None \
-                else None
+            peer_guid = None
+            # link_up() and peer_node(), inline: this runs for every port of every sweep
+            if link is not None and (peer := link.peer_port_guid) is not None and link.width is not None \
+                    and link.state_id >= 2:
+                owner = owners.get(peer)
+                peer_guid = owner[0] if owner is not None else peer if peer in nodes else None
             expected = expected_ports.get(key)
             if peer_guid is not None:
                 if expected is None:
@@ -200,6 +224,7 @@ class FabricState:
             del self.expected_ports[key]
         for guid in [g for g, facts in self.nodes.items() if now - facts.last_seen > limit]:
             del self.nodes[guid]
+            self.inputs_epoch += 1
         if len(self.port_static) > len(swept):
             for key in self.port_static.keys() - swept.keys():
                 del self.port_static[key]
