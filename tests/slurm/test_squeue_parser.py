@@ -137,3 +137,91 @@ def test_drop_labels_empties_private_labels():
     (info,) = [s for s in samples if s.name == "fabric_job_node_info"]
     assert info.labels == {"cluster": "c", "job_id": "1", "job_name": "", "user": "", "account": "acct",
                            "partition": "gpu", "node": "n1-0"}
+
+
+# -- the edges the mutation run (scripts/mutation slurm_squeue) found untested -----------------------
+
+def _rivosinc_array_record_running():
+    """The rivosinc capture's 23.x-shaped array record (its numbers as ``{"set", "infinite", "number"}``),
+    made RUNNING on one node: the rest of the record exactly as Slurm printed it."""
+    import json
+
+    doc = json.loads((FIX / "rivosinc_squeue_out.json").read_text())
+    (record,) = [j for j in doc["jobs"] if isinstance(j.get("array_job_id"), dict)]
+    return {**record, "job_state": "RUNNING", "nodes": "cs[75-76]"}, doc
+
+
+def test_an_unset_23_number_is_no_number_an_unset_task_id_names_no_task():
+    import json
+
+    record, doc = _rivosinc_array_record_running()
+    assert record["array_task_id"] == {"set": False, "infinite": False, "number": 0}  # as captured
+    (job,) = parse_squeue_json(json.dumps({**doc, "jobs": [record]}))
+    # array_job_id is set but the task id is not: the job is its own id, never "58948420_0"
+    assert job == RunningJob("58948420", "some job name", "bkd", "account1", "hw-m", ("cs75", "cs76"), None)
+
+
+def test_an_infinite_23_number_is_no_number_and_infinite_may_be_absent():
+    import json
+
+    record, doc = _rivosinc_array_record_running()
+    infinite = {"set": True, "infinite": True, "number": 1796175427}
+    (job,) = parse_squeue_json(json.dumps({**doc, "jobs": [{**record, "start_time": infinite}]}))
+    assert job.start_time is None  # an infinite start is no start time, whatever "number" says
+    finite = {"set": True, "number": 1796175427}  # no "infinite" key: the number is read
+    (job,) = parse_squeue_json(json.dumps({**doc, "jobs": [{**record, "start_time": finite}]}))
+    assert job.start_time == 1796175427.0
+
+
+def test_a_job_record_without_a_readable_state_is_not_running_and_not_a_crash():
+    text = ('{"jobs": [{"job_id": 1, "nodes": "a1"}, {"job_id": 2, "job_state": 7, "nodes": "a2"},'
+            ' {"job_id": 3, "job_state": "RUNNING", "nodes": "a3"}]}')
+    skipped = []
+    assert [j.job_id for j in parse_squeue_json(text, skipped=skipped)] == ["3"] and skipped == []
+
+
+def test_text_lines_skipped_are_counted_by_their_line_and_the_lines_after_them_still_read():
+    lines = (FIX / "slurm-22.05.8-squeue-format.txt").read_text().splitlines()
+    bad_id = "x7|RUNNING|1796175427|gpu|(null)|root|gpu-node-001|bad"
+    text = "\n".join([lines[0], "", bad_id, "garbage line", *lines[1:]]) + "\n"
+    skipped = []
+    jobs = parse_squeue_text(text, skipped=skipped)
+    # the blank line is no job and no skip; the two bad lines do not end the reading
+    assert [j.job_id for j in jobs] == ["1", "2_0", "2_1", "2_2", "3+0", "3+1"]
+    assert [(s.source, s.line_no, s.text) for s in skipped] == [("squeue", 3, bad_id), ("squeue", 4, "garbage line")]
+
+
+def test_text_job_id_parts_up_to_20_digits_and_start_times_read_only_when_plausible():
+    u64 = "1" * 20
+
+    def one(job_id, start="1796175427"):
+        skipped = []
+        jobs = parse_squeue_text(f"{job_id}|RUNNING|{start}|gpu|(null)|root|n1|j\n", skipped=skipped)
+        return (jobs[0].job_id, jobs[0].start_time) if jobs else len(skipped)
+
+    assert one(f"{u64}_{u64}") == (f"{u64}_{u64}", 1796175427.0)
+    assert one(f"{u64}+{u64}") == (f"{u64}+{u64}", 1796175427.0)
+    assert one(u64 + "1") == 1 and one(f"5_{u64}1") == 1  # 21 digits: no Slurm id, skipped and counted
+    # N/A (no start yet), 0, and 13 digits (beyond year 33658) are no start time, never a value
+    assert one("5", "N/A") == ("5", None) and one("5", "0") == ("5", None)
+    assert one("5", "1" * 13) == ("5", None) and one("5", "1" * 12) == ("5", 111111111111.0)
+
+
+def test_hostlist_expands_up_to_its_bound_and_refuses_one_name_more():
+    bound = 1 << 20  # parsers.hostlist.MAX_HOSTS, as its docstring gives it
+    # one bracket group: exactly the bound expands (first and last name as Slurm pads them), one more is refused
+    names = expand("a[1-1048576]")
+    assert len(names) == bound and names[0] == "a1" and names[-1] == "a1048576"
+    with pytest.raises(HostlistError, match="more than"):
+        expand("a[0-1048576]")
+    # two groups: the product is bounded the same way
+    names = expand("r[1-2]n[1-524288]")
+    assert len(names) == bound and names[:2] == ["r1n1", "r1n2"] and names[-1] == "r2n524288"
+    with pytest.raises(HostlistError, match="more than"):
+        expand("r[1-2]n[0-524288]")
+    # a small range with large numbers is small: the bound counts names, not values
+    assert expand("n[600000-600001]") == ["n600000", "n600001"]
+    # the bound over a whole comma-separated expression (max_hosts, the caller's tighter bound)
+    assert expand("x,y[1-2]", max_hosts=3) == ["x", "y1", "y2"]
+    with pytest.raises(HostlistError, match="more than 3"):
+        expand("x,y[1-3]", max_hosts=3)

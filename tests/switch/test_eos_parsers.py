@@ -178,3 +178,33 @@ def test_ecn_capture_leaves_unconfigured_queues_out():
 def test_ecn_errors(data):
     with pytest.raises(ParseError):
         eos_cli.parse_ecn_counters_json(json.dumps(data))
+
+
+# -- the edges the mutation run (scripts/mutation eos_cli) found untested ----------------------------
+
+def test_the_rows_of_a_doubled_queue_are_counted_at_their_own_lines():
+    lines = QUEUE.splitlines()
+    at = lines.index(ROW)
+    doubled = ROW.replace("DP0-3", "DP1  ")
+    rows, skipped = parse("\n".join(lines[:at + 1] + [doubled] + lines[at + 1:]) + "\n")
+    assert [(s.source, s.line_no) for s in skipped] == [("eos_queue_counters", at + 1), ("eos_queue_counters", at + 2)]
+
+
+def test_a_line_before_any_title_is_skipped_and_counted_not_a_crash():
+    # e.g. a warning EOS prints before the command's output
+    rows, skipped = parse("% Counters are cleared periodically\n" + QUEUE)
+    assert len(rows) == 20 and [(s.line_no, s.text) for s in skipped] == [(1, "% Counters are cleared periodically")]
+
+
+@pytest.mark.parametrize("errors", [[], {}, "", None])
+def test_an_errors_key_of_any_shape_is_a_refusal(errors):
+    with pytest.raises(ParseError, match="refused"):
+        eos_cli.parse_discards_json(json.dumps({"errors": errors, "interfaces": {}}))
+
+
+def test_records_are_immutable():
+    import dataclasses
+
+    row = eos_cli.parse_discards_json(DISCARDS)[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.port = "Ethernet99"  # type: ignore[misc]

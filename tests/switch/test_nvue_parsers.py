@@ -94,3 +94,44 @@ def test_unknown_node_is_counted_and_na_is_no_value():
 def test_structure_errors(text):
     with pytest.raises(ParseError):
         nvue.parse_roce_counters(text)
+
+
+# -- the edges the mutation run (scripts/mutation nvue) found untested -------------------------------
+
+def test_skipped_rows_carry_their_line_number_in_the_capture():
+    lines = ROCE.splitlines()
+    ecn = lines.index(ECN_ROW)
+    text = "\n".join(lines[:ecn] + ["..."] + lines[ecn:]) + "\n"
+    values, skipped = parse(text)
+    assert [(s.line_no, s.text) for s in skipped] == [(ecn + 1, "...")]  # 1-based, blank lines counted too
+    _, skipped = parse("\n" + text)
+    assert [s.line_no for s in skipped] == [ecn + 2]
+    assert len(values) == 9  # the rows after the skipped line are still read
+
+
+def test_a_counter_is_read_up_to_the_largest_64_bit_count_and_refused_above():
+    top = str((1 << 64) - 1)  # 20 digits: wider than the capture's column, so widen the rule's column
+    # 8 more columns for "operational": inserted at the end of its column in the header, rule and rows
+    wide = "\n".join(line[:43] + ("-" if set(line) <= {"-", " "} else " ") * 8 + line[43:] if len(line) > 43 else line
+                     for line in ROCE.splitlines())
+    wide_ecn = [line for line in wide.splitlines() if "ecn-marked-packets" in line][0]
+    values, skipped = parse(wide.replace(wide_ecn, wide_ecn.replace("693777677344        ", top)))
+    assert skipped == [] and values["tx_ecn_marked_packets"] == (1 << 64) - 1
+    with pytest.raises(ParseError, match="expected a packet count"):
+        parse(wide.replace(wide_ecn, wide_ecn.replace("693777677344        ", str(1 << 64))))
+
+
+def test_a_table_without_rows_is_no_counters_not_an_error():
+    header_and_rule = "\n".join(ROCE.splitlines()[:2]) + "\n"
+    assert parse(header_and_rule) == ({}, [])
+
+
+def test_the_leaves_of_an_unknown_group_are_skipped_even_with_a_known_leaf_name():
+    # a group this reader does not know (a later NVUE's), holding leaves named like known ones
+    unknown = ["  rx-xyz-stats", "    roce-bytes                 0 Bytes                Rx XYZ Bytes",
+               "    roce-packets               5                      Rx XYZ Packets"]
+    lines = ROCE.splitlines()
+    at = lines.index("  rx-pfc-stats")
+    values, skipped = parse("\n".join(lines[:at] + unknown + lines[at:]) + "\n")
+    assert [s.text for s in skipped] == [u.strip() for u in unknown]
+    assert len(values) == 9 and values["rx_roce_packets"] == 0

@@ -147,6 +147,7 @@ def test_a_row_that_does_not_fit_is_skipped_and_counted_never_shifted():
     skipped: list = []
     c = cells(parse_queue_watermark(text, skipped=skipped))
     assert len(skipped) == 1 and skipped[0].source == "sonic_queue_watermark"
+    assert skipped[0].line_no == 4  # the capture's 4th line: title, header, dash line, then Ethernet0
     assert not any(port == "Ethernet0" for port, _ in c) and len(c) == 20
 
 
