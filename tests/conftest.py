@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -86,6 +87,14 @@ def pytest_runtest_teardown(item, nextitem) -> None:
     # Teardown may end a module's servers an external test started (stopping one is no start, but
     # it is not this test's doing either).
     _guard.allowed = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logfinish(nodeid, location) -> None:
+    # A daemon run in-process freezes every live object out of the cyclic GC (daemon.freeze_long_lived);
+    # the next test in this worker must not inherit that (a cycle it frees would never be collected).
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from fabric_exporter.collectors import Collector, register, unregister
+from fabric_exporter import daemon as daemon_module
 from fabric_exporter.daemon import Daemon
 from fabric_exporter.samples import PollResult, Sample
 
@@ -40,37 +41,44 @@ def _tracked(obj) -> bool:
     return any(o is obj for gen in range(3) for o in gc.get_objects(generation=gen))
 
 
-def test_long_lived_objects_are_frozen_at_start_and_once_every_target_was_polled(tmp_path, slow_collector):
+def test_long_lived_objects_are_frozen_at_start_and_once_every_target_was_polled(tmp_path, slow_collector,
+                                                                               monkeypatch):
     config = tmp_path / "fabric.yaml"
     config.write_text(yaml.safe_dump({"targets": [{
         "name": "slow", "fabric": "lab", "collector": SlowFirstPoll.name, "transport": "local",
         "interval": "30s", "timeout": "5s"}]}))
+    freezes: list[tuple[int, bool, int]] = []  # (snapshots in the store, states still tracked, frozen after)
+    real_freeze = daemon_module.freeze_long_lived
 
     async def go():
         daemon = Daemon(str(config), listen_address="127.0.0.1:0")
+
+        def recording_freeze() -> int:
+            states = daemon.scheduler.states
+            snapshots = len(daemon.store._snapshots)  # noqa: SLF001
+            frozen = real_freeze()
+            freezes.append((snapshots, bool(states) and _tracked(states), frozen))
+            return frozen
+
+        monkeypatch.setattr(daemon_module, "freeze_long_lived", recording_freeze)
         run = asyncio.create_task(daemon.run())
         try:
             async with asyncio.timeout(20):
-                while daemon.bound_port is None or not daemon.scheduler.states:
-                    await asyncio.sleep(0.02)
-                await asyncio.sleep(0.1)
-                states = daemon.scheduler.states
-                at_start = gc.get_freeze_count(), _tracked(states)
-                while not daemon.store._snapshots:  # noqa: SLF001 - the first poll's snapshot
+                while len(freezes) < 2:
                     await asyncio.sleep(0.05)
                 snapshot = next(iter(daemon.store._snapshots.values()))  # noqa: SLF001
-                before = _tracked(snapshot)
-                while _tracked(snapshot):
-                    await asyncio.sleep(0.1)
-                return at_start, before, gc.get_freeze_count()
+                return _tracked(snapshot)
         finally:
             daemon.request_stop()
             await asyncio.wait_for(run, 10)
 
     try:
-        (frozen_at_start, states_tracked), snapshot_tracked_before, frozen_after = asyncio.run(go())
+        snapshot_tracked = asyncio.run(go())
     finally:
         gc.unfreeze()  # the rest of the test session collects as usual
-    assert frozen_at_start > 1000 and not states_tracked
-    assert snapshot_tracked_before  # built after the start-up freeze ...
-    assert frozen_after > frozen_at_start  # ... and frozen once the target was polled
+    (at_start, at_ready) = freezes[:2]
+    # at start-up: before the first poll's snapshot (the poll takes a second), the states frozen
+    assert at_start[0] == 0 and not at_start[1] and at_start[2] > 1000
+    # once every target was polled: the snapshot exists, and is frozen by this second freeze
+    assert at_ready[0] == 1 and at_ready[2] > at_start[2]
+    assert not snapshot_tracked
