@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ..errors import AuthError, OutputTooLargeError, PollError
 from ..samples import KeptSample, PollResult, Sample
@@ -53,6 +54,8 @@ TICKS_WRAP = 1 << 32  # sysUpTime is TimeTicks (hundredths of a second), wraps a
 #: labels dicts and info samples kept per switch before a cache is started afresh (renames)
 MAX_CACHED_LABELS = 1 << 14
 _new = tuple.__new__  # a NamedTuple built from a tuple without its Python-level __new__ (per series)
+_OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
+_INT_ONLY = {int}
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ class SnmpSwitchCollector(Collector):
         self._last_poll_monotonic: float | None = None
         #: column oid -> varbind oid -> its series (mapping, labels, Counter32 wrap state, last sample)
         self._series: dict[tuple[int, ...], dict[tuple[int, ...], _Series]] = {}
+        #: column oid -> its last poll (_Column); the interface selection of the last poll
+        self._columns: dict[tuple[int, ...], _Column] = {}
+        self._wanted: dict[int, str] = {}
         self._label_dicts: dict[tuple, dict[str, str]] = {}
         #: (metric, labels key) -> the last summed sample; ifIndex -> its last fabric_roce_switch_if_info
         self._sums: dict[tuple, KeptSample] = {}
@@ -162,6 +168,7 @@ class SnmpSwitchCollector(Collector):
 
         if self._restarted(uptime, now):
             self._series.clear()  # the Counter32 wrap state goes with it
+            self._columns.clear()
             self._labels = None
         self._last_uptime, self._last_poll_monotonic = uptime, now
         if self._labels is not None and self._labels.if_number != if_number:
@@ -220,6 +227,8 @@ class SnmpSwitchCollector(Collector):
                                 f"read: {oper_walk}", reason="partial")
             oper = {vb.oid[-1]: vb.value for vb in oper_walk if len(vb.oid) == len(IF_OPER_STATUS) + 1}
         wanted = self._wanted_interfaces(labels, oper)
+        if wanted != self._wanted:
+            self._wanted = wanted  # a new object: the columns' kept samples were made for another selection
 
         switch = self.host.name if self.host else ""
         switch_labels = self._label_dicts.get(switch)
@@ -361,22 +370,32 @@ class SnmpSwitchCollector(Collector):
         return labels
 
     def _map_table(self, table: Table, results: dict[tuple[int, ...], Any], seen_ifindexes: set[int]
-                   ) -> tuple[list[tuple[Column, list[tuple[_Series, Varbind]]]], list[str]]:
-        """A table's walked columns as (series, varbind) pairs, and the problems of its shape (bad
-        indexes or types, columns that disagree on their rows). Every row's ifIndex goes into
-        ``seen_ifindexes``, also for a table that will not be published (one of its walks failed)."""
+                   ) -> tuple[list[_Mapped], list[str]]:
+        """A table's walked columns, each as its series and varbinds, and the problems of the table's
+        shape (bad indexes or types, columns that disagree on their rows). Every row's ifIndex goes
+        into ``seen_ifindexes``, also for a table that will not be published (a walk of it failed).
+
+        A column that brings the very OIDs of its last poll (the decoder hands out the same tuples),
+        all with integer values, takes its series from then as they are, without a step per varbind."""
         width = len(table.index)
-        columns: list[tuple[Column, list[tuple[_Series, Varbind]]]] = []
+        columns: list[_Mapped] = []
         bad_index = 0
         for col in table.columns:
             vbs = results.get(col.oid)
             if not isinstance(vbs, list):
                 continue
+            oids = list(map(_OID, vbs))
+            state = self._columns.get(col.oid)
+            if state is not None and state.oids == oids and set(map(type, map(_VALUE, vbs))) == _INT_ONLY:
+                seen_ifindexes |= state.ifindexes
+                columns.append(_Mapped(col, state.series, vbs, state))
+                continue
             cache = self._series.get(col.oid)
             if cache is None or len(cache) > 4 * len(vbs) + MAX_CACHED_LABELS:  # rows come and go: bound it
                 cache = self._series[col.oid] = {}
-            pairs = []
-            append = pairs.append
+            series_list: list[_Series] = []
+            kept_vbs: list[Varbind] = []
+            bad_before = bad_index
             for vb in vbs:
                 oid = vb.oid
                 series = cache.get(oid)
@@ -387,36 +406,61 @@ class SnmpSwitchCollector(Collector):
                         continue
                     cache[oid] = series
                 seen_ifindexes.add(series.ifindex)
-                if vb.value.__class__ is not int and not isinstance(vb.value, int):
+                if not isinstance(vb.value, int):
                     bad_index += 1
                     continue
-                append((series, vb))
-            columns.append((col, pairs))
+                series_list.append(series)
+                kept_vbs.append(vb)
+            state = None
+            if bad_index == bad_before and vbs:  # every varbind a row: next poll may take it whole
+                state = self._columns[col.oid] = _Column(oids, series_list, {s.ifindex for s in series_list},
+                                                        {s.index for s in series_list})
+            else:
+                self._columns.pop(col.oid, None)
+            columns.append(_Mapped(col, series_list, kept_vbs, state))
         problems = []
         if bad_index:
             problems.append(f"table {table.name}: {bad_index} varbinds with an unexpected index or type skipped")
         if len(table.columns) > 1 and len(columns) == len(table.columns):
-            # a walk never repeats an OID (snmp_session refuses non-increasing ones): one pair a row
-            all_rows = set().union(*({s.index for s, _ in pairs} for _, pairs in columns))
-            short = [(c.object, len(pairs)) for c, pairs in columns if len(pairs) != len(all_rows)]
+            # a walk never repeats an OID (snmp_session refuses non-increasing ones): one series a row
+            all_rows = set().union(*(m.state.indexes if m.state is not None else {s.index for s in m.series}
+                                     for m in columns))
+            short = [(m.col.object, len(m.series)) for m in columns if len(m.series) != len(all_rows)]
             if short:
                 problems.append(f"table {table.name} incomplete: {len(all_rows)} rows, but "
                                 + ", ".join(f"{name} has {n}" for name, n in short))
         return columns, problems
 
-    def _table_samples(self, table: Table, columns: list[tuple[Column, list[tuple[_Series, Varbind]]]],
-                       wanted: dict[int, str], switch: str) -> list[Sample]:
+    def _table_samples(self, table: Table, columns: list[_Mapped], wanted: dict[int, str], switch: str
+                       ) -> list[Sample]:
         """The samples of a table's mapped rows. A series whose raw value (and kind) did not move
         since the last poll hands out its very sample again (a KeptSample): the store then keeps its
-        rendered line instead of formatting it."""
+        rendered line instead of formatting it. A column whose values all stayed as they were, under
+        the same interface selection, hands out its last samples whole."""
         samples: list[Sample] = []
-        append = samples.append
         summed = table.summed
-        # (metric, labels key) -> [sum, parts seen]
-        sums: dict[tuple[str, tuple], list] = {}
-        for col, pairs in columns:
+        # (metric, labels key) -> [sum, parts seen, labels]
+        sums: dict[tuple, list] = {}
+        for col, series_list, vbs, state in columns:
+            values = kinds = None
+            if state is not None:
+                values, kinds = list(map(_VALUE, vbs)), list(map(_KIND, vbs))
+                if state.wanted is self._wanted and values == state.values and kinds == state.kinds:
+                    samples += state.samples
+                    parts = state.parts
+                    for key, value, labels in parts:
+                        acc = sums.get(key)
+                        if acc is None:
+                            sums[key] = [value, 1, labels]
+                        else:
+                            acc[0] += value
+                            acc[1] += 1
+                    continue
+            col_samples: list[Sample] = []
+            append = col_samples.append
+            parts = []
             scale = col.scale
-            for series, vb in pairs:
+            for series, vb in zip(series_list, vbs):
                 metric = series.metric
                 if metric is None:
                     continue
@@ -426,6 +470,7 @@ class SnmpSwitchCollector(Collector):
                 if ifname != series.ifname:
                     series.ifname = ifname
                     series.labels = self._labels_of(switch, ifname, series.extra)
+                    series.key = (metric, ifname, series.extra)
                     series.sample = None
                 raw, kind = vb.value, vb.kind
                 sample = series.sample
@@ -444,21 +489,55 @@ class SnmpSwitchCollector(Collector):
                     sample = series.sample = _new(KeptSample, (
                         metric, series.labels, value * scale if scale != 1.0 else float(value)))
                 if metric in summed:
-                    acc = sums.get((metric, series.labels_key))
+                    key = series.key
+                    parts.append((key, sample[2], series.labels))
+                    acc = sums.get(key)
                     if acc is None:
-                        sums[(metric, series.labels_key)] = [sample[2], 1, series.labels]
+                        sums[key] = [sample[2], 1, series.labels]
                     else:
                         acc[0] += sample[2]
                         acc[1] += 1
                 else:
                     append(sample)
-        for (metric, key), (total, seen, labels) in sums.items():
+            samples += col_samples
+            if state is not None:
+                state.values, state.kinds, state.wanted = values, kinds, self._wanted
+                state.samples, state.parts = col_samples, parts
+        for key, (total, seen, labels) in sums.items():
+            metric = key[0]
             if seen == summed[metric]:
-                kept = self._sums.get((metric, key))
+                kept = self._sums.get(key)
                 if kept is None or kept[2] != total or kept[1] is not labels:
-                    kept = self._sums[(metric, key)] = _new(KeptSample, (metric, labels, total))
-                append(kept)
+                    kept = self._sums[key] = _new(KeptSample, (metric, labels, total))
+                samples.append(kept)
         return samples
+
+
+class _Mapped(NamedTuple):
+    """A walked column of a table this poll: its series and their varbinds, one for one, and the
+    column's state kept for the next poll (None: a varbind of it was no row)."""
+
+    col: Column
+    series: list[_Series]
+    vbs: list[Varbind]
+    state: _Column | None
+
+
+@dataclass(eq=False, slots=True)
+class _Column:
+    """A column's last poll: its OIDs and their series, and the samples it made from which raw
+    values and kinds under which interface selection (``wanted``: the collector's, by identity)."""
+
+    oids: list[tuple[int, ...]]
+    series: list[_Series]
+    ifindexes: set[int]
+    indexes: set[tuple[int, ...]]
+    values: list | None = None
+    kinds: list | None = None
+    wanted: dict[int, str] | None = None
+    samples: list[Sample] = field(default_factory=list)
+    #: (sum key, value, labels) the column added to summed metrics
+    parts: list[tuple[tuple, float, dict[str, str]]] = field(default_factory=list)
 
 
 @dataclass(eq=False, slots=True)
@@ -477,10 +556,7 @@ class _Series:
     raw: Any = None
     kind: str | None = None
     sample: Sample | None = None
-
-    @property
-    def labels_key(self) -> tuple:
-        return (self.ifname, self.extra)
+    key: tuple = ()  # (metric, interface, extra labels): where a summed metric adds it
 
 
 __all__ = ["SnmpSwitchCollector", "SnmpSwitchOptions"]
