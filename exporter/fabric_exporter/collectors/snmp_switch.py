@@ -167,8 +167,7 @@ class SnmpSwitchCollector(Collector):
         if_number = if_number_vb.value if if_number_vb is not None else None
 
         if self._restarted(uptime, now):
-            self._series.clear()  # the Counter32 wrap state goes with it
-            self._columns.clear()
+            self._forget_counters()
             self._labels = None
         self._last_uptime, self._last_poll_monotonic = uptime, now
         if self._labels is not None and self._labels.if_number != if_number:
@@ -227,8 +226,6 @@ class SnmpSwitchCollector(Collector):
                                 f"read: {oper_walk}", reason="partial")
             oper = {vb.oid[-1]: vb.value for vb in oper_walk if len(vb.oid) == len(IF_OPER_STATUS) + 1}
         wanted = self._wanted_interfaces(labels, oper)
-        if wanted != self._wanted:
-            self._wanted = wanted  # a new object: the columns' kept samples were made for another selection
 
         switch = self.host.name if self.host else ""
         switch_labels = self._label_dicts.get(switch)
@@ -246,18 +243,7 @@ class SnmpSwitchCollector(Collector):
                     "fabric_roce_switch_if_info",
                     {"switch": switch, "interface": name, "ifindex": str(ifindex), "alias": alias}, 1.0)
             samples.append(info)
-        failed_tables = 0
-        if len(self._sums) > 4 * MAX_CACHED_LABELS:
-            self._sums.clear()
-        for table, (columns_of_table, table_problems) in zip(self.tables, mapped):
-            failure = next((by_column[c.oid] for c in table.columns if isinstance(by_column[c.oid], BaseException)),
-                           None)
-            if failure is not None:
-                failed_tables += 1
-                problems.append(f"table {table.name} not published: {failure}")
-                continue
-            problems.extend(table_problems)
-            samples.extend(self._table_samples(table, columns_of_table, wanted, switch))
+        failed_tables = self._tables_samples(mapped, by_column, wanted, switch, samples, problems)
         failed_tables += self._neighbor_samples(lldp_walks, labels, wanted, switch, samples, problems)
         unknown = seen_ifindexes - labels.names.keys()
         if unknown:
@@ -369,6 +355,31 @@ class SnmpSwitchCollector(Collector):
             labels = self._label_dicts[key] = {"switch": switch, "interface": ifname, **dict(extra)}
         return labels
 
+    def _forget_counters(self) -> None:
+        """An agent restart: every series starts afresh (the Counter32 wrap state goes with it)."""
+        self._series.clear()
+        self._columns.clear()
+
+    def _tables_samples(self, mapped: list[tuple[list[_Mapped], list[str]]], by_column: dict[tuple[int, ...], Any],
+                        wanted: dict[int, str], switch: str, samples: list[Sample], problems: list[str]) -> int:
+        """The samples of every table (``mapped`` by ``_map_table``, in ``self.tables``' order) whose
+        walks all succeeded; returns how many tables failed."""
+        if wanted != self._wanted:
+            self._wanted = wanted  # a new object: the columns' kept samples were made for another selection
+        if len(self._sums) > 4 * MAX_CACHED_LABELS:
+            self._sums.clear()
+        failed_tables = 0
+        for table, (columns_of_table, table_problems) in zip(self.tables, mapped):
+            failure = next((by_column[c.oid] for c in table.columns if isinstance(by_column[c.oid], BaseException)),
+                           None)
+            if failure is not None:
+                failed_tables += 1
+                problems.append(f"table {table.name} not published: {failure}")
+                continue
+            problems.extend(table_problems)
+            samples.extend(self._table_samples(table, columns_of_table, wanted, switch))
+        return failed_tables
+
     def _map_table(self, table: Table, results: dict[tuple[int, ...], Any], seen_ifindexes: set[int]
                    ) -> tuple[list[_Mapped], list[str]]:
         """A table's walked columns, each as its series and varbinds, and the problems of the table's
@@ -451,7 +462,7 @@ class SnmpSwitchCollector(Collector):
                     for key, value, labels in parts:
                         acc = sums.get(key)
                         if acc is None:
-                            sums[key] = [value, 1, labels]
+                            sums[key] = [0.0 + value, 1, labels]
                         else:
                             acc[0] += value
                             acc[1] += 1
@@ -493,7 +504,7 @@ class SnmpSwitchCollector(Collector):
                     parts.append((key, sample[2], series.labels))
                     acc = sums.get(key)
                     if acc is None:
-                        sums[key] = [sample[2], 1, series.labels]
+                        sums[key] = [0.0 + sample[2], 1, series.labels]
                     else:
                         acc[0] += sample[2]
                         acc[1] += 1
