@@ -19,8 +19,10 @@ every agent, SNMPv2c and SNMPv3 authPriv (SHA/AES-128), with 1 and with 8 agents
 
 Reported: CPU microseconds per varbind (the tool's own process(es), agents excluded), varbinds per
 wall second, and the CPU ratio against snmp_exporter measured in the same run (the baseline the
-issue names). The machine is shared and noisy: compare ratios, not absolute figures. Needs root
-(ip netns) and Debian's snmpd, snmp, prometheus-snmp-exporter.
+issue names), per table; a last table puts every path's ratio side by side, SNMPv2c and SNMPv3
+apart (the daemon's own figure is ``poll + render``). The machine is shared and noisy: compare
+ratios, not absolute figures. Needs root (ip netns) and Debian's snmpd, snmp,
+prometheus-snmp-exporter.
 
     python bench/bench_snmp.py                       # 8 agents x 257 interfaces, 3 rounds
     python bench/bench_snmp.py --agents 4 --rounds 2 --versions 2c
@@ -90,7 +92,7 @@ def start_agents(n: int, workdir: Path) -> list[subprocess.Popen]:
         procs.append(subprocess.Popen([snmpd, "-f", "-I", "-smux", "-Lf", str(d / "snmpd.log"), "-C", "-c", str(conf),
                                        f"--persistentDir={d / 'persist'}"], env=env, preexec_fn=_die_with_parent,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # 8 agents starting on a loaded 2-CPU machine take a while
     for i in range(n):  # ready when it answers
         while subprocess.run(["snmpget", "-v2c", f"-cbench{i}", "-t", "1", "-r", "0", f"127.0.0.1:{BASE_PORT + i}",
                               "1.3.6.1.2.1.1.3.0"], capture_output=True).returncode != 0:
@@ -309,14 +311,34 @@ async def bench_snmpbulkwalk(version: str, agents: int, concurrency: int, rounds
     return t
 
 
+def ratio_to(t: dict | None, ref: dict | None) -> float | None:
+    """CPU per varbind of ``t`` over the reference's (snmp_exporter's, same run)."""
+    if not t or not t["varbinds"] or not ref or not ref["varbinds"] or not ref["cpu"]:
+        return None
+    return (t["cpu"] / t["varbinds"]) / (ref["cpu"] / ref["varbinds"])
+
+
 def row(tool: str, t: dict | None, ref: dict | None) -> str:
     if t is None:
         return f"| {tool} | not installed | | | | |"
     us = t["cpu"] / t["varbinds"] * 1e6 if t["varbinds"] else float("nan")
-    ratio = ""
-    if ref and ref["varbinds"] and ref["cpu"]:
-        ratio = f"{us / (ref['cpu'] / ref['varbinds'] * 1e6):.2f}"
+    r = ratio_to(t, ref)
+    ratio = "" if r is None else f"{r:.2f}"
     return f"| {tool} | {t['varbinds']} | {t['wall']:.2f} | {t['varbinds'] / t['wall']:,.0f} | {us:.1f} | {ratio} |"
+
+
+def summary(ratios: dict[tuple[str, str, int], float | None]) -> list[str]:
+    """One table of every path's CPU ratio to snmp_exporter, per version and concurrency: the
+    daemon's figure is the whole poll's (poll + render), for SNMPv2c and SNMPv3 apart."""
+    cols = sorted({(v, c) for _, v, c in ratios}, key=lambda vc: (vc[0] != "2c", vc[1]))
+    tools = list(dict.fromkeys(t for t, _, _ in ratios))
+    head = " | ".join(f"{'v2c' if v == '2c' else 'v3 authPriv'}, {c} at once" for v, c in cols)
+    lines = ["### CPU per varbind / snmp_exporter's, same run", "", f"| path | {head} |",
+             "|---|" + "---|" * len(cols)]
+    for tool in tools:
+        cells = (ratios.get((tool, v, c)) for v, c in cols)
+        lines.append(f"| {tool} | " + " | ".join("" if x is None else f"{x:.2f}" for x in cells) + " |")
+    return lines
 
 
 async def inside(args: argparse.Namespace) -> None:
@@ -329,6 +351,7 @@ async def inside(args: argparse.Namespace) -> None:
         print(f"# SNMP bench: {args.agents} net-snmp agents x {n_if} interfaces (private netns), "
               f"{args.rounds} round(s), max-repetitions {MAX_REPETITIONS}, {os.cpu_count()} CPUs, "
               f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n", flush=True)
+        ratios: dict[tuple[str, str, int], float | None] = {}
         for version in args.versions:
             for conc in args.concurrency:
                 results = {}
@@ -346,7 +369,10 @@ async def inside(args: argparse.Namespace) -> None:
                 print("|---|---|---|---|---|---|")
                 for tool, t in results.items():
                     print(row(tool, t, ref))
+                    if tool != "snmp_exporter 0.21":
+                        ratios[(tool, version, conc)] = ratio_to(t, ref)
                 print(flush=True)
+        print("\n".join(summary(ratios)) + "\n", flush=True)
     finally:
         for p in procs:
             p.terminate()
