@@ -21,6 +21,7 @@ Numeric OIDs only: no MIB is loaded at run time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 IF_MIB_IFENTRY = (1, 3, 6, 1, 2, 1, 2, 2, 1)
 IF_MIB_IFXENTRY = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1)
@@ -53,6 +54,20 @@ class Table:
     #: cast index component -> {value: UC|MC|Q}
     cast: tuple[str, dict[int, str]] | None = None
     where: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def positions(self) -> dict[str, int]:
+        """Index component name -> its place in the index."""
+        return {name: i for i, name in enumerate(self.index)}
+
+    @cached_property
+    def summed(self) -> dict[str, int]:
+        """Metrics several columns add up to -> how many columns (all of them must have the row)."""
+        parts: dict[str, int] = {}
+        for col in self.columns:
+            if col.metric:
+                parts[col.metric] = parts.get(col.metric, 0) + 1
+        return {metric: n for metric, n in parts.items() if n > 1}
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ..errors import AuthError, OutputTooLargeError, PollError
-from ..samples import PollResult, Sample
+from ..samples import KeptSample, PollResult, Sample
 from ..transport.snmp import COUNTER32, DEFAULT_ENGINE, ENGINES, STRING, Varbind
 from ..hostnames import NameRule, read_name_rule
 from . import lldp
@@ -50,6 +51,11 @@ IF_OPER_STATUS = IF_MIB_IFENTRY + (8,)
 OPER_UP = 1
 WRAP32 = 1 << 32
 TICKS_WRAP = 1 << 32  # sysUpTime is TimeTicks (hundredths of a second), wraps after ~497 days
+#: labels dicts and info samples kept per switch before a cache is started afresh (renames)
+MAX_CACHED_LABELS = 1 << 14
+_new = tuple.__new__  # a NamedTuple built from a tuple without its Python-level __new__ (per series)
+_OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
+_INT_ONLY = {int}
 
 
 @dataclass(frozen=True)
@@ -114,8 +120,15 @@ class SnmpSwitchCollector(Collector):
         self._labels: _Labels | None = None
         self._last_uptime: int | None = None
         self._last_poll_monotonic: float | None = None
-        # (column oid, index) -> (last raw Counter32 value, accumulated wraps * 2^32)
-        self._wraps: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, int]] = {}
+        #: column oid -> varbind oid -> its series (mapping, labels, Counter32 wrap state, last sample)
+        self._series: dict[tuple[int, ...], dict[tuple[int, ...], _Series]] = {}
+        #: column oid -> its last poll (_Column); the interface selection of the last poll
+        self._columns: dict[tuple[int, ...], _Column] = {}
+        self._wanted: dict[int, str] = {}
+        self._label_dicts: dict[tuple, dict[str, str]] = {}
+        #: (metric, labels key) -> the last summed sample; ifIndex -> its last fabric_roce_switch_if_info
+        self._sums: dict[tuple, KeptSample] = {}
+        self._info: dict[int, KeptSample] = {}
         self.tables: list[Table] = [t for m in self.options.modules if m in MODULES for t in MODULES[m].tables]
         self.lldp_tables: list[lldp.RemTable] = [lldp.REM_TABLES[m] for m in self.options.modules
                                                  if m in lldp.REM_TABLES]
@@ -154,7 +167,7 @@ class SnmpSwitchCollector(Collector):
         if_number = if_number_vb.value if if_number_vb is not None else None
 
         if self._restarted(uptime, now):
-            self._wraps.clear()
+            self._forget_counters()
             self._labels = None
         self._last_uptime, self._last_poll_monotonic = uptime, now
         if self._labels is not None and self._labels.if_number != if_number:
@@ -199,7 +212,8 @@ class SnmpSwitchCollector(Collector):
                 raise e  # a bug, not a switch problem: let the scheduler count it as internal
 
         # ifIndexes the tables mention but the name cache lacks: refresh once.
-        seen_ifindexes = self._ifindexes_in(by_column)
+        seen_ifindexes: set[int] = set()
+        mapped = [self._map_table(table, by_column, seen_ifindexes) for table in self.tables]
         if not labels_loaded and self._labels is not None and not seen_ifindexes <= self._labels.names.keys():
             await self._load_labels(walk, uptime, if_number)
         labels = self._labels
@@ -214,21 +228,22 @@ class SnmpSwitchCollector(Collector):
         wanted = self._wanted_interfaces(labels, oper)
 
         switch = self.host.name if self.host else ""
-        samples: list[Sample] = [
-            Sample("fabric_roce_switch_agent_uptime_seconds", {"switch": switch}, uptime / 100.0)]
+        switch_labels = self._label_dicts.get(switch)
+        if switch_labels is None:
+            switch_labels = self._label_dicts[switch] = {"switch": switch}
+        samples: list[Sample] = [Sample("fabric_roce_switch_agent_uptime_seconds", switch_labels, uptime / 100.0)]
+        if len(self._info) > MAX_CACHED_LABELS:
+            self._info.clear()
         for ifindex in sorted(wanted):
-            samples.append(Sample("fabric_roce_switch_if_info",
-                                  {"switch": switch, "interface": wanted[ifindex], "ifindex": str(ifindex),
-                                   "alias": labels.aliases.get(ifindex, "")}, 1.0))
-        failed_tables = 0
-        for table in self.tables:
-            table_results = {c.oid: by_column[c.oid] for c in table.columns}
-            failure = next((r for r in table_results.values() if isinstance(r, BaseException)), None)
-            if failure is not None:
-                failed_tables += 1
-                problems.append(f"table {table.name} not published: {failure}")
-                continue
-            samples.extend(self._table_samples(table, table_results, wanted, switch, problems))  # type: ignore[arg-type]
+            info = self._info.get(ifindex)
+            name, alias = wanted[ifindex], labels.aliases.get(ifindex, "")
+            if info is None or info[1]["interface"] != name or info[1]["alias"] != alias or \
+                    info[1]["switch"] != switch:
+                info = self._info[ifindex] = KeptSample(
+                    "fabric_roce_switch_if_info",
+                    {"switch": switch, "interface": name, "ifindex": str(ifindex), "alias": alias}, 1.0)
+            samples.append(info)
+        failed_tables = self._tables_samples(mapped, by_column, wanted, switch, samples, problems)
         failed_tables += self._neighbor_samples(lldp_walks, labels, wanted, switch, samples, problems)
         unknown = seen_ifindexes - labels.names.keys()
         if unknown:
@@ -237,9 +252,8 @@ class SnmpSwitchCollector(Collector):
         if failed_tables == len(self.tables) + len(self.lldp_tables) and errors:
             raise errors[0]
         self.last_varbinds = session.varbinds - before
-        samples.append(Sample("fabric_roce_switch_snmp_poll_varbinds", {"switch": switch},
-                              float(self.last_varbinds)))
-        samples.append(Sample("fabric_roce_switch_snmp_poll_requests", {"switch": switch},
+        samples.append(Sample("fabric_roce_switch_snmp_poll_varbinds", switch_labels, float(self.last_varbinds)))
+        samples.append(Sample("fabric_roce_switch_snmp_poll_requests", switch_labels,
                               float(session.requests - requests_before)))
         return PollResult(samples, problems)
 
@@ -299,105 +313,261 @@ class SnmpSwitchCollector(Collector):
             wanted[ifindex] = name
         return wanted
 
-    def _ifindexes_in(self, by_column: dict[tuple[int, ...], Any]) -> set[int]:
-        seen: set[int] = set()
-        for table in self.tables:
-            pos = table.index.index("ifindex")
-            for col in table.columns:
-                vbs = by_column.get(col.oid)
-                if isinstance(vbs, list):
-                    n = len(col.oid)
-                    seen.update(vb.oid[n + pos] for vb in vbs if len(vb.oid) == n + len(table.index))
-        return seen
-
     # -- rows to samples ---------------------------------------------------------------------------
 
-    def _value(self, col: Column, vb: Varbind, index: tuple[int, ...]) -> float:
-        value = vb.value
-        if vb.kind == COUNTER32:
-            key = (col.oid, index)
-            prev = self._wraps.get(key)
-            offset = 0
-            if prev is not None:
-                last_raw, offset = prev
-                if value < last_raw:
-                    if value + WRAP32 - last_raw < WRAP32 // 2:
-                        offset += WRAP32  # a wrap: keep counting up
-                    else:
-                        offset = 0  # a real reset (counters cleared): let it show as one
-            self._wraps[key] = (value, offset)
-            value += offset
-        return value * col.scale if col.scale != 1.0 else float(value)
+    def _series_of(self, table: Table, col: Column, oid: tuple[int, ...], width: int) -> _Series | None:
+        """The series ``oid`` is in ``col`` of ``table`` (None: an index of another width), its
+        static mapping worked out once: where/split/cast decided, the label values of its index."""
+        index = oid[len(col.oid):]
+        if len(index) != width:
+            return None
+        pos = table.positions
+        metric, cast = col.metric, None
+        skip = any(index[pos[k]] != v for k, v in table.where.items())
+        if col.split is not None:
+            component, choices = col.split
+            choice = choices.get(index[pos[component]])
+            if choice is None:
+                skip = True  # a statistic we do not publish
+            else:
+                metric, cast = choice
+        if table.cast is not None:
+            cast = table.cast[1].get(index[pos[table.cast[0]]])
+            if cast is None:
+                skip = True
+        extra: tuple[tuple[str, str], ...] = ()
+        if not skip:
+            if "priority" in pos:
+                extra += (("priority", str(index[pos["priority"]])),)
+            if "queue" in pos:
+                extra += (("queue", f"{cast or 'Q'}{index[pos['queue']] - table.queue_base}"),)
+        assert skip or metric is not None
+        return _Series(index, index[pos["ifindex"]], None if skip else metric, extra)
 
-    def _table_samples(self, table: Table, results: dict[tuple[int, ...], list[Varbind]], wanted: dict[int, str],
-                       switch: str, problems: list[str]) -> list[Sample]:
+    def _labels_of(self, switch: str, ifname: str, extra: tuple[tuple[str, str], ...]) -> dict[str, str]:
+        """One labels dict per series identity, shared by its columns and kept across polls, so the
+        renderer formats it once and sees the same dict next poll."""
+        key = (ifname, extra)
+        labels = self._label_dicts.get(key)
+        if labels is None:
+            if len(self._label_dicts) > 4 * MAX_CACHED_LABELS:  # interfaces renamed again and again
+                self._label_dicts.clear()
+            labels = self._label_dicts[key] = {"switch": switch, "interface": ifname, **dict(extra)}
+        return labels
+
+    def _forget_counters(self) -> None:
+        """An agent restart: every series starts afresh (the Counter32 wrap state goes with it)."""
+        self._series.clear()
+        self._columns.clear()
+
+    def _tables_samples(self, mapped: list[tuple[list[_Mapped], list[str]]], by_column: dict[tuple[int, ...], Any],
+                        wanted: dict[int, str], switch: str, samples: list[Sample], problems: list[str]) -> int:
+        """The samples of every table (``mapped`` by ``_map_table``, in ``self.tables``' order) whose
+        walks all succeeded; returns how many tables failed."""
+        if wanted != self._wanted:
+            self._wanted = wanted  # a new object: the columns' kept samples were made for another selection
+        if len(self._sums) > 4 * MAX_CACHED_LABELS:
+            self._sums.clear()
+        failed_tables = 0
+        for table, (columns_of_table, table_problems) in zip(self.tables, mapped):
+            failure = next((by_column[c.oid] for c in table.columns if isinstance(by_column[c.oid], BaseException)),
+                           None)
+            if failure is not None:
+                failed_tables += 1
+                problems.append(f"table {table.name} not published: {failure}")
+                continue
+            problems.extend(table_problems)
+            samples.extend(self._table_samples(table, columns_of_table, wanted, switch))
+        return failed_tables
+
+    def _map_table(self, table: Table, results: dict[tuple[int, ...], Any], seen_ifindexes: set[int]
+                   ) -> tuple[list[_Mapped], list[str]]:
+        """A table's walked columns, each as its series and varbinds, and the problems of the table's
+        shape (bad indexes or types, columns that disagree on their rows). Every row's ifIndex goes
+        into ``seen_ifindexes``, also for a table that will not be published (a walk of it failed).
+
+        A column that brings the very OIDs of its last poll (the decoder hands out the same tuples),
+        all with integer values, takes its series from then as they are, without a step per varbind."""
         width = len(table.index)
-        pos = {name: i for i, name in enumerate(table.index)}
-        rows_by_column: dict[tuple[int, ...], dict[tuple[int, ...], Varbind]] = {}
+        columns: list[_Mapped] = []
         bad_index = 0
         for col in table.columns:
-            n = len(col.oid)
-            rows = {}
-            for vb in results[col.oid]:
-                index = vb.oid[n:]
-                if len(index) != width or not isinstance(vb.value, int):
+            vbs = results.get(col.oid)
+            if not isinstance(vbs, list):
+                continue
+            oids = list(map(_OID, vbs))
+            state = self._columns.get(col.oid)
+            if state is not None and state.oids == oids and set(map(type, map(_VALUE, vbs))) == _INT_ONLY:
+                seen_ifindexes |= state.ifindexes
+                columns.append(_Mapped(col, state.series, vbs, state))
+                continue
+            cache = self._series.get(col.oid)
+            if cache is None or len(cache) > 4 * len(vbs) + MAX_CACHED_LABELS:  # rows come and go: bound it
+                cache = self._series[col.oid] = {}
+            series_list: list[_Series] = []
+            kept_vbs: list[Varbind] = []
+            bad_before = bad_index
+            for vb in vbs:
+                oid = vb.oid
+                series = cache.get(oid)
+                if series is None:
+                    series = self._series_of(table, col, oid, width)
+                    if series is None:
+                        bad_index += 1
+                        continue
+                    cache[oid] = series
+                seen_ifindexes.add(series.ifindex)
+                if not isinstance(vb.value, int):
                     bad_index += 1
                     continue
-                rows[index] = vb
-            rows_by_column[col.oid] = rows
+                series_list.append(series)
+                kept_vbs.append(vb)
+            state = None
+            if bad_index == bad_before and vbs:  # every varbind a row: next poll may take it whole
+                state = self._columns[col.oid] = _Column(oids, series_list, {s.ifindex for s in series_list},
+                                                        {s.index for s in series_list})
+            else:
+                self._columns.pop(col.oid, None)
+            columns.append(_Mapped(col, series_list, kept_vbs, state))
+        problems = []
         if bad_index:
             problems.append(f"table {table.name}: {bad_index} varbinds with an unexpected index or type skipped")
-        all_rows = set().union(*(r.keys() for r in rows_by_column.values())) if rows_by_column else set()
-        if len(table.columns) > 1:
-            short = [(c.object, len(rows_by_column[c.oid])) for c in table.columns
-                     if len(rows_by_column[c.oid]) != len(all_rows)]
+        if len(table.columns) > 1 and len(columns) == len(table.columns):
+            # a walk never repeats an OID (snmp_session refuses non-increasing ones): one series a row
+            all_rows = set().union(*(m.state.indexes if m.state is not None else {s.index for s in m.series}
+                                     for m in columns))
+            short = [(m.col.object, len(m.series)) for m in columns if len(m.series) != len(all_rows)]
             if short:
                 problems.append(f"table {table.name} incomplete: {len(all_rows)} rows, but "
                                 + ", ".join(f"{name} has {n}" for name, n in short))
+        return columns, problems
 
+    def _table_samples(self, table: Table, columns: list[_Mapped], wanted: dict[int, str], switch: str
+                       ) -> list[Sample]:
+        """The samples of a table's mapped rows. A series whose raw value (and kind) did not move
+        since the last poll hands out its very sample again (a KeptSample): the store then keeps its
+        rendered line instead of formatting it. A column whose values all stayed as they were, under
+        the same interface selection, hands out its last samples whole."""
         samples: list[Sample] = []
-        # metric -> labels key -> (sum, parts seen, parts expected)
-        sums: dict[tuple[str, tuple[tuple[str, str], ...]], list[float]] = {}
-        parts_per_metric: dict[str, int] = {}
-        for col in table.columns:
-            if col.metric:
-                parts_per_metric[col.metric] = parts_per_metric.get(col.metric, 0) + 1
-        for col in table.columns:
-            for index, vb in rows_by_column[col.oid].items():
-                if any(index[pos[k]] != v for k, v in table.where.items()):
+        summed = table.summed
+        # (metric, labels key) -> [sum, parts seen, labels]
+        sums: dict[tuple, list] = {}
+        for col, series_list, vbs, state in columns:
+            values = kinds = None
+            if state is not None:
+                values, kinds = list(map(_VALUE, vbs)), list(map(_KIND, vbs))
+                if state.wanted is self._wanted and values == state.values and kinds == state.kinds:
+                    samples += state.samples
+                    parts = state.parts
+                    for key, value, labels in parts:
+                        acc = sums.get(key)
+                        if acc is None:
+                            sums[key] = [0.0 + value, 1, labels]
+                        else:
+                            acc[0] += value
+                            acc[1] += 1
                     continue
-                ifname = wanted.get(index[pos["ifindex"]])
+            col_samples: list[Sample] = []
+            append = col_samples.append
+            parts = []
+            scale = col.scale
+            for series, vb in zip(series_list, vbs):
+                metric = series.metric
+                if metric is None:
+                    continue
+                ifname = wanted.get(series.ifindex)
                 if ifname is None:
                     continue
-                metric, cast = col.metric, None
-                if col.split is not None:
-                    component, choices = col.split
-                    choice = choices.get(index[pos[component]])
-                    if choice is None:
-                        continue  # a statistic we do not publish
-                    metric, cast = choice
-                if table.cast is not None:
-                    cast = table.cast[1].get(index[pos[table.cast[0]]])
-                    if cast is None:
-                        continue
-                labels = {"switch": switch, "interface": ifname}
-                if "priority" in pos:
-                    labels["priority"] = str(index[pos["priority"]])
-                if "queue" in pos:
-                    labels["queue"] = f"{cast or 'Q'}{index[pos['queue']] - table.queue_base}"
-                value = self._value(col, vb, index)
-                assert metric is not None
-                if parts_per_metric.get(metric, 1) > 1:
-                    key = (metric, tuple(labels.items()))
-                    acc = sums.setdefault(key, [0.0, 0])
-                    acc[0] += value
-                    acc[1] += 1
+                if ifname != series.ifname:
+                    series.ifname = ifname
+                    series.labels = self._labels_of(switch, ifname, series.extra)
+                    series.key = (metric, ifname, series.extra)
+                    series.sample = None
+                raw, kind = vb.value, vb.kind
+                sample = series.sample
+                if sample is None or raw != series.raw or kind is not series.kind:
+                    value = raw
+                    if kind == COUNTER32:
+                        last_raw, offset = series.wrap
+                        if last_raw is not None and value < last_raw:
+                            if value + WRAP32 - last_raw < WRAP32 // 2:
+                                offset += WRAP32  # a wrap: keep counting up
+                            else:
+                                offset = 0  # a real reset (counters cleared): let it show as one
+                        series.wrap = (value, offset)
+                        value += offset
+                    series.raw, series.kind = raw, kind
+                    sample = series.sample = _new(KeptSample, (
+                        metric, series.labels, value * scale if scale != 1.0 else float(value)))
+                if metric in summed:
+                    key = series.key
+                    parts.append((key, sample[2], series.labels))
+                    acc = sums.get(key)
+                    if acc is None:
+                        sums[key] = [0.0 + sample[2], 1, series.labels]
+                    else:
+                        acc[0] += sample[2]
+                        acc[1] += 1
                 else:
-                    samples.append(Sample(metric, labels, value))
-        for (metric, label_items), (total, seen) in sums.items():
-            if seen == parts_per_metric[metric]:
-                samples.append(Sample(metric, dict(label_items), total))
+                    append(sample)
+            samples += col_samples
+            if state is not None:
+                state.values, state.kinds, state.wanted = values, kinds, self._wanted
+                state.samples, state.parts = col_samples, parts
+        for key, (total, seen, labels) in sums.items():
+            metric = key[0]
+            if seen == summed[metric]:
+                kept = self._sums.get(key)
+                if kept is None or kept[2] != total or kept[1] is not labels:
+                    kept = self._sums[key] = _new(KeptSample, (metric, labels, total))
+                samples.append(kept)
         return samples
+
+
+class _Mapped(NamedTuple):
+    """A walked column of a table this poll: its series and their varbinds, one for one, and the
+    column's state kept for the next poll (None: a varbind of it was no row)."""
+
+    col: Column
+    series: list[_Series]
+    vbs: list[Varbind]
+    state: _Column | None
+
+
+@dataclass(eq=False, slots=True)
+class _Column:
+    """A column's last poll: its OIDs and their series, and the samples it made from which raw
+    values and kinds under which interface selection (``wanted``: the collector's, by identity)."""
+
+    oids: list[tuple[int, ...]]
+    series: list[_Series]
+    ifindexes: set[int]
+    indexes: set[tuple[int, ...]]
+    values: list | None = None
+    kinds: list | None = None
+    wanted: dict[int, str] | None = None
+    samples: list[Sample] = field(default_factory=list)
+    #: (sum key, value, labels) the column added to summed metrics
+    parts: list[tuple[tuple, float, dict[str, str]]] = field(default_factory=list)
+
+
+@dataclass(eq=False, slots=True)
+class _Series:
+    """One row of one column across polls: its index and static mapping (metric None: a row the
+    table's where/split/cast leaves out), the labels it was last published under, the Counter32
+    wrap state ((last raw, 2^32 wraps added) while the agent stays up), its last raw value and sample."""
+
+    index: tuple[int, ...]
+    ifindex: int
+    metric: str | None
+    extra: tuple[tuple[str, str], ...]
+    ifname: str | None = None
+    labels: dict[str, str] | None = None
+    wrap: tuple[int | None, int] = (None, 0)
+    raw: Any = None
+    kind: str | None = None
+    sample: Sample | None = None
+    key: tuple = ()  # (metric, interface, extra labels): where a summed metric adds it
 
 
 __all__ = ["SnmpSwitchCollector", "SnmpSwitchOptions"]

@@ -167,28 +167,73 @@ def _pretty_octets(raw: bytes) -> str:
     return raw.decode("latin-1")
 
 
+#: OBJECT IDENTIFIER contents -> the decoded tuple. A poll meets the same OIDs poll after poll
+#: (every row of every column), so each is decoded once and handed out as the same tuple; bounded,
+#: started afresh when full (a hostile agent naming new OIDs gains nothing but a cleared cache).
+_OID_CACHE: dict[bytes, tuple[int, ...]] = {}
+_OID_CACHE_MAX = 1 << 17
+_new = tuple.__new__  # a Varbind from a tuple, without the NamedTuple's Python-level __new__
+
+
+def _cached_oid(data: bytes, pos: int, end: int) -> tuple[int, ...]:
+    chunk = data[pos:end]
+    oid = _OID_CACHE.get(chunk)
+    if oid is None:
+        oid = decode_oid(data, pos, end)
+        if len(_OID_CACHE) >= _OID_CACHE_MAX:
+            _OID_CACHE.clear()
+        _OID_CACHE[chunk] = oid
+    return oid
+
+
 def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
-    """A VarBindList's SEQUENCE starting at ``pos``, which must end exactly at ``end``."""
+    """A VarBindList's SEQUENCE starting at ``pos``, which must end exactly at ``end``.
+
+    One pass over the bytes: short-form lengths (every varbind of a counter table) are read inline,
+    long ones through ``_length``, with the same checks."""
     length, pos = _expect(data, pos, end, 0x30, "variable-bindings")
     if pos + length != end:
         raise BerError("bytes after variable-bindings")
     out: list[Varbind] = []
     append = out.append
     from_bytes = int.from_bytes
+    oid_cache = _OID_CACHE
+    vb_class = Varbind
     while pos < end:
         if data[pos] != 0x30:
             raise _bad_tag(data[pos], 0x30, "varbind")
-        vlen, pos = _length(data, pos + 1, end)
-        vend = pos + vlen
+        if pos + 1 < end and data[pos + 1] < 0x80:
+            vend = pos + 2 + data[pos + 1]
+            if vend > end:
+                raise BerError(f"truncated: {data[pos + 1]} octets announced, {end - pos - 2} present")
+            pos += 2
+        else:
+            vlen, pos = _length(data, pos + 1, end)
+            vend = pos + vlen
         if pos >= vend or data[pos] != 0x06:
             raise BerError("varbind: name missing" if pos >= vend else f"varbind: name tag 0x{data[pos]:02x}")
-        olen, pos = _length(data, pos + 1, vend)
-        oid = decode_oid(data, pos, pos + olen)
-        pos += olen
+        if pos + 1 < vend and data[pos + 1] < 0x80:
+            oend = pos + 2 + data[pos + 1]
+            if oend > vend:
+                raise BerError(f"truncated: {data[pos + 1]} octets announced, {vend - pos - 2} present")
+            pos += 2
+        else:
+            olen, pos = _length(data, pos + 1, vend)
+            oend = pos + olen
+        oid = oid_cache.get(data[pos:oend])
+        if oid is None:
+            oid = _cached_oid(data, pos, oend)
+        pos = oend
         if pos >= vend:
             raise BerError(f"varbind {'.'.join(map(str, oid))}: value missing")
         tag = data[pos]
-        length, pos = _length(data, pos + 1, vend)
+        if pos + 1 < vend and data[pos + 1] < 0x80:
+            length = data[pos + 1]
+            pos += 2
+            if pos + length > vend:
+                raise BerError(f"truncated: {length} octets announced, {vend - pos} present")
+        else:
+            length, pos = _length(data, pos + 1, vend)
         if pos + length != vend:
             raise BerError(f"varbind {'.'.join(map(str, oid))}: bytes after the value")
         if tag == 0x46 or tag == 0x41 or tag == 0x42 or tag == 0x43 or tag == 0x02:
@@ -198,12 +243,12 @@ def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
             if tag == 0x02:
                 if value < _INT32_MIN or value > _INT32_MAX:
                     raise BerError(f"Integer32 {value} out of range")
-                append(Varbind(oid, INTEGER, value))
+                append(_new(vb_class, (oid, INTEGER, value)))
             elif value < 0 or value > (_UINT64_MAX if tag == 0x46 else _UINT32_MAX):
                 raise BerError(f"value {value} out of range for tag 0x{tag:02x}")
             else:
-                append(Varbind(oid, COUNTER64 if tag == 0x46 else COUNTER32 if tag == 0x41
-                               else GAUGE if tag == 0x42 else TIMETICKS, value))
+                append(_new(vb_class, (oid, COUNTER64 if tag == 0x46 else COUNTER32 if tag == 0x41
+                                       else GAUGE if tag == 0x42 else TIMETICKS, value)))
         elif tag == 0x04:
             if length > _MAX_OCTET_STRING:
                 raise BerError(f"OCTET STRING of {length} octets")

@@ -7,9 +7,14 @@ never returned as if it were the whole table.
 
 from __future__ import annotations
 
+from itertools import islice
+from operator import itemgetter, lt
+
 from ..errors import PollError, PollTimeoutError
 from .base import ReadBudget
 from .snmp_ber import END_OF_MIB_VIEW, EXCEPTIONS, Varbind
+
+_OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
 
 #: a walk longer than this is a looping or misbehaving agent, not a table
 MAX_WALK_VARBINDS = 2_000_000
@@ -33,10 +38,10 @@ def parse_oid(text: str) -> tuple[int, ...]:
 def response_size(vbs: list[Varbind]) -> int:
     """About the bytes these varbinds took on the wire: their OIDs' arcs, their values, 4 of framing
     each. Both request paths charge the same figure against the poll's ReadBudget."""
-    size = 0
-    for vb in vbs:
-        value = vb.value
-        size += len(vb.oid) + 4 + (len(value) if isinstance(value, (bytes, str)) else 9)
+    size = sum(map(len, map(_OID, vbs))) + 13 * len(vbs)  # 4 of framing, 9 for a number (or none)
+    for value in map(_VALUE, vbs):
+        if value.__class__ is not int and isinstance(value, (bytes, str)):
+            size += len(value) - 9
     return size
 
 
@@ -149,7 +154,17 @@ class SnmpSessionBase:
                 e.args = (f"{e.args[0]} (table incomplete: cut off after {len(out)} varbinds)",)
                 raise
             # Every answer must move the walk on (a strictly greater OID) or end it: anything else
-            # would re-send the same GETBULK until the deadline.
+            # would re-send the same GETBULK until the deadline. A page wholly inside the subtree
+            # (its OIDs strictly increasing from past ``current``, the last one under ``root``, so
+            # every one between is under it too) and without exceptions is taken whole, its checks
+            # done by C loops; any other page goes varbind by varbind below, which says what is wrong.
+            oids = list(map(_OID, vbs))
+            if (current < oids[0] and oids[-1][:n] == root and EXCEPTIONS.isdisjoint(map(_KIND, vbs))
+                    and all(map(lt, oids, islice(oids, 1, None)))):
+                out += vbs
+                self.varbinds += len(vbs)
+                current = oids[-1]
+                vbs = ()
             for vb in vbs:
                 oid = vb.oid
                 if oid[:n] != root or vb.kind == END_OF_MIB_VIEW:
