@@ -33,6 +33,9 @@ MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in 
 # a fabric of 100 ports already cost 10 s a query, 40k ports would be hours and past
 # --query.max-samples (50M). Above the budget the aggregate is read at a coarser step.
 PORT_POINTS_BUDGET = 1_000_000
+# Series a range query fetches in full after an instant query picked them (moved, reset, born in the
+# window): more than this and the selector is not narrowed (the matchers would be as long as a query).
+NARROW_MAX_SERIES = 500
 UTIL_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 WORST_PAIRS = 5
 # Error counters a stability figure sums: IB receive/link errors and symbol errors, switch interface
@@ -145,6 +148,38 @@ class Collector:
     def rng(self, expr: str, step: float | None = None) -> list[Series]:
         return self.c.query_range(expr, self.w.start, self.w.end, step or self.w.step)
 
+    def narrowed(self, sel: str, which: str) -> str | None:
+        """``sel`` narrowed to the series the instant query ``which`` (evaluated at the window's end)
+        returns, by matchers on their label values; None when it returns none, ``sel`` unchanged when
+        it returns more than NARROW_MAX_SERIES. A range query's cost is series x steps whatever it
+        filters afterwards: link flaps, resets and series born in the window are a few of tens of
+        thousands of ports. The matchers may also match a few other series (a cross product of
+        values): callers must not count a series that did not move."""
+        found = self.c.query(which, self.w.end)
+        if not found:
+            return None
+        if len(found) > NARROW_MAX_SERIES:
+            return sel
+        values: dict[str, set[str]] = defaultdict(set)
+        for s in found:
+            for k, v in s.labels.items():
+                if k != "__name__":
+                    values[k].add(v)
+        matchers = ",".join(f'{k}=~"{"|".join(quote(v, regex=True)[1:-1] for v in sorted(vs))}"'
+                            for k, vs in sorted(values.items()))
+        if not matchers:
+            return sel
+        return f"{sel[:-1]},{matchers}}}" if sel.endswith("}") else f"{{{matchers}}}"
+
+    def moved(self, metric: str, sel: str) -> list[Series]:
+        """Every step of the series of ``metric`` that changed in the window (and perhaps a few that
+        did not: see ``narrowed``)."""
+        w = self.w
+        only = self.narrowed(sel, f"changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0")
+        if only is None:
+            return []
+        return self.rng(f"{metric}{only} and changes({metric}{only}[{w.range}] @ {w.end:.3f}) > 0")
+
     def count_now(self, expr: str) -> int:
         """How many series ``expr`` has at the window's end (a cheap instant query: no range)."""
         return int(sum(s.samples[0][1] for s in self.c.query(f"count({expr})", self.w.end)))
@@ -166,13 +201,22 @@ class Collector:
         The value at the start is the last sample in the hour up to it, not ``x @ start``: a series that
         missed scrapes around the start (a staleness marker) would otherwise look born in the window."""
         w, total, seen = self.w, 0.0, False
-        for metric in metrics:
+        def parts(sel):
             last = f"last_over_time({metric}{sel}[{w.range}] @ {w.end:.3f})"
             first = f"last_over_time({metric}{sel}[1h] @ {w.start:.3f})"
             reset = f"resets({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
+            return last, first, reset
+
+        for metric in metrics:
+            last, first, reset = parts(sel)
             for s in self.c.query(f"sum(({last} - {first}) unless {reset})", w.end):
                 total, seen = total + s.samples[0][1], True
-            for s in self.rng(f"{metric}{sel} unless ({first} unless {reset})"):
+            # the others, fetched in full: only the series an instant query finds
+            others = self.narrowed(sel, f"{last} unless ({first} unless {reset})")
+            if others is None:
+                continue
+            _, first, reset = parts(others)
+            for s in self.rng(f"{metric}{others} unless ({first} unless {reset})"):
                 total, seen = total + ep.counter_increase(s.samples), True
         return int(round(total)) if seen else None
 
@@ -315,11 +359,9 @@ class Collector:
         the IB focus set's, when that metric exists): exact whole counts (``counted``, the report's
         ``increase()`` without extrapolation), None when the fabric has no such series; and the
         ports with the most, per signal."""
-        w = self.w
         by_port: dict[tuple[str, str], float] = {}
         for metric in BURST_COUNTERS:
-            changed = f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
-            for s in self.rng(changed):
+            for s in self.moved(metric, sel):
                 n = ep.counter_increase(s.samples)
                 if n > 0:
                     key = (port_name(s.labels), s.labels.get("signal", "xmit_wait"))
@@ -338,22 +380,20 @@ class Collector:
         downs_by_port: dict[str, float] = {}
         down_times: list[float] = []
         for metric in ("fabric_ib_link_downed_total", "fabric_roce_nic_link_down_events_total"):
-            for s in self.rng(f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"):
+            for s in self.moved(metric, sel):
                 n = ep.counter_increase(s.samples)
                 if n > 0:
                     key = port_name(s.labels)
                     downs_by_port[key] = downs_by_port.get(key, 0) + n
                     down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if b != a]
         # IB links the topology expects up going down (ibsim, and some firmware, never count LinkDowned)
-        unexpected = f"fabric_ib_port_link_down_unexpected{sel}"
-        for s in self.rng(f"{unexpected} and changes({unexpected}[{w.range}] @ {w.end:.3f}) > 0"):
+        for s in self.moved("fabric_ib_port_link_down_unexpected", sel):
             n = ep.state_changes(s.samples, up=0.0)
             key = port_name(s.labels)
             if n and n > downs_by_port.get(key, 0):  # the same event may also be in LinkDowned
                 downs_by_port[key] = n
                 down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 0 and b != 0]
-        oper = f"fabric_roce_switch_if_oper_status{sel}"
-        for s in self.rng(f"{oper} and changes({oper}[{w.range}] @ {w.end:.3f}) > 0"):
+        for s in self.moved("fabric_roce_switch_if_oper_status", sel):
             n = ep.state_changes(s.samples)
             if n:
                 downs_by_port[port_name(s.labels)] = n
