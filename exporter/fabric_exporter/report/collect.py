@@ -28,11 +28,11 @@ from .prom import PrometheusClient, Series
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in a range query
 # Port-points (ports x steps) one aggregate over every port may ask for. Prometheus evaluates such a
-# range query step by step over every port (vector matching included), ~1-8 us a port-point on a
+# range query step by step over every port (vector matching included), 2-20 us a port-point on a
 # shared 2-core machine (bench/bench_report_scale.py): over a week at the rules' step (~10k points)
-# a fabric of 100 ports already cost 10 s a query, 40k ports would be hours and past
+# a fabric of 100 ports already cost 10-20 s a utilisation query, 40k ports would be hours and past
 # --query.max-samples (50M). Above the budget the aggregate is read at a coarser step.
-PORT_POINTS_BUDGET = 1_000_000
+PORT_POINTS_BUDGET = 250_000
 # Series a range query fetches in full after an instant query picked them (moved, reset, born in the
 # window): more than this and the selector is not narrowed (the matchers would be as long as a query).
 NARROW_MAX_SERIES = 500
