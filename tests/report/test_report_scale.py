@@ -102,3 +102,13 @@ def test_the_coarse_report_finds_what_was_planted(cluster_prometheus, tmp_path, 
     assert ib_ports * (HALF_DAY / coarse["fabrics"]["ib"]["throughput"]["link_utilisation_step_seconds"] + 1) \
         <= 5 * 721
     assert any("many ports" in n for n in coarse["generated"]["notes"])
+
+
+def test_the_narrowing_selector_matches_each_series_found():
+    sel = collect.narrowing_selector('{job="fabric-exporter",fabric="ib"}', [
+        {"__name__": "m", "node_guid": "0x1", "port": "2", "node_name": 'leaf (a|b) "x"'},
+        {"node_guid": "0x2", "port": "1"}])
+    # a label one lacks also matches "", regex metacharacters and quotes are escaped
+    assert sel == ('{job="fabric-exporter",fabric="ib",node_guid=~"0x1|0x2",'
+                   'node_name=~"|leaf \\\\(a\\\\|b\\\\) \\"x\\"",port=~"1|2"}')
+    assert collect.narrowing_selector('{job="x"}', [{}]) == '{job="x"}'

@@ -119,6 +119,24 @@ def aggregate_step(window: Window, ports: int, budget: int | None = None) -> flo
     return float(window.step * math.ceil(wanted / window.step))
 
 
+def narrowing_selector(sel: str, label_sets: list[dict]) -> str:
+    """``sel`` with a regex matcher per label of ``label_sets`` (their values, "" where one lacks the
+    label): it matches each of them (and perhaps a few others, a cross product of values)."""
+    values: dict[str, set[str]] = defaultdict(set)
+    for labels in label_sets:
+        for k, v in labels.items():
+            if k != "__name__":
+                values[k].add(v)
+    for labels in label_sets:  # a label some of them lack: "" matches the lacking ones
+        for k in values.keys() - labels.keys():
+            values[k].add("")
+    matchers = ",".join(f'{k}=~"{"|".join(quote(v, regex=True)[1:-1] for v in sorted(vs))}"'
+                        for k, vs in sorted(values.items()))
+    if not matchers:
+        return sel
+    return f"{sel[:-1]},{matchers}}}" if sel.endswith("}") else f"{{{matchers}}}"
+
+
 def steps_at(start: float, end: float, step: float) -> int:
     """How many evaluations a subquery ``[end - start:step] @ end`` makes: Prometheus aligns them to
     multiples of the step, within the range (both ends included)."""
@@ -160,16 +178,7 @@ class Collector:
             return None
         if len(found) > NARROW_MAX_SERIES:
             return sel
-        values: dict[str, set[str]] = defaultdict(set)
-        for s in found:
-            for k, v in s.labels.items():
-                if k != "__name__":
-                    values[k].add(v)
-        matchers = ",".join(f'{k}=~"{"|".join(quote(v, regex=True)[1:-1] for v in sorted(vs))}"'
-                            for k, vs in sorted(values.items()))
-        if not matchers:
-            return sel
-        return f"{sel[:-1]},{matchers}}}" if sel.endswith("}") else f"{{{matchers}}}"
+        return narrowing_selector(sel, [s.labels for s in found])
 
     def moved(self, metric: str, sel: str) -> list[Series]:
         """Every step of the series of ``metric`` that changed in the window (and perhaps a few that
