@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,7 +44,7 @@ def _du_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
-def one_size(scale: float, days: float, interval: int, codes: list[str], runs: int, keep: bool = False) -> list[dict]:
+def one_size(scale: float, days: float, interval: int, codes: list[str], runs: int) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
         work = Path(tmp)
@@ -102,8 +102,6 @@ def one_size(scale: float, days: float, interval: int, codes: list[str], runs: i
             prom.stop()
         for row in rows:
             row["prometheus_peak_rss_mb"] = round(prom_rss)
-        if keep:
-            shutil.copytree(work / "data", f"/tmp/report-scale-data-{scale}")
     return rows
 
 
@@ -117,6 +115,8 @@ def main() -> None:
                    help="a fabric_exporter package's parent dir (repeatable; default this checkout's exporter/)")
     a = p.parse_args()
     assert PROMETHEUS
+    # killed: stop Prometheus and delete the temp dir on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     codes = a.code or [str(ROOT / "exporter")]
     rows = []
     for scale in (float(s) for s in a.scales.split(",")):
