@@ -42,11 +42,12 @@ def cluster_prometheus(tmp_path_factory):
         prom.stop()
 
 
-def _report(prom, cluster, out):
+def _report(prom, cluster, out, late: float = 30):
+    """The report over the 12 h up to ``late`` seconds after the data's last sample."""
     p = argparse.ArgumentParser()
     report_main.add_arguments(p)
     args = p.parse_args(["--prometheus-url", prom.base, "--since", "12h", "--out", str(out), "--timeout", "120"])
-    return report_main.build(args, now=float(cluster.end + 30))
+    return report_main.build(args, now=float(cluster.end + late))
 
 
 def _found(summary) -> dict:
@@ -73,7 +74,8 @@ def test_the_coarse_report_finds_what_was_planted(cluster_prometheus, tmp_path, 
     ib_ports = cluster.hcas + cluster.ib_switches * cluster.ib_switch_ports
     # small enough that every aggregate over ports (>= 8 here) is read at a coarser step
     monkeypatch.setattr(collect, "PORT_POINTS_BUDGET", 5 * 721)
-    coarse = _report(prom, cluster, tmp_path / "coarse")
+    # 10 minutes after the data stopped (past the 5 m lookback): the port counts still see the ports
+    coarse = _report(prom, cluster, tmp_path / "coarse", late=600)
 
     assert _found(fine) == cluster.planted, _found(fine)
     assert _found(coarse) == cluster.planted, _found(coarse)

@@ -190,8 +190,12 @@ class Collector:
         return self.rng(f"{metric}{only} and changes({metric}{only}[{w.range}] @ {w.end:.3f}) > 0")
 
     def count_now(self, expr: str) -> int:
-        """How many series ``expr`` has at the window's end (a cheap instant query: no range)."""
-        return int(sum(s.samples[0][1] for s in self.c.query(f"count({expr})", self.w.end)))
+        """How many series ``expr`` has at once, at most, over 16 instants of the window (cheap: no
+        range selector over the window; the data may end long before the window does)."""
+        w = self.w
+        every = max(1, int(w.seconds // 16))
+        found = self.c.query(f"max_over_time(count({expr})[{w.range}:{every}s] @ {w.end:.3f})", w.end)
+        return int(sum(s.samples[0][1] for s in found))
 
     def coarse(self, ports: int) -> tuple[float, str]:
         """(step, rate window) of an aggregate over ``ports`` series: within the budget, and a rate
