@@ -277,7 +277,8 @@ class Collector:
                 f"(fabric_roce_switch_if_speed_bytes_per_second{sel} > 0))")
         # Utilisation is a distribution over port-samples of the rate_window rate: with many ports it
         # is sampled at a coarser step (still rate_window rates, fewer instants).
-        links = self.fsel(name, '__name__=~"fabric_ib_port_rate_bytes_per_second|fabric_roce_switch_if_speed_bytes_per_second"')
+        links = self.fsel(name, '__name__=~"fabric_ib_port_rate_bytes_per_second|'
+                                'fabric_roce_switch_if_speed_bytes_per_second"')
         util_step = aggregate_step(self.w, self.count_now(f"{links} > 0"))
         quantiles = {q: _values(_sum_by_time(self.rng(f"quantile({q}, {util})", util_step))) for q in (0.5, 0.99)}
         peak = _values(_sum_by_time(self.rng(f"max({util})", util_step)))

@@ -175,7 +175,8 @@ def _coarse_notes(reports, step: float) -> list[str]:
         if (host or step) > step or (util or step) > step:
             notes.append(f"{r.name}: many ports, so host transmit is averaged over {host:g} s steps and link "
                          f"utilisation sampled every {util:g} s (ports x points per query within "
-                         f"{collect.PORT_POINTS_BUDGET:,}; Prometheus evaluates such queries port by port, step by step)")
+                         f"{collect.PORT_POINTS_BUDGET:,}; Prometheus evaluates such queries port by port, "
+                         "step by step)")
     return notes
 
 
