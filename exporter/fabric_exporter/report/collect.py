@@ -27,6 +27,15 @@ from .ports import port_name
 from .prom import PrometheusClient, Series
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in a range query
+# Port-points (ports x steps) one aggregate over every port may ask for. Prometheus evaluates such a
+# range query step by step over every port (vector matching included), 2-20 us a port-point on a
+# shared 2-core machine (bench/bench_report_scale.py): over a week at the rules' step (~10k points)
+# a fabric of 100 ports already cost 10-20 s a utilisation query, 40k ports would be hours and past
+# --query.max-samples (50M). Above the budget the aggregate is read at a coarser step.
+PORT_POINTS_BUDGET = 250_000
+# Series a range query fetches in full after an instant query picked them (moved, reset, born in the
+# window): more than this and the selector is not narrowed (the matchers would be as long as a query).
+NARROW_MAX_SERIES = 500
 UTIL_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 WORST_PAIRS = 5
 # Error counters a stability figure sums: IB receive/link errors and symbol errors, switch interface
@@ -99,6 +108,42 @@ def choose_step(window_seconds: float, interval: float) -> float:
     return float(math.ceil(step))
 
 
+def aggregate_step(window: Window, ports: int, budget: int | None = None) -> float:
+    """Step of a range query that aggregates over ``ports`` series: the window's step, or coarser (a
+    whole multiple of it) so that ports x points stays within ``budget`` (PORT_POINTS_BUDGET)."""
+    budget = budget or PORT_POINTS_BUDGET
+    points = window.seconds / window.step + 1
+    if ports * points <= budget:
+        return window.step
+    wanted = window.seconds / max(1.0, budget / max(ports, 1) - 1)
+    return float(window.step * math.ceil(wanted / window.step))
+
+
+def narrowing_selector(sel: str, label_sets: list[dict]) -> str:
+    """``sel`` with a regex matcher per label of ``label_sets`` (their values, "" where one lacks the
+    label): it matches each of them (and perhaps a few others, a cross product of values)."""
+    values: dict[str, set[str]] = defaultdict(set)
+    for labels in label_sets:
+        for k, v in labels.items():
+            if k != "__name__":
+                values[k].add(v)
+    for labels in label_sets:  # a label some of them lack: "" matches the lacking ones
+        for k in values.keys() - labels.keys():
+            values[k].add("")
+    matchers = ",".join(f'{k}=~"{"|".join(quote(v, regex=True)[1:-1] for v in sorted(vs))}"'
+                        for k, vs in sorted(values.items()))
+    if not matchers:
+        return sel
+    return f"{sel[:-1]},{matchers}}}" if sel.endswith("}") else f"{{{matchers}}}"
+
+
+def steps_at(start: float, end: float, step: float) -> int:
+    """How many evaluations a subquery ``[end - start:step] @ end`` makes: Prometheus aligns them to
+    multiples of the step, within the range (both ends included)."""
+    first = math.ceil(start / step) * step
+    return int(math.floor((end - first) / step + 1e-9)) + 1 if first <= end else 0
+
+
 # The collectors that measure a fabric; a scheduler target (slurm_jobs) has a fabric label too, but
 # no ports: it is not a fabric of the report.
 FABRIC_COLLECTORS = ("infiniband", "roce_nic", "snmp_switch", "switch_cli", "gnmi_switch", "latency_probe")
@@ -118,8 +163,45 @@ class Collector:
     def fsel(self, fabric: str, extra: str = "") -> str:
         return self.s.sel(",".join(x for x in (f"fabric={quote(fabric)}", extra) if x))
 
-    def rng(self, expr: str) -> list[Series]:
-        return self.c.query_range(expr, self.w.start, self.w.end, self.w.step)
+    def rng(self, expr: str, step: float | None = None) -> list[Series]:
+        return self.c.query_range(expr, self.w.start, self.w.end, step or self.w.step)
+
+    def narrowed(self, sel: str, which: str) -> str | None:
+        """``sel`` narrowed to the series the instant query ``which`` (evaluated at the window's end)
+        returns, by matchers on their label values; None when it returns none, ``sel`` unchanged when
+        it returns more than NARROW_MAX_SERIES. A range query's cost is series x steps whatever it
+        filters afterwards: link flaps, resets and series born in the window are a few of tens of
+        thousands of ports. The matchers may also match a few other series (a cross product of
+        values): callers must not count a series that did not move."""
+        found = self.c.query(which, self.w.end)
+        if not found:
+            return None
+        if len(found) > NARROW_MAX_SERIES:
+            return sel
+        return narrowing_selector(sel, [s.labels for s in found])
+
+    def moved(self, metric: str, sel: str) -> list[Series]:
+        """Every step of the series of ``metric`` that changed in the window (and perhaps a few that
+        did not: see ``narrowed``)."""
+        w = self.w
+        only = self.narrowed(sel, f"changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0")
+        if only is None:
+            return []
+        return self.rng(f"{metric}{only} and changes({metric}{only}[{w.range}] @ {w.end:.3f}) > 0")
+
+    def count_now(self, expr: str) -> int:
+        """How many series ``expr`` has at once, at most, over 16 instants of the window (cheap: no
+        range selector over the window; the data may end long before the window does)."""
+        w = self.w
+        every = max(1, int(w.seconds // 16))
+        found = self.c.query(f"max_over_time(count({expr})[{w.range}:{every}s] @ {w.end:.3f})", w.end)
+        return int(sum(s.samples[0][1] for s in found))
+
+    def coarse(self, ports: int) -> tuple[float, str]:
+        """(step, rate window) of an aggregate over ``ports`` series: within the budget, and a rate
+        window at least as long as the step, so the windows tile the time (a mean stays exact)."""
+        step = aggregate_step(self.w, ports)
+        return step, self.rw if step == self.w.step else f"{int(step)}s"
 
     def counted(self, metrics, sel: str) -> int | None:
         """Events the counters counted in the window, as a whole number (``increase()`` extrapolates to
@@ -132,13 +214,22 @@ class Collector:
         The value at the start is the last sample in the hour up to it, not ``x @ start``: a series that
         missed scrapes around the start (a staleness marker) would otherwise look born in the window."""
         w, total, seen = self.w, 0.0, False
-        for metric in metrics:
+        def parts(sel):
             last = f"last_over_time({metric}{sel}[{w.range}] @ {w.end:.3f})"
             first = f"last_over_time({metric}{sel}[1h] @ {w.start:.3f})"
             reset = f"resets({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
+            return last, first, reset
+
+        for metric in metrics:
+            last, first, reset = parts(sel)
             for s in self.c.query(f"sum(({last} - {first}) unless {reset})", w.end):
                 total, seen = total + s.samples[0][1], True
-            for s in self.rng(f"{metric}{sel} unless ({first} unless {reset})"):
+            # the others, fetched in full: only the series an instant query finds
+            others = self.narrowed(sel, f"{last} unless ({first} unless {reset})")
+            if others is None:
+                continue
+            _, first, reset = parts(others)
+            for s in self.rng(f"{metric}{others} unless ({first} unless {reset})"):
                 total, seen = total + ep.counter_increase(s.samples), True
         return int(round(total)) if seen else None
 
@@ -170,21 +261,34 @@ class Collector:
         ca = self.fsel(name, 'node_type="ca"')
         nics = self.fsel(name, 'host!=""')
         # Host adapter ports: IB ports of CA nodes (HCAs), RoCE NIC ports; per step, the ports with a rate.
-        port_tx = (f"rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}])"
+        # Many ports: a coarser step whose rate windows tile the window (the mean stays exact, the
+        # peak is the peak of step averages).
+        hosts = self.count_now(f"fabric_ib_port_data_transmitted_bytes_total{sel}") \
+            + self.count_now(f"fabric_roce_tx_bytes_total{nics}")
+        host_step, host_rw = self.coarse(hosts)
+        port_tx = (f"rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{host_rw}])"
                    f" and on (fabric, node_guid) fabric_ib_node_info{ca}",
-                   f"rate(fabric_roce_tx_bytes_total{nics}[{rw}])")
-        host_tx = _sum_by_time([x for e in port_tx for x in self.rng(f"sum({e})")])
-        adapters = dict(_sum_by_time([x for e in port_tx for x in self.rng(f"count({e})")]))
+                   f"rate(fabric_roce_tx_bytes_total{nics}[{host_rw}])")
+        host_tx = _sum_by_time([x for e in port_tx for x in self.rng(f"sum({e})", host_step)])
+        adapters = dict(_sum_by_time([x for e in port_tx for x in self.rng(f"count({e})", host_step)]))
         per_adapter = [(t, v / adapters[t]) for t, v in host_tx if adapters.get(t)]
         util = (f"(rate(fabric_ib_port_data_transmitted_bytes_total{sel}[{rw}]) / (fabric_ib_port_rate_bytes_per_second{sel} > 0))"
                 f" or (rate(fabric_roce_tx_bytes_total{sel}[{rw}]) / "
                 f"(fabric_roce_switch_if_speed_bytes_per_second{sel} > 0))")
-        quantiles = {q: _values(_sum_by_time(self.rng(f"quantile({q}, {util})"))) for q in (0.5, 0.99)}
-        peak = _values(_sum_by_time(self.rng(f"max({util})")))
-        hist = []
-        for lo, hi in zip(UTIL_BINS, UTIL_BINS[1:]):
-            upper = f"< {hi}" if hi < 1 else ""  # the last bin takes everything from 0.9 up (rates overshoot)
-            hist.append(sum(_values(_sum_by_time(self.rng(f"count(({util}) >= {lo} {upper})")))))
+        # Utilisation is a distribution over port-samples of the rate_window rate: with many ports it
+        # is sampled at a coarser step (still rate_window rates, fewer instants).
+        links = self.fsel(name, '__name__=~"fabric_ib_port_rate_bytes_per_second|'
+                                'fabric_roce_switch_if_speed_bytes_per_second"')
+        util_step = aggregate_step(self.w, self.count_now(f"{links} > 0"))
+        quantiles = {q: _values(_sum_by_time(self.rng(f"quantile({q}, {util})", util_step))) for q in (0.5, 0.99)}
+        peak = _values(_sum_by_time(self.rng(f"max({util})", util_step)))
+        # One query for the histogram: each port-sample's bin index, 0..9 (the last bin takes
+        # everything from 0.9 up: rates overshoot), counted per step.
+        hist = [0] * (len(UTIL_BINS) - 1)
+        for s in self.rng(f'count_values("bin", clamp_max(floor(({util}) * 10), 9))', util_step):
+            b = s.labels.get("bin", "")
+            if b.lstrip("-").isdigit() and 0 <= int(b) < len(hist):
+                hist[int(b)] += sum(_values(s.samples))
         values, each = _values(host_tx), _values(per_adapter)
         figures = {
             "host_transmit_mean_bytes_per_second": _round(statistics.fmean(values)) if values else None,
@@ -198,6 +302,8 @@ class Collector:
             "link_utilisation_histogram_port_samples": dict(
                 (f"{lo:.1f}-{hi:.1f}", int(n)) for lo, hi, n in zip(UTIL_BINS, UTIL_BINS[1:], hist)),
         }
+        figures["host_transmit_step_seconds"] = host_step
+        figures["link_utilisation_step_seconds"] = util_step
         return figures, {"host_tx": host_tx, "per_adapter": per_adapter, "hist": hist}
 
     def latency(self, name: str, sel: str):
@@ -267,11 +373,9 @@ class Collector:
         the IB focus set's, when that metric exists): exact whole counts (``counted``, the report's
         ``increase()`` without extrapolation), None when the fabric has no such series; and the
         ports with the most, per signal."""
-        w = self.w
         by_port: dict[tuple[str, str], float] = {}
         for metric in BURST_COUNTERS:
-            changed = f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"
-            for s in self.rng(changed):
+            for s in self.moved(metric, sel):
                 n = ep.counter_increase(s.samples)
                 if n > 0:
                     key = (port_name(s.labels), s.labels.get("signal", "xmit_wait"))
@@ -290,28 +394,29 @@ class Collector:
         downs_by_port: dict[str, float] = {}
         down_times: list[float] = []
         for metric in ("fabric_ib_link_downed_total", "fabric_roce_nic_link_down_events_total"):
-            for s in self.rng(f"{metric}{sel} and changes({metric}{sel}[{w.range}] @ {w.end:.3f}) > 0"):
+            for s in self.moved(metric, sel):
                 n = ep.counter_increase(s.samples)
                 if n > 0:
                     key = port_name(s.labels)
                     downs_by_port[key] = downs_by_port.get(key, 0) + n
                     down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if b != a]
         # IB links the topology expects up going down (ibsim, and some firmware, never count LinkDowned)
-        unexpected = f"fabric_ib_port_link_down_unexpected{sel}"
-        for s in self.rng(f"{unexpected} and changes({unexpected}[{w.range}] @ {w.end:.3f}) > 0"):
+        for s in self.moved("fabric_ib_port_link_down_unexpected", sel):
             n = ep.state_changes(s.samples, up=0.0)
             key = port_name(s.labels)
             if n and n > downs_by_port.get(key, 0):  # the same event may also be in LinkDowned
                 downs_by_port[key] = n
                 down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 0 and b != 0]
-        oper = f"fabric_roce_switch_if_oper_status{sel}"
-        for s in self.rng(f"{oper} and changes({oper}[{w.range}] @ {w.end:.3f}) > 0"):
+        for s in self.moved("fabric_roce_switch_if_oper_status", sel):
             n = ep.state_changes(s.samples)
             if n:
                 downs_by_port[port_name(s.labels)] = n
                 down_times += [t for (_, a), (t, b) in zip(s.samples, s.samples[1:]) if a == 1 and b != 1]
+        # Many ports: a coarser step whose rate windows tile the window (the mean rate stays exact).
+        # (One query per counter: rate() drops the names, and two counters of a port would collide.)
+        error_step, error_rw = self.coarse(max(self.count_now(f"{m}{sel}") for m in ERROR_COUNTERS))
         errors = _sum_by_time(
-            [x for m in ERROR_COUNTERS for x in self.rng(f"sum(rate({m}{sel}[{rw}]))")])
+            [x for m in ERROR_COUNTERS for x in self.rng(f"sum(rate({m}{sel}[{error_rw}]))", error_step)])
         error_total = self.counted(ERROR_COUNTERS, sel)
         clients = self.fsel(name, 'role="client"')
         probes = self.counted(("fabric_rdma_latency_probes_total",), clients)
@@ -343,11 +448,17 @@ class Collector:
         return figures, {"errors": errors, "loss": loss, "down_times": sorted(down_times), "storm": storm_alert}
 
     def completeness(self, name: str, sel: str):
+        # Per target, the steps at which it was up and fresh, counted in Prometheus (one number per
+        # target, not every target's every step: thousands of targets x 10k steps is ~0.5 GB of JSON).
+        w = self.w
         targets = []
-        for s in self.rng(f"fabric_up{sel}"):
+        expected = steps_at(w.start, w.end, w.step)
+        fresh = f"sum_over_time((fabric_up{sel} == bool 1)[{w.range}:{int(w.step)}s] @ {w.end:.3f})"
+        for s in self.c.query(fresh, w.end):
+            good = s.samples[0][1] if s.samples else 0.0
             targets.append({"group": s.labels.get("group", ""), "host": s.labels.get("host", ""),
                             "collector": s.labels.get("collector", ""),
-                            "fresh_ratio": _round(ep.fresh_ratio(s.samples, self.w.start, self.w.end, self.w.step), 4)})
+                            "fresh_ratio": _round(min(1.0, good / expected) if expected else 0.0, 4)})
         targets.sort(key=lambda t: (t["fresh_ratio"], t["group"], t["host"]))
         ratios = [t["fresh_ratio"] for t in targets]
         figures = {"targets_count": len(targets),

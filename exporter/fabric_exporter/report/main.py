@@ -141,7 +141,8 @@ def build(args, now: float | None = None) -> dict:
     summary["generated"] = {"version": __version__, "elapsed_seconds": round(meta["elapsed_seconds"], 2),
                             "prometheus_queries_count": client.queries,
                             "non_finite_samples_skipped_count": client.non_finite_samples,
-                            "notes": _notes(client, step, interval, args.step, collect.MAX_POINTS)}
+                            "notes": _notes(client, step, interval, args.step, collect.MAX_POINTS)
+                            + _coarse_notes(reports, step)}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2, sort_keys=True)
@@ -160,6 +161,22 @@ def _notes(client: PrometheusClient, step: float, interval: float, asked_step: f
                      f"{max_points} points over this window (episodes shorter than a step are not resolved)")
     if client.non_finite_samples:
         notes.append(f"{client.non_finite_samples} NaN/±Inf samples from Prometheus left out (gaps)")
+    return notes
+
+
+def _coarse_notes(reports, step: float) -> list[str]:
+    """Fabrics whose per-port aggregates were read at a coarser step than the report's (many ports)."""
+    from . import collect
+
+    notes = []
+    for r in reports:
+        t = r.figures["throughput"]
+        host, util = t.get("host_transmit_step_seconds"), t.get("link_utilisation_step_seconds")
+        if (host or step) > step or (util or step) > step:
+            notes.append(f"{r.name}: many ports, so host transmit is averaged over {host:g} s steps and link "
+                         f"utilisation sampled every {util:g} s (ports x points per query within "
+                         f"{collect.PORT_POINTS_BUDGET:,}; Prometheus evaluates such queries port by port, "
+                         "step by step)")
     return notes
 
 
