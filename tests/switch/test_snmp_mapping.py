@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fabric_exporter.collectors import PollContext
 from fabric_exporter.collectors.snmp_modules import MODULES
 from fabric_exporter.collectors.snmp_switch import SnmpSwitchCollector
-from fabric_exporter.config_loader import parse_config
+from fabric_exporter.config.loader import parse_config
 from fabric_exporter.errors import PollError
 from fabric_exporter.transport.snmp import COUNTER32, COUNTER64, GAUGE, INTEGER, STRING, Varbind
 
