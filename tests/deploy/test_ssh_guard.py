@@ -223,13 +223,7 @@ def test_roce_nic_collector_polls_through_the_guard(guarded_roce_host):
            "targets": [group("gpu", [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}])]}
     poller = Poller(raw)
 
-    async def scenario():
-        try:
-            return await poller.poll()
-        finally:
-            await poller.close()
-
-    states, samples = run(scenario())
+    states, samples = run(poller.poll_once())
     assert states["gpu-001"].state == "ok", states["gpu-001"].last_error
     port = model.ports[0]
     labels = {"fabric": "f1", "host": "gpu-001", "device": port.device, "port": "1", "netdev": port.netdev}

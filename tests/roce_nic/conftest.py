@@ -85,6 +85,13 @@ class Poller:
     async def close(self):
         await self.transports.close()
 
+    async def poll_once(self):
+        """One poll (as ``poll``), the transports closed after."""
+        try:
+            return await self.poll()
+        finally:
+            await self.close()
+
 
 def samples_of(text: str) -> dict[tuple[str, frozenset], float]:
     found = {}

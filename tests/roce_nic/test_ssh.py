@@ -250,13 +250,7 @@ def test_missing_tool_is_partial_and_garbled_output_fails_only_that_host(lab_fac
     poller = Poller({"credentials": creds, "targets": [
         group("a", [host_entry(no_ethtool)], credentials="a"), group("b", [host_entry(garbled)], credentials="b")]})
 
-    async def scenario():
-        try:
-            return await poller.poll()
-        finally:
-            await poller.close()
-
-    states, samples = run(scenario())
+    states, samples = run(poller.poll_once())
     a, b = states["gpu-a"], states["gpu-b"]
     assert a.state == "partial" and "ethtool: command not found" in a.last_error
     assert series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-a")  # sysfs counters still published
@@ -356,13 +350,7 @@ def test_the_host_filter_over_ssh_publishes_the_mapped_series_and_expose_unmappe
     poller = Poller(config(lab, group("mapped", [host_entry(lab)]),
                            group("all", [host_entry(lab, "gpu-all")], options={"expose_unmapped": True})))
 
-    async def scenario():
-        try:
-            return await poller.poll()
-        finally:
-            await poller.close()
-
-    states, samples = run(scenario())
+    states, samples = run(poller.poll_once())
     assert {s.state for s in states.values()} == {"ok"}
     by_host = {}
     for (name, labels), value in samples.items():
