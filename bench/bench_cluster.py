@@ -38,7 +38,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,28 +49,12 @@ from pathlib import Path
 
 import yaml
 
-from cputime import CLK_TCK, process_cpu
+from cputime import children_cpu_of, process_cpu, rss_mib
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PY = sys.executable
 V3_USER, V3_AUTH, V3_PRIV = "bench", "bench-auth-pass", "bench-priv-pass"
-
-
-def children_cpu_of(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[13]) + int(fields[14])) / CLK_TCK
-
-
-def rss_mib(pid: int) -> tuple[float, float]:
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_file(path: Path, proc: subprocess.Popen, what: str, timeout: float = 600) -> str:
@@ -128,7 +111,9 @@ class Daemon:
         config.write_text(yaml.safe_dump({
             "limits": {"max_concurrent_polls": 256, "per_transport": {"ssh": 128, "snmp": 128, "local": 8}},
             "credentials": creds, "targets": targets}))
-        self.port = free_port()
+        from fabric_exporter.lab.ports import free_tcp_port  # the lab is importable once main() set the path
+
+        self.port = free_tcp_port()
         self.log = open(tmp / f"{name}.log", "wb")
         self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
                                       "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", "error"],

@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,30 +36,14 @@ from pathlib import Path
 import yaml
 
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
+from fabric_exporter.lab.ports import free_tcp_port
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 
-from cputime import CLK_TCK, process_cpu
+from cputime import children_cpu_of, process_cpu, rss_mib
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-
-
-def children_cpu_of(pid: int) -> float:
-    """CPU seconds of ``pid``'s waited-for children (the tools a collector ran)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[13]) + int(fields[14])) / CLK_TCK  # cutime + cstime
-
-
-def rss_mib(pid: int) -> tuple[float, float]:
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Labs:
@@ -129,7 +112,7 @@ class Daemon:
         config.write_text(yaml.safe_dump({
             "limits": {"max_concurrent_polls": 128, "per_transport": {"ssh": 64, "snmp": 32, "local": 8}},
             "credentials": creds, "targets": targets}))
-        self.port = free_port()
+        self.port = free_tcp_port()
         self.log = open(tmp / f"{name}.log", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "fabric_exporter", "run", "--config", str(config),
                                       "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", "error"],

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from cputime import process_cpu
+from cputime import process_cpu, rss_mib
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -62,12 +62,6 @@ async def main():
 
 asyncio.run(main())
 '''
-
-
-def rss_mib(pid: int) -> tuple[float, float]:
-    """(VmRSS, VmHWM) in MiB."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
 def curl(url: str, gz: bool) -> tuple[float, int]:
