@@ -1,0 +1,65 @@
+"""One mapping engine: raw counter names (or SNMP column OIDs) of one source -> catalog metrics.
+
+Every source's raw names are declared once, as ``RawCounter`` rows on the catalog's specs. A
+collector asks for the table of its source (``RawTable.for_source("ethtool")``) and matches the
+names its tool printed; captures in a row's name (``rx_prio{p}_pause``) become labels. Rows keep
+catalog order, so within one metric the first declared row is the preferred one (a collector that
+sees several names for one metric and label set uses the earliest).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .catalog import CATALOG
+from .catalog.spec import RawCounter
+
+#: one match: (row order, metric name, the row, captured labels as sorted (name, value) pairs)
+Match = tuple[int, str, RawCounter, tuple[tuple[str, str], ...]]
+
+
+def rows_of(*sources: str) -> list[tuple[str, RawCounter]]:
+    """(metric name, row) for every catalog row of these sources, in catalog order."""
+    return [(spec.name, raw) for spec in CATALOG.values() for raw in spec.raw if raw.source in sources]
+
+
+class RawTable:
+    """The rows of one or more sources, compiled for lookups: exact names by dictionary, names with
+    captures by regex, each distinct name matched once per process (names repeat on every poll)."""
+
+    def __init__(self, rows: Iterable[tuple[str, RawCounter]]):
+        self.rows: tuple[tuple[str, RawCounter], ...] = tuple(rows)
+        self._exact: dict[str, list[tuple[int, str, RawCounter]]] = {}
+        self._patterns: list[tuple[int, str, RawCounter, re.Pattern]] = []
+        self.by_oid: dict[tuple[int, ...], tuple[str, RawCounter]] = {}
+        for order, (metric, row) in enumerate(self.rows):
+            if row.is_pattern:
+                self._patterns.append((order, metric, row, re.compile(row.regex())))
+            else:
+                self._exact.setdefault(row.name, []).append((order, metric, row))
+            if row.oid is not None:
+                self.by_oid[row.oid] = (metric, row)
+        self._cache: dict[str, tuple[Match, ...]] = {}
+
+    @classmethod
+    def for_source(cls, *sources: str) -> RawTable:
+        return cls(rows_of(*sources))
+
+    def matches(self, name: str) -> tuple[Match, ...]:
+        """Every row that reads ``name``, in declaration order."""
+        found = self._cache.get(name)
+        if found is None:
+            hits: list[Match] = [(order, metric, row, ()) for order, metric, row in self._exact.get(name, ())]
+            for order, metric, row, rx in self._patterns:
+                m = rx.fullmatch(name)
+                if m:
+                    hits.append((order, metric, row, tuple(sorted(m.groupdict().items()))))
+            found = tuple(sorted(hits, key=lambda h: h[0]))
+            if len(self._cache) < 100_000:  # bounded: names come from the remote side
+                self._cache[name] = found
+        return found
+
+    def names(self) -> list[str]:
+        """Every raw name (patterns as declared), once, in declaration order."""
+        return list(dict.fromkeys(row.name for _metric, row in self.rows))
