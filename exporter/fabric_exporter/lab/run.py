@@ -113,6 +113,7 @@ class Lab:
         self.snmp_agents: dict[str, object] = {}  # name -> lab.snmp.SnmpSim
         self.gnmi_targets: dict[str, object] = {}  # name -> lab.gnmi_target.GnmiTarget (gNMI-only leaves)
         self.ib = None  # lab.ibsim.IbsimFabric
+        self._ib_given_up = False  # ibsim died more often than MAX_IBSIM_RESTARTS
         self.ib_counters: dict[tuple[str, int], dict[str, float]] = {}
         self.ssh: SimulatedHosts | None = None
         self.perftest = SimulatedPerftest(server_wait=30.0)
@@ -479,6 +480,36 @@ class Lab:
         self.perftest.fixture = {"default": self.model.latency_us(1, 2), "pairs": pairs, "devices": {
             IB_LATENCY_DEVICE: {"default": self.model.latency_us(1, 2, "ib"), "pairs": ib_pairs}}}
 
+    MAX_IBSIM_RESTARTS = 5
+
+    async def _ib_tick_supervised(self, dt: float) -> None:
+        """``_ib_tick``, and ibsim (with its opensm) brought back when it died by itself, so one
+        ibsim panic does not end a lab that runs for hours: the daemon's IB target fails for the
+        polls in between, as it would on a real fabric whose SM restarts. After
+        MAX_IBSIM_RESTARTS the IB target is left down and everything else keeps running."""
+        if self.ib is None or self._ib_given_up:
+            return
+        from .ibsim import IbsimError
+
+        try:
+            if self.ib.exited() is None:
+                await self._ib_tick(dt)
+                return
+        except IbsimError:
+            if self.ib.exited() is None:
+                raise
+        why = self.ib.exited()
+        if self.ib.restarts >= self.MAX_IBSIM_RESTARTS:
+            log.error("ibsim died again; not restarting it any more, the IB target stays down",
+                      extra={"fields": {"restarts": self.ib.restarts, "why": why}})
+            self._ib_given_up = True
+            return
+        log.error("ibsim died; restarting it", extra={"fields": {"restarts": self.ib.restarts, "why": why}})
+        n = await asyncio.to_thread(self.ib.restart, 90)
+        self._ib_link_down = False  # a fresh fabric has every link up
+        await self._ib_tick(0.0)  # the counters' totals again at once, so no poll reads a fresh fabric's zeros
+        log.warning("ibsim restarted", extra={"fields": {"restarts": n}})
+
     async def _ib_tick(self, dt: float) -> None:
         if self.ib is None:
             return
@@ -544,6 +575,7 @@ class Lab:
         async def index(request):
             return web.json_response({
                 "scenarios": {n: {"summary": s.summary, "active": self.model.on(n)} for n, s in SCENARIOS.items()},
+                "ibsim_restarts": self.ib.restarts if self.ib is not None else None,
                 "usage": "POST /scenarios/NAME to start it (optional ?after=SECONDS to schedule it, "
                          "?seconds=N to end it by itself; an incast on ?hosts=a,b or the hosts of ?job=ID only), "
                          "DELETE /scenarios/NAME to stop it"})
@@ -612,7 +644,7 @@ class Lab:
                 if scenario != "poc":
                     self.model.start(scenario, time.monotonic())
             self.tick(1.0)
-            await self._ib_tick(1.0)
+            await self._ib_tick_supervised(1.0)
             self._start_counter_files()
             self._nic_thread = threading.Thread(target=self._nic_timer, name="lab-nics", daemon=True)
             self._nic_thread.start()
@@ -648,7 +680,7 @@ class Lab:
                     break
                 now = time.monotonic()
                 self.tick(now - last)
-                await self._ib_tick(now - last)
+                await self._ib_tick_supervised(now - last)
                 last = now
                 if self.opts.duration and now - started >= self.opts.duration:
                     break
