@@ -19,7 +19,8 @@ The targets are replays, so the machine's cores go to the daemon, not to simulat
 - InfiniBand: the collector's own tool runs, recorded from a live ibsim fabric (``--ib``, default
   the 40-switch / 320-HCA fat tree, 1,760 ports) through wrapper scripts given as its
   ``tool_paths``, then answered by the same wrappers from the recordings (ibsim stopped). ibsim on
-  this machine cannot hold a ~40k-port fabric: that size is extrapolated from the per-port cost.
+  this machine cannot hold a ~40k-port fabric: ``--ib-copies 23`` answers every recorded run as
+  23 copies of the recorded fabric side by side (40,480 ports; lab.replay_ib.replicate).
 Each replay's own CPU is printed beside the daemon's.
 
 Per daemon (``--exporter`` checkout): CPU in cores (user + system; the tool processes it runs
@@ -101,6 +102,18 @@ def record_ib(tmp: Path, exporter: Path, shape: tuple[int, int, int], polls: int
         fabric.stop()
     ports = len(set(re.findall(r'^fabric_ib_port_active_width_lanes\{([^}]*)\}', text, re.M)))
     return tools, env, ports
+
+
+def replicate_recording(rec: Path, copies: int) -> None:
+    """Every recorded run answered as if the fabric were ``copies`` copies of the recorded one
+    (lab.replay_ib.replicate: GUIDs and names made each copy's own): a ~40k-port fabric, which
+    ibsim cannot hold here, from the 1,760-port recording."""
+    from fabric_exporter.lab.replay_ib import replicate, replicate_stderr
+
+    for out in rec.glob("*.out"):
+        out.write_text(replicate(out.read_text(), copies))
+    for err in rec.glob("*.err"):
+        err.write_text(replicate_stderr(err.read_text(), copies))
 
 
 # -- the daemon -----------------------------------------------------------------------------------
@@ -214,6 +227,8 @@ def main() -> None:
     ap.add_argument("--switches", type=int, help="SNMP switches (default 800 x scale)")
     ap.add_argument("--v3-share", type=float, default=0.5, help="share of switches polled over SNMPv3 authPriv")
     ap.add_argument("--ib", default="8,32,10", help="ibsim fat tree SPINES,LEAVES,HCAS_PER_LEAF recorded ('' = no IB)")
+    ap.add_argument("--ib-copies", type=int, default=1,
+                    help="answer the IB target as this many copies of the recorded fabric (23: 40,480 ports)")
     ap.add_argument("--interval", type=float, default=30.0)
     ap.add_argument("--polls", type=int, default=10, help="intervals measured after the warm-up round")
     ap.add_argument("--scrape-every", type=float, default=2.0,
@@ -254,6 +269,9 @@ def main() -> None:
         ib_tools, ib_env, ib_ports = ({}, {}, 0)
         if args.ib:
             ib_tools, ib_env, ib_ports = record_ib(tmp, lab, tuple(int(x) for x in args.ib.split(",")))
+            if args.ib_copies > 1:
+                replicate_recording(tmp / "ib-rec", args.ib_copies)
+                ib_ports *= args.ib_copies
         # replay servers
         host_key, client_key, authorized = write_key_files(tmp)
         ssh = subprocess.Popen([PY, "-m", "fabric_exporter.lab.replay_ssh", "--dumps", str(tmp / "dumps"),
