@@ -10,9 +10,13 @@ stores the samples and /metrics is rendered by the daemon's exposition and read 
 
 What it pins that tests/golden/metrics.golden.txt (ibsim) cannot:
 
-- a non-zero **PortXmitWait** and a **latched** 32-bit counter from real hardware: the Quantum-2
-  ibdiagnet2 PM_INFO (tests/fixtures/real/ibdiagnet2_2.10_quantum2.db_csv) has switch ports whose
-  32-bit PortXmitWait sits at 4294967295 beside a 64-bit extended PortXmitWait of 9463628588;
+- a non-zero **PortXmitWait** from real hardware: the Quantum-2 ibdiagnet2 PM_INFO
+  (tests/fixtures/real/ibdiagnet2_2.10_quantum2.db_csv) has switch ports whose 32-bit PortXmitWait
+  cell is pinned at 4294967295 beside a 64-bit PortXmitWaitExt of 9463628588: the twin is published,
+  the port is not latched, the pinned value never shows;
+- a **latched** counter on the sweep path: LinkDownedCounter (8 bits) at 255, ``fabric_ib_port_latched``
+  1 (from the ibsim-recorded sweeps below: the one published 32-bit latch, the SX6036 ibqueryerrors
+  capture, has no counter sweep of its fabric to be joined to, so it cannot go through the collector);
 - a **vendor-mapped NIC**: the ``rdma``/``ethtool -S`` output of ConnectX (mlx5) ports read through
   roce_nic's mlx5 rules (``rx_bytes_phy``, ``rx_prio{p}_*``...);
 - SONiC ``show`` outputs of sonic-utilities' own tests through switch_cli.
@@ -204,7 +208,9 @@ def scrape_once(tmp: Path) -> str:
     bin_dir = tmp / "bin"
     install_capture_tools(bin_dir, tmp / "show-data")
     (tmp / "exporter.yaml").write_text(yaml.safe_dump(config(tmp)))
-    env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    # FABRIC_VERIFY_RENDER (issue 21 item 3): the daemon re-renders whole and compares on every poll
+    # where the render contract's verify mode exists; unknown to daemons without it.
+    env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "FABRIC_VERIFY_RENDER": "1"}
     with DaemonProcess(tmp / "exporter.yaml", env=env) as daemon:
         daemon.wait_http()
         end = time.monotonic() + 60
