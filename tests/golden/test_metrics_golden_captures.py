@@ -87,10 +87,14 @@ SONIC_SHOW = {
 }
 SWITCH = "sonic-utilities-mock"
 
+# slurm_jobs: ``squeue --json`` published by rivosinc/prometheus-slurm-exporter (tests/fixtures/slurm/README.md):
+# a RUNNING job in the 21.08 shape and a PENDING array job in the 23.x shape.
+SQUEUE_JSON = "slurm/rivosinc_squeue_out.json"
+
 CAPTURES = {**{f"infiniband: {k}": v for k, v in IB_SWEEPS.items()}, "infiniband: cat ibdiagnet2.db_csv": IBDIAGNET_DB_CSV,
             **{f"roce_nic: rdma {k}": v for k, v in RDMA.items()},
             **{f"roce_nic: ethtool -S {k}": v for k, v in ETHTOOL.items()},
-            **{f"switch_cli: show ({k})": v for k, v in SONIC_SHOW.items()}}
+            **{f"switch_cli: show ({k})": v for k, v in SONIC_SHOW.items()}, "slurm_jobs: squeue --json": SQUEUE_JSON}
 
 # Values that are clocks or measured times: the value becomes <masked>, the series stays.
 VARYING_VALUES = {
@@ -169,7 +173,8 @@ def _cat(name: str) -> str:
 
 
 def install_capture_tools(bin_dir: Path, show_data: Path) -> None:
-    """``ibnetdiscover``, ``ibqueryerrors``, ``rdma``, ``ethtool`` and ``show`` printing ``CAPTURES``."""
+    """``ibnetdiscover``, ``ibqueryerrors``, ``rdma``, ``ethtool``, ``show`` and ``squeue`` printing
+    ``CAPTURES``."""
     bin_dir.mkdir(parents=True)
     _script(bin_dir / "ibnetdiscover", _cat(IB_SWEEPS["ibnetdiscover"]) + "\n")
     _script(bin_dir / "ibqueryerrors", f'case " $* " in\n  *" --counters "*) {_cat(IB_SWEEPS["ibqueryerrors --counters"])};;\n'
@@ -181,6 +186,8 @@ def install_capture_tools(bin_dir: Path, show_data: Path) -> None:
                                  'case "$2" in\n'
                                  + "".join(f'  {k}) {_cat(v)};;\n' for k, v in ETHTOOL.items())
                                  + '  *) echo "no recorded capture of: ethtool -S $2" >&2; exit 1;;\nesac\n')
+    _script(bin_dir / "squeue", '[ "$*" = --json ] || { echo "no recorded capture of: squeue $*" >&2; exit 1; }\n'
+                                + _cat(SQUEUE_JSON) + "\n")
     show_data.mkdir(parents=True)
     for name, capture in SONIC_SHOW.items():
         shutil.copyfile(FIXTURES / capture, show_data / name)
@@ -201,6 +208,8 @@ def config(tmp: Path) -> dict:
          "hosts": [{"name": SWITCH}],
          "options": {"json": "never", "commands": ["pfc", "queue", "wred", "pfcwd", "pfc_history", "lldp",
                                                    "queue_watermark", "pg_watermark", "buffer_pool_watermark"]}},
+        {"name": "slurm", "fabric": "slurm-captures", "collector": "slurm_jobs", "transport": "local", **once,
+         "options": {"cluster": "rivos"}},
     ]}
 
 
@@ -286,6 +295,11 @@ def test_the_required_series_are_in_the_golden(scraped):
         # SONiC: pfcstat's mock counters, Ethernet0 priority 0 received 1200 pause frames
         assert value_of(s, "fabric_roce_pfc_rx_pause_frames_total", switch=SWITCH, interface="Ethernet0",
                         priority="0") == ["1200.0"], where
+        # Slurm: the RUNNING job of rivosinc's squeue --json, its start time as published; the PENDING
+        # array job holds no node
+        assert value_of(s, "fabric_job_node_info", job_id="26515966", node="cs75") == ["1.0"], where
+        assert value_of(s, "fabric_job_start_time_seconds", job_id="26515966") == ["1.684114921e+09"], where
+        assert len(value_of(s, "fabric_job_node_info")) == 1, where
 
 
 def test_without_varying_masks_only_the_listed_values_and_labels():
