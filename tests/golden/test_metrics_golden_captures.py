@@ -19,7 +19,8 @@ What it pins that tests/golden/metrics.golden.txt (ibsim) cannot:
   capture, has no counter sweep of its fabric to be joined to, so it cannot go through the collector);
 - a **vendor-mapped NIC**: the ``rdma``/``ethtool -S`` output of ConnectX (mlx5) ports read through
   roce_nic's mlx5 rules (``rx_bytes_phy``, ``rx_prio{p}_*``...);
-- SONiC ``show`` outputs of sonic-utilities' own tests through switch_cli.
+- SONiC ``show`` outputs of sonic-utilities' own tests through switch_cli, and a published
+  ``squeue --json`` through slurm_jobs.
 
 ``test_the_required_series_are_in_the_golden`` asserts those values by name, so a regeneration
 cannot silently lose them. Regenerate after an intended change:
