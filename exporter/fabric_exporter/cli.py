@@ -62,7 +62,7 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _lab_arguments(p: argparse.ArgumentParser) -> None:
-    from .lab.run import add_arguments
+    from .lab.options import add_arguments
 
     add_arguments(p)
 
