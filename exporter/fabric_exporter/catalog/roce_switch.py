@@ -9,7 +9,19 @@ Queue label values follow SONiC's CLI naming on every source: ``UC<n>`` for unic
 """
 
 from .labels import SWITCH_IF, SWITCH_IF_QUEUE, SWITCH_IF_TRAFFIC
-from .spec import MetricSpec
+from .mib import (
+    ARISTA_EGRESS_QUEUE,
+    ARISTA_PFC_WATCHDOG,
+    CISCO_QOS_STATS,
+    IEEE_PFC,
+    IF,
+    IF_X,
+    LLDP_LOC_PORT,
+    LLDP_REM,
+    LLDP_V2_REM,
+    SYSTEM,
+)
+from .spec import MetricSpec, RawCounter
 
 SNMP = "snmp_switch"
 CLI = "switch_cli"
@@ -22,12 +34,17 @@ SWITCH_IF_INFO = SWITCH_IF + ("ifindex", "alias")
 # The LLDP neighbour behind an interface: the host (scheduler's node name) and its port.
 SWITCH_IF_NEIGHBOR = SWITCH_IF + ("neighbor_host", "neighbor_port")
 
+
+def _csq(statistic: str) -> RawCounter:
+    """One statistic of CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue (its QosStatsType index component)."""
+    return CISCO_QOS_STATS.split("csqIfQosGroupStatsValue", 4, statistic)
+
 METRICS = [
     # --- the agent / switch -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_agent_uptime_seconds", "gauge", "seconds",
                "Time since the SNMP agent (re)started (SNMPv2-MIB sysUpTime.0 / 100); a drop means a restart "
                "and counters may have reset.",
-               (SWITCH,), (SNMP,), ("1.3.6.1.2.1.1.3.0",)),
+               (SWITCH,), (SNMP,), raw=(SYSTEM.column("sysUpTime", 3, scale=0.01),)),
     MetricSpec("fabric_roce_switch_snmp_poll_varbinds", "gauge", "",
                "Varbinds the last SNMP poll read from this switch's tables and scalars (CPU cost grows with it, ~0.1 ms each).",
                (SWITCH,), (SNMP,)),
@@ -37,28 +54,31 @@ METRICS = [
     # --- interfaces (IF-MIB) -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_if_info", "info", "",
                "Interface identity: ifIndex and operator description (IF-MIB ifName, ifAlias); value 1.",
-               (SWITCH_IF_INFO,), (SNMP,), ("1.3.6.1.2.1.31.1.1.1.1", "1.3.6.1.2.1.31.1.1.1.18")),
+               (SWITCH_IF_INFO,), (SNMP,), raw=(IF_X.column("ifName", 1), IF_X.column("ifAlias", 18))),
     MetricSpec("fabric_roce_switch_if_neighbor_info", "info", "",
                "The LLDP neighbour behind the interface: its system name (lldpRemSysName, mapped to the "
                "scheduler's node name by the option neighbor_name) and port (lldpRemPortId, or lldpRemPortDesc "
                "when the ID is a MAC address); from LLDP-MIB/LLDP-V2-MIB over SNMP or SONiC 'show lldp table'. "
                "Joins switch interfaces to hosts (and jobs); value 1.",
                (SWITCH_IF_NEIGHBOR,), (SNMP, CLI),
-               ("1.0.8802.1.1.2.1.4.1.1.9", "1.0.8802.1.1.2.1.4.1.1.7", "1.0.8802.1.1.2.1.4.1.1.8",
-                "1.3.111.2.802.1.1.13.1.4.1.1.10", "show lldp table")),
+               raw=(LLDP_REM.column("lldpRemSysName", 9), LLDP_REM.column("lldpRemPortIdSubtype", 6),
+                    LLDP_REM.column("lldpRemPortId", 7), LLDP_REM.column("lldpRemPortDesc", 8),
+                    LLDP_LOC_PORT.column("lldpLocPortIdSubtype", 2), LLDP_LOC_PORT.column("lldpLocPortId", 3),
+                    LLDP_V2_REM.column("lldpV2RemSysName", 10), LLDP_V2_REM.column("lldpV2RemPortIdSubtype", 7),
+                    LLDP_V2_REM.column("lldpV2RemPortId", 8), LLDP_V2_REM.column("lldpV2RemPortDesc", 9))),
     MetricSpec("fabric_roce_switch_if_oper_status", "gauge", "",
                "Interface operational state as IF-MIB ifOperStatus codes: 1 up, 2 down, 3 testing, 4 unknown, "
                "5 dormant, 6 notPresent, 7 lowerLayerDown.",
-               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.8",)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOperStatus", 8),)),
     MetricSpec("fabric_roce_switch_if_speed_bytes_per_second", "gauge", "bytes_per_second",
                "Interface speed (IF-MIB ifHighSpeed Mb/s x 125000); the denominator of utilization.",
-               (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.31.1.1.1.15",)),
+               (SWITCH_IF,), (SNMP,), raw=(IF_X.column("ifHighSpeed", 15, scale=1e6 / 8),)),
     MetricSpec("fabric_roce_switch_if_rx_errors_total", "counter", "packets",
                "Received packets with errors (IF-MIB ifInErrors).",
-               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.14",)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifInErrors", 14),)),
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
                "Packets that could not be sent because of errors (IF-MIB ifOutErrors).",
-               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.20",)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOutErrors", 20),)),
     # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
                "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
@@ -96,33 +116,38 @@ METRICS = [
                "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "
                "ieee8021PfcIndications, EOS 'show priority-flow-control counters' rxFrames); per-priority "
                "counts are fabric_roce_pfc_rx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.3",)),
+               (SWITCH_IF,), (SNMP, CLI), raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),)),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
                "PFC frames sent by the interface, all priorities together (IEEE8021-PFC-MIB "
                "ieee8021PfcRequests, EOS 'show priority-flow-control counters' txFrames); per-priority "
                "counts are fabric_roce_pfc_tx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.2",)),
+               (SWITCH_IF,), (SNMP, CLI), raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),)),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "
-               "ucast/mcastSentPkts, SONiC 'show queue counters' Counter/pkts).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
+               "ucast/mcastSentPkts, ARISTA-QUEUE-MIB aristaEgressQueuePkts, SONiC 'show queue counters' Counter/pkts).",
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"), ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
                "Bytes sent from the egress queue (csqIfQosGroupStatsValue ucast/mcastSentBytes, "
-               "SONiC 'show queue counters' Counter/bytes).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
+               "ARISTA-QUEUE-MIB aristaEgressQueueBytes, SONiC 'show queue counters' Counter/bytes).",
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(_csq("ucastSentBytes"), _csq("mcastSentBytes"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedPkts, "
                "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts, "
                "EOS 'show interfaces counters queue' OutDropPkts).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
-               ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.6")),
+               raw=(_csq("ucastDroppedPkts"), _csq("mcastDroppedPkts"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedBytes, "
                "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes, "
                "EOS 'show interfaces counters queue' OutDropOctets).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
-               ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.7")),
+               raw=(_csq("ucastDroppedBytes"), _csq("mcastDroppedBytes"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
                "Packets admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqPkts); "
@@ -164,11 +189,12 @@ METRICS = [
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
                "PFC storms the watchdog detected on the queue (SONiC 'show pfcwd stats' STORM DETECTED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueStuckCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.30065.3.11.1.2.1.4",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
                "PFC storms the watchdog saw end on the queue (SONiC 'show pfcwd stats' STORM RESTORED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueRecoveredCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.30065.3.11.1.2.1.5",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
                "(SONiC 'show pfcwd stats' TX OK/DROP, the DROP part).",
