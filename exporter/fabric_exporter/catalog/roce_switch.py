@@ -21,6 +21,19 @@ from .mib import (
     LLDP_V2_REM,
     SYSTEM,
 )
+from .switch_commands import (
+    CUMULUS_ETHTOOL,
+    EOS_PFC,
+    EOS_QUEUE,
+    EOS_VOQ,
+    NVUE_ROCE,
+    SONIC_PFCWD,
+    SONIC_QUEUE,
+    SONIC_QUEUE_JSON,
+    SONIC_WRED,
+    SONIC_WRED_JSON,
+    printed,
+)
 from .spec import MetricSpec, RawCounter
 
 SNMP = "snmp_switch"
@@ -83,126 +96,162 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
                "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
                "one cause among those fabric_roce_rx_discards_total counts together.",
-               (SWITCH_IF,), (CLI,)),
+               (SWITCH_IF,), (CLI,),
+               raw=printed(CUMULUS_ETHTOOL, "HwIfInBufferDrops")),
     MetricSpec("fabric_roce_switch_if_tx_queue_drops_total", "counter", "packets",
                "Packets dropped in the interface's egress queues, all queues together (Cumulus ethtool "
                "HwIfOutQDrops: tail and WRED drops of a congested queue); per queue, where the switch "
                "gives it, is fabric_roce_switch_queue_dropped_packets_total.",
-               (SWITCH_IF,), (CLI,)),
+               (SWITCH_IF,), (CLI,),
+               raw=printed(CUMULUS_ETHTOOL, "HwIfOutQDrops")),
     # --- RoCE traffic on a Cumulus port (NVUE 'nv show interface <swp> qos roce counters') ----------
     MetricSpec("fabric_roce_switch_if_ecn_marked_packets_total", "counter", "packets",
                "Packets the interface sent CE-marked, all queues together (NVUE qos roce counters "
                "tx-ecn-stats ecn-marked-packets); per queue, where the switch gives it, is "
                "fabric_roce_ecn_marked_packets_total.",
-               (SWITCH_IF,), (CLI,)),
+               (SWITCH_IF,), (CLI,),
+               raw=printed(NVUE_ROCE, "tx-stats/tx-ecn-stats/ecn-marked-packets")),
     MetricSpec("fabric_roce_switch_if_rx_traffic_packets_total", "counter", "packets",
                "Packets received by kind of traffic: traffic=\"roce\" on the RoCE priority, \"non_roce\" the "
                "rest (NVUE qos roce counters rx-roce-stats roce-packets, rx-non-roce-stats non-roce-packets).",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/roce-packets",
+                           "rx-stats/rx-non-roce-stats/non-roce-packets")),
     MetricSpec("fabric_roce_switch_if_tx_traffic_packets_total", "counter", "packets",
                "Packets sent by kind of traffic: traffic=\"roce\" on the RoCE priority, \"cnp\" congestion "
                "notification packets (NVUE qos roce counters tx-roce-stats roce-packets, tx-cnp-stats cnp-packets).",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/roce-packets",
+                           "tx-stats/tx-cnp-stats/cnp-packets")),
     MetricSpec("fabric_roce_switch_if_rx_no_buffer_discards_total", "counter", "packets",
                "Received packets discarded for lack of ingress buffer, by kind of traffic (NVUE qos roce "
                "counters no-buffer-discard); all kinds together is fabric_roce_switch_if_rx_buffer_drops_total.",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/no-buffer-discard",
+                           "rx-stats/rx-non-roce-stats/no-buffer-discard")),
     MetricSpec("fabric_roce_switch_if_tx_no_buffer_discards_total", "counter", "packets",
                "Unicast packets discarded on transmit for lack of egress buffer, by kind of traffic (NVUE qos "
                "roce counters unicast-no-buffer-discard): RoCE packets lost in the switch despite PFC.",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/unicast-no-buffer-discard",
+                           "tx-stats/tx-cnp-stats/unicast-no-buffer-discard")),
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
                "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "
                "ieee8021PfcIndications, EOS 'show priority-flow-control counters' rxFrames); per-priority "
                "counts are fabric_roce_pfc_rx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP, CLI), raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),)),
+               (SWITCH_IF,), (SNMP, CLI),
+               raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),) + printed(EOS_PFC, "rxFrames")),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
                "PFC frames sent by the interface, all priorities together (IEEE8021-PFC-MIB "
                "ieee8021PfcRequests, EOS 'show priority-flow-control counters' txFrames); per-priority "
                "counts are fabric_roce_pfc_tx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP, CLI), raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),)),
+               (SWITCH_IF,), (SNMP, CLI),
+               raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),) + printed(EOS_PFC, "txFrames")),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "
-               "ucast/mcastSentPkts, ARISTA-QUEUE-MIB aristaEgressQueuePkts, SONiC 'show queue counters' Counter/pkts).",
+               "ucast/mcastSentPkts, ARISTA-QUEUE-MIB aristaEgressQueuePkts, "
+               "SONiC 'show queue counters' Counter/pkts).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
-               raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"), ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))),
+               raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))
+               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
                "Bytes sent from the egress queue (csqIfQosGroupStatsValue ucast/mcastSentBytes, "
                "ARISTA-QUEUE-MIB aristaEgressQueueBytes, SONiC 'show queue counters' Counter/bytes).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentBytes"), _csq("mcastSentBytes"),
-                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))
+               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedPkts, "
                "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts, "
                "EOS 'show interfaces counters queue' OutDropPkts).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedPkts"), _csq("mcastDroppedPkts"),
-                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))
+               + printed(SONIC_QUEUE, "Drop/pkts") + printed(SONIC_QUEUE_JSON, "droppacket")
+               + printed(EOS_QUEUE, "OutDropPkts")),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedBytes, "
                "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes, "
                "EOS 'show interfaces counters queue' OutDropOctets).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedBytes"), _csq("mcastDroppedBytes"),
-                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))
+               + printed(SONIC_QUEUE, "Drop/bytes") + printed(SONIC_QUEUE_JSON, "dropbytes")
+               + printed(EOS_QUEUE, "OutDropOctets")),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
                "Packets admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqPkts); "
                "packets the queue dropped are not in it.",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_QUEUE, "OutEnqPkts")),
     MetricSpec("fabric_roce_switch_queue_enqueued_bytes_total", "counter", "bytes",
                "Bytes admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqOctets).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_QUEUE, "OutEnqOctets")),
     # VoQ platforms (EOS 7280R/7500R): congestion drops happen in the ingress chips' virtual output
     # queues for an egress port and class, not in the egress queue; interface = the egress port.
     MetricSpec("fabric_roce_switch_voq_packets_total", "counter", "packets",
                "Packets queued in the virtual output queues for this egress interface and class, summed over "
                "ingress chips (EOS 'show interfaces counters queue' Aggregate VoQ Counters Pkts).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "Pkts")),
     MetricSpec("fabric_roce_switch_voq_bytes_total", "counter", "bytes",
                "Bytes queued in the virtual output queues for this egress interface and class "
                "(EOS Aggregate VoQ Counters Octets).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "Octets")),
     MetricSpec("fabric_roce_switch_voq_dropped_packets_total", "counter", "packets",
                "Packets dropped in the virtual output queues for this egress interface and class: congestion "
                "drops of a VoQ switch (EOS Aggregate VoQ Counters DropPkts).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "DropPkts")),
     MetricSpec("fabric_roce_switch_voq_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped in the virtual output queues for this egress interface and class "
                "(EOS Aggregate VoQ Counters DropOctets).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "DropOctets")),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_packets_total", "counter", "packets",
                "Packets WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/pkts, "
                "Cumulus ethtool HwIfOutQ{n}WredDrops).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_WRED, "WredDrp/pkts") + printed(SONIC_WRED_JSON, "wreddroppacket")
+               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_bytes_total", "counter", "bytes",
                "Bytes WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/bytes).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")),
     MetricSpec("fabric_roce_switch_queue_ecn_marked_bytes_total", "counter", "bytes",
                "Bytes ECN CE-marked in the egress queue (SONiC 'show queue wredcounters' EcnMarked/bytes); "
                "packets are fabric_roce_ecn_marked_packets_total.",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")),
     # --- PFC watchdog -----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
                "PFC storms the watchdog detected on the queue (SONiC 'show pfcwd stats' STORM DETECTED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueStuckCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)
+               + printed(SONIC_PFCWD, "STORM DETECTED")),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
                "PFC storms the watchdog saw end on the queue (SONiC 'show pfcwd stats' STORM RESTORED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueRecoveredCount).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
-               raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)),
+               raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)
+               + printed(SONIC_PFCWD, "STORM RESTORED")),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
                "(SONiC 'show pfcwd stats' TX OK/DROP, the DROP part).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_PFCWD, "TX DROP")),
     MetricSpec("fabric_roce_switch_pfcwd_rx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on receive while the queue was in a storm "
                "(SONiC 'show pfcwd stats' RX OK/DROP, the DROP part).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_PFCWD, "RX DROP")),
     MetricSpec("fabric_roce_switch_pfcwd_storm_active", "gauge", "",
                "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS stormed), "
                "0 when operational.",
