@@ -1,6 +1,7 @@
-"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and the Cumulus ``ethtool -S`` counter names.
+"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and Cumulus ``ethtool -S``.
 
-Pure functions: text in, records out; only ParseError on bad input. Layouts are those of
+Pure functions: text in, records out; only ParseError on bad input. Counters keep the names the
+switch prints (a header, a JSON key, an ethtool name): which metric each one is, is the catalog's. Layouts are those of
 sonic-utilities (tabulate "simple": a header line, a line of dash groups giving each column's
 width, right-aligned rows; values with thousands separators; ``N/A`` where a counter is not
 available). A value that is ``N/A`` is left out -- never turned into 0.
