@@ -96,3 +96,22 @@ def test_the_oid_scan_finds_what_it_looks_for():
     assert _oids_in("X = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6)\n'1.3.6.1.4.1.30065.3.6.1.2.1.4'") == {
         (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6), (1, 3, 6, 1, 4, 1, 30065, 3, 6, 1, 2, 1, 4)}
     assert _oids_in("(1,3,111,2,802,1,1,21,1,1,1,2,)") == {(1, 3, 111, 2, 802, 1, 1, 21, 1, 1, 1, 2)}
+
+
+def test_a_row_the_structure_cannot_place_is_an_error_at_build():
+    import pytest
+
+    from fabric_exporter.collectors import snmp_modules
+    from fabric_exporter.mapping import rows_of
+
+    bad = mib.CISCO_QOS_STATS.split("csqIfQosGroupStatsValue", 4, "ucastSentPackets")  # misspelt statistic
+    rows = rows_of(mib.CISCO_QOS_STATS.source) + [("fabric_roce_switch_queue_tx_packets_total", bad)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(snmp_modules, "rows_of", lambda *_s: rows)
+        with pytest.raises(ValueError, match="ucastSentPackets"):
+            snmp_modules._columns(mib.CISCO_QOS_STATS, ("stat", snmp_modules._CSQ_STATS_TYPE))
+        two = [("fabric_roce_rx_bytes_total", mib.IF_X.column("ifHCInOctets", 6)),
+               ("fabric_roce_tx_bytes_total", mib.IF_X.column("ifHCInOctets", 6))]
+        mp.setattr(snmp_modules, "rows_of", lambda *_s: two)
+        with pytest.raises(ValueError, match="one column feeds 2 metrics"):
+            snmp_modules._columns(mib.IF_X, None)

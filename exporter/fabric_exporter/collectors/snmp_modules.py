@@ -110,6 +110,9 @@ def _columns(source: mib.MibTable, split: tuple[str, dict[int, tuple[str, str | 
         if split is None:
             raise ValueError(f"{source.source} {name}: statistics declared, but the table has no split")
         metric_of = {split_name(row.name)[1]: metric for metric, row in rows}
+        unknown = set(metric_of) - {stat for stat, _cast in split[1].values()}
+        if unknown:
+            raise ValueError(f"{source.source} {name}: statistics {sorted(unknown)} are not values of {split[0]}")
         choices = {value: (metric_of[stat], cast) for value, (stat, cast) in split[1].items() if stat in metric_of}
         columns.append(Column(name, oid, split=(split[0], choices)))
     return tuple(columns)
