@@ -74,3 +74,14 @@ def oid_of(source: str, name: str) -> tuple[int, ...]:
     if len(oids) != 1:
         raise ValueError(f"catalog: {source} {name}: {len(oids)} rows with an OID, expected one")
     return oids.pop()
+
+
+def exact_metrics(table: RawTable) -> dict[str, tuple[str, ...]]:
+    """Raw name -> the metrics it feeds, for a table whose rows have no captures: a plain dictionary
+    for per-poll loops that map every record's counters (switch_cli), as cheap as a hand-written one."""
+    if any(row.is_pattern for _metric, row in table.rows):
+        raise ValueError("exact_metrics: the table has rows with captures; use RawTable.matches")
+    out: dict[str, tuple[str, ...]] = {}
+    for metric, row in table.rows:
+        out[row.name] = out.get(row.name, ()) + (metric,)
+    return out

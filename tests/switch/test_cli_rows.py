@@ -83,3 +83,16 @@ def test_parsers_keep_names_as_printed_and_the_rows_map_them():
         ("fabric_roce_switch_if_ecn_marked_packets_total", {"switch": "sw", "interface": "swp1"}, 3.0),
         ("fabric_roce_switch_if_rx_traffic_packets_total",
          {"switch": "sw", "interface": "swp1", "traffic": "non_roce"}, 7.0)]
+
+
+def test_exact_metrics_is_the_table_as_a_dict_and_refuses_captures():
+    import pytest
+
+    from fabric_exporter.catalog.spec import RawCounter
+    from fabric_exporter.mapping import RawTable, exact_metrics
+
+    rows = [("fabric_a_total", RawCounter("x", "s")), ("fabric_b_total", RawCounter("x", "s")),
+            ("fabric_c_total", RawCounter("y", "s"))]
+    assert exact_metrics(RawTable(rows)) == {"x": ("fabric_a_total", "fabric_b_total"), "y": ("fabric_c_total",)}
+    with pytest.raises(ValueError):
+        exact_metrics(RawTable([("fabric_a_total", RawCounter("x{p}", "s"))]))

@@ -53,21 +53,21 @@ from ..parsers import sonic_watermark as wm
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
 from ..hostnames import NameRule, read_name_rule
-from ..mapping import RawTable
+from ..mapping import RawTable, exact_metrics
 from . import lldp
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
 # Raw counter -> metric: the catalog's rows of each command (catalog/switch_commands.py), one table per
 # record type (a record's counters keep the names the switch printed; text and JSON spellings differ).
-QUEUE_METRICS = RawTable.for_source(cmd.SONIC_QUEUE, cmd.SONIC_QUEUE_JSON)
-WRED_METRICS = RawTable.for_source(cmd.SONIC_WRED, cmd.SONIC_WRED_JSON)
-PFCWD_METRICS = RawTable.for_source(cmd.SONIC_PFCWD)
-EOS_QUEUE_METRICS = RawTable.for_source(cmd.EOS_QUEUE, cmd.EOS_VOQ)
-EOS_DISCARD_METRICS = RawTable.for_source(cmd.EOS_DISCARDS)
+QUEUE_METRICS = exact_metrics(RawTable.for_source(cmd.SONIC_QUEUE, cmd.SONIC_QUEUE_JSON))
+WRED_METRICS = exact_metrics(RawTable.for_source(cmd.SONIC_WRED, cmd.SONIC_WRED_JSON))
+PFCWD_METRICS = exact_metrics(RawTable.for_source(cmd.SONIC_PFCWD))
+EOS_QUEUE_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_QUEUE, cmd.EOS_VOQ))
+EOS_DISCARD_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_DISCARDS))
 # EOS counts PFC frames per interface, every priority together: the same meaning as IEEE8021-PFC-MIB's
-EOS_PFC_METRICS = RawTable.for_source(cmd.EOS_PFC)
-CUMULUS_METRICS = RawTable.for_source(cmd.CUMULUS_ETHTOOL)
+EOS_PFC_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_PFC))
+CUMULUS_METRICS = RawTable.for_source(cmd.CUMULUS_ETHTOOL)  # with captures: HwIfInPfc{p}Pkt, HwIfOutQ{q}WredDrops
 NVUE_ROCE_METRICS = RawTable.for_source(cmd.NVUE_ROCE)
 
 
@@ -87,17 +87,23 @@ def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sa
     return out
 
 
-def _mapped(metrics: RawTable, values: dict[str, int], labels: dict[str, str]) -> list[Sample]:
-    """One sample per counter of ``values`` a row of ``metrics`` reads (rows without captures)."""
-    return [Sample(metric, labels, float(value)) for name, value in values.items()
-            for _order, metric, _row, _captures in metrics.matches(name)]
+Metrics = dict[str, tuple[str, ...]]  # raw name -> metrics (mapping.exact_metrics)
 
 
-def queue_samples(metrics: RawTable, switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
+def _mapped(metrics: Metrics, values: dict[str, int], labels: dict[str, str]) -> list[Sample]:
+    """One sample per counter of ``values`` a row of ``metrics`` reads."""
+    return [Sample(metric, labels, float(value)) for name, value in values.items() for metric in metrics.get(name, ())]
+
+
+def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
+    append = out.append
     for row in rows:
         if wanted(row.port):
-            out += _mapped(metrics, row.values, {"switch": switch, "interface": row.port, "queue": row.queue})
+            labels = {"switch": switch, "interface": row.port, "queue": row.queue}
+            for name, value in row.values.items():
+                for metric in metrics.get(name, ()):
+                    append(Sample(metric, labels, float(value)))
     return out
 
 
@@ -182,7 +188,7 @@ def eos_queue_samples(switch: str, rows: list[eos_cli.QueueCounters], wanted: Wa
     return queue_samples(EOS_QUEUE_METRICS, switch, rows, wanted)  # type: ignore[arg-type]  # same fields
 
 
-def eos_port_samples(metrics: RawTable, switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
+def eos_port_samples(metrics: Metrics, switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
                      wanted: Wanted) -> list[Sample]:
     """One sample per interface and counter of ``metrics`` (the discards and PFC tables)."""
     out: list[Sample] = []
