@@ -63,3 +63,25 @@ class RawTable:
     def names(self) -> list[str]:
         """Every raw name (patterns as declared), once, in declaration order."""
         return list(dict.fromkeys(row.name for _metric, row in self.rows))
+
+
+# --- SNMP columns and CLI fields: lookups by raw name (snmp_switch, lldp, switch_cli) ---------------
+
+def oid_of(source: str, name: str) -> tuple[int, ...]:
+    """The OID of the one catalog row ``name`` of ``source`` (a column a collector walks for itself,
+    such as ifName or lldpRemSysName); an error at import when the catalog has not exactly one."""
+    oids = {row.oid for _metric, row in rows_of(source) if row.name == name and row.oid is not None}
+    if len(oids) != 1:
+        raise ValueError(f"catalog: {source} {name}: {len(oids)} rows with an OID, expected one")
+    return oids.pop()
+
+
+def exact_metrics(table: RawTable) -> dict[str, tuple[str, ...]]:
+    """Raw name -> the metrics it feeds, for a table whose rows have no captures: a plain dictionary
+    for per-poll loops that map every record's counters (switch_cli), as cheap as a hand-written one."""
+    if any(row.is_pattern for _metric, row in table.rows):
+        raise ValueError("exact_metrics: the table has rows with captures; use RawTable.matches")
+    out: dict[str, tuple[str, ...]] = {}
+    for metric, row in table.rows:
+        out[row.name] = out.get(row.name, ()) + (metric,)
+    return out

@@ -82,14 +82,14 @@ Ethernet0    MC8           1,000            2,000            3             4
 def test_queue_counters_table_and_json_agree():
     rows = p.parse_queue_counters(QUEUE)
     assert [(r.port, r.queue, r.values) for r in rows] == [
-        ("Ethernet0", "UC0", {"tx_packets": 0, "tx_bytes": 5, "dropped_bytes": 1}),
-        ("Ethernet0", "MC8", {"tx_packets": 1000, "tx_bytes": 2000, "dropped_packets": 3, "dropped_bytes": 4})]
+        ("Ethernet0", "UC0", {"Counter/pkts": 0, "Counter/bytes": 5, "Drop/bytes": 1}),
+        ("Ethernet0", "MC8", {"Counter/pkts": 1000, "Counter/bytes": 2000, "Drop/pkts": 3, "Drop/bytes": 4})]
     data = {"Ethernet0": {"time": "2024-01-01", "UC0": {"totalpacket": 0, "totalbytes": "5", "droppacket": "N/A", "dropbytes": 1},
                           "MC8": {"totalpacket": "1,000", "totalbytes": 2000, "droppacket": 3, "dropbytes": 2**64 - 1}}}
     rows = p.parse_queue_counters_json(json.dumps(data))
     assert [(r.port, r.queue, r.values) for r in rows] == [
-        ("Ethernet0", "UC0", {"tx_packets": 0, "tx_bytes": 5, "dropped_bytes": 1}),
-        ("Ethernet0", "MC8", {"tx_packets": 1000, "tx_bytes": 2000, "dropped_packets": 3, "dropped_bytes": 2**64 - 1})]
+        ("Ethernet0", "UC0", {"totalpacket": 0, "totalbytes": 5, "dropbytes": 1}),
+        ("Ethernet0", "MC8", {"totalpacket": 1000, "totalbytes": 2000, "droppacket": 3, "dropbytes": 2**64 - 1})]
     assert p.parse_queue_counters("") == [] and p.parse_queue_counters_json("{}") == []
 
 
@@ -126,9 +126,9 @@ Ethernet0    UC3               1                2                 0             
 
 def test_wred_counters():
     (row,) = p.parse_wred_counters(WRED)
-    assert row.values == {"wred_dropped_packets": 1, "wred_dropped_bytes": 2, "ecn_marked_packets": 0}
+    assert row.values == {"WredDrp/pkts": 1, "WredDrp/bytes": 2, "EcnMarked/pkts": 0}
     (row,) = p.parse_wred_counters_json(json.dumps({"Ethernet0": {"UC3": {"wreddroppacket": 1, "ecnmarkedpacket": 0}}}))
-    assert row.values == {"wred_dropped_packets": 1, "ecn_marked_packets": 0}
+    assert row.values == {"wreddroppacket": 1, "ecnmarkedpacket": 0}
 
 
 PFCWD = """\
@@ -142,9 +142,9 @@ Ethernet4:4          N/A                        0/0           0/0           0/0 
 def test_pfcwd_stats():
     a, b = p.parse_pfcwd_stats(PFCWD)
     assert (a.port, a.queue, a.status) == ("Ethernet0", 3, "operational")
-    assert a.values == {"storms_detected": 2, "storms_restored": 1, "tx_ok": 5, "tx_dropped": 0, "rx_ok": 0,
-                        "rx_dropped": 7, "rx_last_ok": 1, "rx_last_dropped": 2}
-    assert (b.port, b.queue, b.status) == ("Ethernet4", 4, None) and b.values["tx_last_ok"] == 0
+    assert a.values == {"STORM DETECTED": 2, "STORM RESTORED": 1, "TX OK": 5, "TX DROP": 0, "RX OK": 0,
+                        "RX DROP": 7, "RX LAST OK": 1, "RX LAST DROP": 2}
+    assert (b.port, b.queue, b.status) == ("Ethernet4", 4, None) and b.values["TX LAST OK"] == 0
     assert p.parse_pfcwd_stats("") == []
 
 
@@ -164,14 +164,14 @@ def test_cumulus_ethtool():
             f"     HwIfInOctets: {2**64 - 1}\n")
     c = p.parse_cumulus_ethtool(text)
     assert c.raw["HwIfInOctets"] == 2**64 - 1
-    assert (c.pfc_rx, c.pfc_tx, c.wred_dropped) == ({3: 5}, {3: 0}, {3: 9})
+    assert (c.raw["HwIfInPfc3Pkt"], c.raw["HwIfOutPfc3Pkt"], c.raw["HwIfOutQ3WredDrops"]) == (5, 0, 9)
     # a name printed twice with different values is left out, not guessed; equal repeats are one counter
     c = p.parse_cumulus_ethtool("NIC statistics:\n     HwIfInPfc3Pkt: 1\n     HwIfInPfc3Pkt: 2\n"
                                 "     HwIfOutPfc3Pkt: 4\n     HwIfOutPfc3Pkt: 4\n")
-    assert (c.pfc_rx, c.pfc_tx, c.ambiguous) == ({}, {3: 4}, frozenset({"HwIfInPfc3Pkt"}))
+    assert (c.raw, c.ambiguous) == ({"HwIfOutPfc3Pkt": 4}, frozenset({"HwIfInPfc3Pkt"}))
     skipped: list = []
     c = p.parse_cumulus_ethtool("NIC statistics:\n     Port counters\n     HwIfOutQ1WredDrops: 3\n", skipped)
-    assert c.wred_dropped == {1: 3} and [s.text for s in skipped] == ["Port counters"]
+    assert c.raw == {"HwIfOutQ1WredDrops": 3} and [s.text for s in skipped] == ["Port counters"]
     for bad in ("", "stats:\n a: 1\n", f"NIC statistics:\n     a: {2**64}\n", "NIC statistics:\n     a: 1x\n",
                 "NIC statistics:\n     HwIfInPfc3Pkt:\n"):
         with pytest.raises(ParseError):
@@ -183,10 +183,10 @@ def test_trim_columns_and_keys_of_newer_releases():
             "---------  -----  --------------  -----------  ---------------  ---------------\n"
             "Ethernet0    UC1               1            2                3                4\n")
     (row,) = p.parse_queue_counters(text)
-    assert row.values == {"tx_packets": 1, "trimmed_packets": 2, "trim_sent_packets": 3, "trim_dropped_packets": 4}
+    assert row.values == {"Counter/pkts": 1, "Trim/pkts": 2, "TrimSent/pkts": 3, "TrimDrop/pkts": 4}
     (row,) = p.parse_queue_counters_json(json.dumps({"Ethernet0": {"UC1": {
         "totalpacket": 1, "trimpkt": 2, "trimsentpkt": 3, "trimdroppkt": 4, "unknownkey": 9}}}))
-    assert row.values == {"tx_packets": 1, "trimmed_packets": 2, "trim_sent_packets": 3, "trim_dropped_packets": 4}
+    assert row.values == {"totalpacket": 1, "trimpkt": 2, "trimsentpkt": 3, "trimdroppkt": 4}
 
 
 def test_records_are_immutable():

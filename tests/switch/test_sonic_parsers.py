@@ -8,8 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabric_exporter.catalog import switch_commands
 from fabric_exporter.errors import ParseError
 from fabric_exporter.lab.snmp import SimulatedSwitch
+from fabric_exporter.mapping import RawTable
 from fabric_exporter.lab.sonic_cli import (
     render_pfc_counters,
     render_pfcwd_stats,
@@ -29,6 +31,7 @@ from fabric_exporter.parsers.sonic_cli import (
     parse_wred_counters_json,
 )
 
+CLI_ROWS = RawTable.for_source(*switch_commands.SOURCES)
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "switch"
 
 
@@ -37,7 +40,10 @@ def fixture(name: str) -> str:
 
 
 def as_set(rows):
-    return {(r.port, r.queue, tuple(sorted(r.values.items()))) for r in rows}
+    """The rows as (port, queue, (metric, value)...): text and JSON spell the counters differently, the
+    catalog's rows say which metric each is."""
+    return {(r.port, r.queue, tuple(sorted((metric, v) for name, v in r.values.items()
+                                           for _o, metric, _row, _c in CLI_ROWS.matches(name)))) for r in rows}
 
 
 # -- real captures ------------------------------------------------------------------------------------
@@ -64,8 +70,8 @@ def test_queue_counters_capture_text_and_json_agree():
     js = parse_queue_counters_json(fixture("sonic/show_queue_counters.json"))
     assert len(text) == 90 and as_set(text) == as_set(js)
     by = {(r.port, r.queue): r.values for r in text}
-    assert by[("Ethernet0", "UC1")] == {"tx_packets": 60, "tx_bytes": 43, "dropped_packets": 39, "dropped_bytes": 1}
-    assert by[("Ethernet0", "MC10")] == {"tx_packets": 83, "tx_bytes": 96, "dropped_packets": 74, "dropped_bytes": 9}
+    assert by[("Ethernet0", "UC1")] == {"Counter/pkts": 60, "Counter/bytes": 43, "Drop/pkts": 39, "Drop/bytes": 1}
+    assert by[("Ethernet0", "MC10")] == {"Counter/pkts": 83, "Counter/bytes": 96, "Drop/pkts": 74, "Drop/bytes": 9}
     assert by[("Ethernet0", "ALL20")] == {}  # N/A everywhere
 
 
@@ -74,20 +80,20 @@ def test_wred_counters_capture_text_and_json_agree():
     js = parse_wred_counters_json(fixture("sonic/show_queue_wredcounters.json"))
     assert len(text) == 90 and as_set(text) == as_set(js)
     by = {(r.port, r.queue): r.values for r in text}
-    assert by[("Ethernet0", "UC1")] == {"wred_dropped_packets": 60, "wred_dropped_bytes": 43,
-                                        "ecn_marked_packets": 39, "ecn_marked_bytes": 1}
+    assert by[("Ethernet0", "UC1")] == {"WredDrp/pkts": 60, "WredDrp/bytes": 43, "EcnMarked/pkts": 39,
+                                        "EcnMarked/bytes": 1}
 
 
 def test_pfcwd_stats_capture():
     rows = parse_pfcwd_stats(fixture("sonic/show_pfcwd_stats.txt"))
     assert [(r.port, r.queue, r.status) for r in rows] == [
         ("Ethernet0", 3, "stormed"), ("Ethernet4", 3, "operational"), ("Ethernet8", 4, "stormed")]
-    assert rows[2].values == {"storms_detected": 3, "storms_restored": 2, "tx_ok": 100, "tx_dropped": 300,
-                              "rx_ok": 100, "rx_dropped": 300, "tx_last_ok": 0, "tx_last_dropped": 200,
-                              "rx_last_ok": 0, "rx_last_dropped": 200}
+    assert rows[2].values == {"STORM DETECTED": 3, "STORM RESTORED": 2, "TX OK": 100, "TX DROP": 300,
+                              "RX OK": 100, "RX DROP": 300, "TX LAST OK": 0, "TX LAST DROP": 200,
+                              "RX LAST OK": 0, "RX LAST DROP": 200}
     masic = parse_pfcwd_stats(fixture("sonic/show_pfcwd_stats_masic.txt"))
     assert len(masic) == 96 and masic[0].status is None
-    assert (masic[10].port, masic[10].queue, masic[10].values["storms_detected"]) == ("Ethernet0", 10, 0)
+    assert (masic[10].port, masic[10].queue, masic[10].values["STORM DETECTED"]) == ("Ethernet0", 10, 0)
 
 
 def test_empty_pfcwd_table_and_empty_output():
@@ -109,8 +115,8 @@ def test_cumulus_ethtool():
     text = ("NIC statistics:\n     HwIfInOctets: 12345\n     HwIfInPfc3Pkt: 17\n     HwIfOutPfc3Pkt: 4\n"
             "     HwIfOutPfc0Pkt: 0\n     HwIfOutQ3WredDrops: 99\n     SoftInErrors: 0\n")
     c = parse_cumulus_ethtool(text)
-    assert c.pfc_rx == {3: 17} and c.pfc_tx == {3: 4, 0: 0} and c.wred_dropped == {3: 99}
-    assert c.raw["HwIfInOctets"] == 12345
+    assert c.raw == {"HwIfInOctets": 12345, "HwIfInPfc3Pkt": 17, "HwIfOutPfc3Pkt": 4, "HwIfOutPfc0Pkt": 0,
+                     "HwIfOutQ3WredDrops": 99, "SoftInErrors": 0}  # every counter, as printed
     with pytest.raises(ParseError):
         parse_cumulus_ethtool("Cannot get stats strings information: Operation not supported\n")
 
@@ -131,13 +137,13 @@ def test_lab_renders_parse_back_to_its_state():
     pfc = parse_pfc_counters(render_pfc_counters(sw))
     assert pfc.rx["Ethernet4"][5] == sw.interfaces[1].pfc[5][1] and pfc.tx["Ethernet8"][0] == sw.interfaces[2].pfc[0][0]
     q = {(r.port, r.queue): r.values for r in parse_queue_counters(render_queue_counters(sw))}
-    assert q[("Ethernet4", "MC6")]["tx_bytes"] == sw.interfaces[1].queues[2]["mc_bytes"]
+    assert q[("Ethernet4", "MC6")]["Counter/bytes"] == sw.interfaces[1].queues[2]["mc_bytes"]
     assert as_set(parse_queue_counters(render_queue_counters(sw))) == as_set(
         parse_queue_counters_json(render_queue_counters_json(sw)))
     assert as_set(parse_wred_counters(render_queue_counters(sw, wred=True))) == as_set(
         parse_wred_counters_json(render_queue_counters_json(sw, wred=True)))
     wd = {(r.port, r.queue): r for r in parse_pfcwd_stats(render_pfcwd_stats(sw))}
-    assert wd[("Ethernet4", 3)].status == "stormed" and wd[("Ethernet4", 3)].values["tx_dropped"] == 1000
+    assert wd[("Ethernet4", 3)].status == "stormed" and wd[("Ethernet4", 3)].values["TX DROP"] == 1000
 
 
 # -- malformed input: ParseError, never anything else -----------------------------------------------
@@ -246,5 +252,5 @@ def test_last_cached_time_lines_after_sonic_clear():
         "     Port    TxQ    Counter/pkts    Counter/bytes    Drop/pkts    Drop/bytes\n"
         "---------  -----  --------------  ---------------  -----------  ------------\n"
         "Ethernet0    UC0               3               30            1            10\n", skipped=skipped)
-    assert [(r.port, r.queue, r.values["tx_packets"]) for r in rows] == [("Ethernet0", "UC0", 3)]
+    assert [(r.port, r.queue, r.values["Counter/pkts"]) for r in rows] == [("Ethernet0", "UC0", 3)]
     assert skipped == []  # known lines: not counted as unknown
