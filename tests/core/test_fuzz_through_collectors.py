@@ -129,61 +129,41 @@ def _diagnet_sections(fn):
     return run
 
 
-ENTRY_POINTS = {
-    "ethtool.parse_ethtool_stats": (ethtool.parse_ethtool_stats, ETH),
+def declared_entry_points() -> dict[str, tuple]:
+    """Each parser module's ``FUZZ`` (entry point name -> real captures under tests/fixtures), as
+    ``{"module.function": (function, lines)}``: a new parser declares its inputs next to its code."""
+    out = {}
+    for info in pkgutil.iter_modules(parsers_pkg.__path__):
+        module = importlib.import_module(f"fabric_exporter.parsers.{info.name}")
+        for name, captures in getattr(module, "FUZZ", {}).items():
+            assert callable(getattr(module, name, None)), f"{info.name}.FUZZ names {name!r}, not a function of it"
+            assert captures and all((FIX / c).is_file() for c in captures), f"{info.name}.FUZZ[{name!r}]: {captures}"
+            out[f"{info.name}.{name}"] = (getattr(module, name), lines_of(*captures))
+    return out
+
+
+# Entry points whose call or input needs code (an extra argument, input built from markers or a slice
+# of a capture); every other one is declared by its parser module's FUZZ (declared_entry_points).
+CODED_ENTRY_POINTS = {
     "ethtool.parse_u64": (lambda t: ethtool.parse_u64(t, "x"), ETH),
     "ib_common.parse_guid": (__import__("fabric_exporter.parsers.ib_common", fromlist=["x"]).parse_guid, IB_MAP),
     "ib_common.parse_uint": (lambda t: __import__("fabric_exporter.parsers.ib_common", fromlist=["x"]).parse_uint(t, "x"), IB_PQ),
-    "ib_diagnet.parse_db_csv": (ib_diagnet.parse_db_csv, IB_DB),
-    "ib_diagnet.parse_pm": (ib_diagnet.parse_pm, IB_PM),
     "ib_diagnet.pm_info": (_diagnet_sections(ib_diagnet.pm_info), IB_DB),
     "ib_diagnet.cable_info": (_diagnet_sections(ib_diagnet.cable_info), IB_DB),
     "ib_diagnet.node_temperatures": (_diagnet_sections(ib_diagnet.node_temperatures), IB_DB),
-    "ib_netdiscover.parse": (ib_netdiscover.parse, IB_ND),
-    "ib_nodenamemap.parse": (ib_nodenamemap.parse, IB_MAP),
-    "ib_perfquery.parse": (ib_perfquery.parse, IB_PQ),
-    "ib_queryerrors.parse": (ib_queryerrors.parse, IB_QE),
-    "ib_queryerrors.failed_queries": (ib_queryerrors.failed_queries, IB_QE),
-    "perftest.parse_text": (perftest.parse_text, LAT),
-    "perftest.parse_json": (perftest.parse_json, LAT),
-    "perftest.parse_report": (perftest.parse_report, LAT),
-    "rdma.parse_hw_counters": (rdma.parse_hw_counters, HW),
-    "rdma.parse_rdma_statistic": (rdma.parse_rdma_statistic, RDMA_STAT),
-    "rdma.parse_rdma_link": (rdma.parse_rdma_link, RDMA_LINK),
     "rdma.parse_host_dump": (rdma.parse_host_dump, ["@@fabric-roce 1 sysfs", "@@device mlx5_0 mlx5_core",
                                                     "@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE", "@@hw_counters mlx5_0 1",
                                                     "@@ethtool eth0 0", "@@rdma_link 0", "@@end", *HW[:5], *ETH[:5]]),
     "sonic_cli.parse_count": (lambda t: sonic_cli.parse_count(t), ["0", "1,234", "N/A", "12"]),
-    "sonic_cli.parse_tables": (sonic_cli.parse_tables, sum(SONIC.values(), [])),
-    "sonic_cli.parse_pfc_counters": (sonic_cli.parse_pfc_counters, SONIC["show_pfc_counters.txt"]),
-    "sonic_cli.parse_queue_counters": (sonic_cli.parse_queue_counters, SONIC["show_queue_counters.txt"]),
-    "sonic_cli.parse_queue_counters_json": (sonic_cli.parse_queue_counters_json, SONIC["show_queue_counters.json"]),
-    "sonic_cli.parse_wred_counters": (sonic_cli.parse_wred_counters, SONIC["show_queue_wredcounters.txt"]),
-    "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
-    "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
-    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH + CUMULUS_ETH),
-    "sonic_cli.parse_pfc_history": (sonic_cli.parse_pfc_history, PFC_HISTORY),
-    "sonic_watermark.parse_queue_watermark": (sonic_watermark.parse_queue_watermark, WM_QUEUE),
-    "sonic_watermark.parse_queue_watermark_json": (sonic_watermark.parse_queue_watermark_json, WM_QUEUE_JSON),
-    "sonic_watermark.parse_pg_watermark": (sonic_watermark.parse_pg_watermark, WM_PG),
-    "sonic_watermark.parse_pg_watermark_json": (sonic_watermark.parse_pg_watermark_json, WM_PG_JSON),
-    "sonic_watermark.parse_pool_watermark": (sonic_watermark.parse_pool_watermark, WM_POOL),
-    "sonic_cli.parse_lldp_table": (sonic_cli.parse_lldp_table, SONIC_LLDP),
-    "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
-    "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
-    "slurm_squeue.parse_squeue_json": (slurm_squeue.parse_squeue_json, SQUEUE_JSON),
-    "slurm_squeue.parse_squeue_text": (slurm_squeue.parse_squeue_text, SQUEUE_TEXT),
-    "eos_cli.parse_pfc_counters_json": (eos_cli.parse_pfc_counters_json, EOS_PFC),
-    "nvue.parse_roce_counters": (nvue.parse_roce_counters, NVUE_ROCE),
-    "eos_cli.parse_ecn_counters_json": (eos_cli.parse_ecn_counters_json, EOS_ECN),
-    "gnmi.parse_sonic_blob": (gnmi.parse_sonic_blob, GNMI_SONIC),
-    "gnmi.parse_sonic_name_map": (gnmi.parse_sonic_name_map, lines_of("switch/gnmi/sonic/COUNTERS_PORT_NAME_MAP.txt")),
     "gnmi.parse_sonic_port_aliases": (gnmi.parse_sonic_port_aliases, GNMI_MAPS),
     "gnmi.parse_xpath": (gnmi.parse_xpath, GNMI_XPATHS),
     "burst_stream.parse_header": (burst_stream.parse_header, ["@@fabric-burst 1 100000 56 8123456789"]),
     "burst_stream.parse_window": (lambda t: [burst_stream.parse_window(line, 56) for line in t.splitlines()],
                                   ["w 1 100012 830", "w 2 99870 120 0:5 3:100000 55:12", "w 5 300410 200311 7:1"]),
 }
+DECLARED_ENTRY_POINTS = declared_entry_points()
+assert not set(DECLARED_ENTRY_POINTS) & set(CODED_ENTRY_POINTS), "an entry point declared twice"
+ENTRY_POINTS = {**DECLARED_ENTRY_POINTS, **CODED_ENTRY_POINTS}
 
 
 def test_every_public_parser_entry_point_is_fuzzed():
