@@ -76,8 +76,6 @@ PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
 SONIC_LLDP = lines_of("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt")
 EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
 EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
-SQUEUE_JSON = lines_of("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json")
-SQUEUE_TEXT = lines_of("slurm/slurm-22.05.8-squeue-format.txt")
 CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt")
 NVUE_ROCE = lines_of("real/nvue_qos_roce_counters_swp16.txt")
 EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
@@ -455,15 +453,50 @@ def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards, pfc, ecn):
     assert_explained(states)
 
 
-@FUZZ
-@given(out=st.one_of(mutated(SQUEUE_JSON, max_lines=400), mutated(SQUEUE_TEXT)),
-       fmt=st.sampled_from(["json", "text"]))
-def test_slurm_jobs_collector_explains_every_fuzzed_output(out, fmt):
+def declared_collectors() -> dict[str, type]:
+    """The built-in collectors that declare ``captures`` (what their commands print): polled by the two
+    tests below, so a new collector needs no test of its own here."""
+    from fabric_exporter import ssh_guard
+
+    return {n: c for n, c in ssh_guard.builtin_collectors().items() if c.captures}
+
+
+def _max_lines(lines: list[str]) -> int:
+    return max(40, min(400, len(lines)))  # a long JSON capture keeps enough lines to stay JSON-like
+
+
+def _answer_all(out: str):
     async def answer(host, argv):
         return 0, out, ""
+    return answer
 
-    states = poll_once(group_config("slurm_jobs", options={"format": fmt}), answer)
-    assert_explained(states)
+
+@pytest.mark.parametrize("name", sorted(declared_collectors()))
+def test_a_declared_collector_explains_every_fuzzed_output(name):
+    """Every command answered by one mutated capture group, under each of its ``command_variants``."""
+    cls = registry()[name]
+    groups = [lines_of(*g) for g in cls.captures]
+
+    @FUZZ
+    @given(out=st.one_of(*[mutated(g, max_lines=_max_lines(g)) for g in groups]),
+           options=st.sampled_from(cls.command_variants or ({},)))
+    def fuzz(out, options):
+        assert_explained(poll_once(group_config(name, options=dict(options)), _answer_all(out)))
+
+    fuzz()
+
+
+@pytest.mark.parametrize("name", sorted(declared_collectors()))
+def test_a_declared_collector_with_a_5000_digit_number_is_explained(name):
+    """Each real capture whole, with its first number made 5000 digits long: explained, never internal."""
+    cls = registry()[name]
+    for group in cls.captures:
+        text = real(lines_of(*group))
+        token = NUMBER.search(text)
+        assert token, group
+        huge = text[:token.start()] + "9" * 5000 + text[token.end():]
+        for options in cls.command_variants or ({},):
+            assert_explained(poll_once(group_config(name, options=dict(options)), _answer_all(huge)))
 
 
 def test_switch_cli_collector_with_a_5000_digit_counter_is_explained():
@@ -569,9 +602,11 @@ def test_a_foreign_exception_from_the_perftest_parser_fails_that_probe_as_parse(
     assert any("parser bug" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
-# Each registered collector -> the tests above that poll it through the scheduler with fuzzed output.
-# A collector that reads no tool text says where its input is fuzzed instead. The collector
-# completeness test (tests/core/test_collector_completeness.py) requires an entry for every collector.
+# A collector whose input needs a hand-written test (several commands answered differently, a lab
+# simulator, varbinds) -> the tests above that poll it through the scheduler with fuzzed output, or
+# where its input is fuzzed instead. Any other collector declares ``captures`` and is polled by
+# test_a_declared_collector_*. The collector completeness test (tests/core/test_collector_completeness.py)
+# requires one or the other for every collector.
 THROUGH_COLLECTORS: dict[str, tuple[str, ...] | str] = {
     "infiniband": ("test_infiniband_collector_explains_every_fuzzed_output",
                    "test_infiniband_focus_reads_explain_every_fuzzed_output",
@@ -585,7 +620,6 @@ THROUGH_COLLECTORS: dict[str, tuple[str, ...] | str] = {
                    "test_switch_cli_collector_with_a_5000_digit_counter_is_explained"),
     "latency_probe": ("test_latency_probe_explains_every_fuzzed_report",
                       "test_latency_probe_reports_the_overflowing_json_as_a_parse_failure"),
-    "slurm_jobs": ("test_slurm_jobs_collector_explains_every_fuzzed_output",),
     "snmp_switch": "reads SNMP varbinds, not text: its BER decoder is fuzzed in tests/switch/test_snmp_ber.py "
                    "and test_snmp_v3_ber.py",
     "gnmi_switch": "reads gNMI notifications: the value parsers are fuzzed as entry points above "
