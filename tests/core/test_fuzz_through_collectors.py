@@ -453,6 +453,51 @@ def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards, pfc, ecn):
     assert_explained(states)
 
 
+def declared_captures(parse) -> list[str]:
+    """The real captures a parser module declares (its ``FUZZ``) for the entry point ``parse``."""
+    module = importlib.import_module(parse.__module__)
+    captures = getattr(module, "FUZZ", {}).get(parse.__name__)
+    assert captures, f"{parse.__module__}.FUZZ declares no captures for {parse.__name__}"
+    return lines_of(*captures)
+
+
+def _dialects() -> dict:
+    from fabric_exporter.collectors.switch_cli import DIALECTS
+
+    return {name: d for name, d in DIALECTS.items() if d.commands}
+
+
+def dialect_answer(dialect, bodies: dict[str, str]):
+    """Every named command of ``dialect`` answered with ``bodies[name]``: in a batched script's sections,
+    or as the one line of a device CLI (run_line)."""
+    by_line = {" ".join(c.argv): name for name, c in dialect.commands.items()}
+
+    async def answer(host, argv):
+        if len(argv) == 1:
+            return 0, bodies[by_line[argv[0]]], ""
+        return await switch_answer(bodies)(host, argv)
+    return answer
+
+
+@pytest.mark.parametrize("name", sorted(_dialects()))
+def test_every_switch_cli_dialect_explains_every_fuzzed_output(name):
+    """Each dialect of the table polled with all its commands, each answered from its parser's declared
+    captures (text or JSON form), mutated: a new dialect is fuzzed through the collector by its entry."""
+    dialect = _dialects()[name]
+    bodies = st.fixed_dictionaries({
+        n: st.one_of(*[mutated(declared_captures(p)) for p in (c.parse, c.parse_json) if p is not None])
+        for n, c in dialect.commands.items()})
+
+    @settings(FUZZ, max_examples=20)
+    @given(bodies=bodies)
+    def fuzz(bodies):
+        options = {"dialect": name, "commands": list(dialect.names)}
+        assert_explained(poll_once(group_config("switch_cli", hosts=["sw1"], options=options),
+                                   dialect_answer(dialect, bodies)))
+
+    fuzz()
+
+
 def declared_collectors() -> dict[str, type]:
     """The built-in collectors that declare ``captures`` (what their commands print): polled by the two
     tests below, so a new collector needs no test of its own here."""
@@ -617,7 +662,8 @@ THROUGH_COLLECTORS: dict[str, tuple[str, ...] | str] = {
                    "test_switch_cli_watermarks_explain_every_fuzzed_output",
                    "test_switch_cli_cumulus_explains_every_fuzzed_output",
                    "test_switch_cli_eos_explains_every_fuzzed_output",
-                   "test_switch_cli_collector_with_a_5000_digit_counter_is_explained"),
+                   "test_switch_cli_collector_with_a_5000_digit_counter_is_explained",
+                   "test_every_switch_cli_dialect_explains_every_fuzzed_output"),
     "latency_probe": ("test_latency_probe_explains_every_fuzzed_report",
                       "test_latency_probe_reports_the_overflowing_json_as_a_parse_failure"),
     "snmp_switch": "reads SNMP varbinds, not text: its BER decoder is fuzzed in tests/switch/test_snmp_ber.py "
