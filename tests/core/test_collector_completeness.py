@@ -75,8 +75,8 @@ def missing_pieces(collectors: Mapping[str, type], root: Path, fuzzed: Mapping[s
             out.append(f"{name}: no example config with 'collector: {name}' under examples/ or in a yaml block "
                        f"of docs/collectors/{name}.md")
         if f"`{name}`" not in configuration:
-            out.append(f"{name}: not mentioned in docs/configuration.md (as `{name}`; python -m "
-                       "fabric_exporter.config.docs --write docs/configuration.md)")
+            out.append(f"{name}: not mentioned in docs/configuration.md (as `{name}`; fabric-exporter "
+                       "config-docs --write docs/configuration.md)")
     return out
 
 

@@ -69,7 +69,7 @@ def test_the_collector_row_of_configuration_md_is_generated():
 
     text = (ROOT / "docs/configuration.md").read_text()
     assert docs.render(text, ssh_guard.builtin_collectors()) == text, \
-        "docs/configuration.md's collector row is stale: python -m fabric_exporter.config.docs --write docs/configuration.md"
+        "docs/configuration.md's collector row is stale: fabric-exporter config-docs --write docs/configuration.md"
     assert docs.render(text, {}) != text  # the row is there, and generated from the registry
 
 
@@ -141,3 +141,14 @@ def test_schema_and_check_config_agree(name, doc, valid):
         assert schema_ok and not loader_ok and problems == ["credentials.c.username: only for version 3"]
         return
     assert (schema_ok, loader_ok) == (valid, valid)
+
+
+def test_config_docs_check_and_write(tmp_path, capsys):
+    from fabric_exporter.cli import main
+
+    stale = tmp_path / "configuration.md"
+    text = (ROOT / "docs/configuration.md").read_text()
+    stale.write_text(text.replace("[`slurm_jobs`](collectors/slurm_jobs.md)", "`slurm_jobs`", 1))
+    assert main(["config-docs", "--check", str(stale)]) == 1 and "+| `collector` | required |" in capsys.readouterr().out
+    assert main(["config-docs", "--write", str(stale)]) == 0 and stale.read_text() == text
+    assert main(["config-docs", "--check", str(stale)]) == 0

@@ -4,9 +4,10 @@ Two layers, both over every text parser the collectors use:
 
 * every public parser entry point in ``fabric_exporter.parsers`` is fuzzed directly (real capture
   lines shuffled, cut and salted with the numbers that broke parsers before: 309 and 5000 digits,
-  2**64, 1e400, NaN, Infinity); it returns or raises ParseError, nothing else. A test fails when a
-  new public ``parse*`` function appears that this table does not fuzz.
-* every text collector (infiniband, roce_nic, switch_cli, latency_probe) is polled through the
+  2**64, 1e400, NaN, Infinity); it returns or raises ParseError, nothing else. The captures are
+  declared by each parser module (``FUZZ``); a test fails when a public ``parse*`` function is not.
+* every text collector (infiniband, roce_nic, switch_cli and each of its dialects, latency_probe, and
+  every collector declaring ``captures``) is polled through the
   scheduler with fuzzed command output: a poll ends ok, partial or failed with a reason, never
   ``internal`` (which would mean a parser raised something other than ParseError); and a parser
   made to raise a foreign exception is reported (``internal`` with the exception named, logged

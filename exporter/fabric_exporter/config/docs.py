@@ -2,12 +2,13 @@
 with the transports it supports, linked to its page. A new collector regenerates the row (a test
 compares the committed doc with it) instead of editing the doc by hand:
 
-    PYTHONPATH=exporter python -m fabric_exporter.config.docs --write docs/configuration.md
+    fabric-exporter config-docs --write docs/configuration.md
+
+Like the rest of config/, it is handed the collectors (the CLI passes the built-in ones).
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import sys
 from collections.abc import Mapping
@@ -32,18 +33,11 @@ def render(text: str, collectors: Mapping[str, type]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ..ssh_guard import builtin_collectors
-
-    ap = argparse.ArgumentParser(prog="python -m fabric_exporter.config.docs", description=__doc__.split("\n")[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="MD", type=Path, help="regenerate the row in place")
-    mode.add_argument("--check", metavar="MD", type=Path, help="exit 1 (with a diff) if the row is not current")
-    args = ap.parse_args(argv)
-    path = args.write or args.check
+def update(path: Path, collectors: Mapping[str, type], write: bool) -> int:
+    """``--write``: regenerate the row in place (0). ``--check``: 0 when current, else 1 and a diff."""
     text = path.read_text()
-    new = render(text, builtin_collectors())
-    if args.write:
+    new = render(text, collectors)
+    if write:
         if new != text:
             path.write_text(new)
         return 0
@@ -52,7 +46,3 @@ def main(argv: list[str] | None = None) -> int:
                                                    f"{path} (generated)"))
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
