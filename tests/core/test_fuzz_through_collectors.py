@@ -33,9 +33,7 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (burst_stream, eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_nodenamemap,
-                                     ib_perfquery, ib_queryerrors, nvue, perftest, rdma, slurm_squeue, sonic_cli,
-                                     sonic_watermark)
+from fabric_exporter.parsers import burst_stream, ethtool, gnmi, ib_diagnet, perftest, rdma, sonic_cli
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
