@@ -49,38 +49,43 @@ def lines_of(*names: str) -> list[str]:
     return out
 
 
-IB_QE = lines_of("infiniband/hdr_ibqueryerrors_errors_report_port.txt", "infiniband/ndr_ibqueryerrors_counters_report_port.txt")
-IB_ND = lines_of("infiniband/ibsim_ibnetdiscover.txt", "infiniband/edge_ibnetdiscover.txt")
-IB_PQ = lines_of("infiniband/edr_perfquery_extended.txt", "infiniband/qdr_perfquery_basic_latched.txt")
+def declared(entry: str) -> list[str]:
+    """The lines of the captures a parser module declares for one of its entry points (its ``FUZZ``)."""
+    module, name = entry.split(".")
+    captures = getattr(importlib.import_module(f"fabric_exporter.parsers.{module}"), "FUZZ", {}).get(name)
+    assert captures, f"parsers/{module}.py declares no FUZZ captures for {name}"
+    return lines_of(*captures)
+
+
+IB_QE = declared("ib_queryerrors.parse")
+IB_ND = declared("ib_netdiscover.parse")
+IB_PQ = declared("ib_perfquery.parse")
 IB_VL = lines_of("infiniband/ibsim_perfquery_vlxmitcounters.txt")
-IB_DB = lines_of("infiniband/ibdiagnet2.db_csv")
-IB_PM = lines_of("infiniband/ibdiagnet2.pm")
-IB_MAP = lines_of("infiniband/node-name-map.txt")
-LAT = lines_of("latency/write_lat_ib.txt", "latency/send_lat_roce_cpu_warning.txt", "latency/write_lat_roce_json_stdout.txt",
-               "latency/write_lat_roce_out_json.json")
-ETH = lines_of("roce_nic/ethtool_mlx5_pfc3.txt", "roce_nic/ethtool_bnxt.txt")
-HW = lines_of("roce_nic/hw_counters_mlx5.txt")
-RDMA_LINK = lines_of("roce_nic/rdma_link.txt", "roce_nic/rdma_link.json")
-RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statistic_mlx5.json")
+IB_DB = declared("ib_diagnet.parse_db_csv")
+IB_PM = declared("ib_diagnet.parse_pm")
+IB_MAP = declared("ib_nodenamemap.parse")
+LAT = declared("perftest.parse_report")
+ETH = declared("ethtool.parse_ethtool_stats")
+HW = declared("rdma.parse_hw_counters")
+RDMA_LINK = declared("rdma.parse_rdma_link")
+RDMA_STAT = declared("rdma.parse_rdma_statistic")
 SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
                                                       "show_queue_counters.json", "show_queue_wredcounters.txt",
                                                       "show_queue_wredcounters.json")}
-WM_QUEUE = lines_of("real/sonic_queue_watermark_unicast_masic_all.txt", "real/sonic_queue_watermark_unicast.txt",
-                    "real/sonic_queue_watermark_multicast_unconfigured.txt")
-WM_QUEUE_JSON = lines_of("real/sonic_queue_watermark_unicast.json")
-WM_PG = lines_of("real/sonic_pg_persistent_watermark_headroom_masic_all.txt")
-WM_PG_JSON = lines_of("real/sonic_pg_watermark_shared.json")
-WM_POOL = lines_of("real/sonic_buffer_pool_watermark.txt", "real/sonic_headroom_pool_watermark_masic_all.txt")
-PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
-SONIC_LLDP = lines_of("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt")
-EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
-EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
+WM_QUEUE = declared("sonic_watermark.parse_queue_watermark")
+WM_QUEUE_JSON = declared("sonic_watermark.parse_queue_watermark_json")
+WM_PG = declared("sonic_watermark.parse_pg_watermark")
+WM_PG_JSON = declared("sonic_watermark.parse_pg_watermark_json")
+WM_POOL = declared("sonic_watermark.parse_pool_watermark")
+PFC_HISTORY = declared("sonic_cli.parse_pfc_history")
+SONIC_LLDP = declared("sonic_cli.parse_lldp_table")
+EOS_QUEUE = declared("eos_cli.parse_queue_counters")
+EOS_DISCARDS = declared("eos_cli.parse_discards_json")
 CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt")
-NVUE_ROCE = lines_of("real/nvue_qos_roce_counters_swp16.txt")
-EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
-EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
-GNMI_SONIC = lines_of("switch/gnmi/sonic/COUNTERS+Ethernet68+Queues_alias.txt", "switch/gnmi/sonic/COUNTERS+Ethernet68.txt",
-                      "switch/gnmi/sonic/PERIODIC_WATERMARKS+Ethernet16+PriorityGroups.txt")
+NVUE_ROCE = declared("nvue.parse_roce_counters")
+EOS_PFC = declared("eos_cli.parse_pfc_counters_json")
+EOS_ECN = declared("eos_cli.parse_ecn_counters_json")
+GNMI_SONIC = declared("gnmi.parse_sonic_blob")
 GNMI_MAPS = lines_of("switch/gnmi/sonic/COUNTERS_PORT_ALIAS_MAP.txt")[:40] + ["}"]
 GNMI_XPATHS = ["/qos/interfaces/interface[interface-id=swp1]/switch-priority[priority=3]/state/in-pause-duration",
                "/interfaces/interface[name=Ethernet0/1]/state/counters/in-octets", "COUNTERS/Ethernet*/Queues"]
@@ -454,10 +459,7 @@ def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards, pfc, ecn):
 
 def declared_captures(parse) -> list[str]:
     """The real captures a parser module declares (its ``FUZZ``) for the entry point ``parse``."""
-    module = importlib.import_module(parse.__module__)
-    captures = getattr(module, "FUZZ", {}).get(parse.__name__)
-    assert captures, f"{parse.__module__}.FUZZ declares no captures for {parse.__name__}"
-    return lines_of(*captures)
+    return declared(f"{parse.__module__.rsplit('.', 1)[1]}.{parse.__name__}")
 
 
 def _dialects() -> dict:
