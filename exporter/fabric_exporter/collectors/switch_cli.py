@@ -397,12 +397,13 @@ def build_cumulus_script(nonce: str, commands: tuple[str, ...] = CUMULUS_DEFAULT
         "done\n" for c in CUMULUS if c in commands)
 
 
-def _sonic_ssh_commands() -> tuple[Command, ...]:
-    """Each SONiC section exactly as ``build_script`` writes it (with ``--json`` where the section has a
-    JSON parser): the guard allows a batch of distinct sections, each in one of these forms."""
+def batched_ssh_commands(commands: dict[str, CliCommand]) -> tuple[Command, ...]:
+    """Each section of a batched dialect (SONiC's strategy) exactly as ``build_script`` writes it (with
+    ``--json`` where the section has a JSON parser): the guard allows a batch of distinct sections, each
+    in one of these forms. A dialect on that strategy declares ``batched_ssh_commands(ITS_COMMANDS)``."""
     return tuple(ShellSection(name, c.argv, build_script([(name, c.argv)], NONCE),
                               build_script([(name, c.argv + ("--json",))], NONCE) if c.parse_json else None)
-                 for name, c in SONIC.items())
+                 for name, c in commands.items())
 
 
 def _cumulus_ssh_commands() -> tuple[Command, ...]:
@@ -606,7 +607,7 @@ class SwitchCliCollector(Collector):
 DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
                      ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats"),
-                     SONIC_CHOICES, SONIC_COMMANDS, _sonic_ssh_commands(),
+                     SONIC_CHOICES, SONIC_COMMANDS, batched_ssh_commands(SONIC),
                      ("watermark_kind", "queue_watermark_types", "pg_watermark_regions", "buffer_pool_watermarks"), "watermarks"),
     # its sources follow its commands (sources_for): ethtool and/or nvue_roce
     "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S / nv show", (),

@@ -265,3 +265,14 @@ def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) ->
 
 __all__ = ["Discards", "EcnMarked", "PfcFrames", "QueueCounters", "long_name", "parse_discards_json",
            "parse_ecn_counters_json", "parse_pfc_counters_json", "parse_queue_counters"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_queue_counters": ("real/eos_queue_counters_detail_egress_nz.txt",
+                             "real/eos_queue_counters_nz_7280sr3e.txt"),
+    "parse_discards_json": ("real/eos_interfaces_counters_discards_anta.json",),
+    "parse_pfc_counters_json": ("real/eos_pfc_counters_anta.json",),
+    "parse_ecn_counters_json": ("real/eos_qos_ecn_counters_queue_anta.json",),
+}

@@ -416,3 +416,12 @@ __all__ = [
     "CommandOutput", "DumpPort", "HostDump", "RdmaLink", "HW_COUNTER_SETTINGS",
     "parse_host_dump", "parse_hw_counters", "parse_rdma_link", "parse_rdma_statistic",
 ]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_hw_counters": ("roce_nic/hw_counters_mlx5.txt",),
+    "parse_rdma_statistic": ("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statistic_mlx5.json"),
+    "parse_rdma_link": ("roce_nic/rdma_link.txt", "roce_nic/rdma_link.json"),
+}

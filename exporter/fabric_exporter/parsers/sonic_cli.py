@@ -508,3 +508,27 @@ def parse_pfc_history(text: str, skipped: list[SkippedLine] | None = None) -> li
     if not tables and text.strip():
         raise ParseError(f"{what}: no table")
     return out
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_tables": ("switch/sonic/show_pfc_counters.txt",
+                     "switch/sonic/show_pfcwd_stats.txt",
+                     "switch/sonic/show_queue_counters.txt",
+                     "switch/sonic/show_queue_counters.json",
+                     "switch/sonic/show_queue_wredcounters.txt",
+                     "switch/sonic/show_queue_wredcounters.json"),
+    "parse_pfc_counters": ("switch/sonic/show_pfc_counters.txt",),
+    "parse_queue_counters": ("switch/sonic/show_queue_counters.txt",),
+    "parse_queue_counters_json": ("switch/sonic/show_queue_counters.json",),
+    "parse_wred_counters": ("switch/sonic/show_queue_wredcounters.txt",),
+    "parse_wred_counters_json": ("switch/sonic/show_queue_wredcounters.json",),
+    "parse_pfcwd_stats": ("switch/sonic/show_pfcwd_stats.txt",),
+    "parse_cumulus_ethtool": ("roce_nic/ethtool_mlx5_pfc3.txt",
+                              "roce_nic/ethtool_bnxt.txt",
+                              "real/ethtool_cumulus_37_swp1.txt",
+                              "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt"),
+    "parse_pfc_history": ("real/sonic_pfc_counters_history_all.txt",),
+    "parse_lldp_table": ("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt"),
+}
