@@ -8,8 +8,9 @@ import pytest
 
 from fabric_exporter.catalog import CATALOG
 from fabric_exporter.collectors.roce_nic import (
-    ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, mapping_table_markdown, result_from_dump,
+    ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, result_from_dump,
 )
+from fabric_exporter.collectors.roce_nic.docs import mapping_table_markdown
 from fabric_exporter.errors import CommandError
 from fabric_exporter.parsers.rdma import parse_host_dump
 
@@ -243,7 +244,7 @@ def test_rdma_tool_missing_is_a_clear_failure():
 
 def test_docs_mapping_tables_are_generated_from_the_rules():
     assert mapping_table_markdown() in DOC, "regenerate the tables in docs/collectors/roce_nic.md " \
-        "from fabric_exporter.collectors.roce_nic.mapping_table_markdown()"
+        "from fabric_exporter.collectors.roce_nic.docs.mapping_table_markdown()"
 
 
 def test_vendor_counters_from_the_driver_documentation():
