@@ -5,10 +5,11 @@ One poll is ONE remote command, whatever the number of NICs: a small POSIX ``sh`
 link show``), dumps every port's ``hw_counters`` with one ``grep``, runs ``ethtool -S`` per netdev
 and frames it all with ``@@`` section lines ending in ``@@end`` (see parsers/rdma.py). The collector
 parses the dump with pure parsers and maps vendor counter names (mlx5, bnxt_en/bnxt_re, ice/irdma)
-onto the catalog's vendor-neutral names.
+onto the catalog's vendor-neutral names: the raw names are rows of the catalog (catalog/roce_nic.py,
+catalog/roce.py), run by the one mapping engine (fabric_exporter/mapping.py).
 
-Modules: script (the remote script and the host-side awk filter), mapping (vendor names -> catalog
-samples), options (the options block), ports (a parsed dump -> ports -> samples, pure), docs (the
+Modules: script (the remote script and the host-side awk filter), mapping (the catalog rows run on a NIC's
+counters), options (the options block), ports (a parsed dump -> ports -> samples, pure), docs (the
 per-vendor tables of docs/collectors/roce_nic.md, imported by the tests only), collector (the entry point). ``python -m
 fabric_exporter.collectors.roce_nic`` prints the remote script (to install it as a forced command).
 """
@@ -16,11 +17,11 @@ fabric_exporter.collectors.roce_nic`` prints the remote script (to install it as
 from __future__ import annotations
 
 from .collector import SSH_COMMANDS, RoceNicCollector
-from .mapping import ETHTOOL_MAPPER, ETHTOOL_RULES, HW_MAPPER, HW_RULES, CounterMapper, Rule, driver_family
+from .mapping import ETHTOOL_MAPPER, HW_MAPPER, CounterMapper, driver_family
 from .options import RoceNicOptions
 from .ports import PortData, _result_and_ports, result_from_dump
 from .script import FILTER_AWK, REMOTE_SCRIPT
 
-__all__ = ["ETHTOOL_MAPPER", "ETHTOOL_RULES", "FILTER_AWK", "HW_MAPPER", "HW_RULES", "REMOTE_SCRIPT", "SSH_COMMANDS",
-           "CounterMapper", "PortData", "RoceNicCollector", "RoceNicOptions", "Rule", "_result_and_ports",
+__all__ = ["ETHTOOL_MAPPER", "FILTER_AWK", "HW_MAPPER", "REMOTE_SCRIPT", "SSH_COMMANDS",
+           "CounterMapper", "PortData", "RoceNicCollector", "RoceNicOptions", "_result_and_ports",
            "driver_family", "result_from_dump"]

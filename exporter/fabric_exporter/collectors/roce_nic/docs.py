@@ -1,35 +1,41 @@
-"""The per-vendor raw-name -> metric tables of docs/collectors/roce_nic.md, generated."""
+"""The per-vendor raw-name -> metric tables of docs/collectors/roce_nic.md, generated from the catalog rows."""
 
 from __future__ import annotations
 
-from .mapping import ETHTOOL_RULES, HW_RULES
+from ...catalog.roce_nic import ETHTOOL, HW_COUNTERS
+from ...catalog.spec import CAPTURES
+from ...mapping import rows_of
+
+SECTIONS = ((ETHTOOL, "From `ethtool -S <netdev>`"),
+            (HW_COUNTERS, "From the RDMA hardware counters (sysfs `hw_counters/*` or `rdma statistic show`)"))
 
 
 def mapping_table_markdown() -> str:
-    """The per-vendor raw-name -> metric tables of docs/collectors/roce_nic.md (a test keeps the doc equal)."""
+    """One table per source and vendor: raw counter, metric, the label its capture becomes, notes (unit
+    scale, driver families, which earlier row of the same metric it falls back from)."""
     out = []
-    for title, rules in (("From `ethtool -S <netdev>`", ETHTOOL_RULES),
-                         ("From the RDMA hardware counters (sysfs `hw_counters/*` or `rdma statistic show`)", HW_RULES)):
+    for source, title in SECTIONS:
+        rows = rows_of(source)
         out += [f"### {title}", ""]
-        vendors = list(dict.fromkeys(rule.vendor for rule in rules))
-        for vendor in vendors:
+        for vendor in dict.fromkeys(row.vendor for _m, row in rows):
             out += [f"#### {vendor}", "", "| raw counter | metric | extra label | note |", "|---|---|---|---|"]
-            for rule in rules:
-                if rule.vendor != vendor:
+            for metric, row in rows:
+                if row.vendor != vendor:
                     continue
-                extra = "priority" if "{p}" in rule.pattern else ("queue" if "{q}" in rule.pattern else "")
-                same = [r.pattern for r in ETHTOOL_RULES + HW_RULES if r.metric == rule.metric]
+                extra = ", ".join(label for key, (label, _rx) in CAPTURES.items() if "{" + key + "}" in row.name)
                 notes = []
-                if rule.scale != 1.0:
+                if row.scale != 1:
                     notes.append("µs → s")
-                if rule.families:
-                    notes.append(f"{'/'.join(sorted(rule.families))} driver only")
-                if len(same) > 1 and same.index(rule.pattern) > 0:
-                    earlier = [f"`{x}`" for x in same[:same.index(rule.pattern)]
-                               if any(r.pattern == x and r.vendor == vendor for r in rules)]
-                    if earlier:
-                        notes.append("used when " + ", ".join(earlier) + " is absent")
-                out.append(f"| `{rule.pattern}` | `{rule.metric}` | {extra} | {'; '.join(notes)} |")
+                if row.families:
+                    notes.append(f"{'/'.join(sorted(row.families))} driver only")
+                earlier = []
+                for other_metric, other in rows:  # this vendor's rows of the metric declared before this one
+                    if other is row:
+                        break
+                    if other_metric == metric and other.vendor == vendor:
+                        earlier.append(f"`{other.name}`")
+                if earlier:
+                    notes.append("used when " + ", ".join(earlier) + " is absent")
+                out.append(f"| `{row.name}` | `{metric}` | {extra} | {'; '.join(notes)} |")
             out.append("")
     return "\n".join(out)
-

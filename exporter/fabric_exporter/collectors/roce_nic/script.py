@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ...parsers.rdma import HW_COUNTER_SETTINGS
-from .mapping import ETHTOOL_RULES, HW_RULES, Rule
+from .mapping import ETHTOOL_MAPPER, HW_MAPPER
 
 # ---------------------------------------------------------------------------------------------
 # The one remote command. POSIX sh (dash, busybox): builtins where possible (read, globbing), one
@@ -96,15 +96,15 @@ fi
 #   parsers' to judge (an error in hw_counters, an ambiguous ethtool counter);
 # - the number dropped per section follows it as ``@@dropped KIND KEY... N``, so a host whose
 #   counters are all unmapped is still one that was read (a partial poll, not a failed one).
-# Names are the rules' (every vendor's: a superset of the host driver's) and hw_counters' settings.
+# Names are the catalog rows' (every vendor's: a superset of the host driver's) and hw_counters' settings.
 # POSIX awk (mawk, gawk, busybox); LC_ALL=C so [!-~] is bytes. Without awk on the host, the script
 # sends everything, which reads the same.
 
 
-def _filter_awk(rules: list[Rule]) -> str:
-    exact = sorted({r.pattern for r in rules if "{" not in r.pattern} | set(HW_COUNTER_SETTINGS))
-    patterns = sorted({re.sub(r"[.]", r"\\.", r.pattern).replace("{p}", "[0-7]").replace("{q}", "[0-9][0-9]?")
-                       for r in rules if "{" in r.pattern})
+def _filter_awk(names: list[str]) -> str:
+    exact = sorted({n for n in names if "{" not in n} | set(HW_COUNTER_SETTINGS))
+    patterns = sorted({re.sub(r"[.]", r"\\.", n).replace("{p}", "[0-7]").replace("{q}", "[0-9][0-9]?")
+                       for n in names if "{" in n})
     for name in exact + patterns:
         if not re.fullmatch(r"[A-Za-z0-9_.\-\\\[\]?]+", name):  # nothing the sh quoting or awk string could see
             raise ValueError(f"rule name unfit for the host filter: {name!r}")
@@ -135,5 +135,5 @@ def _filter_awk(rules: list[Rule]) -> str:
     )
 
 
-FILTER_AWK = _filter_awk(ETHTOOL_RULES + HW_RULES)
+FILTER_AWK = _filter_awk(ETHTOOL_MAPPER.table.names() + HW_MAPPER.table.names())
 REMOTE_SCRIPT = _SCRIPT_BODY.replace("@FILTER@", FILTER_AWK)
