@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 import yaml
@@ -220,6 +221,34 @@ def pct(values: list[float], q: float) -> float:
 
 # -- the run --------------------------------------------------------------------------------------
 
+_COUNTER_LINE = re.compile(r"^(\s*[^:@\n][^:\n]*:\s*)(\d+)$")
+
+
+def hold_still(dumps: Path, moving: float) -> None:
+    """Rewrite recorded NIC dumps so that only ``moving`` of the counters move: every other counter
+    (picked by a stable hash of recording, section and name) keeps its value of the first epoch."""
+    for rec in sorted(p for p in dumps.iterdir() if p.is_dir()):
+        for suffix in (".mapped.dump", ".dump"):
+            files = sorted(f for f in rec.glob(f"*{suffix}") if suffix == ".mapped.dump" or ".mapped" not in f.name)
+            first: dict[tuple[str, str], str] = {}
+            for n, path in enumerate(files):
+                section, out = "", []
+                for line in path.read_text().split("\n"):
+                    if line.startswith("@@"):
+                        section = line
+                    else:
+                        m = _COUNTER_LINE.match(line)
+                        if m:
+                            key = (section, m.group(1).strip())
+                            still = zlib.crc32(f"{rec.name} {key}".encode()) % 10_000 >= moving * 10_000
+                            if n == 0:
+                                first[key] = m.group(2)
+                            elif still and key in first:
+                                line = m.group(1) + first[key]
+                    out.append(line)
+                path.write_text("\n".join(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the 10k-GPU cluster's hosts and switches")
@@ -234,6 +263,10 @@ def main() -> None:
     ap.add_argument("--scrape-every", type=float, default=2.0,
                     help="seconds between /metrics scrapes while measuring (0: none, the polls' cost alone)")
     ap.add_argument("--nic-recordings", type=int, default=16)
+    ap.add_argument("--moving", type=float, default=1.0,
+                    help="share of NIC counters that move between polls (the lab model moves them all; a real "
+                         "host's errors, CNPs and idle priorities' pauses mostly stand still): the others keep "
+                         "their first epoch's value in every recorded dump")
     ap.add_argument("--snmp-recordings", type=int, default=8)
     ap.add_argument("--exporter", action="append", type=Path,
                     help="an exporter/ directory to run the daemon from (repeatable: each in turn, "
@@ -259,6 +292,8 @@ def main() -> None:
         t0 = time.monotonic()
         # recordings
         record_dumps(tmp / "dumps", recordings=args.nic_recordings, epochs=4, interval=args.interval)
+        if args.moving < 1.0:
+            hold_still(tmp / "dumps", args.moving)
         snmp_dir = tmp / "walks"
         for r in range(args.snmp_recordings):
             sw = SimulatedSwitch(f"rec{r}", "ieee", ports=64, seed=r + 1)

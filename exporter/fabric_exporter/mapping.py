@@ -2,9 +2,9 @@
 
 Every source's raw names are declared once, as ``RawCounter`` rows on the catalog's specs. A
 collector asks for the table of its source (``RawTable.for_source("ethtool")``) and matches the
-names its tool printed; captures in a row's name (``rx_prio{p}_pause``) become labels. Rows keep
-catalog order, so within one metric the first declared row is the preferred one (a collector that
-sees several names for one metric and label set uses the earliest).
+names its tool printed; captures in a row's name (a ``{p}`` priority, a ``{q}`` queue) become labels.
+Rows keep catalog order, so within one metric the first declared row is the preferred one (a
+collector that sees several names for one metric and label set uses the earliest: ``plan``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from .catalog.spec import RawCounter
 
 #: one match: (row order, metric name, the row, captured labels as sorted (name, value) pairs)
 Match = tuple[int, str, RawCounter, tuple[tuple[str, str], ...]]
+#: one step of a plan: (raw name, metric name, captured labels, scale)
+Step = tuple[str, str, tuple[tuple[str, str], ...], float]
 
 
 def rows_of(*sources: str) -> list[tuple[str, RawCounter]]:
@@ -41,6 +43,7 @@ class RawTable:
             if row.oid is not None:
                 self.by_oid[row.oid] = (metric, row)
         self._cache: dict[str, tuple[Match, ...]] = {}
+        self._plans: dict[tuple, tuple[tuple[Step, ...], tuple[str, ...]]] = {}
 
     @classmethod
     def for_source(cls, *sources: str) -> RawTable:
@@ -63,6 +66,34 @@ class RawTable:
     def names(self) -> list[str]:
         """Every raw name (patterns as declared), once, in declaration order."""
         return list(dict.fromkeys(row.name for _metric, row in self.rows))
+
+    def plan(self, names: tuple[str, ...], family: str | None = None) -> tuple[tuple[Step, ...], tuple[str, ...]]:
+        """For the names one device printed: which name feeds each (metric, captured labels) -- the
+        earliest declared row among those the device has, rows of other driver ``families`` left
+        out -- in the order the names came, and the names no row reads. Cached per (names,
+        family): a device prints the same names on every poll."""
+        key = (names, family)
+        found = self._plans.get(key)
+        if found is not None:
+            return found
+        chosen: dict[tuple[str, tuple], tuple[int, RawCounter, str]] = {}
+        unmapped = []
+        for name in names:
+            known = False
+            for order, metric, row, captures in self.matches(name):
+                if row.families is not None and family not in row.families:
+                    continue
+                known = True
+                slot = (metric, captures)
+                if slot not in chosen or chosen[slot][0] > order:
+                    chosen[slot] = (order, row, name)
+            if not known:
+                unmapped.append(name)
+        steps = tuple((name, metric, captures, row.scale) for (metric, captures), (_, row, name) in chosen.items())
+        found = (steps, tuple(unmapped))
+        if len(self._plans) < 4096:  # bounded: name sets come from the remote side
+            self._plans[key] = found
+        return found
 
 
 # --- SNMP columns and CLI fields: lookups by raw name (snmp_switch, lldp, switch_cli) ---------------

@@ -602,7 +602,7 @@ FOREIGN = [OverflowError("int too large to convert to float"), KeyError("x"), In
 
 @pytest.mark.parametrize("exc", FOREIGN, ids=lambda e: type(e).__name__)
 def test_a_foreign_exception_from_a_parser_is_explained_and_polling_goes_on(exc, monkeypatch, caplog):
-    import fabric_exporter.collectors.roce_nic as roce_nic
+    import fabric_exporter.collectors.roce_nic.collector as roce_nic
 
     def broken(text, *args, **kwargs):
         raise exc

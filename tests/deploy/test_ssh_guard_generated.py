@@ -69,12 +69,12 @@ def test_the_pinned_script_digests_come_from_the_scripts_themselves(monkeypatch)
     hand-copied hash anywhere."""
     import hashlib
 
-    from fabric_exporter.collectors import roce_nic
+    from fabric_exporter.collectors.roce_nic import script
 
     before = ssh_guard.tables(ssh_guard.builtin_collectors())["SCRIPTS"]["sh"]["fabric-roce"]
-    monkeypatch.setattr(roce_nic, "REMOTE_SCRIPT", roce_nic.REMOTE_SCRIPT + "# changed\n")
+    monkeypatch.setattr(script, "REMOTE_SCRIPT", script.REMOTE_SCRIPT + "# changed\n")
     after = ssh_guard.tables(ssh_guard.builtin_collectors())["SCRIPTS"]["sh"]["fabric-roce"]
-    assert after == [hashlib.sha256(roce_nic.REMOTE_SCRIPT.encode()).hexdigest()] and after != before
+    assert after == [hashlib.sha256(script.REMOTE_SCRIPT.encode()).hexdigest()] and after != before
 
 
 # ---------------------------------------------------------------------------------------------

@@ -342,7 +342,7 @@ _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 @parser_entry
 def parse_host_dump(text: str) -> HostDump:
-    """Split the collector's remote output into its sections (see collectors/roce_nic.py's script).
+    """Split the collector's remote output into its sections (see collectors/roce_nic/script.py).
 
     The dump must begin with ``@@fabric-roce 1 MODE`` and end with ``@@end``: output cut short (a
     session killed mid-way) is a ParseError, never a partial table read as complete.
