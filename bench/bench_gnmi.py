@@ -168,8 +168,9 @@ async def main():
     ts = []
     for i in range(n):
         t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1),
-                       dialect.removesuffix("-per-key"), advance_each_sample=True,
-                       notification_per_key=dialect.endswith("-per-key"))
+                       dialect.removesuffix("-per-key").removesuffix("-per-leaf"), advance_each_sample=True,
+                       notification_per_key=dialect.endswith("-per-key"),
+                       oc_grouping="leaf" if dialect.endswith("-per-leaf") else "container")
         await t.serve()
         ts.append(t)
     print("ready " + ",".join(str(t.port) for t in ts), flush=True)
@@ -181,8 +182,15 @@ asyncio.run(main())
 # subscribed path and sample, every port in it; Cumulus: one notification per keyed container)
 # "sonic-per-key": the lab target sends one notification per COUNTERS_DB entry instead (what sonic-gnmi
 # does for ON_CHANGE), the collector is the same
-STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "sonic": ["ports", "queues"],
-                 "sonic-per-key": ["ports", "queues"]}
+# "cumulus-per-leaf": the lab target sends every leaf as a notification of its own (Arista EOS's shape in
+# aristanetworks/openmgmt outputs/interface_state.json: the worst case), the collector is the same
+STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "cumulus-per-leaf": ["interfaces", "queues"],
+                 "sonic": ["ports", "queues"], "sonic-per-key": ["ports", "queues"]}
+
+
+def base_dialect(shape: str) -> str:
+    """The collector's dialect of a benchmark shape (``sonic-per-key`` -> ``sonic``)."""
+    return shape.removesuffix("-per-key").removesuffix("-per-leaf")
 
 
 def _start_targets(ports: int, switches: int, dialect: str) -> tuple[subprocess.Popen, list[int]]:
@@ -206,10 +214,11 @@ def values_per_sample(dialect: str, ports: int) -> tuple[int, int]:
     from fabric_exporter.lab.snmp import SimulatedSwitch
 
     target = GnmiTarget(SimulatedSwitch("leaf0", "sonic", ports=ports, queues=4, seed=1),
-                        dialect.removesuffix("-per-key"), notification_per_key=dialect.endswith("-per-key"))
+                        base_dialect(dialect), notification_per_key=dialect.endswith("-per-key"),
+                        oc_grouping="leaf" if dialect.endswith("-per-leaf") else "container")
     values = notifications = 0
     for table in STREAM_TABLES[dialect]:
-        gp = DIALECTS[dialect.removesuffix("-per-key")].paths[table]
+        gp = DIALECTS[base_dialect(dialect)].paths[table]
         for n in target._notifications(g, gp.target, to_path(g, gp.xpath), 1):
             notifications += 1
             for u in n.update:
@@ -236,7 +245,7 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
             "name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
             "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": port} for i, port in enumerate(target_ports)],
             "interval": f"{interval}s", "timeout": f"{interval * 0.75}s",
-            "options": {"dialect": dialect.removesuffix("-per-key"), "mode": "stream", "insecure": True,
+            "options": {"dialect": base_dialect(dialect), "mode": "stream", "insecure": True,
                         "sample_interval": f"{sample_interval}s", "tables": STREAM_TABLES[dialect]}}]})
 
         async def run() -> dict:
