@@ -164,11 +164,13 @@ from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.snmp import SimulatedSwitch
 ports, n = int(sys.argv[1]), int(sys.argv[2])
 dialect = sys.argv[3] if len(sys.argv) > 3 else "cumulus"
+every = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0  # > 0: the switches move on a timer, not per sample
 async def main():
     ts = []
     for i in range(n):
         t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1),
-                       dialect.removesuffix("-per-key").removesuffix("-per-leaf"), advance_each_sample=True,
+                       dialect.removesuffix("-per-key").removesuffix("-per-leaf"), advance_each_sample=not every,
+                       advance_every=every or None,
                        notification_per_key=dialect.endswith("-per-key"),
                        oc_grouping="leaf" if dialect.endswith("-per-leaf") else "container")
         await t.serve()
@@ -193,13 +195,15 @@ def base_dialect(shape: str) -> str:
     return shape.removesuffix("-per-key").removesuffix("-per-leaf")
 
 
-def _start_targets(ports: int, switches: int, dialect: str, nice: int = 0) -> tuple[subprocess.Popen, list[int]]:
+def _start_targets(ports: int, switches: int, dialect: str, nice: int = 0,
+                   advance_every: float = 0.0) -> tuple[subprocess.Popen, list[int]]:
     """The lab targets in a child process; ``nice`` > 0 lowers its CPU priority (it stands for
     switches, whose CPU is not the exporter host's: on a shared machine it then takes the CPU the
     exporter leaves, instead of competing with it as an equal)."""
     import os
 
-    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches), dialect],
+    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches), dialect,
+                             str(advance_every)],
                             stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")},
                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
     word, _, listed = proc.stdout.readline().strip().partition(" ")
@@ -488,16 +492,21 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
 
 
 def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int, sample_interval: float = 1.0,
-                  no_freeze: bool = True, targets_nice: int = 0) -> dict:
+                  no_freeze: bool = True, targets_nice: int = 0, polled: bool = False) -> dict:
     """``runs`` rounds, each: the daemon with the targets read once and then quiet (the baseline:
     the same series, nothing updating), the daemon with the targets streaming every
     ``sample_interval`` (polled every 2 sample intervals), and (``no_freeze``) the same without the
     daemon's GC freeze. The targets serve all the same way; only the collector's mode differs.
     p99s by run with the load average at the end of each run, their min and median, and the
     per-round ratios streaming / quiet (the two runs of a round are seconds apart: the fairest pair
-    on a shared machine). ``targets_nice``: the lab targets' process at that niceness."""
-    proc, target_ports = _start_targets(ports, switches, "cumulus", nice=targets_nice)
-    modes = ["quiet", "streaming"] + (["streaming_no_gc_freeze"] if no_freeze else [])
+    on a shared machine). ``targets_nice``: the lab targets' process at that niceness. ``polled``:
+    also the daemon reading the same targets by Subscribe ONCE every 2 sample intervals (its
+    snapshots change as often as the streaming daemon's, without a stream): what any updating
+    costs a scrape, apart from what streaming adds."""
+    # the switches move every sample interval on a timer of their own, so that a polling daemon
+    # (``polled``) reads moving values too (with advance_each_sample only streams would)
+    proc, target_ports = _start_targets(ports, switches, "cumulus", nice=targets_nice, advance_every=sample_interval)
+    modes = ["quiet", "streaming"] + (["polled"] if polled else []) + (["streaming_no_gc_freeze"] if no_freeze else [])
     by_mode: dict[str, list[dict]] = {m: [] for m in modes}
     poll = f"{2 * sample_interval:g}s"
     try:
@@ -505,6 +514,8 @@ def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int, sample_int
             by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s"))
             by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval=poll,
                                                     sample_interval=sample_interval))
+            if polled:
+                by_mode["polled"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval=poll))
             if no_freeze:
                 by_mode["streaming_no_gc_freeze"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0,
                                                                      interval=poll, freeze=False,
@@ -527,6 +538,9 @@ def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int, sample_int
     out["p99_ratio_median"] = out["streaming"]["p99_ms_median"] / out["quiet"]["p99_ms_median"]
     out["p99_ratio_min"] = out["streaming"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     out["p50_ratio_median"] = out["streaming"]["p50_ms_median"] / out["quiet"]["p50_ms_median"]
+    if polled:
+        out["polled_p99_ratio_of_round_median"] = statistics.median(
+            p["p99_ms"] / q["p99_ms"] for q, p in zip(by_mode["quiet"], by_mode["polled"]))
     if no_freeze:
         out["no_gc_freeze_p99_ratio_median"] = (out["streaming_no_gc_freeze"]["p99_ms_median"]
                                                 / out["quiet"]["p99_ms_median"])
@@ -549,6 +563,8 @@ def main() -> None:
     ap.add_argument("--targets-nice", type=int, default=0,
                     help="niceness of the lab targets' process in the scrape benchmark (19: they take only "
                          "the CPU the daemon leaves, as remote switches would)")
+    ap.add_argument("--scrape-polled", action="store_true",
+                    help="also the daemon polling the targets (ONCE) as often as the streaming one publishes")
     ap.add_argument("--scrape-no-freeze", action="store_true",
                     help="also run the streaming daemon without its GC freeze in the scrape benchmark")
     ap.add_argument("--dialects", default="sonic,cumulus", help="the dialects streamed, comma-separated")
@@ -574,7 +590,8 @@ def main() -> None:
         out["readers"] = bench_readers(args.switches, args.ports, args.seconds, args.stream_runs)
     if args.switches and args.scrape_p99:
         out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes, args.scrape_runs,
-                                       args.scrape_sample_interval, args.scrape_no_freeze, args.targets_nice)
+                                       args.scrape_sample_interval, args.scrape_no_freeze, args.targets_nice,
+                                       args.scrape_polled)
     print(json.dumps(out, indent=2))
     for d, r in out.get("streaming", {}).items():
         print(f"stream {d}: {r['us_per_value']:.2f} us/value, {r['us_per_notification']:.1f} us/notification "

@@ -89,7 +89,6 @@ class SonicState:
         return f"{cast or 'Q'}{index}"  # Q<n>: the target did not say unicast or multicast
 
 
-
 class OcShapes:
     """What each OpenConfig path a switch sends is, worked out once and kept by its collector.
 
