@@ -463,3 +463,15 @@ def test_oc_key_sorts_keys_and_keeps_names():
     from fabric_exporter.collectors.gnmi_switch import _key
 
     assert _key((("a", {"y": "2", "x": "1"}), ("b", {}))) == (("a", (("x", "1"), ("y", "2"))), ("b", ()))
+
+
+def test_oc_state_leaves_are_keyed_by_their_path_and_long_skipped_values_cut_at_60():
+    from fabric_exporter.collectors.gnmi_switch import _key, elems_of, to_path
+
+    g = _g()
+    path = "/interfaces/interface[name=swp9]/state/counters/in-octets"
+    state, skipped = _oc("", (path, {"uint_val": 1}), ("/interfaces/interface[name=swp9]/state/counters/out-errors",
+                                                       {"string_val": "x" * 100}))
+    assert list(state.leaves) == [_key(elems_of(to_path(g, path)))]
+    assert [x.text for x in skipped] == ["interfaces/interface/state/counters/out-errors=" + "x" * 60]
+
