@@ -358,7 +358,7 @@ def test_sonic_state_reads_the_maps_and_skips_what_is_not_a_table():
     s.apply((), _update("COUNTERS/Ethernet*", string_val="1"), skipped)
     s.apply((), _update("RATES/Ethernet*", json_ietf_val=b'{"Ethernet0": {"RX_BPS": "1"}}'), skipped)
     assert len(skipped) == 3 and s.entries == {} and s.alias_to_name == {"etp1": "Ethernet0"}
-    assert all(x.source == p.SOURCE_SONIC for x in skipped)
+    assert all(x.source == p.SOURCE_SONIC and x.line_no == 0 for x in skipped)  # a notification has no lines
     # the prefix's elements come first: COUNTERS_DB prefix + COUNTERS/Ethernet4 is the port entry
     s.apply((("COUNTERS", {}),), _update("Ethernet4", json_val=b'{"SAI_PORT_STAT_IF_IN_OCTETS": "9", '
                                                            b'"PFC_WD_STATUS": "stormed"}'), skipped)
@@ -397,7 +397,7 @@ def test_oc_state_values_and_what_is_skipped():
     assert leaves == {"counters/in-octets": 10, "counters/in-errors": 2, "counters/out-octets": 77, "oper-status": "UP"}
     assert sorted(x.text for x in skipped) == [
         "interfaces/interface/state/counters/in-discards=True", "interfaces/interface/state/counters/out-errors=n/a"]
-    assert all(x.source == p.SOURCE_OPENCONFIG for x in skipped)
+    assert all(x.source == p.SOURCE_OPENCONFIG and x.line_no == 0 for x in skipped)  # a notification has no lines
     # a subtree we do not read: skipped and counted
     state, skipped = _oc("/system/state", ("boot-time", {"uint_val": 1}), shapes=state.shapes, state=state)
     assert [x.text for x in skipped] == ["system/state/boot-time=1"] and len(state.values) == 4
