@@ -177,10 +177,12 @@ def as_if_every_value_moved(collector) -> None:
     out its last samples again (a column that did not move) and the store keeps their lines. A busy
     switch's octets and packets move every poll: forget the raw values the kept samples were made
     from (the series, their labels and Counter32 state stay), so that every varbind is mapped and
-    every line formatted again, as when every value moved."""
+    every line formatted again, as when every value moved. A column's last values become values no
+    varbind equals (rather than none at all), as a busy switch's last poll left them: a collector
+    that maps a moved column whole from its last poll does so here as it would there."""
     getattr(collector, "_sums", {}).clear()
     for column in getattr(collector, "_columns", {}).values():
-        column.values = None
+        column.values = None if column.values is None else [None] * len(column.values)
     for series_of_column in getattr(collector, "_series", {}).values():
         for series in series_of_column.values():
             series.raw = None

@@ -56,6 +56,7 @@ MAX_CACHED_LABELS = 1 << 14
 _new = tuple.__new__  # a NamedTuple built from a tuple without its Python-level __new__ (per series)
 _OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
 _INT_ONLY = {int}
+_NO_WRAP: tuple[int | None, int] = (None, 0)  # a Counter32 series' wrap state before its first value
 
 
 @dataclass(frozen=True)
@@ -356,9 +357,14 @@ class SnmpSwitchCollector(Collector):
         return labels
 
     def _forget_counters(self) -> None:
-        """An agent restart: every series starts afresh (the Counter32 wrap state goes with it)."""
-        self._series.clear()
-        self._columns.clear()
+        """An agent restart: every series' counting starts afresh -- its Counter32 wrap state, its last
+        raw value and sample -- while its static mapping (index, metric, labels), which depends on the
+        OID alone, is kept: a restart costs one pass over the series, not rebuilding them."""
+        for series_of_column in self._series.values():
+            for series in series_of_column.values():
+                series.wrap, series.raw, series.sample = _NO_WRAP, None, None
+        for column in self._columns.values():
+            column.values = None
 
     def _tables_samples(self, mapped: list[tuple[list[_Mapped], list[str]]], by_column: dict[tuple[int, ...], Any],
                         wanted: dict[int, str], switch: str, samples: list[Sample], problems: list[str]) -> int:
@@ -467,6 +473,10 @@ class SnmpSwitchCollector(Collector):
                             acc[0] += value
                             acc[1] += 1
                     continue
+                if (state.whole and state.wanted is self._wanted and state.values is not None
+                        and kinds == state.kinds and COUNTER32 not in kinds):
+                    samples += self._moved_column(state, values, col.scale, sums)
+                    continue
             col_samples: list[Sample] = []
             append = col_samples.append
             parts = []
@@ -514,6 +524,44 @@ class SnmpSwitchCollector(Collector):
             if state is not None:
                 state.values, state.kinds, state.wanted = values, kinds, self._wanted
                 state.samples, state.parts = col_samples, parts
+                # one sample or one part per varbind, in order: the next poll may map it whole
+                state.whole = len(col_samples) == len(vbs) or len(parts) == len(vbs)
+        return self._summed_samples(sums, summed, samples)
+
+    @staticmethod
+    def _moved_column(state: _Column, values: list, scale: float, sums: dict[tuple, list]) -> list[Sample]:
+        """A column that maps whole (every varbind one published sample or one part of a sum, last
+        poll as now, under the same selection and kinds, no Counter32 to extend): its samples from
+        the last poll's, one for one -- the very sample where the raw value stayed, a new one with
+        the last one's metric and labels where it moved -- without a step through each series.
+
+        The series' own last raw value and sample are left as they were: without Counter32 state a
+        sample is a function of its raw value (and labels, which a new selection resets), so a later
+        poll mapped series by series still pairs each kept raw value with the right sample."""
+        old = state.values
+        if state.parts:
+            parts = [(key, v * scale if scale != 1.0 else float(v), labels)
+                     for (key, _, labels), v in zip(state.parts, values)]
+            for key, value, labels in parts:
+                acc = sums.get(key)
+                if acc is None:
+                    sums[key] = [0.0 + value, 1, labels]
+                else:
+                    acc[0] += value
+                    acc[1] += 1
+            state.values, state.parts = values, parts
+            return []
+        if scale != 1.0:
+            col_samples = [s if v == o else _new(KeptSample, (s[0], s[1], v * scale))
+                           for s, v, o in zip(state.samples, values, old)]
+        else:
+            col_samples = [s if v == o else _new(KeptSample, (s[0], s[1], float(v)))
+                           for s, v, o in zip(state.samples, values, old)]
+        state.values, state.samples = values, col_samples
+        return col_samples
+
+    def _summed_samples(self, sums: dict[tuple, list], summed: dict[str, int], samples: list[Sample]
+                        ) -> list[Sample]:
         for key, (total, seen, labels) in sums.items():
             metric = key[0]
             if seen == summed[metric]:
@@ -549,6 +597,8 @@ class _Column:
     samples: list[Sample] = field(default_factory=list)
     #: (sum key, value, labels) the column added to summed metrics
     parts: list[tuple[tuple, float, dict[str, str]]] = field(default_factory=list)
+    #: every varbind made one sample (``samples``) or one part (``parts``), in order
+    whole: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -563,7 +613,7 @@ class _Series:
     extra: tuple[tuple[str, str], ...]
     ifname: str | None = None
     labels: dict[str, str] | None = None
-    wrap: tuple[int | None, int] = (None, 0)
+    wrap: tuple[int | None, int] = _NO_WRAP
     raw: Any = None
     kind: str | None = None
     sample: Sample | None = None
