@@ -153,25 +153,32 @@ def test_a_kind_change_with_the_same_raw_value_is_mapped_again(tmp_path):
 @given(seed=st.integers(0, 2**32 - 1))
 def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, seed):
     """A busy switch: every row there poll after poll, each column of one kind, most values moving.
-    Columns then map whole from their last poll (``_moved_column``; it must run, or this test proves
-    nothing) -- also across an agent restart, a rename, an interface filtered out and back, a
+    Columns then map whole from their last poll (``_moved_column``, ``_moved_counter32_column``: both
+    must run, or this test proves nothing) -- also across an agent restart, a rename, an interface filtered out and back, a
     column turning Counter32 (extended, so mapped series by series) and back, a column unchanged."""
     rng = random.Random(seed)
     c = collector(tmp_path)
-    moved_calls = 0
-    moved_column = c._moved_column
+    moved_calls = {"_moved_column": 0, "_moved_counter32_column": 0}
 
-    def counting(*args):
-        nonlocal moved_calls
-        moved_calls += 1
-        return moved_column(*args)
+    def counting(name):
+        method = getattr(c, name)
 
-    c._moved_column = counting  # type: ignore[method-assign]
+        def count(*args):
+            moved_calls[name] += 1
+            return method(*args)
+        return count
+
+    for name in moved_calls:
+        setattr(c, name, counting(name))
     wraps: dict = {}
     names = {i: f"Ethernet{i}" for i in COMPONENT_VALUES["ifindex"]}
     kinds = {col.oid: rng.choice((COUNTER64, COUNTER64, GAUGE, INTEGER, COUNTER32))
              for table in c.tables for col in table.columns}
     kinds[c.tables[0].columns[0].oid] = COUNTER64
+    plain = next(col for table in c.tables for col in table.columns  # neither summed nor split
+                 if col.split is None and col.metric not in table.summed and table.cast is None and not table.where
+                 and col is not c.tables[0].columns[0])
+    kinds[plain.oid] = COUNTER32
     values: dict[tuple[int, ...], int] = {}
     for poll in range(rng.randint(3, 7)):
         event = rng.random() if poll > 1 else 1.0  # two plain polls first: the second maps whole
@@ -196,4 +203,4 @@ def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, see
                     vbs.append(Varbind(oid, kinds[col.oid], values[oid]))
                 by_column[col.oid] = vbs
         check_poll(c, wraps, by_column, wanted)
-    assert moved_calls > 0
+    assert moved_calls["_moved_column"] > 0 and moved_calls["_moved_counter32_column"] > 0, moved_calls
