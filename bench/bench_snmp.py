@@ -177,19 +177,22 @@ def as_if_every_value_moved(collector) -> None:
     out its last samples again (a column that did not move) and the store keeps their lines. A busy
     switch's octets and packets move every poll: forget the raw values the kept samples were made
     from (the series, their labels and Counter32 state stay), so that every varbind is mapped and
-    every line formatted again, as when every value moved."""
+    every line formatted again, as when every value moved. A column's last values become values no
+    varbind equals (rather than none at all), as a busy switch's last poll left them: a collector
+    that maps a moved column whole from its last poll does so here as it would there."""
     getattr(collector, "_sums", {}).clear()
     for column in getattr(collector, "_columns", {}).values():
-        column.values = None
+        column.values = None if column.values is None else [None] * len(column.values)
     for series_of_column in getattr(collector, "_series", {}).values():
         for series in series_of_column.values():
             series.raw = None
 
 
 async def bench_collector(version: str, engine: str, agents: int, concurrency: int, rounds: int,
-                          moved: bool = False) -> dict:
+                          moved: bool = False, profile: str | None = None) -> dict:
     """The snmp_switch collector through the Scheduler, samples rendered into the store, as the daemon
-    polls; ``moved``: as if every value had moved since the last poll (as_if_every_value_moved)."""
+    polls; ``moved``: as if every value had moved since the last poll (as_if_every_value_moved);
+    ``profile``: a file the measured rounds' cProfile statistics are written to."""
     from fabric_exporter.collectors import PollContext
     from fabric_exporter.scheduler import Scheduler
     from fabric_exporter.store import SnapshotStore
@@ -212,15 +215,26 @@ async def bench_collector(version: str, engine: str, agents: int, concurrency: i
     try:
         await asyncio.gather(*(one(k, c) for k, c in collectors.items()))
         t = {"varbinds": 0, "wall": 0.0, "cpu": 0.0}
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile(time.process_time)  # CPU, as the figures: not time waited
         for _ in range(rounds):
             if moved:
                 for c in collectors.values():
                     as_if_every_value_moved(c)
             cpu0, wall0 = time.process_time(), time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
             await asyncio.gather(*(one(k, c) for k, c in collectors.items()))
+            if profiler is not None:
+                profiler.disable()
             t["wall"] += time.perf_counter() - wall0
             t["cpu"] += time.process_time() - cpu0
             t["varbinds"] += sum(c.last_varbinds for c in collectors.values())
+        if profiler is not None:
+            profiler.dump_stats(profile)
         return t
     finally:
         await transports.close()
@@ -389,7 +403,8 @@ async def inside(args: argparse.Namespace) -> None:
                         version, engine, args.agents, conc, args.rounds)
                     if engine == "fast":
                         results[f"fabric-exporter {engine} (poll + render, every value moved)"] = await bench_collector(
-                            version, engine, args.agents, conc, args.rounds, moved=True)
+                            version, engine, args.agents, conc, args.rounds, moved=True,
+                            profile=args.profile and f"{args.profile}.{version}.{conc}")
                 ref = results["snmp_exporter 0.21"]
                 label = "v2c" if version == "2c" else "v3 authPriv (SHA/AES128)"
                 print(f"### {label}, {conc} agent(s) at once\n")
@@ -420,6 +435,9 @@ def main() -> None:
     ap.add_argument("--versions", nargs="+", default=["2c", "3"], choices=["2c", "3"])
     ap.add_argument("--engines", nargs="+", default=["fast", "pysnmp"], choices=["fast", "pysnmp"])
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--profile", metavar="PREFIX",
+                    help="cProfile the 'every value moved' rounds into PREFIX.<version>.<concurrency> (pstats "
+                         "files; the figures of that row then include the profiler's overhead)")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inside:

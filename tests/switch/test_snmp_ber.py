@@ -225,3 +225,19 @@ def test_requests_we_encode_are_what_pyasn1_reads():
     get = snmp_ber.encode_message(1, b"c", snmp_ber.encode_pdu(snmp_ber.GET_REQUEST, 7, oids_[:1]))
     msg, _ = decoder.decode(get, asn1Spec=v2c.Message())
     assert isinstance(msg["data"].getComponent(), rfc1905.GetRequestPDU)
+
+
+def test_cached_varbind_lists_are_the_encoded_ones():
+    """A GETBULK page's start OID is encoded once and cached: the cached bytes are what encoding it
+    afresh gives, for each OID (never another OID's), and a list of several is never cached as one."""
+    from fabric_exporter.transport import snmp_ber
+
+    a, b = (1, 3, 6, 1, 2, 1, 2, 2, 1, 10, 5), (1, 3, 6, 1, 2, 1, 2, 2, 1, 10, 300)
+    for oid in (a, b, a, b):
+        expected = snmp_ber._tlv(0x30, snmp_ber._tlv(0x30, snmp_ber.encode_oid(oid) + b"\x05\x00"))
+        assert snmp_ber.encode_varbind_list([oid]) == expected
+    both = snmp_ber.encode_varbind_list([a, b])
+    assert both == snmp_ber._tlv(0x30, snmp_ber.encode_varbind_list([a])[2:] + snmp_ber.encode_varbind_list([b])[2:])
+    for value in (0, 1, 127, 128, 255, 256, -1, -128, -129, 2**31 - 1):
+        raw = value.to_bytes(max(1, (value.bit_length() + 8) // 8), "big", signed=True)
+        assert snmp_ber.encode_integer(value) == bytes((2, len(raw))) + raw

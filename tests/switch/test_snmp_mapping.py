@@ -147,3 +147,60 @@ def test_a_kind_change_with_the_same_raw_value_is_mapped_again(tmp_path):
     as_64 = check_poll(c, wraps, walk(COUNTER64, 7), wanted)
     assert ("fabric_roce_rx_discards_total", {"switch": "sw1", "interface": "Ethernet1"}, 7.0) \
         in [tuple(s) for s in as_64]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, seed):
+    """A busy switch: every row there poll after poll, each column of one kind, most values moving.
+    Columns then map whole from their last poll (``_moved_column``, ``_moved_counter32_column``: both
+    must run, or this test proves nothing) -- also across an agent restart, a rename, an interface filtered out and back, a
+    column turning Counter32 (extended, so mapped series by series) and back, a column unchanged."""
+    rng = random.Random(seed)
+    c = collector(tmp_path)
+    moved_calls = {"_moved_column": 0, "_moved_counter32_column": 0}
+
+    def counting(name):
+        method = getattr(c, name)
+
+        def count(*args):
+            moved_calls[name] += 1
+            return method(*args)
+        return count
+
+    for name in moved_calls:
+        setattr(c, name, counting(name))
+    wraps: dict = {}
+    names = {i: f"Ethernet{i}" for i in COMPONENT_VALUES["ifindex"]}
+    kinds = {col.oid: rng.choice((COUNTER64, COUNTER64, GAUGE, INTEGER, COUNTER32))
+             for table in c.tables for col in table.columns}
+    kinds[c.tables[0].columns[0].oid] = COUNTER64
+    plain = next(col for table in c.tables for col in table.columns  # neither summed nor split
+                 if col.split is None and col.metric not in table.summed and table.cast is None and not table.where
+                 and col is not c.tables[0].columns[0])
+    kinds[plain.oid] = COUNTER32
+    values: dict[tuple[int, ...], int] = {}
+    for poll in range(rng.randint(3, 7)):
+        event = rng.random() if poll > 1 else 1.0  # two plain polls first: the second maps whole
+        if event < 0.1:
+            wraps.clear()
+            c._forget_counters()
+        elif event < 0.2:
+            names[rng.choice(list(names))] = f"Ethernet{rng.randint(1, 9)}"
+        elif event < 0.3:
+            oid = rng.choice(list(kinds))
+            kinds[oid] = COUNTER32 if kinds[oid] != COUNTER32 else COUNTER64
+        wanted = dict(names) if poll < 2 or rng.random() < 0.85 else {i: n for i, n in names.items() if i != 1}
+        by_column: dict = {}
+        for table in c.tables:
+            for col in table.columns:
+                vbs = []
+                still = rng.random() < 0.1  # a column whose values all stayed
+                for index in rows_of(table):
+                    oid = col.oid + index
+                    if oid not in values or (not still and rng.random() < 0.9):
+                        values[oid] = next_value(rng, values.get(oid))
+                    vbs.append(Varbind(oid, kinds[col.oid], values[oid]))
+                by_column[col.oid] = vbs
+        check_poll(c, wraps, by_column, wanted)
+    assert moved_calls["_moved_column"] > 0 and moved_calls["_moved_counter32_column"] > 0, moved_calls

@@ -400,3 +400,41 @@ def test_exposition_passes_promtool_lint(snmpsim, tmp_path):
     assert all(s.state == "ok" for s in states.values()), [s.last_error for s in states.values()]
     lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=60)
     assert lint.returncode == 0, lint.stdout.decode() + lint.stderr.decode()
+
+
+def test_restart_forgets_the_wrap_even_when_the_raw_value_comes_back_the_same(tmp_path):
+    """A restart keeps each series' static mapping but never its counting: a Counter32 that had
+    wrapped, and reads the very raw value after the restart, is published raw (no 2^32 added, no
+    sample kept from before), and counts up from there."""
+    sw = SimulatedSwitch("wrap2", "ieee", ports=2, seed=11)
+    intf = sw.interfaces[0]
+    intf.counters["ifInDiscards"] = (1 << 32) - 10
+    with SnmpSim([sw], workdir=tmp_path / "sim") as sim:
+        cfg = make_config(tmp_path, [group("w", "wrap2", sim.port, "c")], {"c": v2c("wrap2")})
+
+        async def scenario():
+            p = Poller(cfg)
+            out = []
+            try:
+                out.append(await p.poll())
+                sw.advance()
+                intf.counters["ifInDiscards"] = 25  # wrapped
+                sim.write(sw)
+                out.append(await p.poll())
+                sw.restart()
+                intf.counters["ifInDiscards"] = 25  # the same raw value as before the restart
+                sim.write(sw)
+                out.append(await p.poll())
+                sw.advance()
+                intf.counters["ifInDiscards"] = 40
+                sim.write(sw)
+                out.append(await p.poll())
+                return out
+            finally:
+                await p.close()
+
+        results = run(scenario())
+    lab = {"fabric": "lab", "switch": "wrap2", "interface": "Ethernet1"}
+    got = [series(s, "fabric_roce_rx_discards_total", **lab) for _, s in results]
+    assert got == [(1 << 32) - 10, (1 << 32) + 25, 25, 40]
+    assert all(st[("w", "wrap2")].state == "ok" for st, _ in results)

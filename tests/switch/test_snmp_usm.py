@@ -99,3 +99,62 @@ def test_undecryptable_input_is_a_usm_error_not_a_crash():
         snmp_usm.decrypt(proto, bytes(16), 1, 1, bytes(8), bytes(9))
     with pytest.raises(snmp_usm.UsmError):
         snmp_usm.decrypt(snmp_usm.PRIV_PROTOCOLS["aes"], bytes(16), 1, 1, bytes(7), bytes(16))
+
+
+# -- the per-key caches (HMAC states, cipher key objects) ---------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(auth=st.sampled_from(sorted(snmp_usm.AUTH_PROTOCOLS)), key=st.binary(min_size=1, max_size=300),
+       message=st.binary(max_size=600))
+def test_cached_hmac_states_give_the_standard_hmac(auth, key, message):
+    """Keys shorter and longer than the hash's block (hashed first): the same digest as hmac.digest."""
+    import hmac as std_hmac
+
+    proto = snmp_usm.AUTH_PROTOCOLS[auth]
+    assert snmp_usm.digest(proto, key, message) == std_hmac.digest(key, message, proto.hash_name)[:proto.digest_length]
+    assert snmp_usm.digest(proto, key, message) == snmp_usm.digest(proto, key, message)  # the cached states stay clean
+
+
+@settings(max_examples=60, deadline=None)
+@given(auth=st.sampled_from(sorted(snmp_usm.AUTH_PROTOCOLS)), body=st.binary(min_size=60, max_size=400),
+       where=st.integers(0, 10))
+def test_verify_in_pieces_equals_verify_of_the_zeroed_copy(auth, body, where):
+    import hmac as std_hmac
+
+    proto = snmp_usm.AUTH_PROTOCOLS[auth]
+    key = bytes(range(1, 33))
+    message = bytearray(body)
+    offset = where
+    message[offset:offset + proto.digest_length] = bytes(proto.digest_length)
+    signed = snmp_usm.sign(proto, key, bytearray(message), offset)
+    received = signed[offset:offset + proto.digest_length]
+    assert received == std_hmac.digest(key, bytes(message), proto.hash_name)[:proto.digest_length]
+    assert snmp_usm.verify(proto, key, signed, offset, received)
+    assert not snmp_usm.verify(proto, key, signed, offset, bytes(a ^ 1 for a in received[:1]) + received[1:])
+
+
+def test_a_new_key_never_meets_another_keys_cached_state():
+    """An engine ID change (rediscovery after a restart) or a password change localises another key:
+    digests and ciphers follow the key given, whatever was cached for the one before."""
+    auth, priv = snmp_usm.AUTH_PROTOCOLS["sha"], snmp_usm.PRIV_PROTOCOLS["aes128"]
+    old_auth, old_priv = snmp_usm.localized_keys("sha", "aes128", b"auth-pass-1", b"priv-pass-1", b"\x80engine-old")
+    new_auth, new_priv = snmp_usm.localized_keys("sha", "aes128", b"auth-pass-1", b"priv-pass-1", b"\x80engine-new")
+    message = bytearray(b"\x30\x10" + bytes(12) + b"payload!")
+    old_signed = snmp_usm.sign(auth, old_auth, bytearray(message), 2)
+    new_signed = snmp_usm.sign(auth, new_auth, bytearray(message), 2)
+    assert old_signed != new_signed
+    assert not snmp_usm.verify(auth, new_auth, old_signed, 2, old_signed[2:14])
+    assert snmp_usm.verify(auth, old_auth, old_signed, 2, old_signed[2:14])
+    plaintext = b"\x30\x0bscoped pdu!" * 3
+    ciphertext, params = snmp_usm.encrypt(priv, old_priv, 3, 100, 7, plaintext)
+    assert snmp_usm.decrypt(priv, old_priv, 3, 100, params, ciphertext) == plaintext
+    assert snmp_usm.decrypt(priv, new_priv, 3, 100, params, ciphertext) != plaintext
+    # boots changed (agent rebooted, same engine ID): same key, another IV -- nothing of the old message's IV is kept
+    ciphertext2, params2 = snmp_usm.encrypt(priv, old_priv, 4, 100, 7, plaintext)
+    assert params2 == params and ciphertext2 != ciphertext
+    assert snmp_usm.decrypt(priv, old_priv, 4, 100, params2, ciphertext2) == plaintext
+    des = snmp_usm.PRIV_PROTOCOLS["des"]
+    k1, k2 = bytes(range(16)), bytes(range(1, 17))
+    c1, p1 = snmp_usm.encrypt(des, k1, 1, 1, 5, plaintext)
+    assert snmp_usm.decrypt(des, k1, 1, 1, p1, c1)[:len(plaintext)] == plaintext
+    assert snmp_usm.decrypt(des, k2, 1, 1, p1, c1)[:len(plaintext)] != plaintext

@@ -55,6 +55,7 @@ MAX_CACHED_LABELS = 1 << 14
 _new = tuple.__new__  # a NamedTuple built from a tuple without its Python-level __new__ (per series)
 _OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
 _INT_ONLY = {int}
+_NO_WRAP: tuple[int | None, int] = (None, 0)  # a Counter32 series' wrap state before its first value
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ class SnmpSwitchCollector(Collector):
         self._columns: dict[tuple[int, ...], _Column] = {}
         self._wanted: dict[int, str] = {}
         self._label_dicts: dict[tuple, dict[str, str]] = {}
+        #: one object for equal row indexes, sum keys and columns' row sets (bounded with the series)
+        self._shared: dict[Any, Any] = {}
         #: (metric, labels key) -> the last summed sample; ifIndex -> its last fabric_roce_switch_if_info
         self._sums: dict[tuple, KeptSample] = {}
         self._info: dict[int, KeptSample] = {}
@@ -320,6 +323,7 @@ class SnmpSwitchCollector(Collector):
         index = oid[len(col.oid):]
         if len(index) != width:
             return None
+        index = self._shared.setdefault(index, index)  # one tuple per row, whatever the column
         pos = table.positions
         metric, cast = col.metric, None
         skip = any(index[pos[k]] != v for k, v in table.where.items())
@@ -354,10 +358,24 @@ class SnmpSwitchCollector(Collector):
             labels = self._label_dicts[key] = {"switch": switch, "interface": ifname, **dict(extra)}
         return labels
 
+    def _sum_key(self, metric: str, ifname: str, extra: tuple[tuple[str, str], ...]) -> tuple:
+        """Where a summed metric's series adds in: one tuple, shared by every series summed into it."""
+        key = (metric, ifname, extra)
+        return self._shared.setdefault(key, key)
+
+    def _shared_set(self, items: frozenset) -> frozenset:
+        """One frozenset object for equal ones (the columns of a table share their rows)."""
+        return self._shared.setdefault(items, items)
+
     def _forget_counters(self) -> None:
-        """An agent restart: every series starts afresh (the Counter32 wrap state goes with it)."""
-        self._series.clear()
-        self._columns.clear()
+        """An agent restart: every series' counting starts afresh -- its Counter32 wrap state, its last
+        raw value and sample -- while its static mapping (index, metric, labels), which depends on the
+        OID alone, is kept: a restart costs one pass over the series, not rebuilding them."""
+        for series_of_column in self._series.values():
+            for series in series_of_column.values():
+                series.wrap, series.raw, series.sample = _NO_WRAP, None, None
+        for column in self._columns.values():
+            column.values = None
 
     def _tables_samples(self, mapped: list[tuple[list[_Mapped], list[str]]], by_column: dict[tuple[int, ...], Any],
                         wanted: dict[int, str], switch: str, samples: list[Sample], problems: list[str]) -> int:
@@ -388,6 +406,8 @@ class SnmpSwitchCollector(Collector):
         A column that brings the very OIDs of its last poll (the decoder hands out the same tuples),
         all with integer values, takes its series from then as they are, without a step per varbind."""
         width = len(table.index)
+        if len(self._shared) > 8 * MAX_CACHED_LABELS:  # rows that come and go: sharing only, safe to restart
+            self._shared.clear()
         columns: list[_Mapped] = []
         bad_index = 0
         for col in table.columns:
@@ -423,8 +443,9 @@ class SnmpSwitchCollector(Collector):
                 kept_vbs.append(vb)
             state = None
             if bad_index == bad_before and vbs:  # every varbind a row: next poll may take it whole
-                state = self._columns[col.oid] = _Column(oids, series_list, {s.ifindex for s in series_list},
-                                                        {s.index for s in series_list})
+                state = self._columns[col.oid] = _Column(
+                    oids, series_list, self._shared_set(frozenset([s.ifindex for s in series_list])),
+                    self._shared_set(frozenset([s.index for s in series_list])))
             else:
                 self._columns.pop(col.oid, None)
             columns.append(_Mapped(col, series_list, kept_vbs, state))
@@ -457,8 +478,7 @@ class SnmpSwitchCollector(Collector):
                 values, kinds = list(map(_VALUE, vbs)), list(map(_KIND, vbs))
                 if state.wanted is self._wanted and values == state.values and kinds == state.kinds:
                     samples += state.samples
-                    parts = state.parts
-                    for key, value, labels in parts:
+                    for (key, labels), value in zip(state.part_keys, state.part_values):
                         acc = sums.get(key)
                         if acc is None:
                             sums[key] = [0.0 + value, 1, labels]
@@ -466,9 +486,17 @@ class SnmpSwitchCollector(Collector):
                             acc[0] += value
                             acc[1] += 1
                     continue
+                if state.whole and state.wanted is self._wanted and state.values is not None and kinds == state.kinds:
+                    if COUNTER32 not in kinds:
+                        samples += self._moved_column(state, values, col.scale, sums)
+                        continue
+                    if not state.part_keys and kinds.count(COUNTER32) == len(kinds):
+                        samples += self._moved_counter32_column(state, values, col.scale)
+                        continue
             col_samples: list[Sample] = []
             append = col_samples.append
-            parts = []
+            part_keys: list[tuple[tuple, dict[str, str]]] = []
+            part_values: list[float] = []
             scale = col.scale
             for series, vb in zip(series_list, vbs):
                 metric = series.metric
@@ -480,7 +508,7 @@ class SnmpSwitchCollector(Collector):
                 if ifname != series.ifname:
                     series.ifname = ifname
                     series.labels = self._labels_of(switch, ifname, series.extra)
-                    series.key = (metric, ifname, series.extra)
+                    series.key = self._sum_key(metric, ifname, series.extra) if metric in summed else None
                     series.sample = None
                 raw, kind = vb.value, vb.kind
                 sample = series.sample
@@ -500,7 +528,8 @@ class SnmpSwitchCollector(Collector):
                         metric, series.labels, value * scale if scale != 1.0 else float(value)))
                 if metric in summed:
                     key = series.key
-                    parts.append((key, sample[2], series.labels))
+                    part_keys.append((key, series.labels))
+                    part_values.append(sample[2])
                     acc = sums.get(key)
                     if acc is None:
                         sums[key] = [0.0 + sample[2], 1, series.labels]
@@ -512,7 +541,70 @@ class SnmpSwitchCollector(Collector):
             samples += col_samples
             if state is not None:
                 state.values, state.kinds, state.wanted = values, kinds, self._wanted
-                state.samples, state.parts = col_samples, parts
+                state.samples, state.part_keys, state.part_values = col_samples, part_keys, part_values
+                # one sample or one part per varbind, in order: the next poll may map it whole
+                state.whole = len(col_samples) == len(vbs) or len(part_keys) == len(vbs)
+        return self._summed_samples(sums, summed, samples)
+
+    @staticmethod
+    def _moved_column(state: _Column, values: list, scale: float, sums: dict[tuple, list]) -> list[Sample]:
+        """A column that maps whole (every varbind one published sample or one part of a sum, last
+        poll as now, under the same selection and kinds, no Counter32 to extend): its samples from
+        the last poll's, one for one -- the very sample where the raw value stayed, a new one with
+        the last one's metric and labels where it moved -- without a step through each series.
+
+        The series' own last raw value and sample are left as they were: without Counter32 state a
+        sample is a function of its raw value (and labels, which a new selection resets), so a later
+        poll mapped series by series still pairs each kept raw value with the right sample."""
+        old = state.values
+        if state.part_keys:
+            part_values = [v * scale for v in values] if scale != 1.0 else list(map(float, values))
+            for (key, labels), value in zip(state.part_keys, part_values):
+                acc = sums.get(key)
+                if acc is None:
+                    sums[key] = [0.0 + value, 1, labels]
+                else:
+                    acc[0] += value
+                    acc[1] += 1
+            state.values, state.part_values = values, part_values
+            return []
+        if scale != 1.0:
+            col_samples = [s if v == o else _new(KeptSample, (s[0], s[1], v * scale))
+                           for s, v, o in zip(state.samples, values, old)]
+        else:
+            col_samples = [s if v == o else _new(KeptSample, (s[0], s[1], float(v)))
+                           for s, v, o in zip(state.samples, values, old)]
+        state.values, state.samples = values, col_samples
+        return col_samples
+
+    @staticmethod
+    def _moved_counter32_column(state: _Column, values: list, scale: float) -> list[Sample]:
+        """A column that maps whole (as ``_moved_column``), all Counter32, none of it summed: each
+        series extended past 2^32 as series by series, without the checks that whole mapping made
+        once (published, same interface, not summed). Its series' wrap state, last raw value and
+        sample stay theirs, as when mapped series by series."""
+        col_samples: list[Sample] = []
+        append = col_samples.append
+        for series, raw in zip(state.series, values):
+            sample = series.sample
+            if sample is None or raw != series.raw or series.kind is not COUNTER32:
+                last_raw, offset = series.wrap
+                if last_raw is not None and raw < last_raw:
+                    if raw + WRAP32 - last_raw < WRAP32 // 2:
+                        offset += WRAP32  # a wrap: keep counting up
+                    else:
+                        offset = 0  # a real reset (counters cleared): let it show as one
+                series.wrap = (raw, offset)
+                value = raw + offset
+                series.raw, series.kind = raw, COUNTER32
+                sample = series.sample = _new(KeptSample, (
+                    series.metric, series.labels, value * scale if scale != 1.0 else float(value)))
+            append(sample)
+        state.values, state.samples = values, col_samples
+        return col_samples
+
+    def _summed_samples(self, sums: dict[tuple, list], summed: dict[str, int], samples: list[Sample]
+                        ) -> list[Sample]:
         for key, (total, seen, labels) in sums.items():
             metric = key[0]
             if seen == summed[metric]:
@@ -540,14 +632,17 @@ class _Column:
 
     oids: list[tuple[int, ...]]
     series: list[_Series]
-    ifindexes: set[int]
-    indexes: set[tuple[int, ...]]
+    ifindexes: frozenset[int]
+    indexes: frozenset[tuple[int, ...]]
     values: list | None = None
     kinds: list | None = None
     wanted: dict[int, str] | None = None
     samples: list[Sample] = field(default_factory=list)
-    #: (sum key, value, labels) the column added to summed metrics
-    parts: list[tuple[tuple, float, dict[str, str]]] = field(default_factory=list)
+    #: (sum key, labels) and value of each part the column added to summed metrics, one for one
+    part_keys: list[tuple[tuple, dict[str, str]]] = field(default_factory=list)
+    part_values: list[float] = field(default_factory=list)
+    #: every varbind made one sample (``samples``) or one part of a sum, in order
+    whole: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -562,11 +657,11 @@ class _Series:
     extra: tuple[tuple[str, str], ...]
     ifname: str | None = None
     labels: dict[str, str] | None = None
-    wrap: tuple[int | None, int] = (None, 0)
+    wrap: tuple[int | None, int] = _NO_WRAP
     raw: Any = None
     kind: str | None = None
     sample: Sample | None = None
-    key: tuple = ()  # (metric, interface, extra labels): where a summed metric adds it
+    key: tuple | None = None  # (metric, interface, extra labels): where a summed metric adds it
 
 
 __all__ = ["SnmpSwitchCollector", "SnmpSwitchOptions"]

@@ -453,10 +453,19 @@ def _enc_length(n: int) -> bytes:
 
 
 def _tlv(tag: int, contents: bytes) -> bytes:
-    return bytes((tag,)) + _enc_length(len(contents)) + contents
+    n = len(contents)
+    if n < 0x80:
+        return bytes((tag, n)) + contents
+    return bytes((tag,)) + _enc_length(n) + contents
+
+
+#: INTEGERs 0..127 (versions, flags, security model, max-repetitions...), encoded once
+_SMALL_INTEGERS = tuple(bytes((0x02, 1, v)) for v in range(0x80))
 
 
 def encode_integer(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL_INTEGERS[value]
     return _tlv(0x02, value.to_bytes(max(1, (value.bit_length() + 8) // 8), "big", signed=True))
 
 
@@ -480,7 +489,20 @@ def encode_oid(oid: tuple[int, ...]) -> bytes:
 _NULL_VALUE = b"\x05\x00"
 
 
+#: OID -> its VarBindList of one varbind (a GETBULK page's start): a walk asks from the same OIDs
+#: poll after poll. Bounded, started afresh when full, as _OID_CACHE.
+_VARBIND_LIST_CACHE: dict[tuple[int, ...], bytes] = {}
+
+
 def encode_varbind_list(oids: list[tuple[int, ...]]) -> bytes:
+    if len(oids) == 1 and oids[0].__class__ is tuple:
+        encoded = _VARBIND_LIST_CACHE.get(oids[0])
+        if encoded is None:
+            encoded = _tlv(0x30, _tlv(0x30, encode_oid(oids[0]) + _NULL_VALUE))
+            if len(_VARBIND_LIST_CACHE) >= _OID_CACHE_MAX:
+                _VARBIND_LIST_CACHE.clear()
+            _VARBIND_LIST_CACHE[oids[0]] = encoded
+        return encoded
     return _tlv(0x30, b"".join(_tlv(0x30, encode_oid(o) + _NULL_VALUE) for o in oids))
 
 

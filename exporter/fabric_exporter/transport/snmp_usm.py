@@ -9,7 +9,11 @@ password-to-key algorithm run again on the key so far, then localised. (pysnmp's
 tests/switch/test_snmp_usm.py checks every key, digest and cipher against pysnmp's own services.
 
 Password-to-key (one MiB hashed per password) is cached per (hash, password), and localised keys per
-engine ID, so 800 switches sharing a credential cost one MiB hash plus a short one per engine.
+engine ID, so 800 switches sharing a credential cost one MiB hash plus a short one per engine. Per
+message, what depends on the key alone is cached by the key's own bytes (so a new engine ID, a new
+password or a rediscovery can never meet another key's state): HMAC's inner and outer hash states
+after the padded key (RFC 2104; each digest then hashes the message and one block, not the key's two
+blocks again) and the cipher's key object.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import hashlib
 import hmac
 import os
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
 from cryptography.hazmat.decrepit.ciphers.modes import CFB
@@ -89,9 +93,37 @@ def localized_keys(auth: str, priv: str | None, auth_password: bytes, priv_passw
     return auth_key, priv_key[:size]
 
 
+_IPAD = bytes(x ^ 0x36 for x in range(256))  # RFC 2104: the key XOR ipad / opad, as translate() tables
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+
+
+@lru_cache(maxsize=4096)
+def hmac_states(hash_name: str, key: bytes) -> tuple[Any, Any]:
+    """RFC 2104: the hash states after (key XOR ipad) and (key XOR opad), the key padded to the hash's
+    block (hashed first if longer). A digest copies them rather than hashing the key again."""
+    inner = hashlib.new(hash_name)
+    block = inner.block_size
+    if len(key) > block:
+        key = hashlib.new(hash_name, key).digest()
+    key = key.ljust(block, b"\0")
+    inner.update(key.translate(_IPAD))
+    return inner, hashlib.new(hash_name, key.translate(_OPAD))
+
+
+def _hmac(hash_name: str, key: bytes, *parts: bytes | bytearray | memoryview) -> bytes:
+    """HMAC(key, the concatenation of ``parts``): equal to ``hmac.digest``, from the cached states."""
+    inner_state, outer_state = hmac_states(hash_name, key)
+    inner = inner_state.copy()
+    for part in parts:
+        inner.update(part)
+    outer = outer_state.copy()
+    outer.update(inner.digest())
+    return outer.digest()
+
+
 def digest(auth: AuthProtocol, key: bytes, message: bytes | bytearray) -> bytes:
     """msgAuthenticationParameters of ``message`` (whose own parameters are zeros)."""
-    return hmac.digest(key, message, auth.hash_name)[:auth.digest_length]
+    return _hmac(auth.hash_name, key, message)[:auth.digest_length]
 
 
 def sign(auth: AuthProtocol, key: bytes, message: bytearray, offset: int) -> bytes:
@@ -101,11 +133,28 @@ def sign(auth: AuthProtocol, key: bytes, message: bytearray, offset: int) -> byt
 
 
 def verify(auth: AuthProtocol, key: bytes, message: bytes, offset: int, received: bytes) -> bool:
-    """RFC 3414 6.3.2 / 7.3.2: recompute over the message with the parameters zeroed; constant-time compare."""
-    if len(received) != auth.digest_length:
+    """RFC 3414 6.3.2 / 7.3.2: recompute over the message with the parameters zeroed (hashed as three
+    pieces, the message never copied); constant-time compare."""
+    n = auth.digest_length
+    if len(received) != n:
         return False
-    zeroed = message[:offset] + bytes(auth.digest_length) + message[offset + auth.digest_length:]
-    return hmac.compare_digest(digest(auth, key, zeroed), received)
+    view = memoryview(message)
+    mac = _hmac(auth.hash_name, key, view[:offset], _ZEROS[:n], view[offset + n:])
+    return hmac.compare_digest(mac[:n], received)
+
+
+_ZEROS = bytes(64)
+
+
+@lru_cache(maxsize=4096)
+def _aes(key: bytes) -> AES:
+    """The cipher's key object, checked and built once per key (a Cipher per message still takes its IV)."""
+    return AES(key)
+
+
+@lru_cache(maxsize=4096)
+def _des(key: bytes) -> TripleDES:
+    return TripleDES(key[:8] * 3)  # 3DES with K1=K2=K3 is DES
 
 
 class Salt:
@@ -125,13 +174,13 @@ def encrypt(priv: PrivProtocol, key: bytes, boots: int, engine_time: int, salt: 
     if priv.cipher == "aes":
         params = salt.to_bytes(8, "big")
         iv = boots.to_bytes(4, "big") + engine_time.to_bytes(4, "big") + params
-        enc = Cipher(AES(key[:priv.key_length]), CFB(iv)).encryptor()
+        enc = Cipher(_aes(key[:priv.key_length]), CFB(iv)).encryptor()
         return enc.update(plaintext) + enc.finalize(), params
     params = boots.to_bytes(4, "big") + (salt & 0xFFFFFFFF).to_bytes(4, "big")
     iv = bytes(a ^ b for a, b in zip(params, key[8:16]))
     if len(plaintext) % 8:
         plaintext += bytes(8 - len(plaintext) % 8)
-    enc = Cipher(TripleDES(key[:8] * 3), CBC(iv)).encryptor()  # 3DES with K1=K2=K3 is DES
+    enc = Cipher(_des(key), CBC(iv)).encryptor()
     return enc.update(plaintext) + enc.finalize(), params
 
 
@@ -141,10 +190,10 @@ def decrypt(priv: PrivProtocol, key: bytes, boots: int, engine_time: int, params
         raise UsmError(f"msgPrivacyParameters of {len(params)} octets, 8 expected")
     if priv.cipher == "aes":
         iv = boots.to_bytes(4, "big") + engine_time.to_bytes(4, "big") + params
-        dec = Cipher(AES(key[:priv.key_length]), CFB(iv)).decryptor()
+        dec = Cipher(_aes(key[:priv.key_length]), CFB(iv)).decryptor()
         return dec.update(ciphertext) + dec.finalize()
     if len(ciphertext) % 8:
         raise UsmError(f"DES ciphertext of {len(ciphertext)} octets, not a multiple of 8")
     iv = bytes(a ^ b for a, b in zip(params, key[8:16]))
-    dec = Cipher(TripleDES(key[:8] * 3), CBC(iv)).decryptor()
+    dec = Cipher(_des(key), CBC(iv)).decryptor()
     return dec.update(ciphertext) + dec.finalize()
