@@ -15,7 +15,8 @@ The targets are replays, so the machine's cores go to the daemon, not to simulat
   older ``--exporter`` asks for the whole dump). The lab model prints ~1/3 unmapped bytes; a real
   mlx5/bnxt/ice ``ethtool -S`` far more (the filter keeps 5-22 % of the real captures' bytes);
 - SNMP: ``lab.replay_snmp`` (one UDP agent process) answering walks recorded from the lab's
-  switch model (IF-MIB + IEEE8021-PFC-MIB, ~1,300 varbinds a switch; ``--snmp-recordings`` x 2 epochs);
+  switch model (IF-MIB + IEEE8021-PFC-MIB, ~1,300 varbinds a switch; ``--snmp-recordings`` x one epoch per interval of the run, so
+  counters and sysUpTime only rise);
 - InfiniBand: the collector's own tool runs, recorded from a live ibsim fabric (``--ib``, default
   the 40-switch / 320-HCA fat tree, 1,760 ports) through wrapper scripts given as its
   ``tool_paths``, then answered by the same wrappers from the recordings (ibsim stopped). ibsim on
@@ -298,7 +299,10 @@ def main() -> None:
         for r in range(args.snmp_recordings):
             sw = SimulatedSwitch(f"rec{r}", "ieee", ports=64, seed=r + 1)
             (snmp_dir / f"rec{r}").mkdir(parents=True, exist_ok=True)
-            for e in range(2):
+            # one recording per interval of the run (warm-up, measured polls, margin): the counters and
+            # sysUpTime only rise, as on a busy switch; with two that alternated, every other poll
+            # read as an agent restart (uptime back) and re-walked ifName/ifAlias
+            for e in range(args.polls + 4):
                 sw.advance(int(args.interval))
                 (snmp_dir / f"rec{r}" / f"{e}.snmprec").write_text(sw.render())
         ib_tools, ib_env, ib_ports = ({}, {}, 0)

@@ -81,11 +81,14 @@ def test_epochs_move_with_time_and_unknown_communities_get_no_answer(monkeypatch
     sw = SimulatedSwitch("e", "ieee", ports=1, seed=1)
     first = sw.render()
     sw.advance(10)
+    clock = [5000.0]  # the responder starts here: epochs count from its start, the first is the first recording
+    monkeypatch.setattr("fabric_exporter.lab.replay_snmp.time.monotonic", lambda: clock[0])
     responder = ReplayResponder({"e": Agent([Walk.from_snmprec(first), Walk.from_snmprec(sw.render())])},
                                 epoch_seconds=1000.0)
+    clock[0] += 999  # still the first epoch
     oid = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6)  # ifHCInOctets
-    clock = [4000.0]  # epoch 4: the first recording
-    monkeypatch.setattr("fabric_exporter.lab.replay_snmp.time.monotonic", lambda: clock[0])
+    recorded = {line.split("|")[0]: int(line.split("|")[2]) for line in first.splitlines()
+                if line.startswith("1.3.6.1.2.1.31.1.1.1.6.")}
 
     async def scenario():
         transport, port = await serve(responder)
@@ -102,4 +105,5 @@ def test_epochs_move_with_time_and_unknown_communities_get_no_answer(monkeypatch
 
     a, b = asyncio.run(scenario())
     assert a.varbinds[0].oid == b.varbinds[0].oid
+    assert a.varbinds[0].value == recorded[".".join(map(str, a.varbinds[0].oid))]
     assert b.varbinds[0].value > a.varbinds[0].value

@@ -142,7 +142,9 @@ class ReplayResponder:
         agent = self.agents.get(name.decode("utf-8", "replace"))
         if agent is None:
             return None
-        return agent.epochs[int(time.monotonic() / self.epoch_seconds) % len(agent.epochs)]
+        # counted from the responder's start: the first poll reads the first recording, so recordings
+        # made to outlast a run are never wrapped (a wrap reads as the agent restarting)
+        return agent.epochs[int((time.monotonic() - self._started) / self.epoch_seconds) % len(agent.epochs)]
 
     def _engine_time(self) -> int:
         return int(time.monotonic() - self._started)
