@@ -494,3 +494,30 @@ def test_jitter_is_added_to_the_interval(scripted):
         return at_1_6
 
     assert asyncio.run(main()) == 1
+
+
+def test_a_poll_cancelled_in_flight_ends_cancelled_and_leaves_no_trace(scripted):
+    """A reload or shutdown cancels polls in flight: the cancellation reaches the caller (so the
+    task ends and closes its collector), and the poll is neither counted nor stored -- not a
+    failure, not a sample -- and the slot it held is free again."""
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = parse_config({"limits": {"max_concurrent_polls": 1},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a"], "interval": "10s", "timeout": "5s"}]})
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = "sleep"
+        in_flight = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))
+        await asyncio.sleep(0.05)
+        in_flight.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await in_flight
+        s = sched.states[("g", "a")]
+        assert (s.polls, s.state, dict(s.errors), s.consecutive_failures, s.last_error) == (0, "pending", {}, 0, "")
+        assert store.get(("g", "a")) is None
+        BEHAVIOUR["a"] = 1
+        s = await asyncio.wait_for(poll(sched, cfg, ("g", "a")), 2)  # the only slot was released
+        assert (s.state, s.polls, s.samples) == ("ok", 1, 2)
+
+    asyncio.run(main())
