@@ -348,3 +348,60 @@ def test_host_dump_sections_are_kept_and_short_port_lines_refused():
     assert (dump_.rdma_statistic.exit_status, dump_.rdma_statistic.text) == (3, "stat b\n")
     with pytest.raises(ParseError):
         parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1\n@@end\n")
+
+
+# -- the edges the mutation run (scripts/mutation rdma) found untested (issue 21) ---------------------
+
+
+def test_skipped_lines_are_counted_under_the_sources_the_parser_declares():
+    """The self-metric's source label comes from the note; collectors start SOURCES at zero: they
+    must be the same names, or a skipped line shows under a series no one pre-created."""
+    from fabric_exporter.parsers import rdma
+
+    skipped: list = []
+    assert parse_hw_counters("a:1\nnot a counter\n", skipped=skipped) == {"a": 1}
+    parse_rdma_link("link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev eth0\nsomething odd here\n",
+                    skipped=skipped)
+    assert parse_rdma_statistic("link mlx5_0/1 rx_write_requests 5 odd\nlink mlx5_0/2 a 1 b 2\n",
+                                skipped=skipped) == {("mlx5_0", 2): {"a": 1, "b": 2}}
+    assert [(s.source, s.line_no, s.text) for s in skipped] == [
+        ("hw_counters", 2, "not a counter"), ("rdma_link", 2, "something odd here"),
+        # the line as rdma printed it, for whoever reads the sample of skipped lines
+        ("rdma_statistic", 1, "link mlx5_0/1 rx_write_requests 5 odd")]
+    assert sorted(rdma.SOURCES) == sorted({s.source for s in skipped})
+
+
+def test_a_20_digit_hw_counter_is_checked_against_64_bits():
+    assert parse_hw_counters(f"rx_write_requests:{2**64 - 1}\nnp_cnp_sent:7\n") == {
+        "rx_write_requests": 2**64 - 1, "np_cnp_sent": 7}
+    with pytest.raises(ParseError):
+        parse_hw_counters("rx_write_requests:99999999999999999999\nnp_cnp_sent:7\n")
+    with pytest.raises(ParseError):
+        parse_hw_counters(f"rx_write_requests:{2**64}\n")
+
+
+def test_counts_the_host_left_out_are_read_per_section():
+    """``@@dropped`` lines: how many unmapped counters the host's filter cut from each section."""
+    dump_ = parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n"
+                            "@@hw_counters mlx5_0 1\na:1\n@@dropped hw_counters mlx5_0 1 5\n"
+                            "@@ethtool eth0 0\nNIC statistics:\n  b: 2\n@@dropped ethtool eth0 3\n@@end\n")
+    assert dump_.dropped == {("hw_counters", ("mlx5_0", 1)): 5, ("ethtool", "eth0"): 3}
+    assert dump_.hw_counters == {("mlx5_0", 1): "a:1\n"}
+    assert (dump_.ethtool["eth0"].exit_status, dump_.ethtool["eth0"].text) == (0, "NIC statistics:\n  b: 2\n")
+    for bad in ("@@dropped ethtool eth0 x 3", "@@dropped hw_counters mlx5_9 1 5", "@@dropped sysfs eth0 3"):
+        with pytest.raises(ParseError, match="bad dropped line"):
+            parse_host_dump(f"@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n{bad}\n@@end\n")
+
+
+def test_dump_ports_are_immutable_values():
+    """A parsed port is a value: frozen (so hashable), never changed in place after parsing."""
+    import dataclasses
+
+    dump_ = parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n"
+                            "@@end\n")
+    (port,) = dump_.ports
+    assert (port.device, port.port, port.netdev, port.link_layer, port.state) == ("mlx5_0", 1, "eth0", "Ethernet",
+                                                                                    "4: ACTIVE")
+    assert {port: 1}[port] == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        port.netdev = "eth1"  # type: ignore[misc]
