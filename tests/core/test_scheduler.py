@@ -233,7 +233,8 @@ def scripted():
             if what == "sleep":
                 await asyncio.sleep(10)
             samples = [Sample(NAME, {**LABELS, "host": self.host.name}, 7), Sample(NAME, {**LABELS, "host": self.host.name, "netdev": "eth1"}, 8)]
-            return PollResult(samples, ["one port unreadable"] if what == "partial" else [])
+            skipped = what if isinstance(what, list) else []  # SkippedLines the parsers would have noted
+            return PollResult(samples, ["one port unreadable"] if what == "partial" else [], skipped)
 
     register(Scripted)
     BEHAVIOUR.clear()
@@ -521,3 +522,58 @@ def test_a_poll_cancelled_in_flight_ends_cancelled_and_leaves_no_trace(scripted)
         assert (s.state, s.polls, s.samples) == ("ok", 1, 2)
 
     asyncio.run(main())
+
+
+def test_a_target_not_yet_polled_reports_nothing_yet(scripted):
+    sched = Scheduler(None, SnapshotStore())
+    sched.apply(config(hosts=("a",)), start_tasks=False)
+    s = sched.states[("g", "a")]
+    assert (s.state, s.polls, s.samples, s.consecutive_failures, s.backoff, s.last_success, s.last_error) == (
+        "pending", 0, 0, 0, 0.0, None, "")
+
+
+def test_skipped_lines_are_counted_every_poll_and_each_distinct_one_logged_once(scripted, caplog):
+    import logging
+    import uuid
+
+    from fabric_exporter.parsers.skipped import SkippedLine
+
+    odd, other = f"odd line {uuid.uuid4()}", f"other line {uuid.uuid4()}"  # unseen by earlier tests' polls
+    BEHAVIOUR["a"] = [SkippedLine("ethtool", 3, odd), SkippedLine("ethtool", 9, odd), SkippedLine("ethtool", 4, other)]
+
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        await poll(sched, cfg, ("g", "a"))
+        state = await poll(sched, cfg, ("g", "a"))
+        return state
+
+    with caplog.at_level(logging.DEBUG, logger="fabric_exporter.scheduler"):
+        state = asyncio.run(main())
+    assert state.state == "ok" and state.skipped_lines["ethtool"] == 6
+    logged = [r.fields["line"] for r in caplog.records if getattr(r, "fields", {}).get("line") in (odd, other)]
+    assert sorted(logged) == sorted([odd, other])
+
+
+def test_apply_prepares_the_transports_and_hands_them_the_limits(scripted):
+    """Before any poll: what the config's transports need is loaded (not inside a poll's deadline),
+    and limits such as max_output_bytes reach the transports on every (re)load."""
+
+    class Recording:
+        def __init__(self):
+            self.calls = []
+
+        def prepare(self, cfg):
+            self.calls.append(("prepare", cfg))
+
+        def apply_limits(self, limits):
+            self.calls.append(("apply_limits", limits))
+
+    transports = Recording()
+    sched = Scheduler(transports, SnapshotStore())
+    first, second = config(hosts=("a",)), config(hosts=("a", "b"))
+    sched.apply(first, start_tasks=False)
+    sched.apply(second, start_tasks=False)
+    assert transports.calls == [("prepare", first), ("apply_limits", first.limits),
+                                ("prepare", second), ("apply_limits", second.limits)]
