@@ -572,8 +572,10 @@ def test_apply_prepares_the_transports_and_hands_them_the_limits(scripted):
 
     transports = Recording()
     sched = Scheduler(transports, SnapshotStore())
+    assert sched.config is None
     first, second = config(hosts=("a",)), config(hosts=("a", "b"))
     sched.apply(first, start_tasks=False)
     sched.apply(second, start_tasks=False)
+    assert sched.config is second  # the config in force, for whoever reloads next
     assert transports.calls == [("prepare", first), ("apply_limits", first.limits),
                                 ("prepare", second), ("apply_limits", second.limits)]
