@@ -234,6 +234,8 @@ def scripted():
                 await asyncio.sleep(10)
             samples = [Sample(NAME, {**LABELS, "host": self.host.name}, 7), Sample(NAME, {**LABELS, "host": self.host.name, "netdev": "eth1"}, 8)]
             skipped = what if isinstance(what, list) else []  # SkippedLines the parsers would have noted
+            if what == "uncatalogued":
+                samples.append(Sample("fabric_no_such_metric", {"host": self.host.name}, 1))
             return PollResult(samples, ["one port unreadable"] if what == "partial" else [], skipped)
 
     register(Scripted)
@@ -579,3 +581,22 @@ def test_apply_prepares_the_transports_and_hands_them_the_limits(scripted):
     assert sched.config is second  # the config in force, for whoever reloads next
     assert transports.calls == [("prepare", first), ("apply_limits", first.limits),
                                 ("prepare", second), ("apply_limits", second.limits)]
+
+
+def test_a_metric_outside_the_catalog_fails_the_poll_as_a_collector_bug(scripted):
+    """Nothing half-published: the poll fails with reason internal, the last good data stays."""
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        await poll(sched, cfg, ("g", "a"))
+        good = store.get(("g", "a"))
+        BEHAVIOUR["a"] = "uncatalogued"
+        state = await poll(sched, cfg, ("g", "a"))
+        return state, good, store.get(("g", "a"))
+
+    state, good, kept = asyncio.run(main())
+    assert (state.state, dict(state.errors), state.consecutive_failures) == ("failed", {"internal": 1}, 1)
+    assert state.last_error.startswith("collector bug:") and "fabric_no_such_metric" in state.last_error
+    assert kept is good
