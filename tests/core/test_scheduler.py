@@ -600,3 +600,24 @@ def test_a_metric_outside_the_catalog_fails_the_poll_as_a_collector_bug(scripted
     assert (state.state, dict(state.errors), state.consecutive_failures) == ("failed", {"internal": 1}, 1)
     assert state.last_error.startswith("collector bug:") and "fabric_no_such_metric" in state.last_error
     assert kept is good
+
+
+def test_partial_data_is_logged_once_and_its_recovery_names_it(scripted, caplog):
+    import logging
+
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = "partial"
+        await poll(sched, cfg, ("g", "a"))
+        await poll(sched, cfg, ("g", "a"))
+        BEHAVIOUR["a"] = 1
+        await poll(sched, cfg, ("g", "a"))
+
+    with caplog.at_level(logging.INFO, logger="fabric_exporter.scheduler"):
+        asyncio.run(main())
+    mine = [r for r in caplog.records if getattr(r, "fields", {}).get("host") == "a"]
+    assert [(r.levelname, r.getMessage()) for r in mine] == [("WARNING", "partial data"), ("INFO", "target recovered")]
+    assert mine[0].fields["error"] == "one port unreadable"
+    assert (mine[1].fields["was"], mine[1].fields["polls"]) == ("partial", 2)
