@@ -479,6 +479,7 @@ def test_poll_failures_are_logged_with_their_target(scripted, caplog):
     records = [r for r in caplog.records if getattr(r, "fields", {}).get("reason") == "connect"]
     assert records, [r.getMessage() for r in caplog.records]
     assert (records[0].levelname, records[0].getMessage()) == ("WARNING", "target failing")  # what operators grep for
+    assert records[0].fields["error"] == "refused"  # the structured log's field, as for partial data
     assert {k: records[0].fields.get(k) for k in ("group", "host", "collector")} == {
         "group": "g", "host": "a", "collector": "test_scripted"}
 
