@@ -19,7 +19,8 @@ The targets are replays, so the machine's cores go to the daemon, not to simulat
 - InfiniBand: the collector's own tool runs, recorded from a live ibsim fabric (``--ib``, default
   the 40-switch / 320-HCA fat tree, 1,760 ports) through wrapper scripts given as its
   ``tool_paths``, then answered by the same wrappers from the recordings (ibsim stopped). ibsim on
-  this machine cannot hold a ~40k-port fabric: that size is extrapolated from the per-port cost.
+  this machine cannot hold a ~40k-port fabric: ``--ib-copies 23`` answers every recorded run as
+  23 copies of the recorded fabric side by side (40,480 ports; lab.replay_ib.replicate).
 Each replay's own CPU is printed beside the daemon's.
 
 Per daemon (``--exporter`` checkout): CPU in cores (user + system; the tool processes it runs
@@ -45,6 +46,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 import yaml
@@ -101,6 +103,18 @@ def record_ib(tmp: Path, exporter: Path, shape: tuple[int, int, int], polls: int
         fabric.stop()
     ports = len(set(re.findall(r'^fabric_ib_port_active_width_lanes\{([^}]*)\}', text, re.M)))
     return tools, env, ports
+
+
+def replicate_recording(rec: Path, copies: int) -> None:
+    """Every recorded run answered as if the fabric were ``copies`` copies of the recorded one
+    (lab.replay_ib.replicate: GUIDs and names made each copy's own): a ~40k-port fabric, which
+    ibsim cannot hold here, from the 1,760-port recording."""
+    from fabric_exporter.lab.replay_ib import replicate, replicate_stderr
+
+    for out in rec.glob("*.out"):
+        out.write_text(replicate(out.read_text(), copies))
+    for err in rec.glob("*.err"):
+        err.write_text(replicate_stderr(err.read_text(), copies))
 
 
 # -- the daemon -----------------------------------------------------------------------------------
@@ -207,6 +221,34 @@ def pct(values: list[float], q: float) -> float:
 
 # -- the run --------------------------------------------------------------------------------------
 
+_COUNTER_LINE = re.compile(r"^(\s*[^:@\n][^:\n]*:\s*)(\d+)$")
+
+
+def hold_still(dumps: Path, moving: float) -> None:
+    """Rewrite recorded NIC dumps so that only ``moving`` of the counters move: every other counter
+    (picked by a stable hash of recording, section and name) keeps its value of the first epoch."""
+    for rec in sorted(p for p in dumps.iterdir() if p.is_dir()):
+        for suffix in (".mapped.dump", ".dump"):
+            files = sorted(f for f in rec.glob(f"*{suffix}") if suffix == ".mapped.dump" or ".mapped" not in f.name)
+            first: dict[tuple[str, str], str] = {}
+            for n, path in enumerate(files):
+                section, out = "", []
+                for line in path.read_text().split("\n"):
+                    if line.startswith("@@"):
+                        section = line
+                    else:
+                        m = _COUNTER_LINE.match(line)
+                        if m:
+                            key = (section, m.group(1).strip())
+                            still = zlib.crc32(f"{rec.name} {key}".encode()) % 10_000 >= moving * 10_000
+                            if n == 0:
+                                first[key] = m.group(2)
+                            elif still and key in first:
+                                line = m.group(1) + first[key]
+                    out.append(line)
+                path.write_text("\n".join(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the 10k-GPU cluster's hosts and switches")
@@ -214,11 +256,17 @@ def main() -> None:
     ap.add_argument("--switches", type=int, help="SNMP switches (default 800 x scale)")
     ap.add_argument("--v3-share", type=float, default=0.5, help="share of switches polled over SNMPv3 authPriv")
     ap.add_argument("--ib", default="8,32,10", help="ibsim fat tree SPINES,LEAVES,HCAS_PER_LEAF recorded ('' = no IB)")
+    ap.add_argument("--ib-copies", type=int, default=1,
+                    help="answer the IB target as this many copies of the recorded fabric (23: 40,480 ports)")
     ap.add_argument("--interval", type=float, default=30.0)
     ap.add_argument("--polls", type=int, default=10, help="intervals measured after the warm-up round")
     ap.add_argument("--scrape-every", type=float, default=2.0,
                     help="seconds between /metrics scrapes while measuring (0: none, the polls' cost alone)")
     ap.add_argument("--nic-recordings", type=int, default=16)
+    ap.add_argument("--moving", type=float, default=1.0,
+                    help="share of NIC counters that move between polls (the lab model moves them all; a real "
+                         "host's errors, CNPs and idle priorities' pauses mostly stand still): the others keep "
+                         "their first epoch's value in every recorded dump")
     ap.add_argument("--snmp-recordings", type=int, default=8)
     ap.add_argument("--exporter", action="append", type=Path,
                     help="an exporter/ directory to run the daemon from (repeatable: each in turn, "
@@ -244,6 +292,8 @@ def main() -> None:
         t0 = time.monotonic()
         # recordings
         record_dumps(tmp / "dumps", recordings=args.nic_recordings, epochs=4, interval=args.interval)
+        if args.moving < 1.0:
+            hold_still(tmp / "dumps", args.moving)
         snmp_dir = tmp / "walks"
         for r in range(args.snmp_recordings):
             sw = SimulatedSwitch(f"rec{r}", "ieee", ports=64, seed=r + 1)
@@ -254,6 +304,9 @@ def main() -> None:
         ib_tools, ib_env, ib_ports = ({}, {}, 0)
         if args.ib:
             ib_tools, ib_env, ib_ports = record_ib(tmp, lab, tuple(int(x) for x in args.ib.split(",")))
+            if args.ib_copies > 1:
+                replicate_recording(tmp / "ib-rec", args.ib_copies)
+                ib_ports *= args.ib_copies
         # replay servers
         host_key, client_key, authorized = write_key_files(tmp)
         ssh = subprocess.Popen([PY, "-m", "fabric_exporter.lab.replay_ssh", "--dumps", str(tmp / "dumps"),

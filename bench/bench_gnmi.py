@@ -20,7 +20,10 @@ switches streaming to the collector.
    sizing (100 x 64 x 40 values every 10 s). ``--dialects sonic,cumulus``: each dialect in turn,
    ``--stream-runs`` times. SONiC: one JSON object per subscribed path and sample (every port in
    it, as sonic-gnmi's dbTableKeySubscribe sends), values = its numeric fields; Cumulus: one
-   notification per keyed container, values = leaves. Both counted from the target's notifications.
+   notification per keyed container, values = leaves; ``cumulus-per-leaf``: one notification per
+   leaf (Arista EOS's recorded shape, the worst case); ``sonic-per-key``: one per COUNTERS_DB
+   entry. Both counted from the target's notifications; the CPU is divided by the notifications
+   the collectors received.
    ``--readers``: the same Cumulus streams read with nothing of ours (protobuf parse only) by
    grpc.aio, by a synchronous reader thread per stream and by grpc's single-threaded unary-stream
    reader, alternated: grpc-python's own CPU per message.
@@ -29,8 +32,10 @@ switches streaming to the collector.
    wall time with the N streams updating every second (mode stream, polled every 2 s) against the
    baseline of the same run: the same daemon, targets and series read once and then quiet (mode
    poll, interval 600 s), and the streaming daemon without its GC freeze. ``--scrape-runs`` rounds,
-   the modes alternated (the machine's load drifts); the p99s of every run, their min and median,
-   and the ratios to quiet.
+   the modes alternated (the machine's load drifts); the p99s of every run with the load average
+   and the interfaces published (each run waits until all are), their min and median, and the
+   ratios to quiet, per round. ``--scrape-sample-interval``, ``--targets-nice`` (the lab targets
+   stand for remote switches), ``--scrape-polled``, ``--scrape-no-freeze``: see --help.
 
 Issue 24's budgets: <= 1 us CPU per SONiC value, <= 3 us per OpenConfig leaf; 100 switches x 64
 ports x 40 values every 10 s <= 0.15 core. The machine is shared and noisy: the figures are
@@ -39,7 +44,8 @@ medians of ``--repeat`` runs; compare the ratios to the baselines.
     PYTHONPATH=exporter:. python bench/bench_gnmi.py   # decode only, 64 ports (the others need tests/ too)
     python bench/bench_gnmi.py --no-decode --switches 4 --seconds 8 --stream-runs 5   # both dialects
     python bench/bench_gnmi.py --no-decode --switches 4 --seconds 6 --stream-runs 5 --readers --dialects ""
-    python bench/bench_gnmi.py --switches 10 --ports 32 --seconds 0 --scrape-p99   # scrapes only
+    python bench/bench_gnmi.py --no-decode --switches 100 --ports 8 --seconds 0 --scrape-p99 --scrape-runs 3 \
+        --scrapes 400 --scrape-sample-interval 2 --targets-nice 19   # /metrics p99 with 100 streams
 """
 
 from __future__ import annotations
@@ -164,12 +170,15 @@ from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.snmp import SimulatedSwitch
 ports, n = int(sys.argv[1]), int(sys.argv[2])
 dialect = sys.argv[3] if len(sys.argv) > 3 else "cumulus"
+every = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0  # > 0: the switches move on a timer, not per sample
 async def main():
     ts = []
     for i in range(n):
         t = GnmiTarget(SimulatedSwitch(f"leaf{i}", "sonic", ports=ports, queues=4, seed=i + 1),
-                       dialect.removesuffix("-per-key"), advance_each_sample=True,
-                       notification_per_key=dialect.endswith("-per-key"))
+                       dialect.removesuffix("-per-key").removesuffix("-per-leaf"), advance_each_sample=not every,
+                       advance_every=every or None,
+                       notification_per_key=dialect.endswith("-per-key"),
+                       oc_grouping="leaf" if dialect.endswith("-per-leaf") else "container")
         await t.serve()
         ts.append(t)
     print("ready " + ",".join(str(t.port) for t in ts), flush=True)
@@ -181,13 +190,28 @@ asyncio.run(main())
 # subscribed path and sample, every port in it; Cumulus: one notification per keyed container)
 # "sonic-per-key": the lab target sends one notification per COUNTERS_DB entry instead (what sonic-gnmi
 # does for ON_CHANGE), the collector is the same
-STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "sonic": ["ports", "queues"],
-                 "sonic-per-key": ["ports", "queues"]}
+# "cumulus-per-leaf": the lab target sends every leaf as a notification of its own (Arista EOS's shape in
+# aristanetworks/openmgmt outputs/interface_state.json: the worst case), the collector is the same
+STREAM_TABLES = {"cumulus": ["interfaces", "queues"], "cumulus-per-leaf": ["interfaces", "queues"],
+                 "sonic": ["ports", "queues"], "sonic-per-key": ["ports", "queues"]}
 
 
-def _start_targets(ports: int, switches: int, dialect: str) -> tuple[subprocess.Popen, list[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches), dialect],
-                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")})
+def base_dialect(shape: str) -> str:
+    """The collector's dialect of a benchmark shape (``sonic-per-key`` -> ``sonic``)."""
+    return shape.removesuffix("-per-key").removesuffix("-per-leaf")
+
+
+def _start_targets(ports: int, switches: int, dialect: str, nice: int = 0,
+                   advance_every: float = 0.0) -> tuple[subprocess.Popen, list[int]]:
+    """The lab targets in a child process; ``nice`` > 0 lowers its CPU priority (it stands for
+    switches, whose CPU is not the exporter host's: on a shared machine it then takes the CPU the
+    exporter leaves, instead of competing with it as an equal)."""
+    import os
+
+    proc = subprocess.Popen([sys.executable, "-c", TARGETS_SCRIPT, str(ports), str(switches), dialect,
+                             str(advance_every)],
+                            stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "exporter")},
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
     word, _, listed = proc.stdout.readline().strip().partition(" ")
     if word != "ready":
         proc.terminate()
@@ -206,10 +230,11 @@ def values_per_sample(dialect: str, ports: int) -> tuple[int, int]:
     from fabric_exporter.lab.snmp import SimulatedSwitch
 
     target = GnmiTarget(SimulatedSwitch("leaf0", "sonic", ports=ports, queues=4, seed=1),
-                        dialect.removesuffix("-per-key"), notification_per_key=dialect.endswith("-per-key"))
+                        base_dialect(dialect), notification_per_key=dialect.endswith("-per-key"),
+                        oc_grouping="leaf" if dialect.endswith("-per-leaf") else "container")
     values = notifications = 0
     for table in STREAM_TABLES[dialect]:
-        gp = DIALECTS[dialect.removesuffix("-per-key")].paths[table]
+        gp = DIALECTS[base_dialect(dialect)].paths[table]
         for n in target._notifications(g, gp.target, to_path(g, gp.xpath), 1):
             notifications += 1
             for u in n.update:
@@ -236,7 +261,7 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
             "name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
             "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": port} for i, port in enumerate(target_ports)],
             "interval": f"{interval}s", "timeout": f"{interval * 0.75}s",
-            "options": {"dialect": dialect.removesuffix("-per-key"), "mode": "stream", "insecure": True,
+            "options": {"dialect": base_dialect(dialect), "mode": "stream", "insecure": True,
                         "sample_interval": f"{sample_interval}s", "tables": STREAM_TABLES[dialect]}}]})
 
         async def run() -> dict:
@@ -266,14 +291,18 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
         proc.terminate()
         proc.wait(10)
     values, notifications = values_per_sample(dialect, ports)
-    values_per_s = switches * values / sample_interval
     core = r["cpu_s"] / r["wall_s"]
-    us_per_value = core / values_per_s * 1e6
+    # per notification the collector really read (a saturated reader falls behind the targets' rate;
+    # the nominal rate would then understate the cost), each carrying the shape's mean values
+    received = max(1, r["notifications"])
+    us_per_notification = r["cpu_s"] / received * 1e6
+    us_per_value = us_per_notification * notifications / values
     issue = 100 * 64 * 40 / 10  # 100 switches x 64 ports x 40 values every 10 s
     return {**r, "dialect": dialect, "switches": switches, "ports": ports, "values_per_switch_sample": values,
             "notifications_per_switch_sample": notifications, "values_per_notification": values / notifications,
-            "values_per_s": values_per_s, "core": core, "us_per_value": us_per_value,
-            "us_per_notification": core / (switches * notifications / sample_interval) * 1e6,
+            "values_per_s": received * values / notifications / r["wall_s"],
+            "received_of_sent": received / (switches * notifications * r["wall_s"] / sample_interval),
+            "core": core, "us_per_value": us_per_value, "us_per_notification": us_per_notification,
             "issue_sizing_core_estimate": issue * us_per_value / 1e6}
 
 
@@ -399,8 +428,27 @@ NO_FREEZE = ("import fabric_exporter.daemon as d; d.freeze_long_lived = lambda: 
              "from fabric_exporter.cli import main; raise SystemExit(main())")
 
 
+def _scrape_timeout(mode: str, interval: str, sample_interval: float) -> str:
+    """The poll deadline: the quiet daemon's one read may take long on a loaded machine; a
+    polling or streaming daemon's must stay below its interval."""
+    every = float(interval.rstrip("s"))
+    if mode == "poll" and every >= 60:
+        return "30s"
+    return f"{min(max(1.5, every * 0.75), 8):g}s"
+
+
+def _published(conn) -> int:
+    """Interfaces in a /metrics scrape (their rx bytes series)."""
+    import gzip
+
+    conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+    r = conn.getresponse()
+    text = gzip.decompress(r.read()).decode()
+    return sum(1 for line in text.splitlines() if line.startswith("fabric_roce_rx_bytes_total{"))
+
+
 def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float, interval: str = "2s",
-                freeze: bool = True) -> dict:
+                freeze: bool = True, sample_interval: float = 1.0, ports: int = 8) -> dict:
     import http.client
     import os
     import socket
@@ -411,10 +459,10 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
     tmp = Path(tempfile.mkdtemp(prefix="bench-gnmi-"))
     options = {"dialect": "cumulus", "mode": mode, "insecure": True, "tables": ["interfaces", "queues"]}
     if mode == "stream":
-        options["sample_interval"] = "1s"
+        options["sample_interval"] = f"{sample_interval:g}s"
     config = {"limits": {"max_concurrent_polls": 256, "per_transport": {"gnmi": 256}},
               "targets": [{"name": "gnmi", "fabric": "bench", "collector": "gnmi_switch", "transport": "gnmi",
-                           "interval": interval, "timeout": "1.5s",
+                           "interval": interval, "timeout": _scrape_timeout(mode, interval, sample_interval),
                            "stale_after": "3600s", "options": options,
                            "hosts": [{"name": f"leaf{i}", "address": "127.0.0.1", "port": p}
                                      for i, p in enumerate(target_ports)]}]}
@@ -444,17 +492,30 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
                 raise SystemExit(f"daemon not ready: {(tmp / 'daemon.log').read_text()[-2000:]}")
             time.sleep(0.3)
         time.sleep(settle)
-        walls, size = [], 0
+        # the baseline must hold the same series: wait (bounded) until every interface is published
+        # (a loaded machine makes the lab targets slow to answer the quiet daemon's one read)
+        want, end = len(target_ports) * ports, time.monotonic() + 120
+        while _published(conn) < want and time.monotonic() < end and daemon.poll() is None:
+            time.sleep(1.0)
+        walls, size, body = [], 0, b""
         for _ in range(scrapes):
             t0 = time.perf_counter()
             conn.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
             r = conn.getresponse()
-            size = len(r.read())
+            body = r.read()
+            size = len(body)
             walls.append(time.perf_counter() - t0)
             time.sleep(0.02)
+        # what the last scrape held: switches published (fresh) and whether the values moved during
+        # the run (a starved lab target process sends little: then the run measured less than asked)
+        import gzip
+
+        text = gzip.decompress(body).decode()
+        published = sum(1 for line in text.splitlines() if line.startswith("fabric_roce_rx_bytes_total{"))
         walls.sort()
         return {"mode": mode, "interval": interval, "scrapes": scrapes, "bytes_gzip": size, "p50_ms": walls[len(walls) // 2] * 1e3,
-                "p99_ms": walls[min(len(walls) - 1, int(len(walls) * 0.99))] * 1e3}
+                "p99_ms": walls[min(len(walls) - 1, int(len(walls) * 0.99))] * 1e3,
+                "load_average": round(os.getloadavg()[0], 2), "interfaces_published": published}
     finally:
         daemon.terminate()
         try:
@@ -466,34 +527,63 @@ def _scrape_run(target_ports: list[int], mode: str, scrapes: int, settle: float,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int) -> dict:
+def bench_scrapes(switches: int, ports: int, scrapes: int, runs: int, sample_interval: float = 1.0,
+                  no_freeze: bool = True, targets_nice: int = 0, polled: bool = False) -> dict:
     """``runs`` rounds, each: the daemon with the targets read once and then quiet (the baseline:
-    the same series, nothing updating), the daemon with the targets streaming, and the same without
-    the daemon's GC freeze. The targets serve all the same way; only the collector's mode differs.
-    p99s by run, their min and median."""
-    proc, target_ports = _start_targets(ports, switches, "cumulus")
-    by_mode: dict[str, list[dict]] = {"quiet": [], "streaming": [], "streaming_no_gc_freeze": []}
+    the same series, nothing updating), the daemon with the targets streaming every
+    ``sample_interval`` (polled every 2 sample intervals), and (``no_freeze``) the same without the
+    daemon's GC freeze. The targets serve all the same way; only the collector's mode differs.
+    p99s by run with the load average at the end of each run, their min and median, and the
+    per-round ratios streaming / quiet (the two runs of a round are seconds apart: the fairest pair
+    on a shared machine). ``targets_nice``: the lab targets' process at that niceness. ``polled``:
+    also the daemon reading the same targets by Subscribe ONCE every 2 sample intervals (its
+    snapshots change as often as the streaming daemon's, without a stream): what any updating
+    costs a scrape, apart from what streaming adds."""
+    # the switches move every sample interval on a timer of their own, so that a polling daemon
+    # (``polled``) reads moving values too (with advance_each_sample only streams would)
+    proc, target_ports = _start_targets(ports, switches, "cumulus", nice=targets_nice, advance_every=sample_interval)
+    modes = ["quiet", "streaming"] + (["polled"] if polled else []) + (["streaming_no_gc_freeze"] if no_freeze else [])
+    by_mode: dict[str, list[dict]] = {m: [] for m in modes}
+    poll = f"{2 * sample_interval:g}s"
     try:
         for _ in range(runs):
-            by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s"))
-            by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval="2s"))
-            by_mode["streaming_no_gc_freeze"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0,
-                                                                 interval="2s", freeze=False))
+            by_mode["quiet"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval="600s",
+                                                ports=ports))
+            by_mode["streaming"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0, interval=poll,
+                                                    sample_interval=sample_interval, ports=ports))
+            if polled:
+                by_mode["polled"].append(_scrape_run(target_ports, "poll", scrapes, settle=4.0, interval=poll,
+                                                     ports=ports))
+            if no_freeze:
+                by_mode["streaming_no_gc_freeze"].append(_scrape_run(target_ports, "stream", scrapes, settle=4.0,
+                                                                     interval=poll, freeze=False,
+                                                                     sample_interval=sample_interval, ports=ports))
     finally:
         proc.terminate()
         proc.wait(10)
-    out: dict = {"switches": switches, "ports": ports, "runs": runs}
+    out: dict = {"switches": switches, "ports": ports, "runs": runs, "sample_interval_s": sample_interval,
+                 "targets_nice": targets_nice}
     for mode, rs in by_mode.items():
         p99 = [r["p99_ms"] for r in rs]
         out[mode] = {"p99_ms_by_run": [round(x, 2) for x in p99], "p99_ms_min": min(p99),
                      "p99_ms_median": statistics.median(p99),
-                     "p50_ms_median": statistics.median(r["p50_ms"] for r in rs), "bytes_gzip": rs[-1]["bytes_gzip"]}
+                     "p50_ms_by_run": [round(r["p50_ms"], 2) for r in rs],
+                     "p50_ms_median": statistics.median(r["p50_ms"] for r in rs), "bytes_gzip": rs[-1]["bytes_gzip"],
+                     "load_average_by_run": [r["load_average"] for r in rs],
+                     "interfaces_published_by_run": [r["interfaces_published"] for r in rs]}
+    pairs = [s["p99_ms"] / q["p99_ms"] for q, s in zip(by_mode["quiet"], by_mode["streaming"])]
+    out["p99_ratio_by_round"] = [round(x, 2) for x in pairs]
+    out["p99_ratio_of_round_median"] = statistics.median(pairs)
     out["p99_ratio_median"] = out["streaming"]["p99_ms_median"] / out["quiet"]["p99_ms_median"]
     out["p99_ratio_min"] = out["streaming"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     out["p50_ratio_median"] = out["streaming"]["p50_ms_median"] / out["quiet"]["p50_ms_median"]
-    out["no_gc_freeze_p99_ratio_median"] = (out["streaming_no_gc_freeze"]["p99_ms_median"]
-                                            / out["quiet"]["p99_ms_median"])
-    out["no_gc_freeze_p99_ratio_min"] = out["streaming_no_gc_freeze"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
+    if polled:
+        out["polled_p99_ratio_of_round_median"] = statistics.median(
+            p["p99_ms"] / q["p99_ms"] for q, p in zip(by_mode["quiet"], by_mode["polled"]))
+    if no_freeze:
+        out["no_gc_freeze_p99_ratio_median"] = (out["streaming_no_gc_freeze"]["p99_ms_median"]
+                                                / out["quiet"]["p99_ms_median"])
+        out["no_gc_freeze_p99_ratio_min"] = out["streaming_no_gc_freeze"]["p99_ms_min"] / out["quiet"]["p99_ms_min"]
     return out
 
 
@@ -507,6 +597,15 @@ def main() -> None:
     ap.add_argument("--scrape-p99", action="store_true")
     ap.add_argument("--scrapes", type=int, default=300)
     ap.add_argument("--scrape-runs", type=int, default=5)
+    ap.add_argument("--scrape-sample-interval", type=float, default=1.0,
+                    help="the streams' SAMPLE interval in the scrape benchmark (polled every 2 of them)")
+    ap.add_argument("--targets-nice", type=int, default=0,
+                    help="niceness of the lab targets' process in the scrape benchmark (19: they take only "
+                         "the CPU the daemon leaves, as remote switches would)")
+    ap.add_argument("--scrape-polled", action="store_true",
+                    help="also the daemon polling the targets (ONCE) as often as the streaming one publishes")
+    ap.add_argument("--scrape-no-freeze", action="store_true",
+                    help="also run the streaming daemon without its GC freeze in the scrape benchmark")
     ap.add_argument("--dialects", default="sonic,cumulus", help="the dialects streamed, comma-separated")
     ap.add_argument("--stream-runs", type=int, default=1, help="streaming runs per dialect, alternated")
     ap.add_argument("--readers", action="store_true", help="grpc.aio against synchronous readers (--switches)")
@@ -529,7 +628,9 @@ def main() -> None:
     if args.switches and args.readers:
         out["readers"] = bench_readers(args.switches, args.ports, args.seconds, args.stream_runs)
     if args.switches and args.scrape_p99:
-        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes, args.scrape_runs)
+        out["scrapes"] = bench_scrapes(args.switches, args.ports, args.scrapes, args.scrape_runs,
+                                       args.scrape_sample_interval, args.scrape_no_freeze, args.targets_nice,
+                                       args.scrape_polled)
     print(json.dumps(out, indent=2))
     for d, r in out.get("streaming", {}).items():
         print(f"stream {d}: {r['us_per_value']:.2f} us/value, {r['us_per_notification']:.1f} us/notification "

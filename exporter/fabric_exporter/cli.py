@@ -62,7 +62,7 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _lab_arguments(p: argparse.ArgumentParser) -> None:
-    from .lab.run import add_arguments
+    from .lab.options import add_arguments
 
     add_arguments(p)
 
@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not require the files the config refers to (keys, hosts files) to exist here")
 
     sub.add_parser("config-schema", help="print the JSON Schema of the configuration (for editors)")
+    docs = sub.add_parser("config-docs", help="regenerate docs/configuration.md's collector row from the registry")
+    mode = docs.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar="MD", help="regenerate the row in place")
+    mode.add_argument("--check", metavar="MD", help="exit 1 (with a diff) if the row is not current")
 
     cat = sub.add_parser("catalog", help="print the metric catalog")
     cat.add_argument("--format", choices=["markdown", "json"], default="markdown")
@@ -141,6 +145,15 @@ def cmd_config_schema(args) -> int:
 
     sys.stdout.write(render(registry()))
     return 0
+
+
+def cmd_config_docs(args) -> int:
+    from pathlib import Path
+
+    from .config import docs
+    from .ssh_guard import builtin_collectors
+
+    return docs.update(Path(args.write or args.check), builtin_collectors(), write=args.write is not None)
 
 
 def cmd_catalog(args) -> int:
@@ -234,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_catalog(args)
     if args.command == "config-schema":
         return cmd_config_schema(args)
+    if args.command == "config-docs":
+        return cmd_config_docs(args)
     if args.command == "generate":
         return cmd_generate(args)
     if args.command == "report":

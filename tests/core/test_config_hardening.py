@@ -96,17 +96,6 @@ def test_duplicate_keys_in_hosts_files_are_refused(tmp_path):
     assert problems == ["targets[0].hosts_file: cannot read hosts: duplicate key 'address'"]
 
 
-def test_duplicate_users_in_the_web_config_are_refused(tmp_path):
-    from fabric_exporter.web import load_web_config
-
-    web = tmp_path / "web.yaml"
-    web.write_text("basic_auth_users:\n  prom: $2b$12$aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"
-                   "  prom: $2b$12$bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n")
-    with pytest.raises(ConfigError) as e:
-        load_web_config(str(web))
-    assert e.value.problems == [f"{web}: line 3: duplicate key 'prom' (first given on line 2); remove one of them"]
-
-
 # -- 10: every duration and number bounded ---------------------------------------------------------
 
 def test_an_endless_interval_is_refused():

@@ -46,6 +46,33 @@ def test_every_example_fits_the_schema(example):
     assert errors == []
 
 
+def _doc_examples() -> list[tuple[str, str]]:
+    from .test_collector_completeness import doc_examples
+
+    return [(f"{page.name}#{i}", block) for page in sorted((ROOT / "docs/collectors").glob("*.md"))
+            for i, block in enumerate(doc_examples(page.read_text()))]
+
+
+@pytest.mark.parametrize("name,block", _doc_examples(), ids=[n for n, _ in _doc_examples()])
+def test_every_config_in_a_collector_page_fits_the_schema(name, block):
+    """A collector page's example config (a yaml block with ``targets:``) stands in for a file under
+    examples/ (tests/core/test_collector_completeness.py): it is checked the same way."""
+    validator = jsonschema.Draft202012Validator(json.loads(COMMITTED.read_text()))
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(
+        yaml.safe_load(block))]
+    assert errors == []
+
+
+def test_the_collector_row_of_configuration_md_is_generated():
+    from fabric_exporter import ssh_guard
+    from fabric_exporter.config import docs
+
+    text = (ROOT / "docs/configuration.md").read_text()
+    assert docs.render(text, ssh_guard.builtin_collectors()) == text, \
+        "docs/configuration.md's collector row is stale: fabric-exporter config-docs --write docs/configuration.md"
+    assert docs.render(text, {}) != text  # the row is there, and generated from the registry
+
+
 BASE = {
     "web": {"listen_address": "127.0.0.1:9315", "max_connections": 64},
     "defaults": {"interval": "30s", "jitter": 0.2},
@@ -114,3 +141,14 @@ def test_schema_and_check_config_agree(name, doc, valid):
         assert schema_ok and not loader_ok and problems == ["credentials.c.username: only for version 3"]
         return
     assert (schema_ok, loader_ok) == (valid, valid)
+
+
+def test_config_docs_check_and_write(tmp_path, capsys):
+    from fabric_exporter.cli import main
+
+    stale = tmp_path / "configuration.md"
+    text = (ROOT / "docs/configuration.md").read_text()
+    stale.write_text(text.replace("[`slurm_jobs`](collectors/slurm_jobs.md)", "`slurm_jobs`", 1))
+    assert main(["config-docs", "--check", str(stale)]) == 1 and "+| `collector` | required |" in capsys.readouterr().out
+    assert main(["config-docs", "--write", str(stale)]) == 0 and stale.read_text() == text
+    assert main(["config-docs", "--check", str(stale)]) == 0

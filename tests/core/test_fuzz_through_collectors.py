@@ -4,9 +4,10 @@ Two layers, both over every text parser the collectors use:
 
 * every public parser entry point in ``fabric_exporter.parsers`` is fuzzed directly (real capture
   lines shuffled, cut and salted with the numbers that broke parsers before: 309 and 5000 digits,
-  2**64, 1e400, NaN, Infinity); it returns or raises ParseError, nothing else. A test fails when a
-  new public ``parse*`` function appears that this table does not fuzz.
-* every text collector (infiniband, roce_nic, switch_cli, latency_probe) is polled through the
+  2**64, 1e400, NaN, Infinity); it returns or raises ParseError, nothing else. The captures are
+  declared by each parser module (``FUZZ``); a test fails when a public ``parse*`` function is not.
+* every text collector (infiniband, roce_nic, switch_cli and each of its dialects, latency_probe, and
+  every collector declaring ``captures``) is polled through the
   scheduler with fuzzed command output: a poll ends ok, partial or failed with a reason, never
   ``internal`` (which would mean a parser raised something other than ParseError); and a parser
   made to raise a foreign exception is reported (``internal`` with the exception named, logged
@@ -32,9 +33,7 @@ from fabric_exporter.collectors import registry
 from tests.harness.configs import parse_config
 from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
-from fabric_exporter.parsers import (burst_stream, eos_cli, ethtool, gnmi, ib_diagnet, ib_netdiscover, ib_nodenamemap,
-                                     ib_perfquery, ib_queryerrors, nvue, perftest, rdma, slurm_squeue, sonic_cli,
-                                     sonic_watermark)
+from fabric_exporter.parsers import burst_stream, ethtool, gnmi, ib_diagnet, perftest, rdma, sonic_cli
 from fabric_exporter.scheduler import Scheduler
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
@@ -50,40 +49,43 @@ def lines_of(*names: str) -> list[str]:
     return out
 
 
-IB_QE = lines_of("infiniband/hdr_ibqueryerrors_errors_report_port.txt", "infiniband/ndr_ibqueryerrors_counters_report_port.txt")
-IB_ND = lines_of("infiniband/ibsim_ibnetdiscover.txt", "infiniband/edge_ibnetdiscover.txt")
-IB_PQ = lines_of("infiniband/edr_perfquery_extended.txt", "infiniband/qdr_perfquery_basic_latched.txt")
+def declared(entry: str) -> list[str]:
+    """The lines of the captures a parser module declares for one of its entry points (its ``FUZZ``)."""
+    module, name = entry.split(".")
+    captures = getattr(importlib.import_module(f"fabric_exporter.parsers.{module}"), "FUZZ", {}).get(name)
+    assert captures, f"parsers/{module}.py declares no FUZZ captures for {name}"
+    return lines_of(*captures)
+
+
+IB_QE = declared("ib_queryerrors.parse")
+IB_ND = declared("ib_netdiscover.parse")
+IB_PQ = declared("ib_perfquery.parse")
 IB_VL = lines_of("infiniband/ibsim_perfquery_vlxmitcounters.txt")
-IB_DB = lines_of("infiniband/ibdiagnet2.db_csv")
-IB_PM = lines_of("infiniband/ibdiagnet2.pm")
-IB_MAP = lines_of("infiniband/node-name-map.txt")
-LAT = lines_of("latency/write_lat_ib.txt", "latency/send_lat_roce_cpu_warning.txt", "latency/write_lat_roce_json_stdout.txt",
-               "latency/write_lat_roce_out_json.json")
-ETH = lines_of("roce_nic/ethtool_mlx5_pfc3.txt", "roce_nic/ethtool_bnxt.txt")
-HW = lines_of("roce_nic/hw_counters_mlx5.txt")
-RDMA_LINK = lines_of("roce_nic/rdma_link.txt", "roce_nic/rdma_link.json")
-RDMA_STAT = lines_of("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statistic_mlx5.json")
+IB_DB = declared("ib_diagnet.parse_db_csv")
+IB_PM = declared("ib_diagnet.parse_pm")
+IB_MAP = declared("ib_nodenamemap.parse")
+LAT = declared("perftest.parse_report")
+ETH = declared("ethtool.parse_ethtool_stats")
+HW = declared("rdma.parse_hw_counters")
+RDMA_LINK = declared("rdma.parse_rdma_link")
+RDMA_STAT = declared("rdma.parse_rdma_statistic")
 SONIC = {n: lines_of(f"switch/sonic/{n}") for n in ("show_pfc_counters.txt", "show_pfcwd_stats.txt", "show_queue_counters.txt",
                                                       "show_queue_counters.json", "show_queue_wredcounters.txt",
                                                       "show_queue_wredcounters.json")}
-WM_QUEUE = lines_of("real/sonic_queue_watermark_unicast_masic_all.txt", "real/sonic_queue_watermark_unicast.txt",
-                    "real/sonic_queue_watermark_multicast_unconfigured.txt")
-WM_QUEUE_JSON = lines_of("real/sonic_queue_watermark_unicast.json")
-WM_PG = lines_of("real/sonic_pg_persistent_watermark_headroom_masic_all.txt")
-WM_PG_JSON = lines_of("real/sonic_pg_watermark_shared.json")
-WM_POOL = lines_of("real/sonic_buffer_pool_watermark.txt", "real/sonic_headroom_pool_watermark_masic_all.txt")
-PFC_HISTORY = lines_of("real/sonic_pfc_counters_history_all.txt")
-SONIC_LLDP = lines_of("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt")
-EOS_QUEUE = lines_of("real/eos_queue_counters_detail_egress_nz.txt", "real/eos_queue_counters_nz_7280sr3e.txt")
-EOS_DISCARDS = lines_of("real/eos_interfaces_counters_discards_anta.json")
-SQUEUE_JSON = lines_of("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json")
-SQUEUE_TEXT = lines_of("slurm/slurm-22.05.8-squeue-format.txt")
+WM_QUEUE = declared("sonic_watermark.parse_queue_watermark")
+WM_QUEUE_JSON = declared("sonic_watermark.parse_queue_watermark_json")
+WM_PG = declared("sonic_watermark.parse_pg_watermark")
+WM_PG_JSON = declared("sonic_watermark.parse_pg_watermark_json")
+WM_POOL = declared("sonic_watermark.parse_pool_watermark")
+PFC_HISTORY = declared("sonic_cli.parse_pfc_history")
+SONIC_LLDP = declared("sonic_cli.parse_lldp_table")
+EOS_QUEUE = declared("eos_cli.parse_queue_counters")
+EOS_DISCARDS = declared("eos_cli.parse_discards_json")
 CUMULUS_ETH = lines_of("real/ethtool_cumulus_37_swp1.txt", "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt")
-NVUE_ROCE = lines_of("real/nvue_qos_roce_counters_swp16.txt")
-EOS_PFC = lines_of("real/eos_pfc_counters_anta.json")
-EOS_ECN = lines_of("real/eos_qos_ecn_counters_queue_anta.json")
-GNMI_SONIC = lines_of("switch/gnmi/sonic/COUNTERS+Ethernet68+Queues_alias.txt", "switch/gnmi/sonic/COUNTERS+Ethernet68.txt",
-                      "switch/gnmi/sonic/PERIODIC_WATERMARKS+Ethernet16+PriorityGroups.txt")
+NVUE_ROCE = declared("nvue.parse_roce_counters")
+EOS_PFC = declared("eos_cli.parse_pfc_counters_json")
+EOS_ECN = declared("eos_cli.parse_ecn_counters_json")
+GNMI_SONIC = declared("gnmi.parse_sonic_blob")
 GNMI_MAPS = lines_of("switch/gnmi/sonic/COUNTERS_PORT_ALIAS_MAP.txt")[:40] + ["}"]
 GNMI_XPATHS = ["/qos/interfaces/interface[interface-id=swp1]/switch-priority[priority=3]/state/in-pause-duration",
                "/interfaces/interface[name=Ethernet0/1]/state/counters/in-octets", "COUNTERS/Ethernet*/Queues"]
@@ -129,61 +131,41 @@ def _diagnet_sections(fn):
     return run
 
 
-ENTRY_POINTS = {
-    "ethtool.parse_ethtool_stats": (ethtool.parse_ethtool_stats, ETH),
+def declared_entry_points() -> dict[str, tuple]:
+    """Each parser module's ``FUZZ`` (entry point name -> real captures under tests/fixtures), as
+    ``{"module.function": (function, lines)}``: a new parser declares its inputs next to its code."""
+    out = {}
+    for info in pkgutil.iter_modules(parsers_pkg.__path__):
+        module = importlib.import_module(f"fabric_exporter.parsers.{info.name}")
+        for name, captures in getattr(module, "FUZZ", {}).items():
+            assert callable(getattr(module, name, None)), f"{info.name}.FUZZ names {name!r}, not a function of it"
+            assert captures and all((FIX / c).is_file() for c in captures), f"{info.name}.FUZZ[{name!r}]: {captures}"
+            out[f"{info.name}.{name}"] = (getattr(module, name), lines_of(*captures))
+    return out
+
+
+# Entry points whose call or input needs code (an extra argument, input built from markers or a slice
+# of a capture); every other one is declared by its parser module's FUZZ (declared_entry_points).
+CODED_ENTRY_POINTS = {
     "ethtool.parse_u64": (lambda t: ethtool.parse_u64(t, "x"), ETH),
     "ib_common.parse_guid": (__import__("fabric_exporter.parsers.ib_common", fromlist=["x"]).parse_guid, IB_MAP),
     "ib_common.parse_uint": (lambda t: __import__("fabric_exporter.parsers.ib_common", fromlist=["x"]).parse_uint(t, "x"), IB_PQ),
-    "ib_diagnet.parse_db_csv": (ib_diagnet.parse_db_csv, IB_DB),
-    "ib_diagnet.parse_pm": (ib_diagnet.parse_pm, IB_PM),
     "ib_diagnet.pm_info": (_diagnet_sections(ib_diagnet.pm_info), IB_DB),
     "ib_diagnet.cable_info": (_diagnet_sections(ib_diagnet.cable_info), IB_DB),
     "ib_diagnet.node_temperatures": (_diagnet_sections(ib_diagnet.node_temperatures), IB_DB),
-    "ib_netdiscover.parse": (ib_netdiscover.parse, IB_ND),
-    "ib_nodenamemap.parse": (ib_nodenamemap.parse, IB_MAP),
-    "ib_perfquery.parse": (ib_perfquery.parse, IB_PQ),
-    "ib_queryerrors.parse": (ib_queryerrors.parse, IB_QE),
-    "ib_queryerrors.failed_queries": (ib_queryerrors.failed_queries, IB_QE),
-    "perftest.parse_text": (perftest.parse_text, LAT),
-    "perftest.parse_json": (perftest.parse_json, LAT),
-    "perftest.parse_report": (perftest.parse_report, LAT),
-    "rdma.parse_hw_counters": (rdma.parse_hw_counters, HW),
-    "rdma.parse_rdma_statistic": (rdma.parse_rdma_statistic, RDMA_STAT),
-    "rdma.parse_rdma_link": (rdma.parse_rdma_link, RDMA_LINK),
     "rdma.parse_host_dump": (rdma.parse_host_dump, ["@@fabric-roce 1 sysfs", "@@device mlx5_0 mlx5_core",
                                                     "@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE", "@@hw_counters mlx5_0 1",
                                                     "@@ethtool eth0 0", "@@rdma_link 0", "@@end", *HW[:5], *ETH[:5]]),
     "sonic_cli.parse_count": (lambda t: sonic_cli.parse_count(t), ["0", "1,234", "N/A", "12"]),
-    "sonic_cli.parse_tables": (sonic_cli.parse_tables, sum(SONIC.values(), [])),
-    "sonic_cli.parse_pfc_counters": (sonic_cli.parse_pfc_counters, SONIC["show_pfc_counters.txt"]),
-    "sonic_cli.parse_queue_counters": (sonic_cli.parse_queue_counters, SONIC["show_queue_counters.txt"]),
-    "sonic_cli.parse_queue_counters_json": (sonic_cli.parse_queue_counters_json, SONIC["show_queue_counters.json"]),
-    "sonic_cli.parse_wred_counters": (sonic_cli.parse_wred_counters, SONIC["show_queue_wredcounters.txt"]),
-    "sonic_cli.parse_wred_counters_json": (sonic_cli.parse_wred_counters_json, SONIC["show_queue_wredcounters.json"]),
-    "sonic_cli.parse_pfcwd_stats": (sonic_cli.parse_pfcwd_stats, SONIC["show_pfcwd_stats.txt"]),
-    "sonic_cli.parse_cumulus_ethtool": (sonic_cli.parse_cumulus_ethtool, ETH + CUMULUS_ETH),
-    "sonic_cli.parse_pfc_history": (sonic_cli.parse_pfc_history, PFC_HISTORY),
-    "sonic_watermark.parse_queue_watermark": (sonic_watermark.parse_queue_watermark, WM_QUEUE),
-    "sonic_watermark.parse_queue_watermark_json": (sonic_watermark.parse_queue_watermark_json, WM_QUEUE_JSON),
-    "sonic_watermark.parse_pg_watermark": (sonic_watermark.parse_pg_watermark, WM_PG),
-    "sonic_watermark.parse_pg_watermark_json": (sonic_watermark.parse_pg_watermark_json, WM_PG_JSON),
-    "sonic_watermark.parse_pool_watermark": (sonic_watermark.parse_pool_watermark, WM_POOL),
-    "sonic_cli.parse_lldp_table": (sonic_cli.parse_lldp_table, SONIC_LLDP),
-    "eos_cli.parse_queue_counters": (eos_cli.parse_queue_counters, EOS_QUEUE),
-    "eos_cli.parse_discards_json": (eos_cli.parse_discards_json, EOS_DISCARDS),
-    "slurm_squeue.parse_squeue_json": (slurm_squeue.parse_squeue_json, SQUEUE_JSON),
-    "slurm_squeue.parse_squeue_text": (slurm_squeue.parse_squeue_text, SQUEUE_TEXT),
-    "eos_cli.parse_pfc_counters_json": (eos_cli.parse_pfc_counters_json, EOS_PFC),
-    "nvue.parse_roce_counters": (nvue.parse_roce_counters, NVUE_ROCE),
-    "eos_cli.parse_ecn_counters_json": (eos_cli.parse_ecn_counters_json, EOS_ECN),
-    "gnmi.parse_sonic_blob": (gnmi.parse_sonic_blob, GNMI_SONIC),
-    "gnmi.parse_sonic_name_map": (gnmi.parse_sonic_name_map, lines_of("switch/gnmi/sonic/COUNTERS_PORT_NAME_MAP.txt")),
     "gnmi.parse_sonic_port_aliases": (gnmi.parse_sonic_port_aliases, GNMI_MAPS),
     "gnmi.parse_xpath": (gnmi.parse_xpath, GNMI_XPATHS),
     "burst_stream.parse_header": (burst_stream.parse_header, ["@@fabric-burst 1 100000 56 8123456789"]),
     "burst_stream.parse_window": (lambda t: [burst_stream.parse_window(line, 56) for line in t.splitlines()],
                                   ["w 1 100012 830", "w 2 99870 120 0:5 3:100000 55:12", "w 5 300410 200311 7:1"]),
 }
+DECLARED_ENTRY_POINTS = declared_entry_points()
+assert not set(DECLARED_ENTRY_POINTS) & set(CODED_ENTRY_POINTS), "an entry point declared twice"
+ENTRY_POINTS = {**DECLARED_ENTRY_POINTS, **CODED_ENTRY_POINTS}
 
 
 def test_every_public_parser_entry_point_is_fuzzed():
@@ -475,15 +457,92 @@ def test_switch_cli_eos_explains_every_fuzzed_output(queue, discards, pfc, ecn):
     assert_explained(states)
 
 
-@FUZZ
-@given(out=st.one_of(mutated(SQUEUE_JSON, max_lines=400), mutated(SQUEUE_TEXT)),
-       fmt=st.sampled_from(["json", "text"]))
-def test_slurm_jobs_collector_explains_every_fuzzed_output(out, fmt):
+def declared_captures(parse) -> list[str]:
+    """The real captures a parser module declares (its ``FUZZ``) for the entry point ``parse``."""
+    return declared(f"{parse.__module__.rsplit('.', 1)[1]}.{parse.__name__}")
+
+
+def _dialects() -> dict:
+    from fabric_exporter.collectors.switch_cli import DIALECTS
+
+    return {name: d for name, d in DIALECTS.items() if d.commands}
+
+
+def dialect_answer(dialect, bodies: dict[str, str]):
+    """Every named command of ``dialect`` answered with ``bodies[name]``: in a batched script's sections,
+    or as the one line of a device CLI (run_line)."""
+    by_line = {" ".join(c.argv): name for name, c in dialect.commands.items()}
+
+    async def answer(host, argv):
+        if len(argv) == 1:
+            return 0, bodies[by_line[argv[0]]], ""
+        return await switch_answer(bodies)(host, argv)
+    return answer
+
+
+@pytest.mark.parametrize("name", sorted(_dialects()))
+def test_every_switch_cli_dialect_explains_every_fuzzed_output(name):
+    """Each dialect of the table polled with all its commands, each answered from its parser's declared
+    captures (text or JSON form), mutated: a new dialect is fuzzed through the collector by its entry."""
+    dialect = _dialects()[name]
+    bodies = st.fixed_dictionaries({
+        n: st.one_of(*[mutated(declared_captures(p)) for p in (c.parse, c.parse_json) if p is not None])
+        for n, c in dialect.commands.items()})
+
+    @settings(FUZZ, max_examples=20)
+    @given(bodies=bodies)
+    def fuzz(bodies):
+        options = {"dialect": name, "commands": list(dialect.names)}
+        assert_explained(poll_once(group_config("switch_cli", hosts=["sw1"], options=options),
+                                   dialect_answer(dialect, bodies)))
+
+    fuzz()
+
+
+def declared_collectors() -> dict[str, type]:
+    """The built-in collectors that declare ``captures`` (what their commands print): polled by the two
+    tests below, so a new collector needs no test of its own here."""
+    from fabric_exporter import ssh_guard
+
+    return {n: c for n, c in ssh_guard.builtin_collectors().items() if c.captures}
+
+
+def _max_lines(lines: list[str]) -> int:
+    return max(40, min(400, len(lines)))  # a long JSON capture keeps enough lines to stay JSON-like
+
+
+def _answer_all(out: str):
     async def answer(host, argv):
         return 0, out, ""
+    return answer
 
-    states = poll_once(group_config("slurm_jobs", options={"format": fmt}), answer)
-    assert_explained(states)
+
+@pytest.mark.parametrize("name", sorted(declared_collectors()))
+def test_a_declared_collector_explains_every_fuzzed_output(name):
+    """Every command answered by one mutated capture group, under each of its ``command_variants``."""
+    cls = registry()[name]
+    groups = [lines_of(*g) for g in cls.captures]
+
+    @FUZZ
+    @given(out=st.one_of(*[mutated(g, max_lines=_max_lines(g)) for g in groups]),
+           options=st.sampled_from(cls.command_variants or ({},)))
+    def fuzz(out, options):
+        assert_explained(poll_once(group_config(name, options=dict(options)), _answer_all(out)))
+
+    fuzz()
+
+
+@pytest.mark.parametrize("name", sorted(declared_collectors()))
+def test_a_declared_collector_with_a_5000_digit_number_is_explained(name):
+    """Each real capture whole, with its first number made 5000 digits long: explained, never internal."""
+    cls = registry()[name]
+    for group in cls.captures:
+        text = real(lines_of(*group))
+        token = NUMBER.search(text)
+        assert token, group
+        huge = text[:token.start()] + "9" * 5000 + text[token.end():]
+        for options in cls.command_variants or ({},):
+            assert_explained(poll_once(group_config(name, options=dict(options)), _answer_all(huge)))
 
 
 def test_switch_cli_collector_with_a_5000_digit_counter_is_explained():
@@ -543,7 +602,7 @@ FOREIGN = [OverflowError("int too large to convert to float"), KeyError("x"), In
 
 @pytest.mark.parametrize("exc", FOREIGN, ids=lambda e: type(e).__name__)
 def test_a_foreign_exception_from_a_parser_is_explained_and_polling_goes_on(exc, monkeypatch, caplog):
-    import fabric_exporter.collectors.roce_nic as roce_nic
+    import fabric_exporter.collectors.roce_nic.collector as roce_nic
 
     def broken(text, *args, **kwargs):
         raise exc
@@ -589,9 +648,11 @@ def test_a_foreign_exception_from_the_perftest_parser_fails_that_probe_as_parse(
     assert any("parser bug" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
-# Each registered collector -> the tests above that poll it through the scheduler with fuzzed output.
-# A collector that reads no tool text says where its input is fuzzed instead. The collector
-# completeness test (tests/core/test_collector_completeness.py) requires an entry for every collector.
+# A collector whose input needs a hand-written test (several commands answered differently, a lab
+# simulator, varbinds) -> the tests above that poll it through the scheduler with fuzzed output, or
+# where its input is fuzzed instead. Any other collector declares ``captures`` and is polled by
+# test_a_declared_collector_*. The collector completeness test (tests/core/test_collector_completeness.py)
+# requires one or the other for every collector.
 THROUGH_COLLECTORS: dict[str, tuple[str, ...] | str] = {
     "infiniband": ("test_infiniband_collector_explains_every_fuzzed_output",
                    "test_infiniband_focus_reads_explain_every_fuzzed_output",
@@ -602,10 +663,10 @@ THROUGH_COLLECTORS: dict[str, tuple[str, ...] | str] = {
                    "test_switch_cli_watermarks_explain_every_fuzzed_output",
                    "test_switch_cli_cumulus_explains_every_fuzzed_output",
                    "test_switch_cli_eos_explains_every_fuzzed_output",
-                   "test_switch_cli_collector_with_a_5000_digit_counter_is_explained"),
+                   "test_switch_cli_collector_with_a_5000_digit_counter_is_explained",
+                   "test_every_switch_cli_dialect_explains_every_fuzzed_output"),
     "latency_probe": ("test_latency_probe_explains_every_fuzzed_report",
                       "test_latency_probe_reports_the_overflowing_json_as_a_parse_failure"),
-    "slurm_jobs": ("test_slurm_jobs_collector_explains_every_fuzzed_output",),
     "snmp_switch": "reads SNMP varbinds, not text: its BER decoder is fuzzed in tests/switch/test_snmp_ber.py "
                    "and test_snmp_v3_ber.py",
     "gnmi_switch": "reads gNMI notifications: the value parsers are fuzzed as entry points above "

@@ -3,7 +3,6 @@ byte-identical to what prometheus_client renders from the same state at scrape t
 kept here as the reference), in both freshness variants, and their gzip members must decode to
 the same text."""
 
-import asyncio
 import collections
 import gzip
 import platform
@@ -215,19 +214,3 @@ def test_the_joined_gzip_body_is_reused_until_a_put_a_drop_or_a_snapshot_going_s
     assert b'host="h1",netdev="eth0",port="1"} 99.0' in served(5)
     store.drop(("g", "h2"))
     assert b'host="h2"' not in served(5)
-
-
-def test_a_piece_larger_than_a_write_batch_goes_out_whole_in_slices():
-    from fabric_exporter.web import PartsPayload
-
-    written: list[bytes] = []
-
-    class Writer:
-        async def write(self, chunk) -> None:
-            written.append(bytes(chunk))
-
-    big = bytes(range(256)) * ((3 * PartsPayload.BATCH) // 256 + 7)
-    parts = [b"head", big, b"tail", b"x" * 10]
-    asyncio.run(PartsPayload(parts, "text/plain").write(Writer()))
-    assert b"".join(written) == b"".join(parts)
-    assert max(map(len, written)) <= PartsPayload.BATCH

@@ -7,6 +7,7 @@ from a registry that lacks the declaration."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.machinery
 import importlib.util
 import shlex
@@ -68,12 +69,12 @@ def test_the_pinned_script_digests_come_from_the_scripts_themselves(monkeypatch)
     hand-copied hash anywhere."""
     import hashlib
 
-    from fabric_exporter.collectors import roce_nic
+    from fabric_exporter.collectors.roce_nic import script
 
     before = ssh_guard.tables(ssh_guard.builtin_collectors())["SCRIPTS"]["sh"]["fabric-roce"]
-    monkeypatch.setattr(roce_nic, "REMOTE_SCRIPT", roce_nic.REMOTE_SCRIPT + "# changed\n")
+    monkeypatch.setattr(script, "REMOTE_SCRIPT", script.REMOTE_SCRIPT + "# changed\n")
     after = ssh_guard.tables(ssh_guard.builtin_collectors())["SCRIPTS"]["sh"]["fabric-roce"]
-    assert after == [hashlib.sha256(roce_nic.REMOTE_SCRIPT.encode()).hexdigest()] and after != before
+    assert after == [hashlib.sha256(script.REMOTE_SCRIPT.encode()).hexdigest()] and after != before
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +140,12 @@ def _switch_cli_argvs() -> list[list[str]]:
     for commands in (["ethtool"], ["nvue_roce"], ["ethtool", "nvue_roce"], ["nvue_roce", "ethtool"]):
         out += _poll_and_record("switch_cli", {"dialect": "cumulus", "commands": commands})
     out += _poll_and_record("switch_cli", {"dialect": "cumulus"})
+    # every dialect in the table with all its commands (a new dialect needs no line here)
+    from fabric_exporter.collectors.switch_cli import DIALECTS
+
+    for name, dialect in DIALECTS.items():
+        out += _poll_and_record("switch_cli", {"dialect": name, **({"commands": list(dialect.names)}
+                                                                   if dialect.names else {})})
     return out
 
 
@@ -174,21 +181,46 @@ def _infiniband_all_argvs() -> list[list[str]]:
             ["perfquery", "-R", "12", "1", hex(0x1000)]]  # reset_latched, only with --allow-counter-reset
 
 
-def _slurm_argvs() -> list[list[str]]:
-    return _poll_and_record("slurm_jobs", {"format": "json"}) + _poll_and_record("slurm_jobs", {"format": "text"})
-
-
 def _latency_all_argvs() -> list[list[str]]:
     return [["true"], *_latency_argvs()]
 
 
-DRIVERS = {"infiniband": _infiniband_all_argvs, "latency_probe": _latency_all_argvs, "roce_nic": _roce_argvs,
-           "roce_nic/burst": _burst_argvs, "slurm_jobs": _slurm_argvs, "switch_cli": _switch_cli_argvs}
+def _variant_argvs(collector: str) -> list[list[str]]:
+    """A collector's own ``command_variants``: one recorded poll with each."""
+    return [argv for options in ssh_guard.builtin_collectors()[collector].command_variants
+            for argv in _poll_and_record(collector, dict(options))]
+
+
+# Collectors whose commands need more than a poll per option set (builder functions, a scripted
+# answer, a lab host); every other collector that declares ssh_commands declares command_variants.
+HAND_DRIVERS = {"infiniband": _infiniband_all_argvs, "latency_probe": _latency_all_argvs, "roce_nic": _roce_argvs,
+                "roce_nic/burst": _burst_argvs, "switch_cli": _switch_cli_argvs}
+DRIVERS = {**HAND_DRIVERS, **{n: functools.partial(_variant_argvs, n)
+                              for n, c in ssh_guard.builtin_collectors().items() if c.command_variants}}
 
 
 def test_every_collector_that_declares_ssh_commands_is_driven_here():
-    declaring = {n for n, c in ssh_guard.builtin_collectors().items() if c.ssh_commands}
-    assert declaring == {d.split("/")[0] for d in DRIVERS}
+    collectors = ssh_guard.builtin_collectors()
+    declaring = {n for n, c in collectors.items() if c.ssh_commands}
+    assert declaring == {d.split("/")[0] for d in DRIVERS}, \
+        "a collector with ssh_commands declares command_variants (or has a hand driver here)"
+    assert not {n for n, c in collectors.items() if c.command_variants} & set(HAND_DRIVERS)
+
+
+@pytest.mark.parametrize("collector", sorted(n for n, c in ssh_guard.builtin_collectors().items()
+                                             if c.command_variants))
+def test_the_variants_reach_every_fixed_command_a_collector_declares(collector):
+    """Not vacuous: each ``Shape`` it declares is sent by a poll of one of its variants."""
+    argvs = _variant_argvs(collector)
+    for shape in ssh_guard.builtin_collectors()[collector].ssh_commands:
+        if isinstance(shape, Shape):
+            assert any(a[0] == shape.tool and _words_match(shape, a[1:]) for a in argvs), shape
+
+
+def _words_match(shape: Shape, args: list[str]) -> bool:
+    while args and args[0] in shape.leading_flags:
+        args = args[1:]
+    return len(args) == len(shape.words) and all(not isinstance(w, str) or w == x for w, x in zip(shape.words, args))
 
 
 @pytest.mark.parametrize("source", sorted(DRIVERS))

@@ -117,16 +117,3 @@ def test_silent_and_idle_connections_are_closed_at_their_timeouts(daemon):
     assert set(closed_at) == {"silent", "idle"}, closed_at
     assert closed_at["silent"] < HEADER_TIMEOUT + 2
     assert IDLE_TIMEOUT - 1 < closed_at["idle"] < IDLE_TIMEOUT + 3
-
-
-def test_web_timeouts_and_limit_are_validated(tmp_path):
-    from fabric_exporter.config import ConfigError
-    from tests.harness.configs import parse_config
-
-    base = yaml.safe_load(_config(tmp_path).read_text())
-    web = parse_config(base).web
-    assert (web.header_timeout, web.idle_timeout, web.max_connections) == (10.0, 60.0, 256)
-    for bad in ({"header_timeout": "0s"}, {"idle_timeout": "2h"}, {"max_connections": 2},
-                {"max_connections": 10**6}, {"header_timeout": 5}):
-        with pytest.raises(ConfigError, match="web\\."):
-            parse_config({**base, "web": bad})

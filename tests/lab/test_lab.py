@@ -2,6 +2,7 @@
 Ctrl-C leaves nothing behind."""
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -242,6 +243,31 @@ def test_the_lab_config_cannot_turn_on_the_query_that_crashes_its_sm(lab, tmp_pa
     assert r.returncode != 0
     assert "read_tick_multiplier" in r.stdout + r.stderr and "ibsim" in r.stdout + r.stderr, r.stdout + r.stderr
     assert any("opensm" in line for line in processes_mentioning(str(workdir))), "the lab's opensm is gone"
+
+
+def test_the_lab_brings_ibsim_back_when_it_dies(lab):
+    """ibsim sometimes panics by itself (a tool run killed while ibsim connects back to it): the lab
+    restarts it with its opensm on the same socket, re-applies the counters, and the IB target
+    publishes moving counters again; the lab keeps running."""
+    proc, port, ctl, workdir = lab
+    ibsim = [line for line in processes_mentioning(str(workdir)) if line.split(": ", 1)[1].startswith("ibsim ")]
+    assert len(ibsim) == 1, ibsim
+    before = sum(values(scrape(port), "fabric_ib_port_data_transmitted_bytes_total", node_name="leaf-01"))
+    os.kill(int(ibsim[0].split(":")[0]), signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while control(ctl, "GET", "/")[1]["ibsim_restarts"] != 1:
+        assert proc.poll() is None, (workdir.parent / "lab.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "the lab did not restart ibsim"
+        time.sleep(0.5)
+    assert (workdir / "ib" / "ibsim.log.crash-1").exists()
+    moved = False
+    while not moved and time.monotonic() < deadline:
+        time.sleep(1)
+        now = sum(values(scrape(port), "fabric_ib_port_data_transmitted_bytes_total", node_name="leaf-01"))
+        moved = now > before
+    assert moved, "IB counters did not move again after the restart"
+    assert proc.poll() is None
+    assert "ibsim died; restarting it" in (workdir.parent / "lab.log").read_text()
 
 
 def test_ctrl_c_stops_everything_the_lab_started(lab):

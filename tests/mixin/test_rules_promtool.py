@@ -165,6 +165,18 @@ def test_custom_settings_generate_passing_tests(promtool, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("fraction", [0.2, 0.3, 0.05])
+def test_any_congestion_pause_fraction_generates_passing_tests(promtool, tmp_path, fraction):
+    """The job alert's scenario follows congestion.pfc_pause_fraction: with a fixed 0.6 s/s ramp, 0.2
+    put a partial rate exactly on the threshold and generate refused to run."""
+    settings = tmp_path / "site.yaml"
+    settings.write_text(yaml.safe_dump({"congestion": {"pfc_pause_fraction": fraction}}))
+    out = tmp_path / "out"
+    generate.generate(str(out), str(settings))
+    r = _run([promtool, "test", "rules", generate.TEST_FILE, generate.HOURLY_TEST_FILE], out / "alerts")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_hostile_lossless_queue_and_priority_stay_one_label_value(promtool, tmp_path):
     """Settings values are quoted by fabric_exporter.promql.quote wherever they enter a matcher or a
     test series: a queue named with a quote, a backslash and a would-be injection still gives rules

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from fabric_exporter.catalog import CATALOG
-from fabric_exporter.collectors.roce_nic import (
-    ETHTOOL_RULES, HW_RULES, RoceNicCollector, RoceNicOptions, mapping_table_markdown, result_from_dump,
-)
+from fabric_exporter.catalog.spec import CAPTURES
+from fabric_exporter.collectors.roce_nic import RoceNicCollector, RoceNicOptions, result_from_dump
+from fabric_exporter.collectors.roce_nic.docs import mapping_table_markdown
 from fabric_exporter.errors import CommandError
+from fabric_exporter.mapping import rows_of
 from fabric_exporter.parsers.rdma import parse_host_dump
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "collectors" / "roce_nic.md").read_text()
@@ -204,16 +205,15 @@ def test_rdma_tool_mode(fixture_text):
     assert not [k for k in got if ("device", "mlx5_2") in k[1]]  # the InfiniBand port (it has a LID) is skipped
 
 
-def test_every_rule_names_a_catalog_metric_of_this_collector():
-    for rule in ETHTOOL_RULES + HW_RULES:
-        spec = CATALOG[rule.metric]
-        assert "roce_nic" in spec.sources, rule.metric
-        extra = tuple(x for x in ("priority", "queue") if "{" + x[0] + "}" in rule.pattern)
-        assert spec.allows_labels(spec.name, ("fabric", "host", "device", "port", "netdev") + extra), rule
-        if spec.name.startswith("fabric_roce_nic_"):  # NIC-only entries list every raw name they map
-            assert rule.pattern in spec.origin, rule
-        # docs/collectors/roce_nic.md documents every mapping, shared names included
-        assert f"`{rule.pattern}`" in DOC, rule
+def test_every_nic_row_names_a_metric_of_this_collector_with_its_capture_labels():
+    rows = rows_of("ethtool", "hw_counters")
+    assert len(rows) >= 120
+    for metric, row in rows:
+        spec = CATALOG[metric]
+        assert "roce_nic" in spec.sources, metric
+        extra = tuple(label for key, (label, _rx) in CAPTURES.items() if "{" + key + "}" in row.name)
+        assert spec.allows_labels(spec.name, ("fabric", "host", "device", "port", "netdev") + extra), row
+        assert row.vendor and row.name in spec.origin and row.name in spec.help, row  # origin and HELP generated
 
 
 @pytest.mark.parametrize("raw, problem", [
@@ -243,7 +243,7 @@ def test_rdma_tool_missing_is_a_clear_failure():
 
 def test_docs_mapping_tables_are_generated_from_the_rules():
     assert mapping_table_markdown() in DOC, "regenerate the tables in docs/collectors/roce_nic.md " \
-        "from fabric_exporter.collectors.roce_nic.mapping_table_markdown()"
+        "from fabric_exporter.collectors.roce_nic.docs.mapping_table_markdown()"
 
 
 def test_vendor_counters_from_the_driver_documentation():

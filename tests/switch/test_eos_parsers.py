@@ -32,8 +32,8 @@ def test_long_names():
 def test_queue_capture_has_no_unknown_line():
     rows, skipped = parse(QUEUE)
     assert len(rows) == 20 and skipped == []
-    assert rows[0] == eos_cli.QueueCounters("Ethernet3/1/1", "UC1", {"enqueued_packets": 67521, "enqueued_bytes": 7523778,
-                                                                    "dropped_packets": 0, "dropped_bytes": 0})
+    assert rows[0] == eos_cli.QueueCounters("Ethernet3/1/1", "UC1", {"OutEnqPkts": 67521, "OutEnqOctets": 7523778,
+                                                                    "OutDropPkts": 0, "OutDropOctets": 0})
 
 
 def test_a_section_before_the_egress_title_is_skipped_and_counted():
@@ -76,8 +76,8 @@ def test_voq_and_egress_rows_of_one_queue_are_two_records():
     rows, skipped = parse(VOQ)
     et1 = [r for r in rows if r.port == "Ethernet1" and r.queue == "UC7"]
     assert [sorted(r.values) for r in et1] == [
-        ["voq_bytes", "voq_dropped_bytes", "voq_dropped_packets", "voq_packets"],
-        ["dropped_bytes", "dropped_packets", "enqueued_bytes", "enqueued_packets"]]
+        ["DropOctets", "DropPkts", "Octets", "Pkts"],
+        ["OutDropOctets", "OutDropPkts", "OutEnqOctets", "OutEnqPkts"]]
     assert [s.line_no for s in skipped] == [96]
 
 
@@ -98,7 +98,7 @@ def test_queue_structure_errors(text):
 
 def test_discards_capture():
     rows = eos_cli.parse_discards_json(DISCARDS)
-    assert {r.port: r.values for r in rows}["Ethernet1"] == {"in_discards": 42, "out_discards": 0}
+    assert {r.port: r.values for r in rows}["Ethernet1"] == {"inDiscards": 42, "outDiscards": 0}
     assert len(rows) == 5
 
 
@@ -130,13 +130,13 @@ ECN = (REAL / "eos_qos_ecn_counters_queue_anta.json").read_text()
 def test_pfc_capture():
     rows = eos_cli.parse_pfc_counters_json(PFC)
     assert {r.port: r.values for r in rows} == {  # read by hand from the capture
-        "Ethernet3/1/1": {"rx_frames": 1, "tx_frames": 0}, "Ethernet3/2/1": {"rx_frames": 0, "tx_frames": 2},
-        "Ethernet3/3/1": {"rx_frames": 2, "tx_frames": 0}, "Ethernet3/4/1": {"rx_frames": 0, "tx_frames": 1}}
+        "Ethernet3/1/1": {"rxFrames": 1, "txFrames": 0}, "Ethernet3/2/1": {"rxFrames": 0, "txFrames": 2},
+        "Ethernet3/3/1": {"rxFrames": 2, "txFrames": 0}, "Ethernet3/4/1": {"rxFrames": 0, "txFrames": 1}}
 
 
 def test_pfc_short_names_are_written_out():
     rows = eos_cli.parse_pfc_counters_json(json.dumps({"interfaceCounters": {"Et7": {"rxFrames": 5}}}))
-    assert rows == [eos_cli.PfcFrames("Ethernet7", {"rx_frames": 5})]
+    assert rows == [eos_cli.PfcFrames("Ethernet7", {"rxFrames": 5})]
 
 
 @pytest.mark.parametrize("data", [

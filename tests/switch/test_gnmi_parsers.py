@@ -296,3 +296,182 @@ def test_compiled_openconfig_samples_equal_the_reference_and_keep_unmoved_sample
     # a value that did not move is handed out again as the same object (rendered once); moved ones are new
     assert kept and moved and all(was[key(s)[:2]] is not s for s in moved)
     assert all(s.value == was[key(s)[:2]].value for s in kept)
+
+
+# -- decode (collectors/gnmi_switch/decode.py): each rule pinned (mutation kill tests) -----------------
+
+def _g():
+    from gnmi_pb import gnmi_pb2 as g
+    return g
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("uint_val", 18446744073709551615, 18446744073709551615), ("int_val", -5, -5), ("string_val", "UP", "UP"),
+    ("double_val", 2.5, 2.5), ("bool_val", True, True), ("bool_val", False, False),
+    ("json_ietf_val", b'{"a": {"b": 1}}', {"a": {"b": 1}}), ("json_val", b"[1, 2]", [1, 2]),
+    ("json_ietf_val", b"{not json", None), ("json_val", b"", None), ("bytes_val", b"\x01", None),
+    ("ascii_val", "text", None),
+])
+def test_typed_value_reads_each_kind_and_nothing_else(field, value, expected):
+    from fabric_exporter.collectors.gnmi_switch import typed_value
+
+    assert typed_value(_g().TypedValue(**{field: value})) == expected
+
+
+def test_typed_value_float_and_decimal():
+    from fabric_exporter.collectors.gnmi_switch import typed_value
+
+    g = _g()
+    assert typed_value(g.TypedValue(float_val=0.5)) == 0.5
+    assert typed_value(g.TypedValue(decimal_val=g.Decimal64(digits=12345, precision=2))) == pytest.approx(123.45)
+    assert typed_value(g.TypedValue(decimal_val=g.Decimal64(digits=7, precision=0))) == 7
+    assert typed_value(g.TypedValue()) is None
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("COUNTERS/Ethernet*", ("ports", "")), ("COUNTERS/Ethernet68", ("ports", "Ethernet68")),
+    ("COUNTERS/Ethernet*/Queues", ("queues", "")), ("COUNTERS/Ethernet*/Pfcwd", ("pfcwd", "")),
+    ("PERIODIC_WATERMARKS/Ethernet*/PriorityGroups", ("pg_watermarks", "")),
+    ("COUNTERS", None), ("COUNTERS/Ethernet*/Other", None), ("PERIODIC_WATERMARKS/Ethernet*/Queues", None),
+    ("PERIODIC_WATERMARKS/Ethernet*", None), ("RATES/Ethernet*", None), ("RATES/Ethernet*/Queues", None),
+    ("COUNTERS/Ethernet*/Queues/x", None), ("X/Ethernet*/PriorityGroups", None),
+])
+def test_sonic_table_of_each_path(path, expected):
+    assert SonicState().table_of(tuple((n, {}) for n in path.split("/"))) == expected
+
+
+def _update(path: str, **val):
+    g = _g()
+    return g.Update(path=g.Path(elem=[g.PathElem(name=n) for n in path.split("/")]), val=g.TypedValue(**val))
+
+
+def test_sonic_state_reads_the_maps_and_skips_what_is_not_a_table():
+    s, skipped = SonicState(), []
+    s.apply((), _update("PORT", json_ietf_val=b'{"Ethernet0": {"alias": "etp1"}}'), skipped)
+    s.apply((), _update("COUNTERS_QUEUE_NAME_MAP", json_ietf_val=b'{"Ethernet0:3": "oid:0x15"}'), skipped)
+    s.apply((), _update("COUNTERS_QUEUE_TYPE_MAP", json_ietf_val=b'{"oid:0x15": "SAI_QUEUE_TYPE_UNICAST"}'), skipped)
+    assert (s.alias_to_name, s.queue_oid, s.queue_type) == (
+        {"etp1": "Ethernet0"}, {"Ethernet0:3": "oid:0x15"}, {"oid:0x15": "SAI_QUEUE_TYPE_UNICAST"})
+    assert skipped == [] and s.entries == {}
+    # a map's name sent as a string, a table path with no JSON, a path of no table: skipped, counted
+    s.apply((), _update("PORT", string_val="x"), skipped)
+    s.apply((), _update("COUNTERS/Ethernet*", string_val="1"), skipped)
+    s.apply((), _update("RATES/Ethernet*", json_ietf_val=b'{"Ethernet0": {"RX_BPS": "1"}}'), skipped)
+    assert len(skipped) == 3 and s.entries == {} and s.alias_to_name == {"etp1": "Ethernet0"}
+    assert all(x.source == p.SOURCE_SONIC and x.line_no == 0 for x in skipped)  # a notification has no lines
+    # the prefix's elements come first: COUNTERS_DB prefix + COUNTERS/Ethernet4 is the port entry
+    s.apply((("COUNTERS", {}),), _update("Ethernet4", json_val=b'{"SAI_PORT_STAT_IF_IN_OCTETS": "9", '
+                                                           b'"PFC_WD_STATUS": "stormed"}'), skipped)
+    assert s.entries == {("ports", "Ethernet4"): ({"SAI_PORT_STAT_IF_IN_OCTETS": 9}, {"PFC_WD_STATUS": "stormed"})}
+    assert s.port("etp1") == "Ethernet0" and s.port("Ethernet4") == "Ethernet4"
+
+
+def test_sonic_queue_label_needs_both_maps():
+    s = SonicState()
+    s.queue_oid = {"Ethernet0:3": "oid:a", "Ethernet0:11": "oid:b", "Ethernet0:5": "oid:c", "Ethernet0:6": "oid:d"}
+    s.queue_type = {"oid:a": "SAI_QUEUE_TYPE_UNICAST", "oid:b": "SAI_QUEUE_TYPE_MULTICAST", "oid:c": "SAI_QUEUE_TYPE_ALL",
+                    "oid:d": "SAI_QUEUE_TYPE_SOMETHING"}
+    assert [s.queue_label("Ethernet0", i) for i in (3, 11, 5, 6, 7)] == ["UC3", "MC11", "ALL5", "Q6", "Q7"]
+    assert s.queue_label("Ethernet4", 3) == "Q3"
+
+
+def _oc(prefix: str, *updates, shapes=None, state=None):
+    from fabric_exporter.collectors.gnmi_switch import OcState, to_path
+
+    g = _g()
+    state = state if state is not None else OcState(shapes)
+    skipped: list = []
+    state.apply_notification(to_path(g, prefix) if prefix else g.Path(),
+                             [g.Update(path=to_path(g, path), val=g.TypedValue(**val)) for path, val in updates], skipped)
+    return state, skipped
+
+
+def test_oc_state_values_and_what_is_skipped():
+    intf = "/interfaces/interface[name=swp1]/state"
+    state, skipped = _oc(intf, ("counters/in-octets", {"uint_val": 10}), ("counters/in-errors", {"int_val": 2}),
+                         ("counters/out-octets", {"string_val": "77"}),  # uint64 as a string: a number
+                         ("oper-status", {"string_val": "UP"}),  # a text leaf
+                         ("counters/out-errors", {"string_val": "n/a"}),  # text where a number belongs
+                         ("counters/in-discards", {"bool_val": True}))  # neither number nor text
+    leaves = {r.leaf: r.value for r in state.leaves.values()}
+    assert leaves == {"counters/in-octets": 10, "counters/in-errors": 2, "counters/out-octets": 77, "oper-status": "UP"}
+    assert sorted(x.text for x in skipped) == [
+        "interfaces/interface/state/counters/in-discards=True", "interfaces/interface/state/counters/out-errors=n/a"]
+    assert all(x.source == p.SOURCE_OPENCONFIG and x.line_no == 0 for x in skipped)  # a notification has no lines
+    # a subtree we do not read: skipped and counted
+    state, skipped = _oc("/system/state", ("boot-time", {"uint_val": 1}), shapes=state.shapes, state=state)
+    assert [x.text for x in skipped] == ["system/state/boot-time=1"] and len(state.values) == 4
+    # the same paths again (known shapes): values replaced, the same skips counted again
+    state, skipped = _oc(intf, ("counters/in-octets", {"uint_val": 11}), ("counters/out-errors", {"string_val": "n/a"}),
+                         shapes=state.shapes, state=state)
+    state, more = _oc("/system/state", ("boot-time", {"uint_val": 1}), shapes=state.shapes, state=state)
+    assert {r.leaf: r.value for r in state.leaves.values()}["counters/in-octets"] == 11
+    assert len(skipped) == 1 and len(more) == 1 and len(state.values) == 4
+
+
+def test_oc_state_reads_a_leaf_without_prefix_and_a_json_subtree():
+    state, skipped = _oc("", ("/interfaces/interface[name=swp2]/state/counters/in-octets", {"uint_val": 5}))
+    assert [(r.interface, r.leaf, r.value) for r in state.leaves.values()] == [("swp2", "counters/in-octets", 5)]
+    blob = json.dumps({"openconfig-interfaces:counters": {"in-octets": "6", "out-octets": 7}}).encode()
+    state, skipped = _oc("/interfaces/interface[name=swp3]", ("state", {"json_ietf_val": blob}), state=state,
+                         shapes=state.shapes)
+    got = {(r.interface, r.leaf): r.value for r in state.leaves.values()}
+    assert got == {("swp2", "counters/in-octets"): 5, ("swp3", "counters/in-octets"): 6,
+                   ("swp3", "counters/out-octets"): 7} and skipped == []
+
+
+def test_oc_state_delete_drops_only_what_is_below_the_path():
+    from fabric_exporter.collectors.gnmi_switch import elems_of, to_path
+
+    g = _g()
+    state, _ = _oc("", *[(f"/interfaces/interface[name={i}]/state/counters/{leaf}", {"uint_val": 1})
+                         for i in ("swp1", "swp2") for leaf in ("in-octets", "out-octets")])
+    state.delete(elems_of(to_path(g, "/interfaces/interface[name=swp1]")), to_path(g, "state/counters/in-octets"))
+    assert sorted((r.interface, r.leaf) for r in state.leaves.values()) == [
+        ("swp1", "counters/out-octets"), ("swp2", "counters/in-octets"), ("swp2", "counters/out-octets")]
+    state.delete((), to_path(g, "/interfaces/interface[name=swp2]"))
+    assert sorted((r.interface, r.leaf) for r in state.leaves.values()) == [("swp1", "counters/out-octets")]
+
+
+def test_oc_shapes_start_over_when_full_and_old_slots_are_skipped(monkeypatch):
+    from fabric_exporter.collectors.gnmi_switch import OcShapes
+
+    monkeypatch.setattr(OcShapes, "MAX_SHAPES", 2)
+    shapes = OcShapes(lambda fields: ("emit", fields[3]))
+    intf = "/interfaces/interface[name=swp1]/state/counters"
+    state, _ = _oc(intf, ("in-octets", {"uint_val": 1}), ("out-octets", {"uint_val": 2}), shapes=shapes)
+    assert [s[4] for s in shapes.by_slot.values()] == [("emit", "counters/in-octets"), ("emit", "counters/out-octets")]
+    assert [s[3] for s in shapes.by_slot.values()] == [False, False]
+    state, _ = _oc(intf, ("in-errors", {"uint_val": 3}), shapes=shapes, state=state)  # the third shape: start over
+    assert list(shapes.by_slot) == [2] and list(shapes.by_key) == [shapes.by_slot[2][1]]
+    assert {r.leaf: r.value for r in state.leaves.values()} == {"counters/in-errors": 3}  # old slots skipped
+    state, _ = _oc(intf, ("in-octets", {"uint_val": 4}), shapes=shapes, state=state)  # a new slot, not a reused one
+    assert sorted(shapes.by_slot) == [2, 3] and state.values[3] == 4
+    assert {r.leaf: r.value for r in state.leaves.values()} == {"counters/in-errors": 3, "counters/in-octets": 4}
+    # the per-container memo starts over too, and keeps working
+    shapes.remember(b"a", b"b", None)  # full (2 remembered): start over, then remember
+    shapes.remember(b"a", b"c", None)
+    assert shapes.by_prefix == {b"a": {b"b": None, b"c": None}}
+    shapes.remember(b"d", b"e", None)
+    assert shapes.by_prefix == {b"d": {b"e": None}}
+    oper = OcShapes().shape((("interfaces", {}), ("interface", {"name": "x"}), ("state", {}), ("oper-status", {})))
+    assert oper[0] == 0 and oper[3] is True and oper[4] is None  # a text leaf; no compile: no emit
+    assert OcShapes().shape((("system", {}), ("state", {}), ("boot-time", {}))) is None
+
+
+def test_oc_key_sorts_keys_and_keeps_names():
+    from fabric_exporter.collectors.gnmi_switch import _key
+
+    assert _key((("a", {"y": "2", "x": "1"}), ("b", {}))) == (("a", (("x", "1"), ("y", "2"))), ("b", ()))
+
+
+def test_oc_state_leaves_are_keyed_by_their_path_and_long_skipped_values_cut_at_60():
+    from fabric_exporter.collectors.gnmi_switch import _key, elems_of, to_path
+
+    g = _g()
+    path = "/interfaces/interface[name=swp9]/state/counters/in-octets"
+    state, skipped = _oc("", (path, {"uint_val": 1}), ("/interfaces/interface[name=swp9]/state/counters/out-errors",
+                                                       {"string_val": "x" * 100}))
+    assert list(state.leaves) == [_key(elems_of(to_path(g, path)))]
+    assert [x.text for x in skipped] == ["interfaces/interface/state/counters/out-errors=" + "x" * 60]
+

@@ -248,6 +248,41 @@ def test_sonic_stream_of_one_notification_per_entry_equals_the_merged_object(tmp
     assert per_key_series == merged_series
 
 
+def test_cumulus_stream_of_one_notification_per_leaf_equals_one_per_container(tmp_path):
+    """Targets group OpenConfig leaves differently: one notification per keyed container (NVOS,
+    cEOS 4.34's batches) or one per leaf with the whole path and no prefix (EOS in aristanetworks/
+    openmgmt's recorded interface_state.json). The lab target serves both; the collector's series
+    are the same either way (and the streaming benchmark measures both shapes)."""
+    sw = SimulatedSwitch("leaf1", "sonic", ports=4, queues=4, seed=5)
+    sw.advance(2)
+    with GnmiTarget(sw, "cumulus") as container, GnmiTarget(sw, "cumulus", oc_grouping="leaf") as leaf:
+        groups = [gnmi_group(t.port, name=name, host=f"leaf-{name}", dialect="cumulus", mode="stream",
+                             sample_interval="1s", interval="2s", timeout="1.5s")
+                  for name, t in (("container", container), ("leaf", leaf))]
+        cfg = make_config(tmp_path, groups)
+        states, snaps = run(poll_groups(cfg))
+    assert all(s.state == "ok" for s in states.values()), states
+
+    def by_identity(group: str) -> dict:
+        return {(name, frozenset((k, x) for k, x in labels if k != "switch")): v
+                for (name, labels), v in series_of(snaps[group]).items()
+                if not name.startswith("fabric_roce_switch_gnmi_")}
+
+    def notifications(group: str) -> float:
+        return next(v for (name, _), v in series_of(snaps[group]).items()
+                    if name == "fabric_roce_switch_gnmi_stream_updates")
+
+    assert notifications("leaf") >= 2 * notifications("container") > 0  # 2.4 x with 4 ports, 4 queues
+    container_series, leaf_series = by_identity("container"), by_identity("leaf")
+    assert len(container_series) > 4 * 40  # interface, queue, pause and watermark series of 4 ports
+    assert leaf_series == container_series
+
+
+def test_lab_target_refuses_an_unknown_grouping():
+    with pytest.raises(ValueError):
+        GnmiTarget(SimulatedSwitch("leaf1", "sonic", ports=1, queues=1), "cumulus", oc_grouping="interface")
+
+
 def test_stalled_stream_is_detected_within_three_intervals_and_resubscribed(tmp_path):
     """SONiC's bug: the stream stays open but updates stop. The watchdog resubscribes within 3 sample
     intervals; a target that also answers no new subscription fails the polls (timeout) until it

@@ -25,17 +25,17 @@ def test_capture_read_by_hand():
     values, skipped = parse(ROCE)
     assert skipped == []
     assert values == {
-        "rx_non_roce_no_buffer_discards": 55, "rx_non_roce_packets": 462975,
-        "rx_roce_no_buffer_discards": 0, "rx_roce_packets": 0,
-        "tx_cnp_packets": 0, "tx_cnp_no_buffer_discards": 0,
-        "tx_ecn_marked_packets": 693777677344,
-        "tx_roce_packets": 803785675319, "tx_roce_no_buffer_discards": 663060754115}
+        "rx-stats/rx-non-roce-stats/no-buffer-discard": 55, "rx-stats/rx-non-roce-stats/non-roce-packets": 462975,
+        "rx-stats/rx-roce-stats/no-buffer-discard": 0, "rx-stats/rx-roce-stats/roce-packets": 0,
+        "tx-stats/tx-cnp-stats/cnp-packets": 0, "tx-stats/tx-cnp-stats/unicast-no-buffer-discard": 0,
+        "tx-stats/tx-ecn-stats/ecn-marked-packets": 693777677344,
+        "tx-stats/tx-roce-stats/roce-packets": 803785675319, "tx-stats/tx-roce-stats/unicast-no-buffer-discard": 663060754115}
 
 
 def test_same_leaf_name_under_another_group_is_its_own_counter():
     # 'unicast-no-buffer-discard' is under tx-cnp-stats (0) and tx-roce-stats (663060754115)
     values, _ = parse(ROCE)
-    assert values["tx_cnp_no_buffer_discards"] == 0 and values["tx_roce_no_buffer_discards"] == 663060754115
+    assert values["tx-stats/tx-cnp-stats/unicast-no-buffer-discard"] == 0 and values["tx-stats/tx-roce-stats/unicast-no-buffer-discard"] == 663060754115
 
 
 def test_a_documents_elision_is_skipped_and_counted():
@@ -47,13 +47,13 @@ def test_a_documents_elision_is_skipped_and_counted():
 def test_a_wrapped_row_is_skipped_not_shifted():
     wrapped = ROCE.replace(ECN_ROW, ECN_ROW[:30] + "\n" + ECN_ROW[30:])
     values, skipped = parse(wrapped)
-    assert "tx_ecn_marked_packets" not in values
+    assert "tx-stats/tx-ecn-stats/ecn-marked-packets" not in values
     assert len(skipped) == 2  # the key without its value (unknown node), and the value without its key
 
 
 def test_a_doubled_row_is_never_one_value():
     values, skipped = parse(ROCE.replace(ECN_ROW, ECN_ROW + "\n" + ECN_ROW.replace("693777677344", "693777677345")))
-    assert "tx_ecn_marked_packets" not in values
+    assert "tx-stats/tx-ecn-stats/ecn-marked-packets" not in values
     assert [s.text for s in skipped] == [ECN_ROW.strip(), ECN_ROW.replace("693777677344", "693777677345").strip()]
 
 
@@ -61,7 +61,7 @@ def test_a_row_moved_out_of_its_group_is_skipped():
     # moved under tx-ecn-stats it is another node: unknown there, so skipped and counted
     moved = ROCE.replace(TX_DISCARD_ROW + "\n", "").replace(ECN_ROW, ECN_ROW + "\n" + TX_DISCARD_ROW)
     values, skipped = parse(moved)
-    assert "tx_roce_no_buffer_discards" not in values and values["tx_ecn_marked_packets"] == 693777677344
+    assert "tx-stats/tx-roce-stats/unicast-no-buffer-discard" not in values and values["tx-stats/tx-ecn-stats/ecn-marked-packets"] == 693777677344
     assert [s.text for s in skipped] == [TX_DISCARD_ROW.strip()]
 
 
@@ -73,14 +73,14 @@ def test_a_row_above_the_header_fails():
 def test_a_value_overrunning_its_column_is_never_cut_into_a_count():
     # 21 digits in a 12-wide column: cut at the column it would read 14 of them
     values, skipped = parse(ROCE.replace("693777677344", "9" * 21))
-    assert "tx_ecn_marked_packets" not in values and len(skipped) == 1
+    assert "tx-stats/tx-ecn-stats/ecn-marked-packets" not in values and len(skipped) == 1
 
 
 def test_unknown_node_is_counted_and_na_is_no_value():
     text = ROCE.replace(ECN_ROW, ECN_ROW + "\n    ecn-new-counter            7                      new").replace(
         "    cnp-packets                0   ", "    cnp-packets                n/a ")
     values, skipped = parse(text)
-    assert "tx_cnp_packets" not in values
+    assert "tx-stats/tx-cnp-stats/cnp-packets" not in values
     assert [s.text.split()[0] for s in skipped] == ["ecn-new-counter"]
 
 
@@ -116,7 +116,7 @@ def test_a_counter_is_read_up_to_the_largest_64_bit_count_and_refused_above():
                      for line in ROCE.splitlines())
     wide_ecn = [line for line in wide.splitlines() if "ecn-marked-packets" in line][0]
     values, skipped = parse(wide.replace(wide_ecn, wide_ecn.replace("693777677344        ", top)))
-    assert skipped == [] and values["tx_ecn_marked_packets"] == (1 << 64) - 1
+    assert skipped == [] and values["tx-stats/tx-ecn-stats/ecn-marked-packets"] == (1 << 64) - 1
     with pytest.raises(ParseError, match="expected a packet count"):
         parse(wide.replace(wide_ecn, wide_ecn.replace("693777677344        ", str(1 << 64))))
 
@@ -134,4 +134,4 @@ def test_the_leaves_of_an_unknown_group_are_skipped_even_with_a_known_leaf_name(
     at = lines.index("  rx-pfc-stats")
     values, skipped = parse("\n".join(lines[:at] + unknown + lines[at:]) + "\n")
     assert [s.text for s in skipped] == [u.strip() for u in unknown]
-    assert len(values) == 9 and values["rx_roce_packets"] == 0
+    assert len(values) == 9 and values["rx-stats/rx-roce-stats/roce-packets"] == 0

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabric_exporter.catalog import switch_commands
 from fabric_exporter.errors import ParseError
 from fabric_exporter.lab.snmp import SimulatedSwitch
+from fabric_exporter.mapping import RawTable
 from fabric_exporter.lab.sonic_cli import (
     render_pfc_counters,
     render_pfcwd_stats,
@@ -30,6 +32,7 @@ from fabric_exporter.parsers.sonic_cli import (
     parse_wred_counters_json,
 )
 
+CLI_ROWS = RawTable.for_source(*switch_commands.SOURCES)
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "switch"
 
 
@@ -38,7 +41,10 @@ def fixture(name: str) -> str:
 
 
 def as_set(rows):
-    return {(r.port, r.queue, tuple(sorted(r.values.items()))) for r in rows}
+    """The rows as (port, queue, (metric, value)...): text and JSON spell the counters differently, the
+    catalog's rows say which metric each is."""
+    return {(r.port, r.queue, tuple(sorted((metric, v) for name, v in r.values.items()
+                                           for _o, metric, _row, _c in CLI_ROWS.matches(name)))) for r in rows}
 
 
 # -- real captures ------------------------------------------------------------------------------------
@@ -65,8 +71,8 @@ def test_queue_counters_capture_text_and_json_agree():
     js = parse_queue_counters_json(fixture("sonic/show_queue_counters.json"))
     assert len(text) == 90 and as_set(text) == as_set(js)
     by = {(r.port, r.queue): r.values for r in text}
-    assert by[("Ethernet0", "UC1")] == {"tx_packets": 60, "tx_bytes": 43, "dropped_packets": 39, "dropped_bytes": 1}
-    assert by[("Ethernet0", "MC10")] == {"tx_packets": 83, "tx_bytes": 96, "dropped_packets": 74, "dropped_bytes": 9}
+    assert by[("Ethernet0", "UC1")] == {"Counter/pkts": 60, "Counter/bytes": 43, "Drop/pkts": 39, "Drop/bytes": 1}
+    assert by[("Ethernet0", "MC10")] == {"Counter/pkts": 83, "Counter/bytes": 96, "Drop/pkts": 74, "Drop/bytes": 9}
     assert by[("Ethernet0", "ALL20")] == {}  # N/A everywhere
 
 
@@ -75,20 +81,20 @@ def test_wred_counters_capture_text_and_json_agree():
     js = parse_wred_counters_json(fixture("sonic/show_queue_wredcounters.json"))
     assert len(text) == 90 and as_set(text) == as_set(js)
     by = {(r.port, r.queue): r.values for r in text}
-    assert by[("Ethernet0", "UC1")] == {"wred_dropped_packets": 60, "wred_dropped_bytes": 43,
-                                        "ecn_marked_packets": 39, "ecn_marked_bytes": 1}
+    assert by[("Ethernet0", "UC1")] == {"WredDrp/pkts": 60, "WredDrp/bytes": 43, "EcnMarked/pkts": 39,
+                                        "EcnMarked/bytes": 1}
 
 
 def test_pfcwd_stats_capture():
     rows = parse_pfcwd_stats(fixture("sonic/show_pfcwd_stats.txt"))
     assert [(r.port, r.queue, r.status) for r in rows] == [
         ("Ethernet0", 3, "stormed"), ("Ethernet4", 3, "operational"), ("Ethernet8", 4, "stormed")]
-    assert rows[2].values == {"storms_detected": 3, "storms_restored": 2, "tx_ok": 100, "tx_dropped": 300,
-                              "rx_ok": 100, "rx_dropped": 300, "tx_last_ok": 0, "tx_last_dropped": 200,
-                              "rx_last_ok": 0, "rx_last_dropped": 200}
+    assert rows[2].values == {"STORM DETECTED": 3, "STORM RESTORED": 2, "TX OK": 100, "TX DROP": 300,
+                              "RX OK": 100, "RX DROP": 300, "TX LAST OK": 0, "TX LAST DROP": 200,
+                              "RX LAST OK": 0, "RX LAST DROP": 200}
     masic = parse_pfcwd_stats(fixture("sonic/show_pfcwd_stats_masic.txt"))
     assert len(masic) == 96 and masic[0].status is None
-    assert (masic[10].port, masic[10].queue, masic[10].values["storms_detected"]) == ("Ethernet0", 10, 0)
+    assert (masic[10].port, masic[10].queue, masic[10].values["STORM DETECTED"]) == ("Ethernet0", 10, 0)
 
 
 def test_empty_pfcwd_table_and_empty_output():
@@ -110,8 +116,8 @@ def test_cumulus_ethtool():
     text = ("NIC statistics:\n     HwIfInOctets: 12345\n     HwIfInPfc3Pkt: 17\n     HwIfOutPfc3Pkt: 4\n"
             "     HwIfOutPfc0Pkt: 0\n     HwIfOutQ3WredDrops: 99\n     SoftInErrors: 0\n")
     c = parse_cumulus_ethtool(text)
-    assert c.pfc_rx == {3: 17} and c.pfc_tx == {3: 4, 0: 0} and c.wred_dropped == {3: 99}
-    assert c.raw["HwIfInOctets"] == 12345
+    assert c.raw == {"HwIfInOctets": 12345, "HwIfInPfc3Pkt": 17, "HwIfOutPfc3Pkt": 4, "HwIfOutPfc0Pkt": 0,
+                     "HwIfOutQ3WredDrops": 99, "SoftInErrors": 0}  # every counter, as printed
     with pytest.raises(ParseError):
         parse_cumulus_ethtool("Cannot get stats strings information: Operation not supported\n")
 
@@ -132,13 +138,13 @@ def test_lab_renders_parse_back_to_its_state():
     pfc = parse_pfc_counters(render_pfc_counters(sw))
     assert pfc.rx["Ethernet4"][5] == sw.interfaces[1].pfc[5][1] and pfc.tx["Ethernet8"][0] == sw.interfaces[2].pfc[0][0]
     q = {(r.port, r.queue): r.values for r in parse_queue_counters(render_queue_counters(sw))}
-    assert q[("Ethernet4", "MC6")]["tx_bytes"] == sw.interfaces[1].queues[2]["mc_bytes"]
+    assert q[("Ethernet4", "MC6")]["Counter/bytes"] == sw.interfaces[1].queues[2]["mc_bytes"]
     assert as_set(parse_queue_counters(render_queue_counters(sw))) == as_set(
         parse_queue_counters_json(render_queue_counters_json(sw)))
     assert as_set(parse_wred_counters(render_queue_counters(sw, wred=True))) == as_set(
         parse_wred_counters_json(render_queue_counters_json(sw, wred=True)))
     wd = {(r.port, r.queue): r for r in parse_pfcwd_stats(render_pfcwd_stats(sw))}
-    assert wd[("Ethernet4", 3)].status == "stormed" and wd[("Ethernet4", 3)].values["tx_dropped"] == 1000
+    assert wd[("Ethernet4", 3)].status == "stormed" and wd[("Ethernet4", 3)].values["TX DROP"] == 1000
 
 
 # -- malformed input: ParseError, never anything else -----------------------------------------------
@@ -247,7 +253,7 @@ def test_last_cached_time_lines_after_sonic_clear():
         "     Port    TxQ    Counter/pkts    Counter/bytes    Drop/pkts    Drop/bytes\n"
         "---------  -----  --------------  ---------------  -----------  ------------\n"
         "Ethernet0    UC0               3               30            1            10\n", skipped=skipped)
-    assert [(r.port, r.queue, r.values["tx_packets"]) for r in rows] == [("Ethernet0", "UC0", 3)]
+    assert [(r.port, r.queue, r.values["Counter/pkts"]) for r in rows] == [("Ethernet0", "UC0", 3)]
     assert skipped == []  # known lines: not counted as unknown
 
 
@@ -322,14 +328,14 @@ Ethernet0    MC8           1,000            2,000            3             4
 def test_queue_counters_table_and_json_agree():
     rows = p.parse_queue_counters(QUEUE)
     assert [(r.port, r.queue, r.values) for r in rows] == [
-        ("Ethernet0", "UC0", {"tx_packets": 0, "tx_bytes": 5, "dropped_bytes": 1}),
-        ("Ethernet0", "MC8", {"tx_packets": 1000, "tx_bytes": 2000, "dropped_packets": 3, "dropped_bytes": 4})]
+        ("Ethernet0", "UC0", {"Counter/pkts": 0, "Counter/bytes": 5, "Drop/bytes": 1}),
+        ("Ethernet0", "MC8", {"Counter/pkts": 1000, "Counter/bytes": 2000, "Drop/pkts": 3, "Drop/bytes": 4})]
     data = {"Ethernet0": {"time": "2024-01-01", "UC0": {"totalpacket": 0, "totalbytes": "5", "droppacket": "N/A", "dropbytes": 1},
                           "MC8": {"totalpacket": "1,000", "totalbytes": 2000, "droppacket": 3, "dropbytes": 2**64 - 1}}}
     rows = p.parse_queue_counters_json(json.dumps(data))
     assert [(r.port, r.queue, r.values) for r in rows] == [
-        ("Ethernet0", "UC0", {"tx_packets": 0, "tx_bytes": 5, "dropped_bytes": 1}),
-        ("Ethernet0", "MC8", {"tx_packets": 1000, "tx_bytes": 2000, "dropped_packets": 3, "dropped_bytes": 2**64 - 1})]
+        ("Ethernet0", "UC0", {"totalpacket": 0, "totalbytes": 5, "dropbytes": 1}),
+        ("Ethernet0", "MC8", {"totalpacket": 1000, "totalbytes": 2000, "droppacket": 3, "dropbytes": 2**64 - 1})]
     assert p.parse_queue_counters("") == [] and p.parse_queue_counters_json("{}") == []
 
 
@@ -366,9 +372,9 @@ Ethernet0    UC3               1                2                 0             
 
 def test_wred_counters():
     (row,) = p.parse_wred_counters(WRED)
-    assert row.values == {"wred_dropped_packets": 1, "wred_dropped_bytes": 2, "ecn_marked_packets": 0}
+    assert row.values == {"WredDrp/pkts": 1, "WredDrp/bytes": 2, "EcnMarked/pkts": 0}
     (row,) = p.parse_wred_counters_json(json.dumps({"Ethernet0": {"UC3": {"wreddroppacket": 1, "ecnmarkedpacket": 0}}}))
-    assert row.values == {"wred_dropped_packets": 1, "ecn_marked_packets": 0}
+    assert row.values == {"wreddroppacket": 1, "ecnmarkedpacket": 0}
 
 
 PFCWD = """\
@@ -382,9 +388,9 @@ Ethernet4:4          N/A                        0/0           0/0           0/0 
 def test_pfcwd_stats():
     a, b = p.parse_pfcwd_stats(PFCWD)
     assert (a.port, a.queue, a.status) == ("Ethernet0", 3, "operational")
-    assert a.values == {"storms_detected": 2, "storms_restored": 1, "tx_ok": 5, "tx_dropped": 0, "rx_ok": 0,
-                        "rx_dropped": 7, "rx_last_ok": 1, "rx_last_dropped": 2}
-    assert (b.port, b.queue, b.status) == ("Ethernet4", 4, None) and b.values["tx_last_ok"] == 0
+    assert a.values == {"STORM DETECTED": 2, "STORM RESTORED": 1, "TX OK": 5, "TX DROP": 0, "RX OK": 0,
+                        "RX DROP": 7, "RX LAST OK": 1, "RX LAST DROP": 2}
+    assert (b.port, b.queue, b.status) == ("Ethernet4", 4, None) and b.values["TX LAST OK"] == 0
     assert p.parse_pfcwd_stats("") == []
 
 
@@ -404,14 +410,14 @@ def test_cumulus_ethtool_full_range_repeats_and_refusals():
             f"     HwIfInOctets: {2**64 - 1}\n")
     c = p.parse_cumulus_ethtool(text)
     assert c.raw["HwIfInOctets"] == 2**64 - 1
-    assert (c.pfc_rx, c.pfc_tx, c.wred_dropped) == ({3: 5}, {3: 0}, {3: 9})
+    assert (c.raw["HwIfInPfc3Pkt"], c.raw["HwIfOutPfc3Pkt"], c.raw["HwIfOutQ3WredDrops"]) == (5, 0, 9)
     # a name printed twice with different values is left out, not guessed; equal repeats are one counter
     c = p.parse_cumulus_ethtool("NIC statistics:\n     HwIfInPfc3Pkt: 1\n     HwIfInPfc3Pkt: 2\n"
                                 "     HwIfOutPfc3Pkt: 4\n     HwIfOutPfc3Pkt: 4\n")
-    assert (c.pfc_rx, c.pfc_tx, c.ambiguous) == ({}, {3: 4}, frozenset({"HwIfInPfc3Pkt"}))
+    assert (c.raw, c.ambiguous) == ({"HwIfOutPfc3Pkt": 4}, frozenset({"HwIfInPfc3Pkt"}))
     skipped: list = []
     c = p.parse_cumulus_ethtool("NIC statistics:\n     Port counters\n     HwIfOutQ1WredDrops: 3\n", skipped)
-    assert c.wred_dropped == {1: 3} and [s.text for s in skipped] == ["Port counters"]
+    assert c.raw == {"HwIfOutQ1WredDrops": 3} and [s.text for s in skipped] == ["Port counters"]
     for bad in ("", "stats:\n a: 1\n", f"NIC statistics:\n     a: {2**64}\n", "NIC statistics:\n     a: 1x\n",
                 "NIC statistics:\n     HwIfInPfc3Pkt:\n"):
         with pytest.raises(ParseError):
@@ -423,10 +429,10 @@ def test_trim_columns_and_keys_of_newer_releases():
             "---------  -----  --------------  -----------  ---------------  ---------------\n"
             "Ethernet0    UC1               1            2                3                4\n")
     (row,) = p.parse_queue_counters(text)
-    assert row.values == {"tx_packets": 1, "trimmed_packets": 2, "trim_sent_packets": 3, "trim_dropped_packets": 4}
+    assert row.values == {"Counter/pkts": 1, "Trim/pkts": 2, "TrimSent/pkts": 3, "TrimDrop/pkts": 4}
     (row,) = p.parse_queue_counters_json(json.dumps({"Ethernet0": {"UC1": {
         "totalpacket": 1, "trimpkt": 2, "trimsentpkt": 3, "trimdroppkt": 4, "unknownkey": 9}}}))
-    assert row.values == {"tx_packets": 1, "trimmed_packets": 2, "trim_sent_packets": 3, "trim_dropped_packets": 4}
+    assert row.values == {"totalpacket": 1, "trimpkt": 2, "trimsentpkt": 3, "trimdroppkt": 4}
 
 
 def test_records_are_immutable():

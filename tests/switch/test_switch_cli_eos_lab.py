@@ -102,11 +102,11 @@ def test_lab_eos_outputs_read_back_with_the_parsers(tmp_path):
     assert skipped == [] and len(rows) == len(sw.interfaces) * sw.queue_count * 2
     q0 = sw.interfaces[0].queues[0]
     assert rows[0] == parsers.QueueCounters("Ethernet1", "UC0", {
-        "enqueued_packets": q0["uc_pkts"], "enqueued_bytes": q0["uc_bytes"],
-        "dropped_packets": q0["uc_drop_pkts"], "dropped_bytes": q0["uc_drop_bytes"]})
+        "OutEnqPkts": q0["uc_pkts"], "OutEnqOctets": q0["uc_bytes"],
+        "OutDropPkts": q0["uc_drop_pkts"], "OutDropOctets": q0["uc_drop_bytes"]})
     discards = parsers.parse_discards_json(eos_cli.answer(sw, eos_cli.DISCARDS)[1])
-    assert discards[1] == parsers.Discards("Ethernet2", {"in_discards": sw.interfaces[1].counters["ifInDiscards"],
-                                                         "out_discards": sw.interfaces[1].counters["ifOutDiscards"]})
+    assert discards[1] == parsers.Discards("Ethernet2", {"inDiscards": sw.interfaces[1].counters["ifInDiscards"],
+                                                         "outDiscards": sw.interfaces[1].counters["ifOutDiscards"]})
     pfc = parsers.parse_pfc_counters_json(eos_cli.answer(sw, eos_cli.PFC)[1])
     assert len(pfc) == len(sw.interfaces)
     ecn = parsers.parse_ecn_counters_json(eos_cli.answer(sw, eos_cli.ECN)[1])

@@ -9,7 +9,32 @@ Queue label values follow SONiC's CLI naming on every source: ``UC<n>`` for unic
 """
 
 from .labels import SWITCH_IF, SWITCH_IF_QUEUE, SWITCH_IF_TRAFFIC
-from .spec import MetricSpec
+from .mib import (
+    ARISTA_EGRESS_QUEUE,
+    ARISTA_PFC_WATCHDOG,
+    CISCO_QOS_STATS,
+    IEEE_PFC,
+    IF,
+    IF_X,
+    LLDP_LOC_PORT,
+    LLDP_REM,
+    LLDP_V2_REM,
+    SYSTEM,
+)
+from .switch_commands import (
+    CUMULUS_ETHTOOL,
+    EOS_PFC,
+    EOS_QUEUE,
+    EOS_VOQ,
+    NVUE_ROCE,
+    SONIC_PFCWD,
+    SONIC_QUEUE,
+    SONIC_QUEUE_JSON,
+    SONIC_WRED,
+    SONIC_WRED_JSON,
+    printed,
+)
+from .spec import MetricSpec, RawCounter
 
 SNMP = "snmp_switch"
 CLI = "switch_cli"
@@ -22,12 +47,17 @@ SWITCH_IF_INFO = SWITCH_IF + ("ifindex", "alias")
 # The LLDP neighbour behind an interface: the host (scheduler's node name) and its port.
 SWITCH_IF_NEIGHBOR = SWITCH_IF + ("neighbor_host", "neighbor_port")
 
+
+def _csq(statistic: str) -> RawCounter:
+    """One statistic of CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue (its QosStatsType index component)."""
+    return CISCO_QOS_STATS.split("csqIfQosGroupStatsValue", 4, statistic)
+
 METRICS = [
     # --- the agent / switch -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_agent_uptime_seconds", "gauge", "seconds",
                "Time since the SNMP agent (re)started (SNMPv2-MIB sysUpTime.0 / 100); a drop means a restart "
                "and counters may have reset.",
-               (SWITCH,), (SNMP,), ("1.3.6.1.2.1.1.3.0",)),
+               (SWITCH,), (SNMP,), raw=(SYSTEM.column("sysUpTime", 3, scale=0.01),)),
     MetricSpec("fabric_roce_switch_snmp_poll_varbinds", "gauge", "",
                "Varbinds the last SNMP poll read from this switch's tables and scalars (CPU cost grows with it, ~0.1 ms each).",
                (SWITCH,), (SNMP,)),
@@ -37,146 +67,191 @@ METRICS = [
     # --- interfaces (IF-MIB) -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_if_info", "info", "",
                "Interface identity: ifIndex and operator description (IF-MIB ifName, ifAlias); value 1.",
-               (SWITCH_IF_INFO,), (SNMP,), ("1.3.6.1.2.1.31.1.1.1.1", "1.3.6.1.2.1.31.1.1.1.18")),
+               (SWITCH_IF_INFO,), (SNMP,), raw=(IF_X.column("ifName", 1), IF_X.column("ifAlias", 18))),
     MetricSpec("fabric_roce_switch_if_neighbor_info", "info", "",
                "The LLDP neighbour behind the interface: its system name (lldpRemSysName, mapped to the "
                "scheduler's node name by the option neighbor_name) and port (lldpRemPortId, or lldpRemPortDesc "
                "when the ID is a MAC address); from LLDP-MIB/LLDP-V2-MIB over SNMP or SONiC 'show lldp table'. "
                "Joins switch interfaces to hosts (and jobs); value 1.",
                (SWITCH_IF_NEIGHBOR,), (SNMP, CLI),
-               ("1.0.8802.1.1.2.1.4.1.1.9", "1.0.8802.1.1.2.1.4.1.1.7", "1.0.8802.1.1.2.1.4.1.1.8",
-                "1.3.111.2.802.1.1.13.1.4.1.1.10", "show lldp table")),
+               raw=(LLDP_REM.column("lldpRemSysName", 9), LLDP_REM.column("lldpRemPortIdSubtype", 6),
+                    LLDP_REM.column("lldpRemPortId", 7), LLDP_REM.column("lldpRemPortDesc", 8),
+                    LLDP_LOC_PORT.column("lldpLocPortIdSubtype", 2), LLDP_LOC_PORT.column("lldpLocPortId", 3),
+                    LLDP_V2_REM.column("lldpV2RemSysName", 10), LLDP_V2_REM.column("lldpV2RemPortIdSubtype", 7),
+                    LLDP_V2_REM.column("lldpV2RemPortId", 8), LLDP_V2_REM.column("lldpV2RemPortDesc", 9))),
     MetricSpec("fabric_roce_switch_if_oper_status", "gauge", "",
                "Interface operational state as IF-MIB ifOperStatus codes: 1 up, 2 down, 3 testing, 4 unknown, "
                "5 dormant, 6 notPresent, 7 lowerLayerDown.",
-               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.8",)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOperStatus", 8),)),
     MetricSpec("fabric_roce_switch_if_speed_bytes_per_second", "gauge", "bytes_per_second",
                "Interface speed (IF-MIB ifHighSpeed Mb/s x 125000); the denominator of utilization.",
-               (SWITCH_IF,), (SNMP,), ("1.3.6.1.2.1.31.1.1.1.15",)),
+               (SWITCH_IF,), (SNMP,), raw=(IF_X.column("ifHighSpeed", 15, scale=1e6 / 8),)),
     MetricSpec("fabric_roce_switch_if_rx_errors_total", "counter", "packets",
                "Received packets with errors (IF-MIB ifInErrors).",
-               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.14",)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifInErrors", 14),)),
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
                "Packets that could not be sent because of errors (IF-MIB ifOutErrors).",
-               (SWITCH_IF,), (SNMP, GNMI), ("1.3.6.1.2.1.2.2.1.20",)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOutErrors", 20),)),
     # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
                "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
                "one cause among those fabric_roce_rx_discards_total counts together.",
-               (SWITCH_IF,), (CLI,)),
+               (SWITCH_IF,), (CLI,),
+               raw=printed(CUMULUS_ETHTOOL, "HwIfInBufferDrops")),
     MetricSpec("fabric_roce_switch_if_tx_queue_drops_total", "counter", "packets",
                "Packets dropped in the interface's egress queues, all queues together (Cumulus ethtool "
                "HwIfOutQDrops: tail and WRED drops of a congested queue); per queue, where the switch "
                "gives it, is fabric_roce_switch_queue_dropped_packets_total.",
-               (SWITCH_IF,), (CLI,)),
+               (SWITCH_IF,), (CLI,),
+               raw=printed(CUMULUS_ETHTOOL, "HwIfOutQDrops")),
     # --- RoCE traffic on a Cumulus port (NVUE 'nv show interface <swp> qos roce counters') ----------
     MetricSpec("fabric_roce_switch_if_ecn_marked_packets_total", "counter", "packets",
                "Packets the interface sent CE-marked, all queues together (NVUE qos roce counters "
                "tx-ecn-stats ecn-marked-packets); per queue, where the switch gives it, is "
                "fabric_roce_ecn_marked_packets_total.",
-               (SWITCH_IF,), (CLI,)),
+               (SWITCH_IF,), (CLI,),
+               raw=printed(NVUE_ROCE, "tx-stats/tx-ecn-stats/ecn-marked-packets")),
     MetricSpec("fabric_roce_switch_if_rx_traffic_packets_total", "counter", "packets",
                "Packets received by kind of traffic: traffic=\"roce\" on the RoCE priority, \"non_roce\" the "
                "rest (NVUE qos roce counters rx-roce-stats roce-packets, rx-non-roce-stats non-roce-packets).",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/roce-packets",
+                           "rx-stats/rx-non-roce-stats/non-roce-packets")),
     MetricSpec("fabric_roce_switch_if_tx_traffic_packets_total", "counter", "packets",
                "Packets sent by kind of traffic: traffic=\"roce\" on the RoCE priority, \"cnp\" congestion "
                "notification packets (NVUE qos roce counters tx-roce-stats roce-packets, tx-cnp-stats cnp-packets).",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/roce-packets",
+                           "tx-stats/tx-cnp-stats/cnp-packets")),
     MetricSpec("fabric_roce_switch_if_rx_no_buffer_discards_total", "counter", "packets",
                "Received packets discarded for lack of ingress buffer, by kind of traffic (NVUE qos roce "
                "counters no-buffer-discard); all kinds together is fabric_roce_switch_if_rx_buffer_drops_total.",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/no-buffer-discard",
+                           "rx-stats/rx-non-roce-stats/no-buffer-discard")),
     MetricSpec("fabric_roce_switch_if_tx_no_buffer_discards_total", "counter", "packets",
                "Unicast packets discarded on transmit for lack of egress buffer, by kind of traffic (NVUE qos "
                "roce counters unicast-no-buffer-discard): RoCE packets lost in the switch despite PFC.",
-               (SWITCH_IF_TRAFFIC,), (CLI,)),
+               (SWITCH_IF_TRAFFIC,), (CLI,),
+               raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/unicast-no-buffer-discard",
+                           "tx-stats/tx-cnp-stats/unicast-no-buffer-discard")),
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
                "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "
                "ieee8021PfcIndications, EOS 'show priority-flow-control counters' rxFrames); per-priority "
                "counts are fabric_roce_pfc_rx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.3",)),
+               (SWITCH_IF,), (SNMP, CLI),
+               raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),) + printed(EOS_PFC, "rxFrames")),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
                "PFC frames sent by the interface, all priorities together (IEEE8021-PFC-MIB "
                "ieee8021PfcRequests, EOS 'show priority-flow-control counters' txFrames); per-priority "
                "counts are fabric_roce_pfc_tx_pause_frames_total.",
-               (SWITCH_IF,), (SNMP, CLI), ("1.3.111.2.802.1.1.21.1.1.1.2",)),
+               (SWITCH_IF,), (SNMP, CLI),
+               raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),) + printed(EOS_PFC, "txFrames")),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "
-               "ucast/mcastSentPkts, SONiC 'show queue counters' Counter/pkts).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
+               "ucast/mcastSentPkts, ARISTA-QUEUE-MIB aristaEgressQueuePkts, "
+               "SONiC 'show queue counters' Counter/pkts).",
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))
+               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
                "Bytes sent from the egress queue (csqIfQosGroupStatsValue ucast/mcastSentBytes, "
-               "SONiC 'show queue counters' Counter/bytes).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.9.9.580.1.5.5.1.4",)),
+               "ARISTA-QUEUE-MIB aristaEgressQueueBytes, SONiC 'show queue counters' Counter/bytes).",
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(_csq("ucastSentBytes"), _csq("mcastSentBytes"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))
+               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedPkts, "
                "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts, "
                "EOS 'show interfaces counters queue' OutDropPkts).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
-               ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.6")),
+               raw=(_csq("ucastDroppedPkts"), _csq("mcastDroppedPkts"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))
+               + printed(SONIC_QUEUE, "Drop/pkts") + printed(SONIC_QUEUE_JSON, "droppacket")
+               + printed(EOS_QUEUE, "OutDropPkts")),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedBytes, "
                "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes, "
                "EOS 'show interfaces counters queue' OutDropOctets).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
-               ("1.3.6.1.4.1.9.9.580.1.5.5.1.4", "1.3.6.1.4.1.30065.3.6.1.2.1.7")),
+               raw=(_csq("ucastDroppedBytes"), _csq("mcastDroppedBytes"),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))
+               + printed(SONIC_QUEUE, "Drop/bytes") + printed(SONIC_QUEUE_JSON, "dropbytes")
+               + printed(EOS_QUEUE, "OutDropOctets")),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
                "Packets admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqPkts); "
                "packets the queue dropped are not in it.",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_QUEUE, "OutEnqPkts")),
     MetricSpec("fabric_roce_switch_queue_enqueued_bytes_total", "counter", "bytes",
                "Bytes admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqOctets).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_QUEUE, "OutEnqOctets")),
     # VoQ platforms (EOS 7280R/7500R): congestion drops happen in the ingress chips' virtual output
     # queues for an egress port and class, not in the egress queue; interface = the egress port.
     MetricSpec("fabric_roce_switch_voq_packets_total", "counter", "packets",
                "Packets queued in the virtual output queues for this egress interface and class, summed over "
                "ingress chips (EOS 'show interfaces counters queue' Aggregate VoQ Counters Pkts).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "Pkts")),
     MetricSpec("fabric_roce_switch_voq_bytes_total", "counter", "bytes",
                "Bytes queued in the virtual output queues for this egress interface and class "
                "(EOS Aggregate VoQ Counters Octets).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "Octets")),
     MetricSpec("fabric_roce_switch_voq_dropped_packets_total", "counter", "packets",
                "Packets dropped in the virtual output queues for this egress interface and class: congestion "
                "drops of a VoQ switch (EOS Aggregate VoQ Counters DropPkts).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "DropPkts")),
     MetricSpec("fabric_roce_switch_voq_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped in the virtual output queues for this egress interface and class "
                "(EOS Aggregate VoQ Counters DropOctets).",
-               (SWITCH_IF_QUEUE,), (CLI,)),
+               (SWITCH_IF_QUEUE,), (CLI,),
+               raw=printed(EOS_VOQ, "DropOctets")),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_packets_total", "counter", "packets",
                "Packets WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/pkts, "
                "Cumulus ethtool HwIfOutQ{n}WredDrops).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_WRED, "WredDrp/pkts") + printed(SONIC_WRED_JSON, "wreddroppacket")
+               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_bytes_total", "counter", "bytes",
                "Bytes WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/bytes).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")),
     MetricSpec("fabric_roce_switch_queue_ecn_marked_bytes_total", "counter", "bytes",
                "Bytes ECN CE-marked in the egress queue (SONiC 'show queue wredcounters' EcnMarked/bytes); "
                "packets are fabric_roce_ecn_marked_packets_total.",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")),
     # --- PFC watchdog -----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
                "PFC storms the watchdog detected on the queue (SONiC 'show pfcwd stats' STORM DETECTED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueStuckCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.30065.3.11.1.2.1.4",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)
+               + printed(SONIC_PFCWD, "STORM DETECTED")),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
                "PFC storms the watchdog saw end on the queue (SONiC 'show pfcwd stats' STORM RESTORED, "
                "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueRecoveredCount).",
-               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI), ("1.3.6.1.4.1.30065.3.11.1.2.1.5",)),
+               (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
+               raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)
+               + printed(SONIC_PFCWD, "STORM RESTORED")),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
                "(SONiC 'show pfcwd stats' TX OK/DROP, the DROP part).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_PFCWD, "TX DROP")),
     MetricSpec("fabric_roce_switch_pfcwd_rx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on receive while the queue was in a storm "
                "(SONiC 'show pfcwd stats' RX OK/DROP, the DROP part).",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=printed(SONIC_PFCWD, "RX DROP")),
     MetricSpec("fabric_roce_switch_pfcwd_storm_active", "gauge", "",
                "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS stormed), "
                "0 when operational.",

@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 MetricType = Literal["counter", "gauge", "histogram", "info"]
 
 
+#: captures a raw name may hold: ``{p}`` a priority 0-7, ``{q}`` a queue number -> (label, regex)
+CAPTURES: dict[str, tuple[str, str]] = {"p": ("priority", "[0-7]"), "q": ("queue", "[0-9]{1,2}")}
+
+
 @dataclass(frozen=True)
 class RawCounter:
-    """How a collector reads a metric from one raw counter, so the pairing is declared once (here,
-    in the catalog) and the collector builds its lookup tables from it.
+    """One raw source of a metric, declared once (here, in the catalog): collectors build their
+    lookup tables from these rows (``fabric_exporter.mapping``), and docs, HELP and the per-vendor
+    tables are generated from them.
 
-    name       the raw name as the source prints it (``PortXmitData``).
-    source     which of the collector's inputs prints it (the collector's own vocabulary, e.g.
-               ``ibqueryerrors --counters``); one metric may have a raw name per source.
+    name       the raw name as the source prints it (``PortXmitData``, ``rx_prio{p}_pause``); it may
+               hold captures (see CAPTURES) that become labels.
+    source     which input prints it, in the collector's own vocabulary (``ibqueryerrors --counters``,
+               ``ethtool``, ``hw_counters``, an SNMP MIB table); one metric may have a raw name per source.
     width      bits of a fixed-width field that latches at all-ones; None when it does not latch.
     scale      multiplier from the raw unit to the metric's base unit (4: 4-byte words -> bytes).
     reset_bit  the bit that resets this counter, where the device has one (PortCounters CounterSelect).
+    vendor     whose driver, OS or MIB prints this name (docs group the per-vendor tables by it).
+    families   driver families where the name means what the metric says; None: every family.
+    oid        the SNMP column's numeric OID, for SNMP sources.
     """
 
     name: str
@@ -26,6 +36,21 @@ class RawCounter:
     width: int | None = None
     scale: float = 1
     reset_bit: int | None = None
+    vendor: str = ""
+    families: frozenset[str] | None = None
+    oid: tuple[int, ...] | None = None
+
+    @property
+    def is_pattern(self) -> bool:
+        return "{" in self.name
+
+    def regex(self) -> str:
+        """The name as a regular expression with one named group per capture."""
+        text = re.escape(self.name)
+        for key, (label, rx) in CAPTURES.items():
+            text = text.replace(re.escape("{" + key + "}"), f"(?P<{label}>{rx})")
+        return text
+
 
 PREFIX = "fabric_"
 

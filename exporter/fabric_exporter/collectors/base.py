@@ -111,6 +111,14 @@ class Collector(abc.ABC):
     #: the commands it may run over SSH, as data (fabric_exporter.commands): the SSH guard's allow-list
     #: is generated from every collector's list (``python -m fabric_exporter.ssh_guard --write``)
     ssh_commands: ClassVar[tuple[Any, ...]] = ()
+    #: every ``options:`` that changes the commands it builds (``{}`` for the defaults): the SSH guard
+    #: test polls once with each and checks every command sent; empty when a hand-written driver in
+    #: tests/deploy/test_ssh_guard_generated.py does that instead (or it runs nothing over SSH)
+    command_variants: ClassVar[tuple[dict[str, Any], ...]] = ()
+    #: real captures of what its commands print (paths under tests/fixtures), one group per kind of
+    #: output: tests/core/test_fuzz_through_collectors.py polls it, once per ``command_variants``
+    #: entry, with every command answered by a mutated group; empty when a hand-written test there does
+    captures: ClassVar[tuple[tuple[str, ...], ...]] = ()
     #: seconds the collector needs after its I/O, before the poll's timeout (see ``work_budget``)
     deadline_reserve: ClassVar[float] = 0.0
 

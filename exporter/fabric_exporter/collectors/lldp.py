@@ -24,7 +24,9 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ..catalog import mib
 from ..hostnames import NameRule
+from ..mapping import oid_of
 from ..samples import Sample
 
 METRIC = "fabric_roce_switch_if_neighbor_info"
@@ -32,17 +34,14 @@ METRIC = "fabric_roce_switch_if_neighbor_info"
 # LldpPortIdSubtype / LldpV2PortIdSubtype
 INTERFACE_ALIAS, PORT_COMPONENT, MAC_ADDRESS, NETWORK_ADDRESS, INTERFACE_NAME, AGENT_CIRCUIT_ID, LOCAL = range(1, 8)
 
-# LLDP-MIB (1.0.8802.1.1.2): lldpLocPortEntry and lldpRemEntry columns
-LLDP_LOC_PORT = (1, 0, 8802, 1, 1, 2, 1, 3, 7, 1)
-LLDP_REM = (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1)
-LLDP_LOC_PORT_ID_SUBTYPE, LLDP_LOC_PORT_ID = LLDP_LOC_PORT + (2,), LLDP_LOC_PORT + (3,)
-LLDP_REM_PORT_ID_SUBTYPE, LLDP_REM_PORT_ID = LLDP_REM + (6,), LLDP_REM + (7,)
-LLDP_REM_PORT_DESC, LLDP_REM_SYS_NAME = LLDP_REM + (8,), LLDP_REM + (9,)
-# LLDP-V2-MIB (1.3.111.2.802.1.1.13): lldpV2RemEntry columns
-LLDP_V2_REM = (1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 1, 1)
-LLDP_V2_REM_PORT_ID_SUBTYPE, LLDP_V2_REM_PORT_ID = LLDP_V2_REM + (7,), LLDP_V2_REM + (8,)
-LLDP_V2_REM_PORT_DESC, LLDP_V2_REM_SYS_NAME = LLDP_V2_REM + (9,), LLDP_V2_REM + (10,)
-
+# The columns walked (their OIDs are the catalog's rows on fabric_roce_switch_if_neighbor_info)
+_LOC, _REM, _V2 = mib.LLDP_LOC_PORT.source, mib.LLDP_REM.source, mib.LLDP_V2_REM.source
+LLDP_LOC_PORT_ID_SUBTYPE, LLDP_LOC_PORT_ID = oid_of(_LOC, "lldpLocPortIdSubtype"), oid_of(_LOC, "lldpLocPortId")
+LLDP_REM_PORT_ID_SUBTYPE, LLDP_REM_PORT_ID = oid_of(_REM, "lldpRemPortIdSubtype"), oid_of(_REM, "lldpRemPortId")
+LLDP_REM_PORT_DESC, LLDP_REM_SYS_NAME = oid_of(_REM, "lldpRemPortDesc"), oid_of(_REM, "lldpRemSysName")
+LLDP_V2_REM_PORT_ID_SUBTYPE = oid_of(_V2, "lldpV2RemPortIdSubtype")
+LLDP_V2_REM_PORT_ID = oid_of(_V2, "lldpV2RemPortId")
+LLDP_V2_REM_PORT_DESC, LLDP_V2_REM_SYS_NAME = oid_of(_V2, "lldpV2RemPortDesc"), oid_of(_V2, "lldpV2RemSysName")
 
 @dataclass(frozen=True)
 class RemTable:

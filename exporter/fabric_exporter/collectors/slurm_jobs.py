@@ -93,6 +93,11 @@ class SlurmJobsCollector(Collector):
     transports: ClassVar[tuple[str, ...]] = ("ssh", "local")
     parse_sources: ClassVar[tuple[str, ...]] = sources_of(sq)
     ssh_commands: ClassVar[tuple[Command, ...]] = SSH_COMMANDS
+    # each form of squeue it can run, and published squeue output of each (tests/fixtures/slurm/README.md)
+    command_variants: ClassVar[tuple[dict[str, Any], ...]] = ({"format": "json"}, {"format": "text"})
+    captures: ClassVar[tuple[tuple[str, ...], ...]] = (
+        ("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json"),
+        ("slurm/slurm-22.05.8-squeue-format.txt",))
 
     @classmethod
     def parse_options(cls, raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(".")) -> SlurmJobsOptions:

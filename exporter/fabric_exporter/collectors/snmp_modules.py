@@ -15,7 +15,10 @@ is walked on its own (GETBULK over the column's subtree), and every row becomes 
 * ``split`` picks the metric (and cast) from an index component: one column carrying several
   statistics, as in CISCO-SWITCH-QOS-MIB's ``csqIfQosGroupStatsValue``.
 
-Numeric OIDs only: no MIB is loaded at run time.
+Numeric OIDs only: no MIB is loaded at run time. The columns are not listed here: each is a
+``RawCounter`` row on the catalog metric it feeds (source "<MIB> <table>", its OID, scale and MIB
+owner; catalog/mib.py), and a table takes every row of its source, in OID order. This module holds
+only the structure: index components, casts, splits, ``where`` and the queue base.
 """
 
 from __future__ import annotations
@@ -23,12 +26,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-IF_MIB_IFENTRY = (1, 3, 6, 1, 2, 1, 2, 2, 1)
-IF_MIB_IFXENTRY = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1)
-SYS_UPTIME = (1, 3, 6, 1, 2, 1, 1, 3, 0)
-IF_NUMBER = (1, 3, 6, 1, 2, 1, 2, 1, 0)
-IF_NAME = IF_MIB_IFXENTRY + (1,)
-IF_ALIAS = IF_MIB_IFXENTRY + (18,)
+from ..catalog import CATALOG
+from ..catalog import mib
+from ..catalog.mib import split_name
+from ..catalog.spec import RawCounter
+from ..mapping import oid_of, rows_of
+
+
+IF_MIB_IFENTRY = mib.IF.entry
+SYS_UPTIME = oid_of(mib.SYSTEM.source, "sysUpTime") + (0,)
+IF_NUMBER = (1, 3, 6, 1, 2, 1, 2, 1, 0)  # IF-MIB ifNumber.0: read to notice interfaces coming and going
+IF_NAME = oid_of(mib.IF_X.source, "ifName")
+IF_ALIAS = oid_of(mib.IF_X.source, "ifAlias")
+IF_OPER_STATUS = oid_of(mib.IF.source, "ifOperStatus")
 
 UNICAST, MULTICAST, MIXED = "UC", "MC", "Q"
 
@@ -78,96 +88,79 @@ class Module:
     doc: str = ""
 
 
-def _if(col: int) -> tuple[int, ...]:
-    return IF_MIB_IFENTRY + (col,)
+def _columns(source: mib.MibTable, split: tuple[str, dict[int, tuple[str, str | None]]] | None) -> tuple[Column, ...]:
+    """The catalog's rows of ``source`` as walked columns, in OID order (an info metric's rows --
+    ifName, ifAlias -- are labels the collector walks itself, not columns). A split column's rows
+    name one statistic each (``column(statistic)``); ``split`` maps its index component's values to
+    (statistic, cast)."""
+    by_oid: dict[tuple[int, ...], list[tuple[str, RawCounter]]] = {}
+    for metric, row in rows_of(source.source):
+        if CATALOG[metric].type != "info":
+            by_oid.setdefault(row.oid, []).append((metric, row))
+    columns = []
+    for oid in sorted(by_oid):
+        rows = by_oid[oid]
+        name, statistic = split_name(rows[0][1].name)
+        if statistic is None:
+            if len(rows) > 1:
+                raise ValueError(f"{source.source} {name}: one column feeds {len(rows)} metrics")
+            metric, row = rows[0]
+            columns.append(Column(name, oid, metric, float(row.scale)))
+            continue
+        if split is None:
+            raise ValueError(f"{source.source} {name}: statistics declared, but the table has no split")
+        metric_of = {split_name(row.name)[1]: metric for metric, row in rows}
+        unknown = set(metric_of) - {stat for stat, _cast in split[1].values()}
+        if unknown:
+            raise ValueError(f"{source.source} {name}: statistics {sorted(unknown)} are not values of {split[0]}")
+        choices = {value: (metric_of[stat], cast) for value, (stat, cast) in split[1].items() if stat in metric_of}
+        columns.append(Column(name, oid, split=(split[0], choices)))
+    return tuple(columns)
 
 
-def _ifx(col: int) -> tuple[int, ...]:
-    return IF_MIB_IFXENTRY + (col,)
+#: table name -> {split component value: statistic name}, for the docs
+_STATISTICS: dict[str, dict[int, str]] = {}
+
+
+def _table(source: mib.MibTable, index: tuple[str, ...], queue_base: int = 0,
+           cast: tuple[str, dict[int, str]] | None = None, where: dict[str, int] | None = None,
+           split: tuple[str, dict[int, tuple[str, str | None]]] | None = None) -> Table:
+    if split is not None:
+        _STATISTICS[source.table] = {value: stat for value, (stat, _cast) in split[1].items()}
+    return Table(source.table, index, _columns(source, split), queue_base, cast, where or {})
 
 
 IF_MIB = Module("if_mib", "IF-MIB", (
-    Table("ifTable", ("ifindex",), (
-        Column("ifOperStatus", _if(8), "fabric_roce_switch_if_oper_status"),
-        Column("ifInDiscards", _if(13), "fabric_roce_rx_discards_total"),
-        Column("ifInErrors", _if(14), "fabric_roce_switch_if_rx_errors_total"),
-        Column("ifOutDiscards", _if(19), "fabric_roce_tx_discards_total"),
-        Column("ifOutErrors", _if(20), "fabric_roce_switch_if_tx_errors_total"),
-    )),
-    Table("ifXTable", ("ifindex",), (
-        Column("ifHCInOctets", _ifx(6), "fabric_roce_rx_bytes_total"),
-        Column("ifHCInUcastPkts", _ifx(7), "fabric_roce_rx_packets_total"),
-        Column("ifHCInMulticastPkts", _ifx(8), "fabric_roce_rx_packets_total"),
-        Column("ifHCInBroadcastPkts", _ifx(9), "fabric_roce_rx_packets_total"),
-        Column("ifHCOutOctets", _ifx(10), "fabric_roce_tx_bytes_total"),
-        Column("ifHCOutUcastPkts", _ifx(11), "fabric_roce_tx_packets_total"),
-        Column("ifHCOutMulticastPkts", _ifx(12), "fabric_roce_tx_packets_total"),
-        Column("ifHCOutBroadcastPkts", _ifx(13), "fabric_roce_tx_packets_total"),
-        Column("ifHighSpeed", _ifx(15), "fabric_roce_switch_if_speed_bytes_per_second", scale=1e6 / 8),
-    )),
+    _table(mib.IF, ("ifindex",)),
+    _table(mib.IF_X, ("ifindex",)),
 ), doc="Interface octets, packets (unicast+multicast+broadcast), discards, errors, oper status, speed.")
 
-_IEEE_PFC = (1, 3, 111, 2, 802, 1, 1, 21, 1, 1, 1)
 IEEE8021_PFC = Module("ieee8021_pfc", "IEEE8021-PFC-MIB", (
-    Table("ieee8021PfcIfTable", ("ifindex",), (
-        Column("ieee8021PfcRequests", _IEEE_PFC + (2,), "fabric_roce_switch_pfc_tx_frames_total"),
-        Column("ieee8021PfcIndications", _IEEE_PFC + (3,), "fabric_roce_switch_pfc_rx_frames_total"),
-    )),
+    _table(mib.IEEE_PFC, ("ifindex",)),
 ), doc="PFC frames sent/received per interface (all priorities together).")
 
-_CPFC_PRIO = (1, 3, 6, 1, 4, 1, 9, 9, 813, 1, 2, 1)
 CISCO_PFC = Module("cisco_pfc", "CISCO-PFC-EXT-MIB", (
-    Table("cpfcIfPriorityTable", ("ifindex", "priority"), (
-        Column("cpfcIfPriorityRequests", _CPFC_PRIO + (2,), "fabric_roce_pfc_tx_pause_frames_total"),
-        Column("cpfcIfPriorityIndications", _CPFC_PRIO + (3,), "fabric_roce_pfc_rx_pause_frames_total"),
-    )),
+    _table(mib.CISCO_PFC_PRIORITY, ("ifindex", "priority")),
 ), doc="PFC frames sent/received per priority 0-7 (SONiC's snmpagent serves this table).")
 
-_CSQ_VALUE = (1, 3, 6, 1, 4, 1, 9, 9, 580, 1, 5, 5, 1, 4)
-# QosStatsType: 1 ucastSentPkts 2 ucastSentBytes 3 mcastSentPkts 4 mcastSentBytes
-#               5 ucastDroppedPkts 6 ucastDroppedBytes 7 mcastDroppedPkts 8 mcastDroppedBytes
-_CSQ_STATS = {
-    1: ("fabric_roce_switch_queue_tx_packets_total", UNICAST),
-    2: ("fabric_roce_switch_queue_tx_bytes_total", UNICAST),
-    3: ("fabric_roce_switch_queue_tx_packets_total", MULTICAST),
-    4: ("fabric_roce_switch_queue_tx_bytes_total", MULTICAST),
-    5: ("fabric_roce_switch_queue_dropped_packets_total", UNICAST),
-    6: ("fabric_roce_switch_queue_dropped_bytes_total", UNICAST),
-    7: ("fabric_roce_switch_queue_dropped_packets_total", MULTICAST),
-    8: ("fabric_roce_switch_queue_dropped_bytes_total", MULTICAST),
-}
+# QosStatsType, the "stat" index component: which statistic csqIfQosGroupStatsValue holds, and its cast
+_CSQ_STATS_TYPE = {1: ("ucastSentPkts", UNICAST), 2: ("ucastSentBytes", UNICAST),
+                   3: ("mcastSentPkts", MULTICAST), 4: ("mcastSentBytes", MULTICAST),
+                   5: ("ucastDroppedPkts", UNICAST), 6: ("ucastDroppedBytes", UNICAST),
+                   7: ("mcastDroppedPkts", MULTICAST), 8: ("mcastDroppedBytes", MULTICAST)}
 CISCO_QOS = Module("cisco_qos", "CISCO-SWITCH-QOS-MIB", (
-    Table("csqIfQosGroupStatsTable", ("ifindex", "direction", "queue", "stat"), (
-        Column("csqIfQosGroupStatsValue", _CSQ_VALUE, split=("stat", _CSQ_STATS)),
-    ), queue_base=1, where={"direction": 2}),
+    _table(mib.CISCO_QOS_STATS, ("ifindex", "direction", "queue", "stat"), queue_base=1, where={"direction": 2},
+           split=("stat", _CSQ_STATS_TYPE)),
 ), doc="Egress per-queue sent/dropped packets and bytes (SONiC: egress only; queues numbered from 1).")
 
-_ARISTA_PFC_PRIO = (1, 3, 6, 1, 4, 1, 30065, 3, 11, 1, 1, 1)
-_ARISTA_PFCWD = (1, 3, 6, 1, 4, 1, 30065, 3, 11, 1, 2, 1)
 _ARISTA_CAST = {0: UNICAST, 1: MULTICAST, 2: MIXED}  # ARISTA-QUEUE-MIB PacketType
 ARISTA_PFC = Module("arista_pfc", "ARISTA-PFC-MIB", (
-    Table("aristaPfcPriorityTable", ("ifindex", "priority"), (
-        Column("aristaPfcPriorityRequests", _ARISTA_PFC_PRIO + (3,), "fabric_roce_pfc_tx_pause_frames_total"),
-        Column("aristaPfcPriorityIndications", _ARISTA_PFC_PRIO + (4,), "fabric_roce_pfc_rx_pause_frames_total"),
-    )),
-    Table("aristaPfcWatchdogTxQueueTable", ("ifindex", "cast", "queue"), (
-        Column("aristaPfcWatchdogTxQueueStuckCount", _ARISTA_PFCWD + (4,),
-               "fabric_roce_switch_pfcwd_storms_detected_total"),
-        Column("aristaPfcWatchdogTxQueueRecoveredCount", _ARISTA_PFCWD + (5,),
-               "fabric_roce_switch_pfcwd_storms_restored_total"),
-    ), cast=("cast", _ARISTA_CAST)),
+    _table(mib.ARISTA_PFC_PRIORITY, ("ifindex", "priority")),
+    _table(mib.ARISTA_PFC_WATCHDOG, ("ifindex", "cast", "queue"), cast=("cast", _ARISTA_CAST)),
 ), doc="PFC frames per priority; PFC watchdog stuck/recovered counts per queue.")
 
-_ARISTA_EGRESS = (1, 3, 6, 1, 4, 1, 30065, 3, 6, 1, 2, 1)
 ARISTA_QUEUE = Module("arista_queue", "ARISTA-QUEUE-MIB", (
-    Table("aristaEgressQueueTable", ("ifindex", "queue", "cast"), (
-        Column("aristaEgressQueuePkts", _ARISTA_EGRESS + (4,), "fabric_roce_switch_queue_tx_packets_total"),
-        Column("aristaEgressQueueBytes", _ARISTA_EGRESS + (5,), "fabric_roce_switch_queue_tx_bytes_total"),
-        Column("aristaEgressQueuePktsDropped", _ARISTA_EGRESS + (6,),
-               "fabric_roce_switch_queue_dropped_packets_total"),
-        Column("aristaEgressQueueBytesDropped", _ARISTA_EGRESS + (7,),
-               "fabric_roce_switch_queue_dropped_bytes_total"),
-    ), cast=("cast", _ARISTA_CAST)),
+    _table(mib.ARISTA_EGRESS_QUEUE, ("ifindex", "queue", "cast"), cast=("cast", _ARISTA_CAST)),
 ), doc="Egress per-queue sent and dropped packets and bytes.")
 
 MODULES: dict[str, Module] = {m.name: m for m in (IF_MIB, IEEE8021_PFC, CISCO_PFC, CISCO_QOS, ARISTA_PFC,
@@ -184,3 +177,75 @@ def metrics_of(module: Module) -> set[str]:
             if col.split:
                 names.update(m for m, _ in col.split[1].values())
     return names
+
+
+# -- the per-MIB column table of docs/collectors/snmp_switch.md (generated; a test keeps the doc equal) --
+
+DOC_BEGIN = "<!-- snmp columns: generated by fabric_exporter.collectors.snmp_modules.columns_markdown() -->"
+DOC_END = "<!-- end of snmp columns -->"
+
+#: the LLDP modules' tables (walked by collectors/lldp.py, not mapped to counters): module -> sources
+_LLDP_SOURCES = {"lldp": (mib.LLDP_REM, mib.LLDP_LOC_PORT), "lldp_v2": (mib.LLDP_V2_REM,)}
+
+
+def _labels(table: Table, cast: str | None = None) -> str:
+    labels = ["interface"]
+    if "priority" in table.positions:
+        labels.append("priority")
+    if "queue" in table.positions:
+        labels.append(f"queue {cast}&lt;n&gt;" if cast else "queue UC/MC/Q&lt;n&gt;" if table.cast else "queue")
+    return ", ".join(labels)
+
+
+def _notes(table: Table, col: Column, metric: str) -> str:
+    notes = []
+    if col.scale != 1.0:
+        notes.append(f"× {col.scale:g}")
+    if metric in table.summed:
+        notes.append(f"summed over {table.summed[metric]} columns, published when all have the row")
+    notes += [f"only {k} = {v}" for k, v in table.where.items()]
+    if table.queue_base:
+        notes.append(f"queues numbered from {table.queue_base}")
+    if table.cast:
+        notes.append(f"{table.cast[0]} {'/'.join(f'{k} {v}' for k, v in table.cast[1].items())}")
+    return "; ".join(notes)
+
+
+def columns_markdown() -> str:
+    """Every column each module walks, from the catalog's rows: its MIB and owner, OID, metric, labels."""
+    out = [DOC_BEGIN, "",
+           "| module | MIB (owner) | table | column | OID | metric | labels | note |",
+           "|---|---|---|---|---|---|---|---|"]
+    owner = {t.source: t.vendor for t in vars(mib).values() if isinstance(t, mib.MibTable)}
+    # read on every poll whatever the modules: the agent's uptime, and each interface's name and alias
+    for source in (mib.SYSTEM, mib.IF_X):
+        for metric, row in rows_of(source.source):
+            if source is mib.SYSTEM or CATALOG[metric].type == "info":
+                instance = ".0" if source is mib.SYSTEM else ""
+                out.append(f"| (every poll) | {source.mib} ({source.vendor}) | {source.table} | {row.name}{instance} | "
+                           f"`{'.'.join(map(str, row.oid or ()))}{instance}` | `{metric}` | "
+                           f"{'switch' if source is mib.SYSTEM else 'interface, ifindex, alias'} | "
+                           f"{f'× {row.scale:g}' if row.scale != 1 else ''} |")
+    for module in MODULES.values():
+        for table in module.tables:
+            source = f"{module.mib} {table.name}"
+            for col in table.columns:
+                where = f"| `{module.name}` | {module.mib} ({owner[source]}) | {table.name} | {col.object}"
+                dotted = ".".join(map(str, col.oid))
+                if col.split is None:
+                    assert col.metric is not None
+                    out.append(f"{where} | `{dotted}` | `{col.metric}` | {_labels(table)} | "
+                               f"{_notes(table, col, col.metric)} |")
+                    continue
+                component, choices = col.split
+                for value, (metric, cast) in choices.items():
+                    out.append(f"{where}, {component} {value} ({_STATISTICS[table.name][value]}) | `{dotted}` | `{metric}` | "
+                               f"{_labels(table, cast)} | {_notes(table, col, metric)} |")
+    for module, tables in _LLDP_SOURCES.items():
+        for source in tables:
+            for metric, row in rows_of(source.source):
+                dotted = ".".join(map(str, row.oid or ()))
+                out.append(f"| `{module}` | {source.mib} ({source.vendor}) | {source.table} | {row.name} | "
+                           f"`{dotted}` | `{metric}` | interface, neighbor_host, neighbor_port | |")
+    out += ["", DOC_END]
+    return "\n".join(out)

@@ -38,16 +38,15 @@ from .options import OptionReader
 from .snmp_modules import (
     DEFAULT_MODULES,
     IF_ALIAS,
-    IF_MIB_IFENTRY,
     IF_NAME,
     IF_NUMBER,
+    IF_OPER_STATUS,
     MODULES,
     SYS_UPTIME,
     Column,
     Table,
 )
 
-IF_OPER_STATUS = IF_MIB_IFENTRY + (8,)
 OPER_UP = 1
 WRAP32 = 1 << 32
 TICKS_WRAP = 1 << 32  # sysUpTime is TimeTicks (hundredths of a second), wraps after ~497 days

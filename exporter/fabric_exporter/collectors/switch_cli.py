@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, ClassVar
 
+from ..catalog import CATALOG
+from ..catalog import switch_commands as cmd
 from ..commands import NONCE, Command, ShellLoop, ShellSection
 from ..errors import CommandError, ParseError, PollError
 from ..parsers import eos_cli, nvue
@@ -51,35 +53,22 @@ from ..parsers import sonic_watermark as wm
 from ..parsers.batched import Section, split_sections
 from ..samples import PollResult, Sample
 from ..hostnames import NameRule, read_name_rule
+from ..mapping import RawTable, exact_metrics
 from . import lldp
 from .base import Collector, ErrorSink, parse_off_loop
 from .options import OptionReader
 
-QUEUE_METRICS = {"tx_packets": "fabric_roce_switch_queue_tx_packets_total",
-                 "tx_bytes": "fabric_roce_switch_queue_tx_bytes_total",
-                 "dropped_packets": "fabric_roce_switch_queue_dropped_packets_total",
-                 "dropped_bytes": "fabric_roce_switch_queue_dropped_bytes_total"}
-WRED_METRICS = {"wred_dropped_packets": "fabric_roce_switch_queue_wred_dropped_packets_total",
-                "wred_dropped_bytes": "fabric_roce_switch_queue_wred_dropped_bytes_total",
-                "ecn_marked_packets": "fabric_roce_ecn_marked_packets_total",
-                "ecn_marked_bytes": "fabric_roce_switch_queue_ecn_marked_bytes_total"}
-EOS_QUEUE_METRICS = {"enqueued_packets": "fabric_roce_switch_queue_enqueued_packets_total",
-                     "enqueued_bytes": "fabric_roce_switch_queue_enqueued_bytes_total",
-                     "dropped_packets": "fabric_roce_switch_queue_dropped_packets_total",
-                     "dropped_bytes": "fabric_roce_switch_queue_dropped_bytes_total",
-                     "voq_packets": "fabric_roce_switch_voq_packets_total",
-                     "voq_bytes": "fabric_roce_switch_voq_bytes_total",
-                     "voq_dropped_packets": "fabric_roce_switch_voq_dropped_packets_total",
-                     "voq_dropped_bytes": "fabric_roce_switch_voq_dropped_bytes_total"}
-EOS_DISCARD_METRICS = {"in_discards": "fabric_roce_rx_discards_total",
-                       "out_discards": "fabric_roce_tx_discards_total"}
+# Raw counter -> metric: the catalog's rows of each command (catalog/switch_commands.py), one table per
+# record type (a record's counters keep the names the switch printed; text and JSON spellings differ).
+QUEUE_METRICS = exact_metrics(RawTable.for_source(cmd.SONIC_QUEUE, cmd.SONIC_QUEUE_JSON))
+WRED_METRICS = exact_metrics(RawTable.for_source(cmd.SONIC_WRED, cmd.SONIC_WRED_JSON))
+PFCWD_METRICS = exact_metrics(RawTable.for_source(cmd.SONIC_PFCWD))
+EOS_QUEUE_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_QUEUE, cmd.EOS_VOQ))
+EOS_DISCARD_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_DISCARDS))
 # EOS counts PFC frames per interface, every priority together: the same meaning as IEEE8021-PFC-MIB's
-EOS_PFC_METRICS = {"rx_frames": "fabric_roce_switch_pfc_rx_frames_total",
-                   "tx_frames": "fabric_roce_switch_pfc_tx_frames_total"}
-PFCWD_METRICS = {"storms_detected": "fabric_roce_switch_pfcwd_storms_detected_total",
-                 "storms_restored": "fabric_roce_switch_pfcwd_storms_restored_total",
-                 "tx_dropped": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
-                 "rx_dropped": "fabric_roce_switch_pfcwd_rx_dropped_packets_total"}
+EOS_PFC_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_PFC))
+CUMULUS_METRICS = RawTable.for_source(cmd.CUMULUS_ETHTOOL)  # with captures: HwIfInPfc{p}Pkt, HwIfOutQ{q}WredDrops
+NVUE_ROCE_METRICS = RawTable.for_source(cmd.NVUE_ROCE)
 
 
 # -- parsed records -> samples (pure; ``wanted`` is the interface filter) ------------------------------
@@ -98,14 +87,23 @@ def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sa
     return out
 
 
-def queue_samples(metrics: dict[str, str], switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
+Metrics = dict[str, tuple[str, ...]]  # raw name -> metrics (mapping.exact_metrics)
+
+
+def _mapped(metrics: Metrics, values: dict[str, int], labels: dict[str, str]) -> list[Sample]:
+    """One sample per counter of ``values`` a row of ``metrics`` reads."""
+    return [Sample(metric, labels, float(value)) for name, value in values.items() for metric in metrics.get(name, ())]
+
+
+def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
+    append = out.append
     for row in rows:
-        if not wanted(row.port):
-            continue
-        labels = {"switch": switch, "interface": row.port, "queue": row.queue}
-        out.extend(Sample(metric, labels, float(row.values[stat]))
-                   for stat, metric in metrics.items() if stat in row.values)
+        if wanted(row.port):
+            labels = {"switch": switch, "interface": row.port, "queue": row.queue}
+            for name, value in row.values.items():
+                for metric in metrics.get(name, ()):
+                    append(Sample(metric, labels, float(value)))
     return out
 
 
@@ -116,8 +114,7 @@ def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list
             continue
         # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
         labels = {"switch": switch, "interface": row.port, "queue": f"UC{row.queue}"}
-        out.extend(Sample(metric, labels, float(row.values[stat]))
-                   for stat, metric in PFCWD_METRICS.items() if stat in row.values)
+        out += _mapped(PFCWD_METRICS, row.values, labels)
         if row.status is not None:
             out.append(Sample("fabric_roce_switch_pfcwd_storm_active", labels,
                               1.0 if row.status == "stormed" else 0.0))
@@ -160,46 +157,30 @@ def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -
     return out
 
 
-# switchd's per-interface drops: discards as IF-MIB's (Cumulus's snmpd serves these as ifIn/OutDiscards)
-CUMULUS_DROP_METRICS = {"in_discards": "fabric_roce_rx_discards_total", "out_discards": "fabric_roce_tx_discards_total",
-                        "in_buffer_drops": "fabric_roce_switch_if_rx_buffer_drops_total",
-                        "out_queue_drops": "fabric_roce_switch_if_tx_queue_drops_total"}
-
-
 def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
+    """switchd's counters of one interface: drops, PFC frames per priority, WRED drops per (unicast) queue."""
     base = {"switch": switch, "interface": interface}
-    return ([Sample(metric, base, float(c.drops[name])) for name, metric in CUMULUS_DROP_METRICS.items()
-             if name in c.drops]
-            + [Sample("fabric_roce_pfc_rx_pause_frames_total", {**base, "priority": str(k)}, float(v))
-             for k, v in sorted(c.pfc_rx.items())]
-            + [Sample("fabric_roce_pfc_tx_pause_frames_total", {**base, "priority": str(k)}, float(v))
-               for k, v in sorted(c.pfc_tx.items())]
-            + [Sample("fabric_roce_switch_queue_wred_dropped_packets_total", {**base, "queue": f"UC{k}"}, float(v))
-               for k, v in sorted(c.wred_dropped.items())])
-
-
-# NVUE 'qos roce counters': name -> (metric, traffic label or None)
-NVUE_ROCE_METRICS = {
-    "tx_ecn_marked_packets": ("fabric_roce_switch_if_ecn_marked_packets_total", None),
-    "rx_roce_packets": ("fabric_roce_switch_if_rx_traffic_packets_total", "roce"),
-    "rx_non_roce_packets": ("fabric_roce_switch_if_rx_traffic_packets_total", "non_roce"),
-    "tx_roce_packets": ("fabric_roce_switch_if_tx_traffic_packets_total", "roce"),
-    "tx_cnp_packets": ("fabric_roce_switch_if_tx_traffic_packets_total", "cnp"),
-    "rx_roce_no_buffer_discards": ("fabric_roce_switch_if_rx_no_buffer_discards_total", "roce"),
-    "rx_non_roce_no_buffer_discards": ("fabric_roce_switch_if_rx_no_buffer_discards_total", "non_roce"),
-    "tx_roce_no_buffer_discards": ("fabric_roce_switch_if_tx_no_buffer_discards_total", "roce"),
-    "tx_cnp_no_buffer_discards": ("fabric_roce_switch_if_tx_no_buffer_discards_total", "cnp"),
-}
+    found = []
+    for name, value in c.raw.items():
+        for order, metric, _row, captures in CUMULUS_METRICS.matches(name):
+            labels, number = base, -1
+            if captures:
+                (label, text), = captures
+                number = int(text)
+                labels = {**base, label: f"UC{number}" if label == "queue" else str(number)}
+            found.append((order, number, Sample(metric, labels, float(value))))
+    found.sort(key=lambda f: f[:2])  # catalog order, then priority/queue number
+    return [sample for _order, _number, sample in found]
 
 
 def nvue_roce_samples(switch: str, interface: str, c: nvue.RoceCounters) -> list[Sample]:
     out = []
-    for name, (metric, traffic) in NVUE_ROCE_METRICS.items():
-        if name in c.values:
+    for metric, row in NVUE_ROCE_METRICS.rows:
+        if row.name in c.values:
             labels = {"switch": switch, "interface": interface}
-            if traffic is not None:
-                labels["traffic"] = traffic
-            out.append(Sample(metric, labels, float(c.values[name])))
+            if "traffic" in CATALOG[metric].label_sets[0]:
+                labels["traffic"] = cmd.nvue_traffic(row.name)
+            out.append(Sample(metric, labels, float(c.values[row.name])))
     return out
 
 
@@ -207,15 +188,13 @@ def eos_queue_samples(switch: str, rows: list[eos_cli.QueueCounters], wanted: Wa
     return queue_samples(EOS_QUEUE_METRICS, switch, rows, wanted)  # type: ignore[arg-type]  # same fields
 
 
-def eos_port_samples(metrics: dict[str, str], switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
+def eos_port_samples(metrics: Metrics, switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
                      wanted: Wanted) -> list[Sample]:
     """One sample per interface and counter of ``metrics`` (the discards and PFC tables)."""
     out: list[Sample] = []
     for row in rows:
         if wanted(row.port):
-            labels = {"switch": switch, "interface": row.port}
-            out.extend(Sample(metric, labels, float(row.values[stat]))
-                       for stat, metric in metrics.items() if stat in row.values)
+            out += _mapped(metrics, row.values, {"switch": switch, "interface": row.port})
     return out
 
 
@@ -418,12 +397,13 @@ def build_cumulus_script(nonce: str, commands: tuple[str, ...] = CUMULUS_DEFAULT
         "done\n" for c in CUMULUS if c in commands)
 
 
-def _sonic_ssh_commands() -> tuple[Command, ...]:
-    """Each SONiC section exactly as ``build_script`` writes it (with ``--json`` where the section has a
-    JSON parser): the guard allows a batch of distinct sections, each in one of these forms."""
+def batched_ssh_commands(commands: dict[str, CliCommand]) -> tuple[Command, ...]:
+    """Each section of a batched dialect (SONiC's strategy) exactly as ``build_script`` writes it (with
+    ``--json`` where the section has a JSON parser): the guard allows a batch of distinct sections, each
+    in one of these forms. A dialect on that strategy declares ``batched_ssh_commands(ITS_COMMANDS)``."""
     return tuple(ShellSection(name, c.argv, build_script([(name, c.argv)], NONCE),
                               build_script([(name, c.argv + ("--json",))], NONCE) if c.parse_json else None)
-                 for name, c in SONIC.items())
+                 for name, c in commands.items())
 
 
 def _cumulus_ssh_commands() -> tuple[Command, ...]:
@@ -627,7 +607,7 @@ class SwitchCliCollector(Collector):
 DIALECTS: dict[str, Dialect] = {
     "sonic": Dialect("sonic", SONIC, SwitchCliCollector._poll_commands, "show commands",
                      ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", "sonic_pfcwd_stats"),
-                     SONIC_CHOICES, SONIC_COMMANDS, _sonic_ssh_commands(),
+                     SONIC_CHOICES, SONIC_COMMANDS, batched_ssh_commands(SONIC),
                      ("watermark_kind", "queue_watermark_types", "pg_watermark_regions", "buffer_pool_watermarks"), "watermarks"),
     # its sources follow its commands (sources_for): ethtool and/or nvue_roce
     "cumulus": Dialect("cumulus", {}, SwitchCliCollector._poll_cumulus, "ethtool -S / nv show", (),

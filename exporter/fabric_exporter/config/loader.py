@@ -258,13 +258,42 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
                  options_parsers: Mapping[str, Any]) -> Config:
     """Validate a parsed config document. ``options_parsers`` maps each known collector name to
     its class (``collectors.registry()``, imported on first use): its ``transports``,
-    ``parse_options`` and ``check_targets`` validate the groups that use it."""
+    ``parse_options`` and ``check_targets`` validate the groups that use it. Every problem in the
+    document is collected before the one ConfigError, so a user fixes them in one pass."""
     if options_parsers is None or not isinstance(options_parsers, Mapping):
         raise TypeError("parse_config needs options_parsers, e.g. fabric_exporter.collectors.registry()")
     collectors = options_parsers
     chk = Validator(base_dir=base_dir)
     top = chk.mapping(raw, "", {"web", "defaults", "limits", "credentials", "targets"}, {"targets"})
+    web = _parse_web(top, chk)
+    dd = chk.mapping(top.get("defaults"), "defaults", {"interval", "timeout", "stale_after", "jitter", "max_backoff"})
+    defaults = _parse_defaults(dd, chk)
+    limits = _parse_limits(top, chk)
+    declared = chk.mapping(top.get("credentials"), "credentials", set(top.get("credentials") or {}))
+    creds = _parse_credentials(declared, chk)
 
+    groups: list[TargetGroup] = []
+    targets_raw = top.get("targets")
+    if "targets" in top and not isinstance(targets_raw, list):
+        chk.err("targets", "expected a list of target groups")
+        targets_raw = []
+    seen: set[str] = set()
+    group_index: dict[str, int] = {}
+    for i, t in enumerate(targets_raw or []):
+        group = _parse_group(t, f"targets[{i}]", chk, collectors, defaults, "timeout" in dd, creds, declared, seen)
+        if group is not None:
+            group_index.setdefault(group.name, i)
+            groups.append(group)
+    # Checks across groups that only a collector knows (e.g. one fabric swept twice).
+    for name in dict.fromkeys(g.collector for g in groups):  # only the collectors in use are imported
+        mine = [(group_index[g.name], g) for g in groups if g.collector == name]
+        collectors[name].check_targets(mine, chk.err)
+    if chk.problems:
+        raise ConfigError(chk.problems)
+    return Config(web=web, defaults=defaults, limits=limits, credentials=creds, targets=tuple(groups), source=source)
+
+
+def _parse_web(top: dict, chk: Validator) -> WebConfig:
     w = chk.mapping(top.get("web"), "web", {"listen_address", "config_file", "header_timeout", "idle_timeout",
                                             "max_connections"})
     web = WebConfig(listen_address=chk.string(w, "listen_address", "web", DEFAULT_LISTEN) or DEFAULT_LISTEN,
@@ -278,9 +307,11 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         parse_listen_address(web.listen_address)
     except ValueError as e:
         chk.err("web.listen_address", str(e))
+    return web
 
-    dd = chk.mapping(top.get("defaults"), "defaults", {"interval", "timeout", "stale_after", "jitter", "max_backoff"})
-    defaults = Defaults(
+
+def _parse_defaults(dd: dict, chk: Validator) -> Defaults:
+    return Defaults(
         interval=chk.duration(dd, "interval", "defaults", 30.0, bounds.INTERVAL),
         timeout=chk.duration(dd, "timeout", "defaults", 20.0, bounds.TIMEOUT),
         stale_after=chk.duration(dd, "stale_after", "defaults", None),
@@ -288,6 +319,8 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
         max_backoff=chk.duration(dd, "max_backoff", "defaults", 300.0, bounds.MAX_BACKOFF),
     )
 
+
+def _parse_limits(top: dict, chk: Validator) -> Limits:
     ll = chk.mapping(top.get("limits"), "limits", {"max_concurrent_polls", "per_transport", "max_output_bytes",
                                                        "max_snmp_poll_bytes"})
     pt_raw = chk.mapping(ll.get("per_transport"), "limits.per_transport", set(TRANSPORTS))
@@ -295,119 +328,118 @@ def parse_config(raw: Any, *, base_dir: Path = Path("."), source: str = "",
     for t in TRANSPORTS:
         per_transport[t] = chk.integer(pt_raw, t, "limits.per_transport", per_transport[t], minimum=1,
                                        maximum=100_000)
-    limits = Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64, minimum=1,
-                                                           maximum=100_000),
-                    per_transport=per_transport,
-                    max_output_bytes=chk.size(ll, "max_output_bytes", "limits", Limits.max_output_bytes,
-                                              minimum=64 << 10, maximum=4 << 30),
-                    max_snmp_poll_bytes=chk.size(ll, "max_snmp_poll_bytes", "limits", Limits.max_snmp_poll_bytes,
-                                                 minimum=64 << 10, maximum=4 << 30))
+    return Limits(max_concurrent_polls=chk.integer(ll, "max_concurrent_polls", "limits", 64, minimum=1,
+                                                   maximum=100_000),
+                  per_transport=per_transport,
+                  max_output_bytes=chk.size(ll, "max_output_bytes", "limits", Limits.max_output_bytes,
+                                            minimum=64 << 10, maximum=4 << 30),
+                  max_snmp_poll_bytes=chk.size(ll, "max_snmp_poll_bytes", "limits", Limits.max_snmp_poll_bytes,
+                                               minimum=64 << 10, maximum=4 << 30))
 
+
+def _parse_credentials(declared: dict, chk: Validator) -> dict[str, Credential]:
     creds: dict[str, Credential] = {}
-    cr = chk.mapping(top.get("credentials"), "credentials", set(top.get("credentials") or {}))
-    for name, body in cr.items():
+    for name, body in declared.items():
         c = _parse_credential(str(name), body, f"credentials.{name}", chk)
         if c is not None:
             creds[str(name)] = c
+    return creds
 
-    groups: list[TargetGroup] = []
-    targets_raw = top.get("targets")
-    if "targets" in top and not isinstance(targets_raw, list):
-        chk.err("targets", "expected a list of target groups")
-        targets_raw = []
-    seen: set[str] = set()
-    group_index: dict[str, int] = {}
-    for i, t in enumerate(targets_raw or []):
-        path = f"targets[{i}]"
-        d = chk.mapping(t, path, {"name", "fabric", "collector", "hosts", "hosts_file", "transport", "credentials",
-                                  "interval", "timeout", "stale_after", "options"},
-                        {"name", "fabric", "collector", "transport"})
-        name = chk.string(d, "name", path)
-        if name in seen:
-            chk.err(f"{path}.name", f"duplicate group name {name!r}")
-        seen.add(name or "")
-        group_index.setdefault(name or "", i)
-        fabric = chk.string(d, "fabric", path) or ""
-        transport = chk.string(d, "transport", path, choices=TRANSPORTS)
-        collector_name = chk.string(d, "collector", path)
-        collector = collectors.get(collector_name) if collector_name else None
-        if collector_name and collector is None:
-            chk.err(f"{path}.collector", f"unknown collector {collector_name!r} "
-                                         f"(known: {', '.join(sorted(collectors)) or 'none'})")
-        if collector is not None and transport and transport not in collector.transports:
-            chk.err(f"{path}.transport", f"collector {collector_name} supports "
-                                         f"{', '.join(collector.transports)}, not {transport}")
 
-        cred = None
-        cred_name = chk.string(d, "credentials", path)
-        if cred_name is not None:
-            cred = creds.get(cred_name)
-            if cred is None and cred_name not in (cr or {}):
-                chk.err(f"{path}.credentials", f"unknown credential {cred_name!r}")
-            elif cred is not None and transport in ("ssh", "snmp") and cred.type != transport:
-                chk.err(f"{path}.credentials", f"credential {cred_name!r} is {cred.type}, transport is {transport}")
-        elif transport in ("ssh", "snmp"):
-            chk.err(f"{path}.credentials", f"transport {transport} needs credentials")
+def _parse_group(t: Any, path: str, chk: Validator, collectors: Mapping[str, Any], defaults: Defaults,
+                 timeout_is_explicit: bool, creds: dict[str, Credential], declared: dict,
+                 seen: set[str]) -> TargetGroup | None:
+    """One ``targets[i]`` group, or None when it has a problem (reported through ``chk``)."""
+    d = chk.mapping(t, path, {"name", "fabric", "collector", "hosts", "hosts_file", "transport", "credentials",
+                              "interval", "timeout", "stale_after", "options"},
+                    {"name", "fabric", "collector", "transport"})
+    name = chk.string(d, "name", path)
+    if name in seen:
+        chk.err(f"{path}.name", f"duplicate group name {name!r}")
+    seen.add(name or "")
+    fabric = chk.string(d, "fabric", path) or ""
+    transport = chk.string(d, "transport", path, choices=TRANSPORTS)
+    collector_name = chk.string(d, "collector", path)
+    collector = collectors.get(collector_name) if collector_name else None
+    if collector_name and collector is None:
+        chk.err(f"{path}.collector", f"unknown collector {collector_name!r} "
+                                     f"(known: {', '.join(sorted(collectors)) or 'none'})")
+    if collector is not None and transport and transport not in collector.transports:
+        chk.err(f"{path}.transport", f"collector {collector_name} supports "
+                                     f"{', '.join(collector.transports)}, not {transport}")
+    cred = _group_credential(d, path, chk, transport, creds, declared)
+    hosts, hosts_file = _group_hosts(d, path, chk, transport)
+    interval, timeout, stale_after = _group_timing(d, path, chk, defaults, timeout_is_explicit)
 
-        hosts: list[Host] = []
-        hosts_file = None
-        if "hosts" in d and "hosts_file" in d:
-            chk.err(path, "give hosts or hosts_file, not both")
-        if "hosts_file" in d:
-            hosts_file = chk.path(d, "hosts_file", path)
-            if hosts_file and Path(hosts_file).exists():
-                try:
-                    entries = read_hosts_file(hosts_file)
-                except (OSError, ValueError, yaml.YAMLError) as e:
-                    chk.err(f"{path}.hosts_file", f"cannot read hosts: {e}")
-                    entries = []
-                for j, h in enumerate(entries):
-                    host = parse_host(h, f"{path}.hosts_file[{j}]", chk)
-                    if host:
-                        hosts.append(host)
-        elif "hosts" in d:
-            if not isinstance(d["hosts"], list):
-                chk.err(f"{path}.hosts", "expected a list of hosts")
-            else:
-                for j, h in enumerate(d["hosts"]):
-                    host = parse_host(h, f"{path}.hosts[{j}]", chk)
-                    if host:
-                        hosts.append(host)
-        elif transport == "local":
-            hosts.append(Host("localhost", "localhost"))
+    options_raw = d.get("options") or {}
+    if not isinstance(options_raw, dict):
+        chk.err(f"{path}.options", "expected a mapping")
+        options_raw = {}
+    options = None
+    if collector is not None:
+        options = collector.parse_options(options_raw, f"{path}.options", chk.err, base_dir=chk.base_dir)
+    if not (name and fabric and transport and collector is not None):
+        return None
+    return TargetGroup(name=name, fabric=fabric, collector=collector_name, transport=transport,
+                       hosts=tuple(hosts), interval=interval, timeout=timeout, stale_after=stale_after,
+                       credentials=cred, options=options, hosts_file=hosts_file, raw_options=options_raw)
+
+
+def _group_credential(d: dict, path: str, chk: Validator, transport: str | None, creds: dict[str, Credential],
+                      declared: dict) -> Credential | None:
+    cred = None
+    cred_name = chk.string(d, "credentials", path)
+    if cred_name is not None:
+        cred = creds.get(cred_name)
+        if cred is None and cred_name not in (declared or {}):
+            chk.err(f"{path}.credentials", f"unknown credential {cred_name!r}")
+        elif cred is not None and transport in ("ssh", "snmp") and cred.type != transport:
+            chk.err(f"{path}.credentials", f"credential {cred_name!r} is {cred.type}, transport is {transport}")
+    elif transport in ("ssh", "snmp"):
+        chk.err(f"{path}.credentials", f"transport {transport} needs credentials")
+    return cred
+
+
+def _group_hosts(d: dict, path: str, chk: Validator, transport: str | None) -> tuple[list[Host], str | None]:
+    hosts: list[Host] = []
+    hosts_file = None
+    if "hosts" in d and "hosts_file" in d:
+        chk.err(path, "give hosts or hosts_file, not both")
+    if "hosts_file" in d:
+        hosts_file = chk.path(d, "hosts_file", path)
+        if hosts_file and Path(hosts_file).exists():
+            try:
+                entries = read_hosts_file(hosts_file)
+            except (OSError, ValueError, yaml.YAMLError) as e:
+                chk.err(f"{path}.hosts_file", f"cannot read hosts: {e}")
+                entries = []
+            hosts += filter(None, (parse_host(h, f"{path}.hosts_file[{j}]", chk) for j, h in enumerate(entries)))
+    elif "hosts" in d:
+        if not isinstance(d["hosts"], list):
+            chk.err(f"{path}.hosts", "expected a list of hosts")
         else:
-            chk.err(path, "needs hosts or hosts_file")
-        names = [h.name for h in hosts]
-        for dup in sorted({n for n in names if names.count(n) > 1}):
-            chk.err(f"{path}.hosts", f"host {dup!r} listed twice")
+            hosts += filter(None, (parse_host(h, f"{path}.hosts[{j}]", chk) for j, h in enumerate(d["hosts"])))
+    elif transport == "local":
+        hosts.append(Host("localhost", "localhost"))
+    else:
+        chk.err(path, "needs hosts or hosts_file")
+    names = [h.name for h in hosts]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        chk.err(f"{path}.hosts", f"host {dup!r} listed twice")
+    return hosts, hosts_file
 
-        interval = chk.duration(d, "interval", path, defaults.interval, bounds.INTERVAL)
-        # An explicit timeout (group or defaults) is validated; an unset one always fits the interval.
-        implicit = defaults.timeout if "timeout" in dd else min(defaults.timeout, 0.8 * interval)
-        timeout = chk.duration(d, "timeout", path, implicit, bounds.TIMEOUT)
-        if timeout is not None and interval is not None and timeout >= interval:
-            chk.err(f"{path}.timeout" if "timeout" in d else f"{path}.interval",
-                    f"timeout ({format_duration(timeout)}) must be shorter than interval ({format_duration(interval)})")
-        stale_after = chk.duration(d, "stale_after", path, defaults.stale_after) or 2 * interval
-        if stale_after < interval:
-            chk.err(f"{path}.stale_after", "must be at least the interval")
 
-        options_raw = d.get("options") or {}
-        if not isinstance(options_raw, dict):
-            chk.err(f"{path}.options", "expected a mapping")
-            options_raw = {}
-        options = None
-        if collector is not None:
-            options = collector.parse_options(options_raw, f"{path}.options", chk.err, base_dir=chk.base_dir)
-        if name and fabric and transport and collector is not None:
-            groups.append(TargetGroup(name=name, fabric=fabric, collector=collector_name, transport=transport,
-                                      hosts=tuple(hosts), interval=interval, timeout=timeout,
-                                      stale_after=stale_after, credentials=cred, options=options,
-                                      hosts_file=hosts_file, raw_options=options_raw))
-    # Checks across groups that only a collector knows (e.g. one fabric swept twice).
-    for name in dict.fromkeys(g.collector for g in groups):  # only the collectors in use are imported
-        mine = [(group_index[g.name], g) for g in groups if g.collector == name]
-        collectors[name].check_targets(mine, chk.err)
-    if chk.problems:
-        raise ConfigError(chk.problems)
-    return Config(web=web, defaults=defaults, limits=limits, credentials=creds, targets=tuple(groups), source=source)
+def _group_timing(d: dict, path: str, chk: Validator, defaults: Defaults,
+                  timeout_is_explicit: bool) -> tuple[float, float, float]:
+    """The group's interval, timeout and stale_after, each checked against the others."""
+    interval = chk.duration(d, "interval", path, defaults.interval, bounds.INTERVAL)
+    # An explicit timeout (group or defaults) is validated; an unset one always fits the interval.
+    implicit = defaults.timeout if timeout_is_explicit else min(defaults.timeout, 0.8 * interval)
+    timeout = chk.duration(d, "timeout", path, implicit, bounds.TIMEOUT)
+    if timeout is not None and interval is not None and timeout >= interval:
+        chk.err(f"{path}.timeout" if "timeout" in d else f"{path}.interval",
+                f"timeout ({format_duration(timeout)}) must be shorter than interval ({format_duration(interval)})")
+    stale_after = chk.duration(d, "stale_after", path, defaults.stale_after) or 2 * interval
+    if stale_after < interval:
+        chk.err(f"{path}.stale_after", "must be at least the interval")
+    return interval, timeout, stale_after

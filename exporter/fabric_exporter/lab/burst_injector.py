@@ -81,109 +81,140 @@ def make_schedule(seed: int, duration: float, min_ms: float, max_ms: float, gap_
 
 
 def run(args: argparse.Namespace) -> dict:
+    """Write the schedule's bursts (and noise, and the reload) into the counters; the log."""
     try:  # a NIC's counters move whatever the host's load: keep the ground truth's writer on time
         os.nice(-10)
     except OSError:
         pass
-    port_dir = Path(args.sys_class) / "infiniband" / args.device / "ports" / "1" / "hw_counters"
-    p = args.priority
-    eth = EthtoolFile(Path(args.ethtool_dir) / args.netdev)
-    hw = {name: InPlace(port_dir / name, int((port_dir / name).read_text().split()[0]))
-          for name in ("np_ecn_marked_roce_packets", "np_cnp_sent")}
-    pause_us, frames = f"rx_prio{p}_pause_duration", f"rx_prio{p}_pause"
-    added = {pause_us: 0, frames: 0, **{n: 0 for n in hw}}
-    rng = random.Random(args.seed + 1)
-    schedule = make_schedule(args.seed, args.duration, args.min_ms, args.max_ms, (args.gap_min_ms, args.gap_max_ms),
-                             [float(x) for x in args.lengths_ms.split(",")] if args.lengths_ms else None)
-    if args.quiet:
-        schedule = []
-    origin = args.start_at if args.start_at else time.monotonic()
-    step = args.step_ms / 1000
-    truth: list[tuple[float, float]] = []
-    gaps: list[float] = []
-    written: list[float] = []
-    reset_at = origin + args.reset_at if args.reset_at else None
+    return Injector(args).run()
 
-    def bump(name: str, n: int) -> None:
+
+def _sleep_until(t: float) -> None:
+    delay = t - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+class Injector:
+    """One run: the port's counter files, the burst schedule, and the ground truth written so far."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        port_dir = Path(args.sys_class) / "infiniband" / args.device / "ports" / "1" / "hw_counters"
+        p = args.priority
+        self.eth = EthtoolFile(Path(args.ethtool_dir) / args.netdev)
+        self.hw = {name: InPlace(port_dir / name, int((port_dir / name).read_text().split()[0]))
+                   for name in ("np_ecn_marked_roce_packets", "np_cnp_sent")}
+        self.pause_us, self.frames = f"rx_prio{p}_pause_duration", f"rx_prio{p}_pause"
+        self.added = {self.pause_us: 0, self.frames: 0, **{n: 0 for n in self.hw}}
+        self.rng = random.Random(args.seed + 1)
+        schedule = make_schedule(args.seed, args.duration, args.min_ms, args.max_ms,
+                                 (args.gap_min_ms, args.gap_max_ms),
+                                 [float(x) for x in args.lengths_ms.split(",")] if args.lengths_ms else None)
+        self.schedule = [] if args.quiet else schedule
+        self.origin = args.start_at if args.start_at else time.monotonic()
+        self.step = args.step_ms / 1000
+        self.truth: list[tuple[float, float]] = []
+        self.gaps: list[float] = []
+        self.written: list[float] = []
+        self.reset_at = self.origin + args.reset_at if args.reset_at else None
+        self.last_write = -1e9  # no write (burst or noise) for reset_quiet before the reload
+        self.last = self.origin  # the last noise step (or burst end)
+
+    def run(self) -> dict:
+        _sleep_until(self.origin)
+        self.last = time.monotonic()
+        k = 0
+        end_all = self.origin + self.args.duration
+        while True:
+            now = time.monotonic()
+            if now >= end_all:
+                break
+            self._reload_if_due(now)
+            burst = self.schedule[k] if k < len(self.schedule) else None
+            if burst is not None and now >= self.origin + burst[0] and not self._reset_pending(now):
+                self._burst(*burst)
+                k += 1
+                continue
+            self._quiet_step(now, burst)
+        return self._write_log()
+
+    def bump(self, name: str, n: int) -> None:
         if n <= 0:
             return
-        added[name] += n
-        if name in hw:
-            hw[name].write(hw[name].value + n)
+        self.added[name] += n
+        if name in self.hw:
+            self.hw[name].write(self.hw[name].value + n)
         else:
-            eth.values[name] += n
+            self.eth.values[name] += n
 
-    def sleep_until(t: float) -> None:
-        delay = t - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
+    def _reset_pending(self, now: float) -> bool:
+        return self.reset_at is not None and now >= self.reset_at
 
-    last = max(origin, time.monotonic())
-    sleep_until(origin)
-    last = time.monotonic()
-    k = 0
-    last_write = -1e9  # no write (burst or noise) for reset_quiet before the reload
-    end_all = origin + args.duration
-    while True:
-        now = time.monotonic()
-        if now >= end_all:
-            break
-        # the reload comes after a quiet gap, so the sampler has read every count before it
-        if reset_at is not None and now >= reset_at and now - last_write >= args.reset_quiet:
-            reset_at = None
-            for f in hw.values():
+    def _reload_if_due(self, now: float) -> None:
+        """The driver reload (every counter to 0), after a quiet gap, so the sampler has read every
+        count before it."""
+        if self._reset_pending(now) and now - self.last_write >= self.args.reset_quiet:
+            self.reset_at = None
+            for f in self.hw.values():
                 f.write(0)
-            for n in eth.values:
-                eth.values[n] = 0
+            for n in self.eth.values:
+                self.eth.values[n] = 0
+            self.eth.flush()
+
+    def _burst(self, offset: float, length: float) -> None:
+        """One burst: 100 % paused, rewritten every step, with frames, ECN marks and CNPs at burst rates."""
+        args, eth = self.args, self.eth
+        _sleep_until(self.origin + offset)
+        t0 = time.monotonic()  # a burst held back by a pending reload starts late, as long
+        end = t0 + length
+        base = eth.values[self.pause_us]
+        t = t0
+        gap = 0.0  # the longest this writer was held up during the burst (a loaded machine)
+        while t < end:
+            nxt = min(end, t + self.step)
+            _sleep_until(nxt)
+            t_now = min(time.monotonic(), end)
+            gap = max(gap, t_now - t)
+            dt = t_now - t
+            eth.values[self.pause_us] = base + round((t_now - t0) * 1e6)
+            self.bump(self.frames, round(dt * args.burst_frames_per_s))
+            self.bump("np_ecn_marked_roce_packets", round(dt * args.burst_ecn_per_s))
+            self.bump("np_cnp_sent", round(dt * args.burst_cnp_per_s))
             eth.flush()
-        burst = schedule[k] if k < len(schedule) else None
-        if burst is not None and now >= origin + burst[0] and not (reset_at is not None and now >= reset_at):
-            sleep_until(origin + burst[0])
-            t0 = time.monotonic()  # a burst held back by a pending reload starts late, as long
-            end = t0 + burst[1]
-            base = eth.values[pause_us]
-            t = t0
-            gap = 0.0  # the longest this writer was held up during the burst (a loaded machine)
-            while t < end:
-                nxt = min(end, t + step)
-                sleep_until(nxt)
-                t_now = min(time.monotonic(), end)
-                gap = max(gap, t_now - t)
-                dt = t_now - t
-                eth.values[pause_us] = base + round((t_now - t0) * 1e6)
-                bump(frames, round(dt * args.burst_frames_per_s))
-                bump("np_ecn_marked_roce_packets", round(dt * args.burst_ecn_per_s))
-                bump("np_cnp_sent", round(dt * args.burst_cnp_per_s))
-                eth.flush()
-                t = t_now
-            added[pause_us] += eth.values[pause_us] - base
-            truth.append((t0, t))
-            gaps.append(gap)
-            written.append(time.monotonic())  # when the burst's last count was really written
-            last_write = time.monotonic()
-            k += 1
-            last = time.monotonic()
-            continue
-        # quiet: background noise below every threshold, then wait for the next step
-        reset_pending = reset_at is not None and now >= reset_at
-        nxt = min(now + step, origin + burst[0]) if burst and not reset_pending else now + step
-        sleep_until(nxt)
+            t = t_now
+        self.added[self.pause_us] += eth.values[self.pause_us] - base
+        self.truth.append((t0, t))
+        self.gaps.append(gap)
+        self.written.append(time.monotonic())  # when the burst's last count was really written
+        self.last_write = time.monotonic()
+        self.last = time.monotonic()
+
+    def _quiet_step(self, now: float, burst: tuple[float, float] | None) -> None:
+        """Between bursts: wait one step (or until the next burst), with noise below every threshold."""
+        reset_pending = self._reset_pending(now)
+        nxt = min(now + self.step, self.origin + burst[0]) if burst and not reset_pending else now + self.step
+        _sleep_until(nxt)
         now = time.monotonic()
         # noise over at most two steps: a writer held up for a second must not pour a second's worth
         # of pause into one window (a NIC's counter would have moved all along)
-        dt, last = min(now - last, 2 * step), now
-        if args.noise and not reset_pending:
-            last_write = now
-            paused = round(dt * 1e6 * rng.uniform(0, 0.05))
-            eth.values[pause_us] += paused
-            added[pause_us] += paused
-            bump("np_ecn_marked_roce_packets", round(dt * rng.uniform(0, 200)))
-            eth.flush()
-    log = {"bursts": truth, "writer_gaps": gaps, "written_until": written, "added": added, "origin": origin, "end": time.monotonic()}
-    tmp = Path(args.log + ".tmp")
-    tmp.write_text(json.dumps(log))
-    os.replace(tmp, args.log)
-    return log
+        dt, self.last = min(now - self.last, 2 * self.step), now
+        if self.args.noise and not reset_pending:
+            self.last_write = now
+            paused = round(dt * 1e6 * self.rng.uniform(0, 0.05))
+            self.eth.values[self.pause_us] += paused
+            self.added[self.pause_us] += paused
+            self.bump("np_ecn_marked_roce_packets", round(dt * self.rng.uniform(0, 200)))
+            self.eth.flush()
+
+    def _write_log(self) -> dict:
+        """The ground truth, as JSON at ``--log`` (written whole: a reader never sees half of it)."""
+        log = {"bursts": self.truth, "writer_gaps": self.gaps, "written_until": self.written, "added": self.added,
+               "origin": self.origin, "end": time.monotonic()}
+        tmp = Path(self.args.log + ".tmp")
+        tmp.write_text(json.dumps(log))
+        os.replace(tmp, self.args.log)
+        return log
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,16 @@ and SONiC CLI (``lab.sonic_cli``), served over gNMI (grpc.aio + gnmi-pb) in two 
   sonic-gnmi does when its alias mode is on.
 * ``cumulus`` / ``openconfig``: one typed leaf per update under the OpenConfig and NVIDIA paths
   Cumulus 5.x documents (interfaces, qos queues, switch-priority pause counters and durations).
+  How leaves are grouped into notifications (``oc_grouping``) decides the client's cost, since
+  grpc-python pays ~50-75 us per message whatever it holds. Published captures show both bounds:
+  ``container`` (the default) -- one notification per keyed container, its prefix the container
+  and one update per leaf, as NVIDIA NVOS answers (``"prefix": "interfaces/interface[name=sw1p1]"``,
+  NVOS user manual, gNMI Streaming) and the most Arista cEOS 4.34.1F packs (1 to 9 counters under
+  ``interfaces/interface[name=Management1]/state/counters``, each batch as the agent wrote it:
+  UchihaItachiSama/openconfig_labs demos/gNMI-demo/README.md); ``leaf`` -- one notification per leaf, no prefix,
+  the full path in the update, as Arista EOS sent ``/interfaces/interface/state/counters`` in
+  aristanetworks/openmgmt docs/examples/gnmi-clients/gnmic/outputs/interface_state.json (2021):
+  the worst case. No capture shows a target packing several interfaces into one notification.
 * ``replay``: serve fixed payloads (sonic-gnmi's ``testdata/`` files) for given paths instead.
 
 Subscribe only (Cumulus has no Get): ONCE, POLL and STREAM (SAMPLE, ON_CHANGE); a sample
@@ -154,6 +164,7 @@ class SonicView:
 # -- the simulated switch as OpenConfig leaves -------------------------------------------------------
 
 Elem = tuple[str, dict[str, str]]
+OC_GROUPINGS = ("container", "leaf")
 OPER = {1: "UP", 2: "DOWN", 3: "TESTING", 4: "UNKNOWN", 5: "DORMANT", 6: "NOT_PRESENT", 7: "LOWER_LAYER_DOWN"}
 OC_COUNTERS = {"in-octets": "ifHCInOctets", "in-unicast-pkts": "ifHCInUcastPkts",
                "in-multicast-pkts": "ifHCInMulticastPkts", "in-broadcast-pkts": "ifHCInBroadcastPkts",
@@ -224,7 +235,8 @@ class GnmiTarget:
                  tls: tuple[str, str] | None = None, credentials: tuple[str, str] | None = None,
                  min_sample_interval: float = MIN_SAMPLE_INTERVAL, vendor_aliases: bool = False,
                  replay: dict[tuple[str, str], bytes] | None = None, advance_each_sample: bool = False,
-                 advance_every: float | None = None, notification_per_key: bool = False):
+                 advance_every: float | None = None, notification_per_key: bool = False,
+                 oc_grouping: str = "container"):
         self.switch = switch
         self.dialect = dialect
         self.port = port or free_tcp_port()
@@ -237,6 +249,9 @@ class GnmiTarget:
         # of them per path; what sonic-gnmi's dbTableKeySubscribe sends for an ON_CHANGE subscription
         # (its SAMPLE sends the merged object)
         self.notification_per_key = notification_per_key
+        if oc_grouping not in OC_GROUPINGS:
+            raise ValueError(f"oc_grouping must be one of {OC_GROUPINGS}")
+        self.oc_grouping = oc_grouping  # openconfig/cumulus: a notification per container or per leaf
         self.advance_each_sample = advance_each_sample
         # advance the switch on a timer of its own and stamp every notification with the state's
         # version instead of the time, so two clients' notifications of one state can be matched
@@ -284,12 +299,17 @@ class GnmiTarget:
                 hashable = tuple((n, tuple(k.items())) for n, k in parent)
                 by_parent.setdefault(hashable, (parent, []))[1].append((leaf_elems[-1], value))
         for parent, leaves in by_parent.values():
-            prefix = g.Path(elem=[g.PathElem(name=n, key=k) for n, k in parent])
+            parent_elems = [g.PathElem(name=n, key=k) for n, k in parent]
             updates = []
             for (name, _), value in leaves:
                 tv = g.TypedValue(string_val=value) if isinstance(value, str) else g.TypedValue(uint_val=int(value))
-                updates.append(g.Update(path=g.Path(elem=[g.PathElem(name=name)]), val=tv))
-            out.append(g.Notification(timestamp=ts, prefix=prefix, update=updates))
+                if self.oc_grouping == "leaf":  # Arista's 2021 shape: no prefix, the whole path per leaf
+                    path = g.Path(elem=[*parent_elems, g.PathElem(name=name)])
+                    out.append(g.Notification(timestamp=ts, update=[g.Update(path=path, val=tv)]))
+                else:
+                    updates.append(g.Update(path=g.Path(elem=[g.PathElem(name=name)]), val=tv))
+            if updates:
+                out.append(g.Notification(timestamp=ts, prefix=g.Path(elem=parent_elems), update=updates))
         return out
 
     def _all(self, g: Any, sl: Any, subs: list, ts: int) -> list:
@@ -464,11 +484,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tls-key")
     ap.add_argument("--advance-each-sample", action="store_true")
     ap.add_argument("--advance-every", type=float)
+    ap.add_argument("--oc-grouping", default="container", choices=OC_GROUPINGS)
     args = ap.parse_args(argv)
     sw = SimulatedSwitch(args.name, "sonic", ports=args.ports, queues=args.queues, seed=args.seed)
     target = GnmiTarget(sw, args.dialect, port=args.port,
                         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None,
-                        advance_each_sample=args.advance_each_sample, advance_every=args.advance_every)
+                        advance_each_sample=args.advance_each_sample, advance_every=args.advance_every,
+                        oc_grouping=args.oc_grouping)
 
     async def run() -> None:
         await target.serve()

@@ -278,6 +278,7 @@ class IbsimFabric:
         self.etc_dir = self.workdir / "opensm-etc"  # what opensm would read from /etc/opensm
         self._followers: dict[Path, LogFollower] = {}
         self._sync = 0
+        self.restarts = 0  # how often restart() brought the fabric back
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -348,6 +349,26 @@ class IbsimFabric:
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
         raise IbsimError(f"timed out after {timeout:g}s waiting for {what}: {follower.tail()}")
+
+    def exited(self) -> str | None:
+        """None while ibsim and opensm both run; else which one exited, with what, and its log's tail."""
+        for proc, name, path in ((self.ibsim, "ibsim", self._log), (self.opensm, "opensm", self.workdir / "opensm.out")):
+            if proc is not None and proc.poll() is not None:
+                return f"{name} exited with {proc.returncode}: {LogFollower(path).tail()}"
+        return None
+
+    def restart(self, timeout: float = 60.0) -> int:
+        """Stop what is left and start both again on the same socket name, so the tools' environment
+        stays valid. ibsim dies by itself now and then (``ibpanic: sim_ctl_new_client: can't connect
+        to in socket``: a tool run killed while ibsim connects back to it), which a lab that runs for
+        hours must survive. The old logs are kept as ``*.crash-N``; returns N."""
+        self.restarts += 1
+        for path in (self._log, self.workdir / "opensm.out", self.workdir / "opensm.log"):
+            if path.exists():
+                path.replace(path.with_name(f"{path.name}.crash-{self.restarts}"))
+        self.stop()
+        self.start(timeout)
+        return self.restarts
 
     def stop(self) -> None:
         for proc in (self.opensm, self.ibsim):

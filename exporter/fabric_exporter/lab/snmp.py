@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..catalog import mib
 from .ports import free_udp_port
 from .switch_buffers import SwitchBuffers
 
@@ -32,19 +33,20 @@ from .switch_buffers import SwitchBuffers
 INTEGER, STRING, COUNTER32, GAUGE32, TIMETICKS, COUNTER64 = 2, 4, 65, 66, 67, 70
 
 SYS_DESCR = (1, 3, 6, 1, 2, 1, 1, 1, 0)
-SYS_UPTIME = (1, 3, 6, 1, 2, 1, 1, 3, 0)
+# the MIB tables' entries are the catalog's (catalog/mib.py); the column numbers below are the MIBs'
+SYS_UPTIME = mib.SYSTEM.entry + (3, 0)
 IF_NUMBER = (1, 3, 6, 1, 2, 1, 2, 1, 0)
-IF_ENTRY = (1, 3, 6, 1, 2, 1, 2, 2, 1)
-IFX_ENTRY = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1)
-IEEE_PFC_ENTRY = (1, 3, 111, 2, 802, 1, 1, 21, 1, 1, 1)
-CPFC_PRIO_ENTRY = (1, 3, 6, 1, 4, 1, 9, 9, 813, 1, 2, 1)
-CSQ_STATS_VALUE = (1, 3, 6, 1, 4, 1, 9, 9, 580, 1, 5, 5, 1, 4)
-ARISTA_PFC_PRIO_ENTRY = (1, 3, 6, 1, 4, 1, 30065, 3, 11, 1, 1, 1)
-ARISTA_PFCWD_ENTRY = (1, 3, 6, 1, 4, 1, 30065, 3, 11, 1, 2, 1)
-ARISTA_EGRESS_ENTRY = (1, 3, 6, 1, 4, 1, 30065, 3, 6, 1, 2, 1)
-LLDP_LOC_PORT_ENTRY = (1, 0, 8802, 1, 1, 2, 1, 3, 7, 1)
-LLDP_REM_ENTRY = (1, 0, 8802, 1, 1, 2, 1, 4, 1, 1)
-LLDP_V2_REM_ENTRY = (1, 3, 111, 2, 802, 1, 1, 13, 1, 4, 1, 1)
+IF_ENTRY = mib.IF.entry
+IFX_ENTRY = mib.IF_X.entry
+IEEE_PFC_ENTRY = mib.IEEE_PFC.entry
+CPFC_PRIO_ENTRY = mib.CISCO_PFC_PRIORITY.entry
+CSQ_STATS_VALUE = mib.CISCO_QOS_STATS.entry + (4,)
+ARISTA_PFC_PRIO_ENTRY = mib.ARISTA_PFC_PRIORITY.entry
+ARISTA_PFCWD_ENTRY = mib.ARISTA_PFC_WATCHDOG.entry
+ARISTA_EGRESS_ENTRY = mib.ARISTA_EGRESS_QUEUE.entry
+LLDP_LOC_PORT_ENTRY = mib.LLDP_LOC_PORT.entry
+LLDP_REM_ENTRY = mib.LLDP_REM.entry
+LLDP_V2_REM_ENTRY = mib.LLDP_V2_REM.entry
 HEX = "4x"  # snmprec tag: an OCTET STRING given in hex
 
 MASK32 = (1 << 32) - 1

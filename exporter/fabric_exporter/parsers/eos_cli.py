@@ -66,10 +66,10 @@ def _count(token: str, what: str) -> int:
 @dataclass(frozen=True)
 class Discards:
     port: str
-    values: dict[str, int]  # in_discards / out_discards, when the switch gave them
+    values: dict[str, int]  # JSON key as EOS prints it (inDiscards, outDiscards) -> count, those it gave
 
 
-DISCARD_KEYS = {"inDiscards": "in_discards", "outDiscards": "out_discards"}
+DISCARD_KEYS = ("inDiscards", "outDiscards")
 
 
 def _json_object(text: str, what: str) -> dict:
@@ -101,10 +101,10 @@ def _json_count(raw: object, what: str) -> int:
     return raw
 
 
-def _interface_counts(text: str, what: str, top: str, keys: dict[str, str]) -> list[tuple[str, dict[str, int]]]:
-    """``{top: {port: {key: count}}}`` -> (long port name, {our name: count}) for the ``keys`` present."""
-    return [(long_name(port), {name: _json_count(counters[key], f"{what}: {port} {key}")
-                               for key, name in keys.items() if key in counters})
+def _interface_counts(text: str, what: str, top: str, keys: tuple[str, ...]) -> list[tuple[str, dict[str, int]]]:
+    """``{top: {port: {key: count}}}`` -> (long port name, {key: count}) for the ``keys`` present."""
+    return [(long_name(port), {key: _json_count(counters[key], f"{what}: {port} {key}")
+                               for key in keys if key in counters})
             for port, counters in _interfaces(_json_object(text, what), top, what).items()]
 
 
@@ -119,10 +119,10 @@ def parse_discards_json(text: str, skipped: list[SkippedLine] | None = None) -> 
 @dataclass(frozen=True)
 class PfcFrames:
     port: str
-    values: dict[str, int]  # rx_frames / tx_frames, when the switch gave them
+    values: dict[str, int]  # JSON key as EOS prints it (rxFrames, txFrames) -> count, those it gave
 
 
-PFC_KEYS = {"rxFrames": "rx_frames", "txFrames": "tx_frames"}
+PFC_KEYS = ("rxFrames", "txFrames")
 
 
 @parser_entry
@@ -169,26 +169,25 @@ def parse_ecn_counters_json(text: str, skipped: list[SkippedLine] | None = None)
 class QueueCounters:
     port: str
     queue: str  # <DestType><traffic class>: UC7, MC1 -- the label form SONiC and SNMP use
-    values: dict[str, int]
+    values: dict[str, int]  # count column as its header reads (OutEnqPkts; VoQ table: Pkts, DropOctets ...) -> count
 
 
 @dataclass(frozen=True)
 class _Table:
     header: tuple[str, ...]  # the first header line's words
     second: tuple[str, ...]  # the header's second line ("Class" of "Traffic Class")
-    values: tuple[str, ...]  # names of the four counts, in column order
     drop_prec: bool  # rows carry DropPrec and DestType before the counts
 
 
 TABLES = {
     "Egress Queue Counters": _Table(
         ("Port", "Traffic", "DropPrec", "DestType", "OutEnqPkts", "OutEnqOctets", "OutDropPkts", "OutDropOctets"),
-        ("Class",), ("enqueued_packets", "enqueued_bytes", "dropped_packets", "dropped_bytes"), True),
+        ("Class",), True),
     # VoQ platforms (7280R/7500R): packets queued for an egress port and class at the ingress
     # chips, and dropped there -- where congestion drops show on these switches.
     "Aggregate VoQ Counters": _Table(
         ("Egress", "Traffic", "Pkts", "Octets", "DropPkts", "DropOctets"),
-        ("Port", "Class"), ("voq_packets", "voq_bytes", "voq_dropped_packets", "voq_dropped_bytes"), False),
+        ("Port", "Class"), False),
 }
 _TC = re.compile(r"^TC([0-9]{1,2})$")
 _DROP_PREC = re.compile(r"^DP[0-9](?:-[0-9])?$")
@@ -247,7 +246,8 @@ def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) ->
             note(skipped, SOURCE_QUEUE, i + 1, line)
             continue
         port, queue, counts = found
-        values = {name: _count(c, f"{what}: {cells[0]} {cells[1]} {name}") for name, c in zip(table.values, counts)}
+        values = {name: _count(c, f"{what}: {cells[0]} {cells[1]} {name}")
+                  for name, c in zip(table.header[-len(counts):], counts)}
         rows.setdefault((title, port, queue), []).append((i + 1, line, values))
     if not seen_tables:
         raise ParseError(f"{what}: none of the tables {', '.join(map(repr, TABLES))}")
@@ -265,3 +265,14 @@ def parse_queue_counters(text: str, skipped: list[SkippedLine] | None = None) ->
 
 __all__ = ["Discards", "EcnMarked", "PfcFrames", "QueueCounters", "long_name", "parse_discards_json",
            "parse_ecn_counters_json", "parse_pfc_counters_json", "parse_queue_counters"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_queue_counters": ("real/eos_queue_counters_detail_egress_nz.txt",
+                             "real/eos_queue_counters_nz_7280sr3e.txt"),
+    "parse_discards_json": ("real/eos_interfaces_counters_discards_anta.json",),
+    "parse_pfc_counters_json": ("real/eos_pfc_counters_anta.json",),
+    "parse_ecn_counters_json": ("real/eos_qos_ecn_counters_queue_anta.json",),
+}

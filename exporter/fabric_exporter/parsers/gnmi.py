@@ -255,3 +255,13 @@ def parse_sonic_port_aliases(data: bytes | str) -> dict[str, str]:
         if isinstance(alias, str) and alias:
             out[alias] = name.split("|", 1)[1] if name.startswith("PORT|") else name
     return out
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_sonic_blob": ("switch/gnmi/sonic/COUNTERS+Ethernet68+Queues_alias.txt",
+                         "switch/gnmi/sonic/COUNTERS+Ethernet68.txt",
+                         "switch/gnmi/sonic/PERIODIC_WATERMARKS+Ethernet16+PriorityGroups.txt"),
+    "parse_sonic_name_map": ("switch/gnmi/sonic/COUNTERS_PORT_NAME_MAP.txt",),
+}

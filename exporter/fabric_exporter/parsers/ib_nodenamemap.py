@@ -57,3 +57,10 @@ def parse(text: str) -> dict[int, str]:
 
 
 __all__ = ["parse"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse": ("infiniband/node-name-map.txt",),
+}

@@ -102,3 +102,10 @@ def parse(text: str, skipped: list[SkippedLine] | None = None) -> list[PerfBlock
 
 
 __all__ = ["parse", "PerfBlock"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse": ("infiniband/edr_perfquery_extended.txt", "infiniband/qdr_perfquery_basic_latched.txt"),
+}

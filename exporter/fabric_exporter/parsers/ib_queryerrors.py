@@ -353,3 +353,13 @@ def failed_queries(stderr: str) -> list[tuple[str, int, int]]:
 
 __all__ = ["parse", "failed_queries", "PortLineMemo", "QueryErrorsReport", "NodeCounters", "PortCounters", "LinkInfo",
            "Summary", "SPEEDS"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse": ("infiniband/hdr_ibqueryerrors_errors_report_port.txt",
+              "infiniband/ndr_ibqueryerrors_counters_report_port.txt"),
+    "failed_queries": ("infiniband/hdr_ibqueryerrors_errors_report_port.txt",
+                       "infiniband/ndr_ibqueryerrors_counters_report_port.txt"),
+}

@@ -48,18 +48,14 @@ _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _COUNT = re.compile(r"^[0-9]{1,20}$")
 NOT_AVAILABLE = "n/a"
 
-# the packet counts read: path -> name (the collector maps names to catalog series)
-COUNTS = {
-    "rx-stats/rx-roce-stats/roce-packets": "rx_roce_packets",
-    "rx-stats/rx-roce-stats/no-buffer-discard": "rx_roce_no_buffer_discards",
-    "rx-stats/rx-non-roce-stats/non-roce-packets": "rx_non_roce_packets",
-    "rx-stats/rx-non-roce-stats/no-buffer-discard": "rx_non_roce_no_buffer_discards",
-    "tx-stats/tx-roce-stats/roce-packets": "tx_roce_packets",
-    "tx-stats/tx-roce-stats/unicast-no-buffer-discard": "tx_roce_no_buffer_discards",
-    "tx-stats/tx-cnp-stats/cnp-packets": "tx_cnp_packets",
-    "tx-stats/tx-cnp-stats/unicast-no-buffer-discard": "tx_cnp_no_buffer_discards",
-    "tx-stats/tx-ecn-stats/ecn-marked-packets": "tx_ecn_marked_packets",
-}
+# the packet counts read, by their path in the tree (the catalog's rows say which metric each is)
+COUNTS = frozenset({
+    "rx-stats/rx-roce-stats/roce-packets", "rx-stats/rx-roce-stats/no-buffer-discard",
+    "rx-stats/rx-non-roce-stats/non-roce-packets", "rx-stats/rx-non-roce-stats/no-buffer-discard",
+    "tx-stats/tx-roce-stats/roce-packets", "tx-stats/tx-roce-stats/unicast-no-buffer-discard",
+    "tx-stats/tx-cnp-stats/cnp-packets", "tx-stats/tx-cnp-stats/unicast-no-buffer-discard",
+    "tx-stats/tx-ecn-stats/ecn-marked-packets",
+})
 _GROUPS = {"rx-stats", "tx-stats", "rx-stats/rx-roce-stats", "rx-stats/rx-non-roce-stats", "rx-stats/rx-pfc-stats",
            "tx-stats/tx-roce-stats", "tx-stats/tx-cnp-stats", "tx-stats/tx-ecn-stats", "tx-stats/tx-pfc-stats"}
 # known leaves not read (see the module docstring), by leaf name under the groups above
@@ -69,7 +65,7 @@ _NOT_READ = {"buffer-max-usage", "buffer-usage", "pg-max-usage", "pg-usage", "tc
 
 @dataclass(frozen=True)
 class RoceCounters:
-    values: dict[str, int]  # COUNTS' names -> packets, those the switch printed
+    values: dict[str, int]  # path in the tree (one of COUNTS) -> packets, those the switch printed
 
 
 def _columns(rule: str) -> list[tuple[int, int]]:
@@ -131,8 +127,15 @@ def parse_roce_counters(text: str, skipped: list[SkippedLine] | None = None) -> 
             continue
         if not _COUNT.match(value) or int(value) > MAX_COUNTER:
             raise ParseError(f"{what}: line {line_no}: {path}: expected a packet count, got {value[:40]!r}")
-        values[COUNTS[path]] = int(value)
+        values[path] = int(value)
     return RoceCounters(values)
 
 
 __all__ = ["COUNTS", "RoceCounters", "SOURCE_ROCE", "parse_roce_counters"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_roce_counters": ("real/nvue_qos_roce_counters_swp16.txt",),
+}

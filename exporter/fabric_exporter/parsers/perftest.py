@@ -269,3 +269,21 @@ def parse_report(text: str, message_bytes: int | None = None,
 
 
 __all__ = ["LatencyReport", "parse_text", "parse_json", "parse_report"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_text": ("latency/write_lat_ib.txt",
+                   "latency/send_lat_roce_cpu_warning.txt",
+                   "latency/write_lat_roce_json_stdout.txt",
+                   "latency/write_lat_roce_out_json.json"),
+    "parse_json": ("latency/write_lat_ib.txt",
+                   "latency/send_lat_roce_cpu_warning.txt",
+                   "latency/write_lat_roce_json_stdout.txt",
+                   "latency/write_lat_roce_out_json.json"),
+    "parse_report": ("latency/write_lat_ib.txt",
+                     "latency/send_lat_roce_cpu_warning.txt",
+                     "latency/write_lat_roce_json_stdout.txt",
+                     "latency/write_lat_roce_out_json.json"),
+}

@@ -342,7 +342,7 @@ _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 @parser_entry
 def parse_host_dump(text: str) -> HostDump:
-    """Split the collector's remote output into its sections (see collectors/roce_nic.py's script).
+    """Split the collector's remote output into its sections (see collectors/roce_nic/script.py).
 
     The dump must begin with ``@@fabric-roce 1 MODE`` and end with ``@@end``: output cut short (a
     session killed mid-way) is a ParseError, never a partial table read as complete.
@@ -416,3 +416,12 @@ __all__ = [
     "CommandOutput", "DumpPort", "HostDump", "RdmaLink", "HW_COUNTER_SETTINGS",
     "parse_host_dump", "parse_hw_counters", "parse_rdma_link", "parse_rdma_statistic",
 ]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_hw_counters": ("roce_nic/hw_counters_mlx5.txt",),
+    "parse_rdma_statistic": ("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statistic_mlx5.json"),
+    "parse_rdma_link": ("roce_nic/rdma_link.txt", "roce_nic/rdma_link.json"),
+}

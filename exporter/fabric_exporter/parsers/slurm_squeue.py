@@ -163,3 +163,11 @@ def parse_squeue_text(text: str, skipped: list[SkippedLine] | None = None) -> li
                       else None)  # epoch seconds: 12 digits reach year 33658
         jobs.append(RunningJob(job_id, name, user, account, partition, nodes, start_time))
     return jobs
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_squeue_json": ("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json"),
+    "parse_squeue_text": ("slurm/slurm-22.05.8-squeue-format.txt",),
+}

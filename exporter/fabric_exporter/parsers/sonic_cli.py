@@ -1,6 +1,7 @@
-"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and the Cumulus ``ethtool -S`` counter names.
+"""Parsers for SONiC CLI tables (sonic-utilities ``show`` commands) and Cumulus ``ethtool -S``.
 
-Pure functions: text in, records out; only ParseError on bad input. Layouts are those of
+Pure functions: text in, records out; only ParseError on bad input. Counters keep the names the
+switch prints (a header, a JSON key, an ethtool name): which metric each one is, is the catalog's. Layouts are those of
 sonic-utilities (tabulate "simple": a header line, a line of dash groups giving each column's
 width, right-aligned rows; values with thousands separators; ``N/A`` where a counter is not
 available). A value that is ``N/A`` is left out -- never turned into 0.
@@ -164,23 +165,20 @@ def parse_pfc_counters(text: str, skipped: list[SkippedLine] | None = None) -> P
 
 # -- show queue counters / wredcounters -------------------------------------------------------------
 
-QUEUE_COLUMNS = {"Counter/pkts": "tx_packets", "Counter/bytes": "tx_bytes", "Drop/pkts": "dropped_packets",
-                 "Drop/bytes": "dropped_bytes", "Trim/pkts": "trimmed_packets",
-                 "TrimSent/pkts": "trim_sent_packets", "TrimDrop/pkts": "trim_dropped_packets"}
-QUEUE_JSON_KEYS = {"totalpacket": "tx_packets", "totalbytes": "tx_bytes", "droppacket": "dropped_packets",
-                   "dropbytes": "dropped_bytes", "trimpkt": "trimmed_packets", "trimsentpkt": "trim_sent_packets",
-                   "trimdroppkt": "trim_dropped_packets"}
-WRED_COLUMNS = {"WredDrp/pkts": "wred_dropped_packets", "WredDrp/bytes": "wred_dropped_bytes",
-                "EcnMarked/pkts": "ecn_marked_packets", "EcnMarked/bytes": "ecn_marked_bytes"}
-WRED_JSON_KEYS = {"wreddroppacket": "wred_dropped_packets", "wreddropbytes": "wred_dropped_bytes",
-                  "ecnmarkedpacket": "ecn_marked_packets", "ecnmarkedbytes": "ecn_marked_bytes"}
+# The counters are kept under the names SONiC prints (a column header, a JSON key); which metric each
+# one is, is the catalog's (RawCounter rows of source "show queue counters" ..., catalog/switch_commands.py).
+QUEUE_COLUMNS = ("Counter/pkts", "Counter/bytes", "Drop/pkts", "Drop/bytes", "Trim/pkts", "TrimSent/pkts",
+                 "TrimDrop/pkts")
+QUEUE_JSON_KEYS = ("totalpacket", "totalbytes", "droppacket", "dropbytes", "trimpkt", "trimsentpkt", "trimdroppkt")
+WRED_COLUMNS = ("WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes")
+WRED_JSON_KEYS = ("wreddroppacket", "wreddropbytes", "ecnmarkedpacket", "ecnmarkedbytes")
 
 
 @dataclass(frozen=True)
 class QueueCounters:
     port: str
     queue: str  # as SONiC names it: UC0, MC10, ALL20
-    values: dict[str, int]  # stat name -> value; N/A values are absent
+    values: dict[str, int]  # counter as printed (header or JSON key) -> value; N/A values are absent
 
 
 def _check_queue(token: str, what: str) -> str:
@@ -189,7 +187,7 @@ def _check_queue(token: str, what: str) -> str:
     return token
 
 
-def _queue_tables(text: str, columns: dict[str, str], what: str,
+def _queue_tables(text: str, columns: tuple[str, ...], what: str,
                   skipped: list[SkippedLine] | None = None, source: str = "sonic") -> list[QueueCounters]:
     out: list[QueueCounters] = []
     seen: set[tuple[str, str]] = set()
@@ -199,7 +197,7 @@ def _queue_tables(text: str, columns: dict[str, str], what: str,
     for t in tables:
         if t.headers[:2] != ("Port", "TxQ"):
             raise ParseError(f"{what}: expected columns Port, TxQ first, got {', '.join(t.headers[:2])}")
-        known = [(i, columns[h]) for i, h in enumerate(t.headers) if h in columns]
+        known = [(i, h) for i, h in enumerate(t.headers) if h in columns]
         if not known:
             raise ParseError(f"{what}: none of the expected columns ({', '.join(columns)})")
         for row in t.rows:
@@ -213,7 +211,7 @@ def _queue_tables(text: str, columns: dict[str, str], what: str,
     return out
 
 
-def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounters]:
+def _queue_json(text: str, keys: tuple[str, ...], what: str) -> list[QueueCounters]:
     data = load_json(text, what)
     if not isinstance(data, dict):
         raise ParseError(f"{what}: expected a JSON object of ports")
@@ -229,7 +227,7 @@ def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounter
             if not isinstance(stats, dict):
                 raise ParseError(f"{what}: {port} {queue}: expected an object of counters")
             values = {}
-            for key, name in keys.items():
+            for key in keys:
                 if key in stats:
                     raw = stats[key]
                     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
@@ -237,9 +235,9 @@ def _queue_json(text: str, keys: dict[str, str], what: str) -> list[QueueCounter
                     if isinstance(raw, int):
                         if not 0 <= raw <= MAX_COUNTER:
                             raise ParseError(f"{what}: {port} {queue} {key}: {raw} out of range")
-                        values[name] = raw
+                        values[key] = raw
                     elif (v := parse_count(raw, f"{port} {queue} {key}")) is not None:
-                        values[name] = v
+                        values[key] = v
             out.append(QueueCounters(port, queue, values))
     return out
 
@@ -268,10 +266,17 @@ def parse_wred_counters_json(text: str, skipped: list[SkippedLine] | None = None
 
 PFCWD_HEADERS = ("QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP",
                  "TX LAST OK/DROP", "RX LAST OK/DROP")
-PFCWD_PAIRS = {"STORM DETECTED/RESTORED": ("storms_detected", "storms_restored"),
-               "TX OK/DROP": ("tx_ok", "tx_dropped"), "RX OK/DROP": ("rx_ok", "rx_dropped"),
-               "TX LAST OK/DROP": ("tx_last_ok", "tx_last_dropped"),
-               "RX LAST OK/DROP": ("rx_last_ok", "rx_last_dropped")}
+
+
+def pair_names(header: str) -> tuple[str, str]:
+    """The two counters of an a/b column, named as the header reads: 'TX LAST OK/DROP' -> ('TX LAST OK',
+    'TX LAST DROP'), 'STORM DETECTED/RESTORED' -> ('STORM DETECTED', 'STORM RESTORED')."""
+    words, _, last = header.rpartition(" ")
+    first, _, second = last.partition("/")
+    return f"{words} {first}", f"{words} {second}"
+
+
+PFCWD_PAIRS = {h: pair_names(h) for h in PFCWD_HEADERS[2:]}
 PFCWD_STATUSES = ("operational", "stormed", NA)
 
 
@@ -280,7 +285,7 @@ class PfcwdStats:
     port: str
     queue: int
     status: str | None  # operational | stormed | None (N/A)
-    values: dict[str, int]
+    values: dict[str, int]  # 'STORM DETECTED', 'TX DROP', ...: each half of an a/b column as its header reads
 
 
 @parser_entry
@@ -418,35 +423,21 @@ def parse_lldp_table(text: str, skipped: list[SkippedLine] | None = None) -> lis
 # The table itself is read by parsers/ethtool.py, the one ethtool parser (same header, skip-and-count
 # and duplicate rules as a NIC's); here only the Cumulus counter names are mapped.
 
-_CUMULUS_PFC = re.compile(r"^HwIf(In|Out)Pfc([0-7])Pkt$")
-_CUMULUS_WRED = re.compile(r"^HwIfOutQ([0-9]+)WredDrops$")
-# per-interface drop counters of switchd (names as 'ethtool -S swpN' prints them on Cumulus Linux)
-CUMULUS_DROPS = {"HwIfInDiscards": "in_discards", "HwIfOutDiscards": "out_discards",
-                 "HwIfInBufferDrops": "in_buffer_drops", "HwIfOutQDrops": "out_queue_drops"}
+# The counters keep switchd's names (HwIfInPfc3Pkt, HwIfOutQ3WredDrops, HwIfInDiscards ...); which metric
+# and labels each one is, is the catalog's (rows of source "ethtool -S swp<n>", catalog/switch_commands.py).
 
 
 @dataclass(frozen=True)
 class CumulusPortCounters:
-    pfc_rx: dict[int, int]
-    pfc_tx: dict[int, int]
-    wred_dropped: dict[int, int]  # queue -> packets
-    raw: dict[str, int]
-    # names printed twice with different values: left out of everything above, never guessed
+    raw: dict[str, int]  # name as printed -> value
+    # names printed twice with different values: left out of ``raw``, never guessed
     ambiguous: frozenset[str] = field(default_factory=frozenset)
-    drops: dict[str, int] = field(default_factory=dict)  # CUMULUS_DROPS' names -> packets, those printed
 
 
 @parser_entry
 def parse_cumulus_ethtool(text: str, skipped: list[SkippedLine] | None = None) -> CumulusPortCounters:
     stats = parse_ethtool_stats(text, skipped)
-    rx, tx, wred = {}, {}, {}
-    for name, value in stats.counters.items():
-        if m := _CUMULUS_PFC.match(name):
-            (rx if m.group(1) == "In" else tx)[int(m.group(2))] = value
-        elif m := _CUMULUS_WRED.match(name):
-            wred[int(m.group(1))] = value
-    drops = {name: stats.counters[raw] for raw, name in CUMULUS_DROPS.items() if raw in stats.counters}
-    return CumulusPortCounters(rx, tx, wred, dict(stats.counters), stats.ambiguous, drops)
+    return CumulusPortCounters(dict(stats.counters), stats.ambiguous)
 
 
 # -- show pfc counters --history ------------------------------------------------------------------
@@ -517,3 +508,27 @@ def parse_pfc_history(text: str, skipped: list[SkippedLine] | None = None) -> li
     if not tables and text.strip():
         raise ParseError(f"{what}: no table")
     return out
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_tables": ("switch/sonic/show_pfc_counters.txt",
+                     "switch/sonic/show_pfcwd_stats.txt",
+                     "switch/sonic/show_queue_counters.txt",
+                     "switch/sonic/show_queue_counters.json",
+                     "switch/sonic/show_queue_wredcounters.txt",
+                     "switch/sonic/show_queue_wredcounters.json"),
+    "parse_pfc_counters": ("switch/sonic/show_pfc_counters.txt",),
+    "parse_queue_counters": ("switch/sonic/show_queue_counters.txt",),
+    "parse_queue_counters_json": ("switch/sonic/show_queue_counters.json",),
+    "parse_wred_counters": ("switch/sonic/show_queue_wredcounters.txt",),
+    "parse_wred_counters_json": ("switch/sonic/show_queue_wredcounters.json",),
+    "parse_pfcwd_stats": ("switch/sonic/show_pfcwd_stats.txt",),
+    "parse_cumulus_ethtool": ("roce_nic/ethtool_mlx5_pfc3.txt",
+                              "roce_nic/ethtool_bnxt.txt",
+                              "real/ethtool_cumulus_37_swp1.txt",
+                              "real/ethtool_cumulus_37_mlag_swp51_trimmed.txt"),
+    "parse_pfc_history": ("real/sonic_pfc_counters_history_all.txt",),
+    "parse_lldp_table": ("real/sonic_lldp_table.txt", "real/sonic_lldp_table_two_macs.txt"),
+}

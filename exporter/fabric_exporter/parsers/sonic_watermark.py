@@ -272,3 +272,17 @@ def parse_pool_watermark(text: str, skipped: list[SkippedLine] | None = None) ->
 
 __all__ = ["NA", "PgWatermark", "PoolWatermark", "QueueWatermark", "parse_pg_watermark", "parse_pg_watermark_json",
            "parse_pool_watermark", "parse_queue_watermark", "parse_queue_watermark_json"]
+
+
+# Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
+# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+FUZZ = {
+    "parse_queue_watermark": ("real/sonic_queue_watermark_unicast_masic_all.txt",
+                              "real/sonic_queue_watermark_unicast.txt",
+                              "real/sonic_queue_watermark_multicast_unconfigured.txt"),
+    "parse_queue_watermark_json": ("real/sonic_queue_watermark_unicast.json",),
+    "parse_pg_watermark": ("real/sonic_pg_persistent_watermark_headroom_masic_all.txt",),
+    "parse_pg_watermark_json": ("real/sonic_pg_watermark_shared.json",),
+    "parse_pool_watermark": ("real/sonic_buffer_pool_watermark.txt",
+                             "real/sonic_headroom_pool_watermark_masic_all.txt"),
+}

@@ -17,6 +17,8 @@ docs/poc.md for the definitions and their limits.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 from ...promql import quote
 from ..settings import recorded_labels
@@ -43,79 +45,120 @@ def fabric_by(c: Ctx) -> str:
     return ", ".join(["fabric", *[n for n in names if n != "fabric"]])
 
 
-def congestion_rules(c: Ctx) -> list[Recording]:
-    sel, p = c.sel, c.p
+@dataclass(frozen=True)
+class CongestionSeries:
+    """The example ports every scenario here is built from (text for promtool) and their labels: an IB
+    port at 0.25 transmit-wait, a NIC port paused half the time with 10% of its packets marked, and a
+    switch lossless queue marking a quarter of what it sends."""
+    ib: tuple[tuple[str, str], ...]
+    ib_port: dict
+    nic: tuple[tuple[str, str], ...]
+    nic_port: dict
+    sw_queue: dict
+
+    @classmethod
+    def of(cls, c: Ctx) -> CongestionSeries:
+        # IB: 1500 ticks/min over a 100 B/s link and no tick multiplier: ratio 0.25.
+        s_wait, ib_port = c.series("fabric_ib_port_transmit_wait_total", IB_PORT)
+        s_rate, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT)
+        # RoCE NIC: paused 30 s a minute (0.5) and 10% of packets CE-marked: the larger one counts.
+        s_psec, _ = c.series("fabric_roce_nic_pfc_rx_pause_seconds_total", NIC_PORT + ("priority",), priority=c.p)
+        s_ecn, nic_port = c.series("fabric_roce_ecn_marked_packets_total", NIC_PORT)
+        s_rxp, _ = c.series("fabric_roce_rx_packets_total", NIC_PORT)
+        return cls(ib=((s_wait, "0+1500x20"), (s_rate, "100x20")), ib_port=ib_port,
+                   nic=((s_psec, "0+30x20"), (s_ecn, "0+600x20"), (s_rxp, "0+6000x20")), nic_port=nic_port,
+                   sw_queue=c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF,
+                                     queue=c.s["lossless_queue"])[1])
+
+    def roce_fabric_nic(self) -> tuple[tuple[str, str], ...]:
+        """The NIC port's series in a second fabric, "roce"."""
+        return tuple({k.replace(f'fabric={quote(EXAMPLE["fabric"])}', 'fabric="roce"'): v
+                      for k, v in self.nic}.items())
+
+
+def ib_port_severity(c: Ctx, s: CongestionSeries) -> list[Recording]:
     t_ib = c.s["congestion.ib_xmit_wait_ratio"]
-    t_pfc = c.s["congestion.pfc_pause_fraction"]
-    t_ecn = c.s["congestion.ecn_marked_ratio"]
-    by = fabric_by(c)
-    severity_names = "|".join(SEVERITY_RULES)
-    rec = []
+    return [Recording(
+        SEVERITY_RULES[0], f"fabric:ib_port_xmit_wait:ratio{c.sel()} / {fmt(t_ib)}",
+        s.ib, 10, ((s.ib_port, 0.25 / t_ib),))]
 
-    # IB: 1500 ticks/min over a 100 B/s link and no tick multiplier: ratio 0.25.
-    s_wait, port = c.series("fabric_ib_port_transmit_wait_total", IB_PORT)
-    s_rate, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT)
-    ib_series = ((s_wait, "0+1500x20"), (s_rate, "100x20"))
-    rec.append(Recording(
-        SEVERITY_RULES[0], f"fabric:ib_port_xmit_wait:ratio{sel()} / {fmt(t_ib)}",
-        ib_series, 10, ((port, 0.25 / t_ib),)))
 
+def nic_port_severity(c: Ctx, s: CongestionSeries) -> list[Recording]:
+    t_pfc, t_ecn = c.s["congestion.pfc_pause_fraction"], c.s["congestion.ecn_marked_ratio"]
     # A share above 1 (marks counted in one poll, packets in another, or no packets at all: +Inf)
     # is not a measurement: it is dropped rather than counted as congestion.
-    # RoCE NIC: paused 30 s a minute (0.5) and 10% of packets CE-marked: the larger one counts.
-    s_psec, _ = c.series("fabric_roce_nic_pfc_rx_pause_seconds_total", NIC_PORT + ("priority",), priority=p)
-    s_ecn, nic = c.series("fabric_roce_ecn_marked_packets_total", NIC_PORT)
-    s_rxp, _ = c.series("fabric_roce_rx_packets_total", NIC_PORT)
-    pause_sel = sel(f'priority={quote(p)},direction="rx",host!=""')
-    host_sel = sel('host!=""')
-    nic_series = ((s_psec, "0+30x20"), (s_ecn, "0+600x20"), (s_rxp, "0+6000x20"))
-    rec.append(Recording(
+    pause_sel = c.sel(f'priority={quote(c.p)},direction="rx",host!=""')
+    host_sel = c.sel('host!=""')
+    return [Recording(
         SEVERITY_RULES[1],
         f"max without (priority, direction) ("
         f"clamp_max(fabric:roce_pfc_pause_time:fraction{pause_sel}, 1) / {fmt(t_pfc)}"
         f" or (fabric:roce_ecn_marked:ratio{host_sel} <= 1) / {fmt(t_ecn)})",
-        nic_series, 10, ((nic, max(0.5 / t_pfc, 0.1 / t_ecn)),)))
+        s.nic, 10, ((s.nic_port, max(0.5 / t_pfc, 0.1 / t_ecn)),))]
 
+
+def switch_queue_severity(c: Ctx, s: CongestionSeries) -> list[Recording]:
+    t_ecn = c.s["congestion.ecn_marked_ratio"]
     # Switch lossless queue: 60 of 240 packets a minute CE-marked (0.25).
     queue = c.s["lossless_queue"]
-    queue_sel = sel(f'switch!="",queue={quote(queue)}')
-    s_sw_ecn, sw_q = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue)
+    queue_sel = c.sel(f'switch!="",queue={quote(queue)}')
+    s_sw_ecn, _ = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue)
     s_sw_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue)
     sw_series = ((s_sw_ecn, "0+60x20"), (s_sw_tx, "0+240x20"))
     # and a second switch whose packet counter stands still while marks grow (+Inf): no severity
     s_inf_ecn, _ = c.series("fabric_roce_ecn_marked_packets_total", SWITCH_IF, queue=queue, switch="leaf-2")
     s_inf_tx, _ = c.series("fabric_roce_switch_queue_tx_packets_total", SWITCH_IF, queue=queue, switch="leaf-2")
-    rec.append(Recording(
+    return [Recording(
         SEVERITY_RULES[2],
         f"(fabric:roce_ecn_marked:ratio{queue_sel} <= 1) / {fmt(t_ecn)}",
-        sw_series + ((s_inf_ecn, "0+60x20"), (s_inf_tx, "5x20")), 10, ((sw_q, 0.25 / t_ecn),)))
+        sw_series + ((s_inf_ecn, "0+60x20"), (s_inf_tx, "5x20")), 10, ((s.sw_queue, 0.25 / t_ecn),))]
 
+
+def fabric_marks(c: Ctx, s: CongestionSeries) -> list[Recording]:
+    """Per port 0/1, and per fabric the worst severity, the congested ports and congested at all."""
+    sel = c.sel
+    t_ib, t_pfc, t_ecn = (c.s["congestion.ib_xmit_wait_ratio"], c.s["congestion.pfc_pause_fraction"],
+                          c.s["congestion.ecn_marked_ratio"])
+    by = fabric_by(c)
     # Per port 0/1. Fabric "lab": the IB port above (congested) and a quiet IB port; fabric
     # "roce": the NIC port (congested).
     s_wait2, port2 = c.series("fabric_ib_port_transmit_wait_total", IB_PORT, port="2")
     s_rate2, _ = c.series("fabric_ib_port_rate_bytes_per_second", IB_PORT, port="2")
-    roce_nic = {k.replace(f'fabric={quote(EXAMPLE["fabric"])}', 'fabric="roce"'): v for k, v in nic_series}
-    mixed = ib_series + ((s_wait2, "0+1x20"), (s_rate2, "100x20")) + tuple(roce_nic.items())
-    any_severity = sel(f'__name__=~"{severity_names}"')
-    rec.append(Recording(
-        PORT_CONGESTED, f"{any_severity} > bool 1",
-        mixed, 10, ((port, 1.0), (port2, 0.0), ({**nic, "fabric": "roce"}, 1.0))))
-
+    roce_nic = s.roce_fabric_nic()
+    mixed = s.ib + ((s_wait2, "0+1x20"), (s_rate2, "100x20")) + roce_nic
+    any_severity = sel(f'__name__=~"{"|".join(SEVERITY_RULES)}"')
     keep = {k: v for k, v in c.base.items() if k in by.split(", ")}
     lab, roce = {**keep, "fabric": EXAMPLE["fabric"]}, {**keep, "fabric": "roce"}
-    rec.append(Recording(
-        FABRIC_SEVERITY,
-        f"max by ({by}) ({any_severity})",
-        mixed, 10, ((lab, 0.25 / t_ib), (roce, max(0.5 / t_pfc, 0.1 / t_ecn)))))
-    rec.append(Recording(
-        FABRIC_CONGESTED_PORTS, f"sum by ({by}) ({PORT_CONGESTED}{sel()})",
-        mixed, 10, ((lab, 1.0), (roce, 1.0))))
     # Quiet fabric "lab" (both ports far below the threshold) and congested "roce".
-    quiet = ((s_wait, "0+1x20"), (s_rate, "100x20")) + tuple(roce_nic.items())
-    rec.append(Recording(
-        FABRIC_CONGESTED, f"{FABRIC_SEVERITY}{sel()} > bool 1",
-        quiet, 10, ((lab, 0.0), (roce, 1.0))))
+    quiet = ((s.ib[0][0], "0+1x20"), (s.ib[1][0], "100x20")) + roce_nic
+    return [
+        Recording(
+            PORT_CONGESTED, f"{any_severity} > bool 1",
+            mixed, 10, ((s.ib_port, 1.0), (port2, 0.0), ({**s.nic_port, "fabric": "roce"}, 1.0))),
+        Recording(
+            FABRIC_SEVERITY,
+            f"max by ({by}) ({any_severity})",
+            mixed, 10, ((lab, 0.25 / t_ib), (roce, max(0.5 / t_pfc, 0.1 / t_ecn)))),
+        Recording(
+            FABRIC_CONGESTED_PORTS, f"sum by ({by}) ({PORT_CONGESTED}{sel()})",
+            mixed, 10, ((lab, 1.0), (roce, 1.0))),
+        Recording(
+            FABRIC_CONGESTED, f"{FABRIC_SEVERITY}{sel()} > bool 1",
+            quiet, 10, ((lab, 0.0), (roce, 1.0))),
+    ]
+
+
+def settings_info(c: Ctx, s: CongestionSeries) -> list[Recording]:
     settings_labels = recorded_labels(c.s)
-    rec.append(Recording(SETTINGS_INFO, "vector(1)", (), 1, ((settings_labels, 1.0),),
-                         labels=tuple(sorted(settings_labels.items()))))
-    return rec
+    return [Recording(SETTINGS_INFO, "vector(1)", (), 1, ((settings_labels, 1.0),),
+                      labels=tuple(sorted(settings_labels.items())))]
+
+
+# In the order the recording group lists them (per fabric after the per-port severities they read).
+BUILDERS: tuple[Callable[[Ctx, CongestionSeries], list[Recording]], ...] = (
+    ib_port_severity, nic_port_severity, switch_queue_severity, fabric_marks, settings_info)
+
+
+def congestion_rules(c: Ctx) -> list[Recording]:
+    s = CongestionSeries.of(c)
+    return [rule for build in BUILDERS for rule in build(c, s)]

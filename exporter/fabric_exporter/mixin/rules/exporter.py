@@ -1,6 +1,12 @@
-"""Rules on the exporter's own health: failing, slow or stale polls, config reloads, absence."""
+"""Rules on the exporter's own health: failing, slow or stale polls, config reloads, absence.
+
+One builder per recording and per alert name, like ``roce.py``; the example series the promtool
+scenarios write are made once in ``ExporterSeries``."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 from .base import CRITICAL, TARGET, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, pct
 
@@ -10,89 +16,127 @@ TARGET_WHERE = ("fabric {{ $labels.fabric }}: the {{ $labels.collector }} poll o
                 "(target group {{ $labels.group }})")
 
 
-def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
+@dataclass(frozen=True)
+class ExporterSeries:
+    """The example target's series (text for promtool) and labels, shared by recordings and alerts."""
+    target: dict
+    polls: str
+    timeouts: str
+    duration: str
+    interval: str
+
+    @classmethod
+    def of(cls, c: Ctx) -> ExporterSeries:
+        polls, target = c.series("fabric_polls_total", TARGET)
+        return cls(target=target, polls=polls,
+                   timeouts=c.series("fabric_poll_errors_total", TARGET, reason="timeout")[0],
+                   duration=c.series("fabric_poll_duration_seconds", TARGET)[0],
+                   interval=c.series("fabric_poll_interval_seconds", TARGET)[0])
+
+
+def poll_failures_ratio(c: Ctx, s: ExporterSeries) -> Recording:
     w, sel = c.w, c.sel
-    rec = []
     not_partial = sel('reason!="partial"')
-    not_probes = sel('collector!="latency_probe"')
-    s_polls, target = c.series("fabric_polls_total", TARGET)
-    s_err_t, _ = c.series("fabric_poll_errors_total", TARGET, reason="timeout")
     s_err_p, _ = c.series("fabric_poll_errors_total", TARGET, reason="partial")
     s_polls2, target2 = c.series("fabric_polls_total", TARGET, host="sm-2")
     # A target that never failed has no error series at all: "or 0 * polls" makes its ratio 0, not absent.
-    rec.append(Recording(
+    return Recording(
         "fabric:poll_failures:ratio",
         f"(sum without (reason) (rate(fabric_poll_errors_total{not_partial}[{w}]))"
         f" or 0 * rate(fabric_polls_total{sel()}[{w}]))"
         f" / rate(fabric_polls_total{sel()}[{w}])",
         # 60 polls/min, 15 timeouts/min, 30 partial/min (partial data is not a failure): 0.25;
         # a second target that never failed: 0
-        ((s_polls, "0+60x20"), (s_err_t, "0+15x20"), (s_err_p, "0+30x20"), (s_polls2, "0+60x20")), 10,
-        ((target, 0.25), (target2, 0.0))))
-    s_dur, _ = c.series("fabric_poll_duration_seconds", TARGET)
-    s_int, _ = c.series("fabric_poll_interval_seconds", TARGET)
-    rec.append(Recording(
-        "fabric:poll_duration_over_interval:ratio",
-        f"avg_over_time(fabric_poll_duration_seconds{sel()}[{w}]) / fabric_poll_interval_seconds{sel()}",
-        ((s_dur, "4x20"), (s_int, "10x20")), 10, ((target, 0.4),)))
+        ((s.polls, "0+60x20"), (s.timeouts, "0+15x20"), (s_err_p, "0+30x20"), (s_polls2, "0+60x20")), 10,
+        ((s.target, 0.25), (target2, 0.0)))
 
-    alerts = []
+
+def poll_duration_over_interval(c: Ctx, s: ExporterSeries) -> Recording:
+    return Recording(
+        "fabric:poll_duration_over_interval:ratio",
+        f"avg_over_time(fabric_poll_duration_seconds{c.sel()}[{c.w}]) / fabric_poll_interval_seconds{c.sel()}",
+        ((s.duration, "4x20"), (s.interval, "10x20")), 10, ((s.target, 0.4),))
+
+
+def target_down(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
     n = "FabricTargetDown"
     s_up, labels = c.series("fabric_up", TARGET)
-    alerts.append(c.alert(
-        n, WARNING, f"fabric_up{sel()} == 0",
+    return [c.alert(
+        n, WARNING, f"fabric_up{c.sel()} == 0",
         "A fabric target's polls are failing.",
         TARGET_WHERE + f" has failed or been stale for more than {c.s.for_(n)}; "
         "its fabric metrics are missing. fabric_poll_errors_total{reason} says why.",
-        c.step(n, s_up, "1", "0", labels)))
+        c.step(n, s_up, "1", "0", labels))]
 
+
+def polls_failing(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
     r = c.ramp_alert("FabricPollsFailing", "poll_error_ratio", cap=1.0)
-    alerts.append(r.alert(
-        WARNING, f"fabric:poll_failures:ratio{sel()}", "Many polls of a fabric target fail.",
+    return [r.alert(
+        WARNING, f"fabric:poll_failures:ratio{c.sel()}", "Many polls of a fabric target fail.",
         TARGET_WHERE + f": more than {r.percent} of polls failed {r.window}; the target publishes partial or "
         "old data.",
-        Scenario(((s_polls, f"0+60x{r.length}"), (s_err_t, r.counter(60))), r.onset, target)))
+        Scenario(((s.polls, f"0+60x{r.length}"), (s.timeouts, r.counter(60))), r.onset, s.target))]
 
+
+def polls_slow(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
     n = "FabricPollsSlow"
     thr = c.s["thresholds.poll_slow_ratio"]
-    alerts.append(c.alert(
+    not_probes = c.sel('collector!="latency_probe"')
+    return [c.alert(
         # latency probe rounds spend their deadline by design (probes carry over); not a symptom there
         n, WARNING, f"fabric:poll_duration_over_interval:ratio{not_probes} > {fmt(thr)}",
         "Polls of a fabric target take nearly their whole interval.",
-        TARGET_WHERE + f" takes more than {pct(thr)} of its poll interval on average over {w}; "
+        TARGET_WHERE + f" takes more than {pct(thr)} of its poll interval on average over {c.w}; "
         "it is about to hit its deadline and time out.",
         # Interval 10 s; the duration jumps from 1 s to 10 s at minute 10: the average over w minutes
         # passes thr once (k+1) of its w+1 samples are slow.
-        _slow_scenario(c, n, s_dur, s_int, target, thr)))
+        _slow_scenario(c, n, s.duration, s.interval, s.target, thr))]
 
+
+def target_stale(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
     n = "FabricTargetStale"
     s_stale, labels = c.series("fabric_target_stale", TARGET)
-    alerts.append(c.alert(
-        n, WARNING, f"fabric_target_stale{sel()} == 1",
+    return [c.alert(
+        n, WARNING, f"fabric_target_stale{c.sel()} == 1",
         "A fabric target's data is stale and withheld.",
         TARGET_WHERE + " has not succeeded within its stale_after; the exporter withholds the target's "
         f"series, so its dashboards are empty (for {c.s.for_(n)}).",
-        c.step(n, s_stale, "0", "1", labels)))
+        c.step(n, s_stale, "0", "1", labels))]
 
+
+def config_reload_failed(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
     n = "FabricExporterConfigReloadFailed"
     s_cfg, labels = c.series("fabric_config_last_reload_successful", ())
-    alerts.append(c.alert(
-        n, WARNING, f"fabric_config_last_reload_successful{sel()} == 0",
+    return [c.alert(
+        n, WARNING, f"fabric_config_last_reload_successful{c.sel()} == 0",
         "The fabric exporter failed to load its configuration.",
         "The fabric-exporter at {{ $labels.instance }} failed to (re)load its configuration and keeps running "
         "the previous one; its log (and fabric-exporter check-config) says which key is wrong.",
-        c.step(n, s_cfg, "1", "0", labels)))
+        c.step(n, s_cfg, "1", "0", labels))]
 
+
+def exporter_absent(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
     n = "FabricExporterAbsent"
     s_build, _ = c.series("fabric_build_info", (), version="0.1.0", python_version="3.11.7")
     absent_labels = {k: v for k, v in c.base.items() if k != "instance" and f'{k}="' in c.s["selector"]}
-    alerts.append(c.alert(
-        n, CRITICAL, f"absent(fabric_build_info{sel()})",
+    return [c.alert(
+        n, CRITICAL, f"absent(fabric_build_info{c.sel()})",
         "The fabric exporter has disappeared from Prometheus.",
         f"No fabric-exporter series matching {{{c.s['selector']}}} have been scraped for {c.s.for_(n)}: "
         "fabric congestion, link and latency monitoring is blind.",
-        Scenario(((s_build, "1x10 stale"),), 11, absent_labels)))
-    return rec, alerts
+        Scenario(((s_build, "1x10 stale"),), 11, absent_labels))]
+
+
+# In the order the rule groups list them.
+RECORDING_BUILDERS: tuple[Callable[[Ctx, ExporterSeries], Recording], ...] = (
+    poll_failures_ratio, poll_duration_over_interval)
+ALERT_BUILDERS: tuple[Callable[[Ctx, ExporterSeries], list[AlertRule]], ...] = (
+    target_down, polls_failing, polls_slow, target_stale, config_reload_failed, exporter_absent)
+
+
+def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
+    s = ExporterSeries.of(c)
+    return [build(c, s) for build in RECORDING_BUILDERS], [rule for build in ALERT_BUILDERS for rule in build(c, s)]
 
 
 def _slow_scenario(c: Ctx, n: str, s_dur: str, s_int: str, labels: dict, thr: float) -> Scenario:

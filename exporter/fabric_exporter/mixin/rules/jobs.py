@@ -252,10 +252,12 @@ def roles(c: Ctx, ex: JobExamples, joins: _Joins) -> list[Recording]:
 def job_congested(c: Ctx, ex: JobExamples) -> AlertRule:
     name, s, cluster = "FabricJobCongested", ex.s, ex.cluster
     job_labels = {"cluster": cluster, "job_id": "100"}
-    onset = c.ramp_onset(10, 0.6, ex.t_pfc)  # paused 0.6 s/s from minute 10 (base.Ctx.ramp_onset)
+    # paused about 3x the threshold's s/s from minute 10 (never over 1 s/s, and no partial rate on
+    # the threshold itself, which a threshold of 0.2 with a fixed 0.6 hit: base.Ctx.ramp_plan)
+    full, onset = c.ramp_plan(10, ex.t_pfc, cap=1.0)
     length = c.length(name, onset)
     quiet_then_congested = (
-        (s("fabric_roce_nic_pfc_rx_pause_seconds_total", **ex.nic, priority=c.p), c.ramp(10, 36, length)),
+        (s("fabric_roce_nic_pfc_rx_pause_seconds_total", **ex.nic, priority=c.p), c.ramp(10, full * 60, length)),
         (s("fabric_roce_rx_packets_total", **ex.nic), f"0+6000x{length}"),
         (s("fabric_job_node_info", fabric="slurm", cluster=cluster, job_id="100", job_name="train-100", user="u",
            account="a", partition="gpu", node="gpu-01"), f"1x{length}"))

@@ -1,0 +1,192 @@
+"""One host's parsed dump -> its ports -> catalog samples (pure: no I/O).
+
+Values are the drivers' raw monotonic counters (microseconds scaled to seconds): a driver reload
+resets them and Prometheus' counter-reset handling copes; nothing is carried across polls.
+A counter a driver does not have is simply absent. A garbled dump fails the host's poll
+(reason parse); a missing tool or device makes the data partial and says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import CommandError, ParseError
+from ...parsers.ethtool import EthtoolStats, parse_ethtool_stats
+from ...parsers.rdma import HostDump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
+from ...samples import PollResult, Sample
+from .kept import KeptPorts
+from .mapping import ETHTOOL_MAPPER, HW_MAPPER, driver_family
+from .options import RoceNicOptions
+
+
+@dataclass
+class PortData:
+    device: str
+    port: int
+    netdev: str | None
+    driver: str | None
+    link_layer: str | None
+    active: bool | None
+    hw_counters: dict[str, int] | None = None
+    ethtool: EthtoolStats | None = None
+    dropped: int = 0  # counters the host read but left out as unmapped (FILTER_AWK)
+
+
+def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
+    """The catalog samples of one host's parsed dump; raises CommandError when nothing was read."""
+    problems: list[str] = []
+    skipped: list = []  # lines the parsers skipped (skip-and-count rule)
+    ports = _ports(dump, options, problems, skipped)
+    result = _samples(ports, host, options, problems)
+    result.skipped = skipped
+    return result
+
+
+def _result_and_ports(dump: HostDump, host: str, options: RoceNicOptions, kept: KeptPorts | None = None
+                      ) -> tuple[PollResult, list[PortData]]:
+    """``result_from_dump`` and the ports it was made of (for the burst sampler's plan). With
+    ``kept`` (the collector's, one per host), unmoved counters hand out last poll's samples and
+    unchanged sections are not parsed again: the same samples, cheaper (see kept.py)."""
+    problems: list[str] = []
+    skipped: list = []
+    if kept is None:
+        ports = _ports(dump, options, problems, skipped)
+        result = _samples(ports, host, options, problems)
+    else:
+        with kept.lock:  # a parse a cancelled poll left running in its thread finishes first
+            kept.start()
+            ports = _ports(dump, options, problems, skipped, kept)
+            result = _samples(ports, host, options, problems, kept)
+            kept.finish()
+    result.skipped = skipped
+    return result, ports
+
+
+def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list | None = None,
+           kept: KeptPorts | None = None) -> list[PortData]:
+    if dump.missing_devices:
+        problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
+    ports: list[PortData] = []
+    if dump.mode == "rdma":
+        ports = _ports_from_rdma_tool(dump, skipped)
+        absent = sorted(set(o.devices) - {p.device for p in ports})
+        if absent:  # the sysfs script reports these itself (@@missing)
+            problems.append("RDMA devices not found on host: " + ", ".join(absent))
+    else:
+        for dp in dump.ports:
+            raw = dump.hw_counters.get((dp.device, dp.port))
+            ports.append(PortData(
+                dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
+                None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
+                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped, kept,
+                          ("hw_counters", dp.device, dp.port))
+                if raw is not None else None,
+                dropped=dump.dropped.get(("hw_counters", (dp.device, dp.port)), 0) if raw is not None else 0))
+        if not ports and not dump.missing_devices:
+            raise CommandError("no RDMA devices under /sys/class/infiniband "
+                                "(driver not loaded, or /sys not visible to this user/container?)")
+    if not o.include_infiniband_ports:
+        ports = [p for p in ports if p.link_layer != "InfiniBand"]
+    if o.devices:
+        wanted = set(o.devices)
+        ports = [p for p in ports if p.device in wanted]
+    by_netdev = {p.netdev: p for p in ports if p.netdev}
+    missing_tool = []
+    for netdev, out in dump.ethtool.items():
+        port = by_netdev.get(netdev)
+        if port is None:
+            continue
+        if out.exit_status == 0:
+            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}", skipped, kept, ("ethtool", netdev))
+            port.dropped += dump.dropped.get(("ethtool", netdev), 0)
+        elif out.exit_status == 127:
+            missing_tool.append(netdev)
+        else:
+            tail = " | ".join(line for line in out.text.strip().splitlines()[-2:]) or "no output"
+            problems.append(f"ethtool -S {netdev}: exit status {out.exit_status}: {tail[:200]}")
+    if missing_tool:
+        problems.append("ethtool: command not found on host (install ethtool or set option ethtool: false)")
+    return ports
+
+
+def _parse_in(parse, text: str, where: str, skipped: list | None = None, kept: KeptPorts | None = None,
+              key: tuple = ()):
+    """Run a parser (through ``kept``'s memo of unchanged sections, if given); a ParseError names
+    the device or netdev it came from."""
+    try:
+        if kept is not None:
+            return kept.parse(key, parse, text, skipped)
+        return parse(text, skipped=skipped)
+    except ParseError as e:
+        raise ParseError(f"{where}: {e}") from None
+
+
+def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[PortData]:
+    for what, out in (("rdma link show", dump.rdma_link), ("rdma statistic show", dump.rdma_statistic)):
+        if out is None:
+            raise ParseError(f"roce dump: no {what} section")
+        if out.exit_status == 127:
+            raise CommandError("rdma: command not found on host (install iproute2, "
+                                "or use hw_counters_from: sysfs)")
+        if out.exit_status != 0:
+            tail = " | ".join(out.text.strip().splitlines()[-2:]) or "no output"
+            raise CommandError(f"{what}: exit status {out.exit_status}: {tail[:200]}")
+    links = parse_rdma_link(dump.rdma_link.text, skipped=skipped)
+    stats = parse_rdma_statistic(dump.rdma_statistic.text, skipped=skipped)
+    if not links:
+        raise CommandError("rdma link show lists no RDMA ports")
+    ports = []
+    for link in links:
+        # iproute2 prints a LID only for InfiniBand ports
+        ports.append(PortData(link.device, link.port, link.netdev, None, "InfiniBand" if link.lid is not None else None,
+                              None if link.state is None else link.state == "ACTIVE",
+                              stats.get((link.device, link.port))))
+    return ports
+
+
+def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str],
+             kept: KeptPorts | None = None) -> PollResult:
+    samples: list[Sample] = []
+    counters_read = 0
+    expose = o.expose_unmapped
+    for p in ports:
+        counters_read += p.dropped  # read on the host, left out there as unmapped
+        family = driver_family(p.driver, p.device)
+        if kept is None:
+            # One labels dict per label set of the port, shared by its samples: the snapshot render
+            # formats each dict's text once (704 samples of an 8-NIC host: ~80 dicts, not 704).
+            base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
+            labels_of: dict[tuple, dict[str, str]] = {}
+            if p.driver:
+                samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
+            if p.active is not None:
+                samples.append(Sample("fabric_roce_nic_port_active", base, 1 if p.active else 0))
+        else:
+            memo = kept.port(host, p.device, p.port, p.netdev, p.driver)
+            base = memo.base
+            if memo.info is not None:
+                samples.append(memo.info)
+            if p.active is not None:
+                samples.append(memo.active_sample(p.active))
+        for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
+                                      ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
+            if not table:
+                continue
+            counters_read += len(table)
+            if kept is None:
+                unmapped: list[str] | None = [] if expose else None
+                samples.extend(mapper.map(table, family, base, unmapped, labels_of))
+            else:
+                mapped, unknown = memo.mapped(source, mapper, table, family)
+                samples.extend(mapped)
+                unmapped = list(unknown) if expose else None
+            for name in unmapped or ():
+                samples.append(Sample("fabric_roce_nic_unmapped_value",
+                                      {**base, "source": source, "counter": name}, table[name]))
+        if p.ethtool and p.ethtool.ambiguous:
+            problems.append(f"ethtool -S {p.netdev}: counters printed twice with different values, "
+                            f"not published: {', '.join(sorted(p.ethtool.ambiguous))}")
+    if counters_read == 0 and problems:
+        # Nothing at all was read: a failed host, not a partial one.
+        raise CommandError("; ".join(problems))
+    return PollResult(samples, problems)
