@@ -10,6 +10,7 @@ and never any exception but BerError.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyasn1.codec.ber import decoder, encoder
@@ -225,3 +226,20 @@ def test_requests_we_encode_are_what_pyasn1_reads():
     get = snmp_ber.encode_message(1, b"c", snmp_ber.encode_pdu(snmp_ber.GET_REQUEST, 7, oids_[:1]))
     msg, _ = decoder.decode(get, asn1Spec=v2c.Message())
     assert isinstance(msg["data"].getComponent(), rfc1905.GetRequestPDU)
+
+
+# -- the edges the mutation run (scripts/mutation snmp_ber) found untested (issue 21) -----------------
+
+
+def test_a_varbind_cut_after_its_name_tag_or_with_a_constructed_value_is_refused():
+    """Two varbinds agents never send, at the very end of a datagram: each is a refusal naming why,
+    never a varbind silently dropped and never an IndexError from reading past the bytes."""
+    name = snmp_ber.encode_oid((1, 3, 6, 1, 2))
+    good = _tlv(0x30, _tlv(0x30, name + bytes((0x04, 0x01, 0x41))))
+    assert snmp_ber.decode_varbinds(good, 0, len(good)) == [snmp_ber.Varbind((1, 3, 6, 1, 2), snmp_ber.STRING, b"A")]
+    constructed = _tlv(0x30, _tlv(0x30, name + bytes((0x24, 0x03, 0x04, 0x01, 0x41))))
+    with pytest.raises(snmp_ber.BerStrictnessError, match="constructed"):
+        snmp_ber.decode_varbinds(constructed, 0, len(constructed))
+    cut = _tlv(0x30, bytes((0x30, 0x01, 0x06)))  # the name's tag is the datagram's last byte
+    with pytest.raises(snmp_ber.BerError, match="truncated"):
+        snmp_ber.decode_varbinds(cut, 0, len(cut))
