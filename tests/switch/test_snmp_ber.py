@@ -243,3 +243,10 @@ def test_a_varbind_cut_after_its_name_tag_or_with_a_constructed_value_is_refused
     cut = _tlv(0x30, bytes((0x30, 0x01, 0x06)))  # the name's tag is the datagram's last byte
     with pytest.raises(snmp_ber.BerError, match="truncated"):
         snmp_ber.decode_varbinds(cut, 0, len(cut))
+
+
+def test_a_name_with_a_long_form_length_reads_as_the_short_form_does():
+    """BER lets a length take the long form (``81 04`` for 4); pyasn1 accepts it, so must we."""
+    long_name = bytes((0x06, 0x81, 0x04)) + snmp_ber.encode_oid((1, 3, 6, 1, 2))[2:]
+    data = _tlv(0x30, _tlv(0x30, long_name + bytes((0x04, 0x01, 0x41))))
+    assert snmp_ber.decode_varbinds(data, 0, len(data)) == [snmp_ber.Varbind((1, 3, 6, 1, 2), snmp_ber.STRING, b"A")]
