@@ -1,14 +1,22 @@
 """The scheduler against real transports: isolation from hung hosts, backoff, staleness, limits."""
 
 import asyncio
+import math
 import time
 from pathlib import Path
 
-from fabric_exporter.collectors import PollContext
-from tests.harness.configs import parse_config
-from fabric_exporter.scheduler import Scheduler, backoff_delay
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from fabric_exporter.collectors import Collector, PollContext, register, unregister
+from fabric_exporter.errors import PollError
+from fabric_exporter.samples import PollResult, Sample
+from fabric_exporter.scheduler import GROUP_HOST, Scheduler, backoff_delay
+from fabric_exporter.sharding import parse_shard
 from fabric_exporter.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
+from fabric_exporter.web import build_app
+from tests.harness.configs import parse_config
 
 from ..harness.ssh_server import SilentTCPServer, ThreadedSSHServer
 from . import plugin_collectors  # noqa: F401  registers test_command
@@ -198,3 +206,420 @@ def test_a_failing_target_is_logged_when_it_changes_not_every_poll(tmp_path, cap
     assert recovered.fields["was"] == "parse" and recovered.fields["polls"] == 12
     # every failed poll is still there at debug level, for whoever needs it
     assert sum(r.getMessage() == "poll failed" for r in caplog.records) == 12 - 3
+
+# -- the edges the mutation run (scripts/mutation scheduler) found untested (issue 16): ready(), /ready, backoff, the state a poll leaves 
+
+LABELS = {"host": "h1", "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+
+
+NAME = "fabric_roce_rx_bytes_total"
+
+
+BEHAVIOUR: dict[str, object] = {}
+
+
+@pytest.fixture
+def scripted():
+    """A collector whose poll does what BEHAVIOUR[host] says: a number (publish it), PollError, "partial"."""
+
+    class Scripted(Collector):
+        name = "test_scripted"
+        transports = ("local", "ssh")
+
+        async def poll(self) -> PollResult:
+            what = BEHAVIOUR.get(self.host.name, 1)
+            if isinstance(what, BaseException):
+                raise what
+            if what == "sleep":
+                await asyncio.sleep(10)
+            samples = [Sample(NAME, {**LABELS, "host": self.host.name}, 7), Sample(NAME, {**LABELS, "host": self.host.name, "netdev": "eth1"}, 8)]
+            skipped = what if isinstance(what, list) else []  # SkippedLines the parsers would have noted
+            if what == "uncatalogued":
+                samples.append(Sample("fabric_no_such_metric", {"host": self.host.name}, 1))
+            return PollResult(samples, ["one port unreadable"] if what == "partial" else [], skipped)
+
+    register(Scripted)
+    BEHAVIOUR.clear()
+    yield Scripted
+    unregister("test_scripted")
+    BEHAVIOUR.clear()
+
+
+def config(hosts=("a", "b"), **extra):
+    g = {"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local", "hosts": list(hosts),
+         "interval": "10s", "timeout": "2s"}
+    g.update(extra)
+    return parse_config({"defaults": {"max_backoff": "60s"}, "targets": [g]})
+
+
+def test_backoff_delay_values():
+    assert backoff_delay(10, 0, 300) == 0 and backoff_delay(10, -1, 300) == 0
+    assert backoff_delay(10, 1, 300) == 10  # the gap doubles: 20 s
+    assert backoff_delay(10, 2, 300) == 30  # 40 s
+    assert backoff_delay(10, 4, 300) == 150  # 160 s
+    assert backoff_delay(10, 5, 300) == 290  # capped at 300 s
+    assert backoff_delay(10, 1000, 300) == 290
+    assert backoff_delay(10, 3, 5) == 0  # a cap below the interval: never slower than the interval
+
+
+def test_ready_only_when_every_target_was_tried_and_ready_turns_200(scripted):
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        assert sched.ready() is False  # no config yet
+        cfg = config()
+        sched.apply(cfg, start_tasks=False)
+        assert sched.ready() is False
+
+        class D:
+            scheduler = sched
+
+        client = TestClient(TestServer(build_app(D())))
+        await client.start_server()
+        try:
+            r = await client.get("/ready")
+            assert r.status == 503 and "2 target(s) not polled yet" in await r.text()
+            await poll(sched, cfg, ("g", "a"))
+            assert sched.ready() is False
+            r = await client.get("/ready")
+            assert r.status == 503 and "1 target(s)" in await r.text()
+            BEHAVIOUR["b"] = PollError("down", reason="connect")
+            await poll(sched, cfg, ("g", "b"))
+            assert sched.ready() is True  # tried counts, not succeeded
+            r = await client.get("/ready")
+            assert r.status == 200 and await r.text() == "ready\n"
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+
+
+def poll(sched, cfg, key):
+    group, host, cls = sched.targets(cfg)[key]
+    return sched.poll(key, cls(PollContext(group, host, None)))
+
+
+def test_backoff_starts_on_failure_grows_and_resets_on_success(scripted):
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        key = ("g", "a")
+        ok = await poll(sched, cfg, key)
+        assert (ok.state, ok.polls, ok.samples, ok.consecutive_failures, ok.backoff) == ("ok", 1, 2, 0, 0.0)
+        assert ok.last_success == ok.last_poll_end and ok.last_duration is not None and ok.last_duration >= 0
+        assert store.get(key) is not None
+        BEHAVIOUR["a"] = PollError("no route", reason="connect")
+        s = await poll(sched, cfg, key)
+        assert (s.state, s.consecutive_failures, s.backoff, s.errors["connect"]) == ("failed", 1, 10.0, 1)
+        assert s.last_error == "no route" and s.last_success < s.last_poll_end
+        assert store.get(key) is not None  # kept through failures until stale
+        s = await poll(sched, cfg, key)
+        assert (s.consecutive_failures, s.backoff, s.errors["connect"], s.polls) == (2, 30.0, 2, 3)
+        BEHAVIOUR["a"] = "partial"
+        s = await poll(sched, cfg, key)
+        assert (s.state, s.consecutive_failures, s.backoff, s.errors["partial"]) == ("partial", 0, 0.0, 1)
+        assert s.last_error == "one port unreadable"
+        BEHAVIOUR["a"] = 1
+        s = await poll(sched, cfg, key)
+        assert (s.state, s.last_error, s.polls) == ("ok", "", 5)
+
+    asyncio.run(main())
+
+
+def test_a_crashing_or_hanging_collector_is_reported_not_raised(scripted):
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a", "b"), timeout="300ms", interval="1s")
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = ZeroDivisionError("bug")
+        BEHAVIOUR["b"] = "sleep"
+        a = await poll(sched, cfg, ("g", "a"))
+        b = await poll(sched, cfg, ("g", "b"))
+        assert a.state == "failed" and set(a.errors) == {"internal"} and "ZeroDivisionError" in a.last_error
+        assert b.state == "failed" and set(b.errors) == {"timeout"} and "0.3s deadline" in b.last_error
+        assert b.last_duration < 1.0
+
+    asyncio.run(main())
+
+
+def test_a_full_slot_queue_times_out_within_the_interval(scripted):
+    async def main():
+        cfg = parse_config({"limits": {"max_concurrent_polls": 1},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a", "b", "c"], "interval": "400ms", "timeout": "300ms"}]})
+        sched = Scheduler(None, SnapshotStore())
+        sched.apply(config(hosts=("a", "b", "c")), start_tasks=False)  # default limits first:
+        sched.apply(cfg, start_tasks=False)  # new limits take effect on reload
+        BEHAVIOUR["a"] = BEHAVIOUR["c"] = "sleep"
+        first = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))  # holds the only slot 0-300 ms
+        await asyncio.sleep(0.02)
+        second = asyncio.ensure_future(poll(sched, cfg, ("g", "c")))  # next in line: 300-600 ms
+        await asyncio.sleep(0.02)
+        b = await poll(sched, cfg, ("g", "b"))  # waits for a slot up to its 400 ms interval: none
+        await first
+        await second
+        assert b.state == "failed" and set(b.errors) == {"timeout"} and "no poll slot free" in b.last_error
+        BEHAVIOUR["a"] = 1
+        a = await poll(sched, cfg, ("g", "a"))  # the slot was released
+        assert a.state == "ok"
+
+    asyncio.run(main())
+
+
+def test_targets_shards_and_apply_keeps_unchanged_targets(scripted):
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = config(hosts=("a", "b", "c", "d"))
+        assert set(sched.targets(cfg)) == {("g", h) for h in "abcd"}
+        shards = [Scheduler(None, SnapshotStore(), shard=parse_shard(f"{i}/2")) for i in range(2)]
+        owned = [set(s.targets(cfg)) for s in shards]
+        assert owned[0].isdisjoint(owned[1]) and owned[0] | owned[1] == set(sched.targets(cfg))
+        sched.apply(cfg)
+        tasks = dict(sched._tasks)  # noqa: SLF001 - which tasks were restarted is the point
+        assert len(tasks) == 4 and all(not t.done() for t in tasks.values())
+        sched.apply(config(hosts=("a", "b", "c", "e")))
+        assert sched._tasks[("g", "a")] is tasks[("g", "a")]  # noqa: SLF001 - unchanged: same task
+        assert ("g", "d") not in sched.states and ("g", "e") in sched.states
+        await asyncio.sleep(0)
+        assert tasks[("g", "d")].cancelled() or tasks[("g", "d")].done()
+        sched.apply(config(hosts=("a", "b", "c", "e"), interval="20s"))  # a changed group restarts its targets
+        assert sched._tasks[("g", "a")] is not tasks[("g", "a")]  # noqa: SLF001
+        await sched.stop()
+        assert sched._tasks == {}  # noqa: SLF001
+
+    asyncio.run(main())
+
+
+def test_a_running_task_polls_and_backs_off(scripted):
+    """The task loop: first poll within the start jitter, then on the interval plus the backoff."""
+    async def main():
+        cfg = parse_config({"defaults": {"jitter": 0, "max_backoff": "10s"},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["ok", "bad"], "interval": "200ms", "timeout": "100ms"}]})
+        BEHAVIOUR["bad"] = PollError("down", reason="connect")
+        sched = Scheduler(None, SnapshotStore())
+        sched.apply(cfg)
+        await asyncio.sleep(1.5)
+        good, bad = sched.states[("g", "ok")], sched.states[("g", "bad")]
+        polls = (good.polls, bad.polls)
+        await sched.stop()
+        return polls, bad.backoff
+
+    (good, bad), backoff = asyncio.run(main())
+    # ok: every 200 ms -> ~7 polls in 1.5 s; bad: gaps of 0.4 s, 0.8 s, ... -> 3 polls at most.
+    assert good >= 4 and 1 <= bad <= 3 and bad < good, (good, bad)
+    assert backoff > 0
+
+
+def test_group_scoped_targets_use_the_group_host_label():
+    assert GROUP_HOST == "all"
+    assert math.isclose(backoff_delay(0.5, 1, 60), 0.5)
+
+
+class _UpperRng:
+    """uniform(a, b) -> b: the start delay and jitter at their bound, deterministically."""
+
+    def uniform(self, a, b):
+        return b
+
+
+def test_the_first_poll_is_spread_over_at_most_two_seconds(scripted):
+    async def main():
+        cfg = parse_config({"defaults": {"jitter": 0.5},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a"], "interval": "100s", "timeout": "1s"}]})
+        sched = Scheduler(None, SnapshotStore(), rng=_UpperRng())
+        sched.apply(cfg)
+        state = sched.states[("g", "a")]
+        await asyncio.sleep(1.0)
+        early = state.polls
+        for _ in range(20):  # bounded: 2 s at most (the first poll is due at 2 s, not 4 s)
+            if state.polls:
+                break
+            await asyncio.sleep(0.1)
+        polls = state.polls
+        await sched.stop()
+        return early, polls, state.key
+
+    early, polls, key = asyncio.run(main())
+    assert early == 0 and polls == 1  # min(100 s x 0.5, 2 s) = 2 s after the start, not sooner, not later
+    assert key == ("g", "a")
+
+
+def test_a_target_retired_while_polling_returns_a_blank_state(scripted):
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a", "b"))
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = "sleep"
+        pending = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))
+        await asyncio.sleep(0.05)
+        sched.apply(config(hosts=("b",)), start_tasks=False)
+        return await pending
+
+    state = asyncio.run(main())
+    assert state is not None and (state.group, state.host, state.polls, state.state) == ("g", "a", 0, "pending")
+
+
+def test_poll_failures_are_logged_with_their_target(scripted, caplog):
+    import logging
+
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = PollError("refused", reason="connect")
+        await poll(sched, cfg, ("g", "a"))
+
+    with caplog.at_level(logging.WARNING, logger="fabric_exporter.scheduler"):
+        asyncio.run(main())
+    # Whatever the message, a failure's log record names its target and reason.
+    records = [r for r in caplog.records if getattr(r, "fields", {}).get("reason") == "connect"]
+    assert records, [r.getMessage() for r in caplog.records]
+    assert (records[0].levelname, records[0].getMessage()) == ("WARNING", "target failing")  # what operators grep for
+    assert records[0].fields["error"] == "refused"  # the structured log's field, as for partial data
+    assert {k: records[0].fields.get(k) for k in ("group", "host", "collector")} == {
+        "group": "g", "host": "a", "collector": "test_scripted"}
+
+
+def test_jitter_is_added_to_the_interval(scripted):
+    """With the jitter at its upper bound, polls come every interval x (1 + jitter), never sooner."""
+    async def main():
+        cfg = parse_config({"defaults": {"jitter": 0.5},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a"], "interval": "1s", "timeout": "500ms"}]})
+        sched = Scheduler(None, SnapshotStore(), rng=_UpperRng())
+        sched.apply(cfg)
+        state = sched.states[("g", "a")]
+        await asyncio.sleep(1.6)  # first poll at 0.5 s; the next is due at 2.0 s (1.0 s if jitter were subtracted)
+        at_1_6 = state.polls
+        await sched.stop()
+        return at_1_6
+
+    assert asyncio.run(main()) == 1
+
+
+def test_a_poll_cancelled_in_flight_ends_cancelled_and_leaves_no_trace(scripted):
+    """A reload or shutdown cancels polls in flight: the cancellation reaches the caller (so the
+    task ends and closes its collector), and the poll is neither counted nor stored -- not a
+    failure, not a sample -- and the slot it held is free again."""
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = parse_config({"limits": {"max_concurrent_polls": 1},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": ["a"], "interval": "10s", "timeout": "5s"}]})
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = "sleep"
+        in_flight = asyncio.ensure_future(poll(sched, cfg, ("g", "a")))
+        await asyncio.sleep(0.05)
+        in_flight.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await in_flight
+        s = sched.states[("g", "a")]
+        assert (s.polls, s.state, dict(s.errors), s.consecutive_failures, s.last_error) == (0, "pending", {}, 0, "")
+        assert store.get(("g", "a")) is None
+        BEHAVIOUR["a"] = 1
+        s = await asyncio.wait_for(poll(sched, cfg, ("g", "a")), 2)  # the only slot was released
+        assert (s.state, s.polls, s.samples) == ("ok", 1, 2)
+
+    asyncio.run(main())
+
+
+def test_a_target_not_yet_polled_reports_nothing_yet(scripted):
+    sched = Scheduler(None, SnapshotStore())
+    sched.apply(config(hosts=("a",)), start_tasks=False)
+    s = sched.states[("g", "a")]
+    assert (s.state, s.polls, s.samples, s.consecutive_failures, s.backoff, s.last_success, s.last_error) == (
+        "pending", 0, 0, 0, 0.0, None, "")
+
+
+def test_skipped_lines_are_counted_every_poll_and_each_distinct_one_logged_once(scripted, caplog):
+    import logging
+    import uuid
+
+    from fabric_exporter.parsers.skipped import SkippedLine
+
+    odd, other = f"odd line {uuid.uuid4()}", f"other line {uuid.uuid4()}"  # unseen by earlier tests' polls
+    BEHAVIOUR["a"] = [SkippedLine("ethtool", 3, odd), SkippedLine("ethtool", 9, odd), SkippedLine("ethtool", 4, other)]
+
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        await poll(sched, cfg, ("g", "a"))
+        state = await poll(sched, cfg, ("g", "a"))
+        return state
+
+    with caplog.at_level(logging.DEBUG, logger="fabric_exporter.scheduler"):
+        state = asyncio.run(main())
+    assert state.state == "ok" and state.skipped_lines["ethtool"] == 6
+    logged = [r.fields["line"] for r in caplog.records if getattr(r, "fields", {}).get("line") in (odd, other)]
+    assert sorted(logged) == sorted([odd, other])
+
+
+def test_apply_prepares_the_transports_and_hands_them_the_limits(scripted):
+    """Before any poll: what the config's transports need is loaded (not inside a poll's deadline),
+    and limits such as max_output_bytes reach the transports on every (re)load."""
+
+    class Recording:
+        def __init__(self):
+            self.calls = []
+
+        def prepare(self, cfg):
+            self.calls.append(("prepare", cfg))
+
+        def apply_limits(self, limits):
+            self.calls.append(("apply_limits", limits))
+
+    transports = Recording()
+    sched = Scheduler(transports, SnapshotStore())
+    assert sched.config is None
+    first, second = config(hosts=("a",)), config(hosts=("a", "b"))
+    sched.apply(first, start_tasks=False)
+    sched.apply(second, start_tasks=False)
+    assert sched.config is second  # the config in force, for whoever reloads next
+    assert transports.calls == [("prepare", first), ("apply_limits", first.limits),
+                                ("prepare", second), ("apply_limits", second.limits)]
+
+
+def test_a_metric_outside_the_catalog_fails_the_poll_as_a_collector_bug(scripted):
+    """Nothing half-published: the poll fails with reason internal, the last good data stays."""
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        await poll(sched, cfg, ("g", "a"))
+        good = store.get(("g", "a"))
+        BEHAVIOUR["a"] = "uncatalogued"
+        state = await poll(sched, cfg, ("g", "a"))
+        return state, good, store.get(("g", "a"))
+
+    state, good, kept = asyncio.run(main())
+    assert (state.state, dict(state.errors), state.consecutive_failures) == ("failed", {"internal": 1}, 1)
+    assert state.last_error.startswith("collector bug:") and "fabric_no_such_metric" in state.last_error
+    assert kept is good
+
+
+def test_partial_data_is_logged_once_and_its_recovery_names_it(scripted, caplog):
+    import logging
+
+    async def main():
+        sched = Scheduler(None, SnapshotStore())
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        BEHAVIOUR["a"] = "partial"
+        await poll(sched, cfg, ("g", "a"))
+        await poll(sched, cfg, ("g", "a"))
+        BEHAVIOUR["a"] = 1
+        await poll(sched, cfg, ("g", "a"))
+
+    with caplog.at_level(logging.INFO, logger="fabric_exporter.scheduler"):
+        asyncio.run(main())
+    mine = [r for r in caplog.records if getattr(r, "fields", {}).get("host") == "a"]
+    assert [(r.levelname, r.getMessage()) for r in mine] == [("WARNING", "partial data"), ("INFO", "target recovered")]
+    assert mine[0].fields["error"] == "one port unreadable"
+    assert (mine[1].fields["was"], mine[1].fields["polls"]) == ("partial", 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from fabric_exporter.parsers import ib_diagnet
 from fabric_exporter.parsers.skipped import MAX_KEPT, SkippedLine, note
 from fabric_exporter.scheduler import TargetState, _count_skipped
 from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
@@ -88,3 +89,23 @@ def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
                        "cumulus-1": {"ethtool"}, "nv-1": {"nvue_roce"}, "eos-1": {"eos_queue_counters"},
                        "wm-1": {"sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters",
                                 "sonic_pfcwd_stats", "sonic_pg_watermark"}}
+
+
+# -- the cap and the cut, pinned where scripts/mutation skipped found them unpinned (issue 16) ---------
+
+def test_a_flood_of_odd_lines_keeps_the_first_thousand():
+    skipped: list[SkippedLine] = []
+    text = "Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\n" + "".join(f"odd line {k}\n" for k in range(1500))
+    (port,) = ib_diagnet.parse_pm(text, skipped=skipped)
+    assert port.counters == {}
+    assert len(skipped) == 1000  # the documented per-parse cap
+    assert (skipped[0].line_no, skipped[0].text) == (2, "odd line 0")
+    assert (skipped[-1].line_no, skipped[-1].text) == (1001, "odd line 999")
+
+
+def test_note_cuts_the_stripped_line_to_200_characters():
+    kept: list[SkippedLine] = []
+    note(kept, "src", 3, "\t" + "a" * 199 + "bc  \n")
+    assert kept == [SkippedLine("src", 3, "a" * 199 + "b")]
+    note(None, "src", 4, "not kept: the caller did not ask")
+    assert len(kept) == 1

@@ -3,7 +3,7 @@ the status page. In-process (the real aiohttp app on 127.0.0.1 where a server is
 daemon-process tests of the web server are tests/hardening/test_web_slow_clients.py (slow and idle
 clients under an fd limit), tests/core/test_daemon.py (endpoints, TLS and auth from a web config
 file) and tests/core/test_serving.py (gzip bodies read by a real Prometheus). /ready turning 200
-is checked with Scheduler.ready() in tests/core/test_mutation_kills.py."""
+is checked with Scheduler.ready() in tests/core/test_scheduler.py."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -170,3 +171,37 @@ def test_five_column_header_and_rows_that_do_not_fit():
     with pytest.raises(ParseError):  # 7 numbers under a 3-column header: not ours to guess
         parse_report(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
                      " 2 1000 0.87 5.27 0.90 0.95 0.10 1.00 2.00\n")
+
+
+# -- the edges the mutation run (scripts/mutation perftest) found untested (issue 16) ----------------
+
+IB = (Path(__file__).resolve().parents[1] / "fixtures" / "latency" / "write_lat_ib.txt").read_text()
+ROW = next(line for line in IB.splitlines() if line.startswith(" 2 "))
+
+
+def json_report(**results) -> str:
+    r = {"MsgSize": 2, "n_iterations": 10000, "t_min": 1.0, "t_max": 9.0, "t_typical": 2.0, "t_avg": 2.0,
+         "t_stdev": 0.1, "percentile_99": 3.0, "percentile_99.9": 5.0, **results}
+    return json.dumps({"results": r}) + "\n"
+
+
+def test_negative_latencies_are_refused_even_in_order():
+    with pytest.raises(ParseError, match="finite and >= 0"):
+        parse_json(json_report(t_min=-2.0, t_typical=-1.0, t_avg=-1.0, percentile_99=-0.5,
+                                **{"percentile_99.9": -0.2}, t_max=-0.1))
+
+
+def test_a_cpu_utilisation_column_is_ignored():
+    (report,) = parse_text(IB.replace(ROW, ROW.rstrip() + "\t\t12.50"))
+    assert (report.min_us, report.p999_us) == (0.88, 5.42)
+
+
+def test_rows_after_the_closing_rule_are_not_read():
+    text = IB.rstrip("\n") + "\n" + ROW.replace(" 2 ", " 4 ", 1) + "\n"
+    assert [r.message_bytes for r in parse_text(text)] == [2]
+
+
+@pytest.mark.parametrize("text", ["no json here\n", "{\"other\": 1}\n", "{not json\n"])
+def test_json_without_results_is_a_parse_error(text):
+    with pytest.raises(ParseError):
+        parse_json(text)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fabric_exporter.errors import ParseError
 from fabric_exporter.lab.roce_host import RoceHost
-from fabric_exporter.parsers.ethtool import parse_ethtool_stats
+from fabric_exporter.parsers.ethtool import U64_MAX, parse_ethtool_stats, parse_u64
 from fabric_exporter.parsers.rdma import (
     parse_host_dump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic,
 )
@@ -283,3 +283,125 @@ def test_ethtool_usual_layout_reads_as_the_general_path():
     with pytest.raises(ParseError, match="does not fit in 64 bits"):
         parse_ethtool_stats("NIC statistics:\n  a: 18446744073709551616\n")
     assert parse_ethtool_stats("NIC statistics:\n  a: 18446744073709551615\n").counters == {"a": 2**64 - 1}
+
+# -- the edges the mutation runs (scripts/mutation ethtool, rdma) found untested (issue 16) ----------
+
+LF = "NIC statistics:\n     rx_packets: 10\n     tx_bytes_phy: 0\n     [0]: rx_ucast_packets: 7\n"
+
+
+def test_crlf_output_takes_the_line_by_line_path_and_reads_the_same():
+    lf = parse_ethtool_stats(LF)
+    crlf = parse_ethtool_stats(LF.replace("\n", "\r\n"))
+    assert lf.counters == crlf.counters == {"rx_packets": 10, "tx_bytes_phy": 0, "[0]: rx_ucast_packets": 7}
+    assert lf.ambiguous == crlf.ambiguous == frozenset()
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_u64_boundaries_on_both_paths(newline):
+    ok = f"NIC statistics:{newline}  big: {U64_MAX}{newline}  zero: 0{newline}"
+    assert parse_ethtool_stats(ok).counters == {"big": 2**64 - 1, "zero": 0}
+    with pytest.raises(ParseError, match="64 bits"):
+        parse_ethtool_stats(f"NIC statistics:{newline}  big: {2**64}{newline}")
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_duplicate_names_with_different_values_are_ambiguous_not_guessed(newline):
+    text = newline.join(["NIC statistics:", "  a: 1", "  a: 2", "  b: 5", "  b: 5", "  c: 3", ""])
+    stats = parse_ethtool_stats(text)
+    assert stats.counters == {"b": 5, "c": 3} and stats.ambiguous == frozenset({"a"})
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "stats:\n a: 1\n",
+                                  "NIC statistics:\n a: -1\n", "NIC statistics:\n a: 1x\n", 12])
+def test_bad_ethtool_text_is_a_parse_error(text):
+    with pytest.raises(ParseError):
+        parse_ethtool_stats(text)
+
+
+@pytest.mark.parametrize("line", ["a 1", ": 1"])
+def test_a_line_that_is_not_a_counter_is_skipped_and_counted(line):
+    skipped: list = []
+    stats = parse_ethtool_stats(f"NIC statistics:\n {line}\n  b: 2\n", skipped=skipped)
+    assert stats.counters == {"b": 2}
+    assert [s.text for s in skipped] == [line]
+
+
+def test_parse_u64_boundaries():
+    assert parse_u64("0", "x") == 0 and parse_u64(str(U64_MAX), "x") == U64_MAX
+    assert parse_u64("0" * 20, "x") == 0
+    for bad in (str(2**64), "1" * 21, "", "-1", " 1", "1.0"):
+        with pytest.raises(ParseError):
+            parse_u64(bad, "x")
+
+
+def test_rdma_link_lid_bounds():
+    line = "link mlx5_2/1 subnet_prefix fe80:0000:0000:0000 lid {} sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP\n"
+    (link,) = parse_rdma_link(line.format(65535))
+    assert link.lid == 65535
+    with pytest.raises(ParseError):
+        parse_rdma_link(line.format(65536))
+
+
+def test_host_dump_sections_are_kept_and_short_port_lines_refused():
+    dump_ = parse_host_dump("@@fabric-roce 1 rdma\n@@rdma_link 0\nlink a\n@@rdma_statistic 3\nstat b\n@@end\n")
+    assert (dump_.rdma_link.exit_status, dump_.rdma_link.text) == (0, "link a\n")
+    assert (dump_.rdma_statistic.exit_status, dump_.rdma_statistic.text) == (3, "stat b\n")
+    with pytest.raises(ParseError):
+        parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1\n@@end\n")
+
+
+# -- the edges the mutation run (scripts/mutation rdma) found untested (issue 21) ---------------------
+
+
+def test_skipped_lines_are_counted_under_the_sources_the_parser_declares():
+    """The self-metric's source label comes from the note; collectors start SOURCES at zero: they
+    must be the same names, or a skipped line shows under a series no one pre-created."""
+    from fabric_exporter.parsers import rdma
+
+    skipped: list = []
+    assert parse_hw_counters("a:1\nnot a counter\n", skipped=skipped) == {"a": 1}
+    parse_rdma_link("link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev eth0\nsomething odd here\n",
+                    skipped=skipped)
+    assert parse_rdma_statistic("link mlx5_0/1 rx_write_requests 5 odd\nlink mlx5_0/2 a 1 b 2\n",
+                                skipped=skipped) == {("mlx5_0", 2): {"a": 1, "b": 2}}
+    assert [(s.source, s.line_no, s.text) for s in skipped] == [
+        ("hw_counters", 2, "not a counter"), ("rdma_link", 2, "something odd here"),
+        # the line as rdma printed it, for whoever reads the sample of skipped lines
+        ("rdma_statistic", 1, "link mlx5_0/1 rx_write_requests 5 odd")]
+    assert sorted(rdma.SOURCES) == sorted({s.source for s in skipped})
+
+
+def test_a_20_digit_hw_counter_is_checked_against_64_bits():
+    assert parse_hw_counters(f"rx_write_requests:{2**64 - 1}\nnp_cnp_sent:7\n") == {
+        "rx_write_requests": 2**64 - 1, "np_cnp_sent": 7}
+    with pytest.raises(ParseError):
+        parse_hw_counters("rx_write_requests:99999999999999999999\nnp_cnp_sent:7\n")
+    with pytest.raises(ParseError):
+        parse_hw_counters(f"rx_write_requests:{2**64}\n")
+
+
+def test_counts_the_host_left_out_are_read_per_section():
+    """``@@dropped`` lines: how many unmapped counters the host's filter cut from each section."""
+    dump_ = parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n"
+                            "@@hw_counters mlx5_0 1\na:1\n@@dropped hw_counters mlx5_0 1 5\n"
+                            "@@ethtool eth0 0\nNIC statistics:\n  b: 2\n@@dropped ethtool eth0 3\n@@end\n")
+    assert dump_.dropped == {("hw_counters", ("mlx5_0", 1)): 5, ("ethtool", "eth0"): 3}
+    assert dump_.hw_counters == {("mlx5_0", 1): "a:1\n"}
+    assert (dump_.ethtool["eth0"].exit_status, dump_.ethtool["eth0"].text) == (0, "NIC statistics:\n  b: 2\n")
+    for bad in ("@@dropped ethtool eth0 x 3", "@@dropped hw_counters mlx5_9 1 5", "@@dropped sysfs eth0 3"):
+        with pytest.raises(ParseError, match="bad dropped line"):
+            parse_host_dump(f"@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n{bad}\n@@end\n")
+
+
+def test_dump_ports_are_immutable_values():
+    """A parsed port is a value: frozen (so hashable), never changed in place after parsing."""
+    import dataclasses
+
+    dump_ = parse_host_dump("@@fabric-roce 1 sysfs\n@@device mlx5_0 mlx5_core\n@@port mlx5_0 1 eth0 Ethernet 4: ACTIVE\n"
+                            "@@end\n")
+    (port,) = dump_.ports
+    assert (port.device, port.port, port.netdev, port.link_layer, port.state) == ("mlx5_0", 1, "eth0", "Ethernet",
+                                                                                    "4: ACTIVE")
+    assert {port: 1}[port] == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        port.netdev = "eth1"  # type: ignore[misc]

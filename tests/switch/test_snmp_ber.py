@@ -10,6 +10,7 @@ and never any exception but BerError.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyasn1.codec.ber import decoder, encoder
@@ -241,3 +242,26 @@ def test_cached_varbind_lists_are_the_encoded_ones():
     for value in (0, 1, 127, 128, 255, 256, -1, -128, -129, 2**31 - 1):
         raw = value.to_bytes(max(1, (value.bit_length() + 8) // 8), "big", signed=True)
         assert snmp_ber.encode_integer(value) == bytes((2, len(raw))) + raw
+
+# -- the edges the mutation run (scripts/mutation snmp_ber) found untested (issue 21) -----------------
+
+
+def test_a_varbind_cut_after_its_name_tag_or_with_a_constructed_value_is_refused():
+    """Two varbinds agents never send, at the very end of a datagram: each is a refusal naming why,
+    never a varbind silently dropped and never an IndexError from reading past the bytes."""
+    name = snmp_ber.encode_oid((1, 3, 6, 1, 2))
+    good = _tlv(0x30, _tlv(0x30, name + bytes((0x04, 0x01, 0x41))))
+    assert snmp_ber.decode_varbinds(good, 0, len(good)) == [snmp_ber.Varbind((1, 3, 6, 1, 2), snmp_ber.STRING, b"A")]
+    constructed = _tlv(0x30, _tlv(0x30, name + bytes((0x24, 0x03, 0x04, 0x01, 0x41))))
+    with pytest.raises(snmp_ber.BerStrictnessError, match="constructed"):
+        snmp_ber.decode_varbinds(constructed, 0, len(constructed))
+    cut = _tlv(0x30, bytes((0x30, 0x01, 0x06)))  # the name's tag is the datagram's last byte
+    with pytest.raises(snmp_ber.BerError, match="truncated"):
+        snmp_ber.decode_varbinds(cut, 0, len(cut))
+
+
+def test_a_name_with_a_long_form_length_reads_as_the_short_form_does():
+    """BER lets a length take the long form (``81 04`` for 4); pyasn1 accepts it, so must we."""
+    long_name = bytes((0x06, 0x81, 0x04)) + snmp_ber.encode_oid((1, 3, 6, 1, 2))[2:]
+    data = _tlv(0x30, _tlv(0x30, long_name + bytes((0x04, 0x01, 0x41))))
+    assert snmp_ber.decode_varbinds(data, 0, len(data)) == [snmp_ber.Varbind((1, 3, 6, 1, 2), snmp_ber.STRING, b"A")]

@@ -158,3 +158,36 @@ def test_a_new_key_never_meets_another_keys_cached_state():
     c1, p1 = snmp_usm.encrypt(des, k1, 1, 1, 5, plaintext)
     assert snmp_usm.decrypt(des, k1, 1, 1, p1, c1)[:len(plaintext)] == plaintext
     assert snmp_usm.decrypt(des, k2, 1, 1, p1, c1)[:len(plaintext)] != plaintext
+
+# -- the edges the mutation run (scripts/mutation snmp_usm) found untested (issue 21) ----------------
+
+
+def test_an_auth_only_user_gets_no_privacy_key():
+    """authNoPriv: no privacy key whichever half of the privacy settings is missing."""
+    auth_key, priv_key = snmp_usm.localized_keys("sha", None, b"auth-secret-1", None, ENGINE)
+    assert priv_key is None and len(auth_key) == 20
+    assert snmp_usm.localized_keys("sha", "aes", b"auth-secret-1", None, ENGINE) == (auth_key, None)
+    assert snmp_usm.localized_keys("sha", None, b"auth-secret-1", b"priv-secret-1", ENGINE) == (auth_key, None)
+
+
+def test_the_salt_counts_up_by_one_and_wraps_at_64_bits():
+    """An IV must never repeat under one key: each message takes the next salt (RFC 3826 3.1.2.1)."""
+    salt = snmp_usm.Salt()
+    first = salt.next()
+    assert [salt.next(), salt.next()] == [(first + 1) % 2**64, (first + 2) % 2**64]
+    salt.value = 2**64 - 2
+    assert [salt.next(), salt.next(), salt.next()] == [2**64 - 1, 0, 1]
+
+
+def test_privacy_parameters_carry_boots_and_the_salt():
+    """DES: msgPrivacyParameters = engine boots then the salt's low 32 bits (RFC 3414 8.1.1.1); AES:
+    the 64-bit salt (RFC 3826 3.1.2.1). Another salt, another IV: another ciphertext."""
+    key = bytes(range(16))
+    des = snmp_usm.PRIV_PROTOCOLS["des"]
+    ciphertext, params = snmp_usm.encrypt(des, key, 7, 99, 0x1122334455667788, b"scoped pdu")
+    assert params == bytes.fromhex("00000007" "55667788")
+    other, params = snmp_usm.encrypt(des, key, 7, 99, 0x1122334455667789, b"scoped pdu")
+    assert params == bytes.fromhex("00000007" "55667789") and other != ciphertext
+    assert snmp_usm.decrypt(des, key, 7, 99, params, other)[:10] == b"scoped pdu"
+    _, params = snmp_usm.encrypt(snmp_usm.PRIV_PROTOCOLS["aes"], key, 7, 99, 0x1122334455667788, b"x")
+    assert params == bytes.fromhex("1122334455667788")

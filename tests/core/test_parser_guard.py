@@ -1,5 +1,5 @@
-"""The parsers' error promise (parsers/guard.py) and the skip-and-count cap (parsers/skipped.py),
-pinned where scripts/mutation found them unpinned (modules guard and skipped).
+"""The parsers' error promise (parsers/guard.py), pinned where scripts/mutation guard found it
+unpinned (issue 16).
 
 ``parser_entry`` is tested on small entry points doing the very conversions it guards against
 (CPython's int() digit limit, float() of a huge int), and on a real parser: only ParseError may
@@ -15,7 +15,6 @@ import pytest
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import ib_diagnet
 from fabric_exporter.parsers.guard import parser_entry
-from fabric_exporter.parsers.skipped import SkippedLine, note
 
 
 @parser_entry
@@ -75,24 +74,3 @@ def test_other_value_errors_are_not_disguised_as_parse_errors():
 def test_real_parser_raises_parse_error_not_none():
     with pytest.raises(ParseError):
         ib_diagnet.parse_pm("Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\nport_xmit_data=0xZZ\n")
-
-
-# -- skipped lines -------------------------------------------------------------------------------
-
-
-def test_a_flood_of_odd_lines_keeps_the_first_thousand():
-    skipped: list[SkippedLine] = []
-    text = "Port=1 Lid=0x1 GUID=0x1 Device=1 Port Name=x\n" + "".join(f"odd line {k}\n" for k in range(1500))
-    (port,) = ib_diagnet.parse_pm(text, skipped=skipped)
-    assert port.counters == {}
-    assert len(skipped) == 1000  # the documented per-parse cap
-    assert (skipped[0].line_no, skipped[0].text) == (2, "odd line 0")
-    assert (skipped[-1].line_no, skipped[-1].text) == (1001, "odd line 999")
-
-
-def test_note_cuts_the_stripped_line_to_200_characters():
-    kept: list[SkippedLine] = []
-    note(kept, "src", 3, "\t" + "a" * 199 + "bc  \n")
-    assert kept == [SkippedLine("src", 3, "a" * 199 + "b")]
-    note(None, "src", 4, "not kept: the caller did not ask")
-    assert len(kept) == 1

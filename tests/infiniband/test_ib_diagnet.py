@@ -1,4 +1,5 @@
-"""ibdiagnet2 parsing behaviour the other tests left unpinned (found by scripts/mutation ib_diagnet).
+"""parsers/ib_diagnet.py, promise by promise (first written where scripts/mutation ib_diagnet found
+behaviour the capture tests in test_parsers.py left unpinned).
 
 Each test states one promise of parsers/ib_diagnet.py through its public functions: the limits
 it enforces, the line numbers it reports for skipped lines, the counter widths behind "latched".

@@ -1,4 +1,5 @@
-"""ibnetdiscover parser: what the mutation run (scripts/mutation ib_netdiscover) showed untested."""
+"""parsers/ib_netdiscover.py: the edges the mutation run (scripts/mutation ib_netdiscover) showed the
+capture tests in test_parsers.py left untested."""
 
 from __future__ import annotations
 
