@@ -187,3 +187,35 @@ def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stay
     assert fourth.chunks == render_chunks(_plain(again[:-4]), ("fabric", "ib"))
     # a target without kept samples holds no cache (nor its samples)
     assert build_snapshot("ib", _plain(samples), 60).lines is None
+
+
+def test_label_sets_are_immutable_interned_and_read_like_dicts():
+    from fabric_exporter.samples import LabelSet
+    labels = LabelSet(LABELS)
+    assert LabelSet(dict(LABELS)) is labels  # built again: the very same object
+    assert labels == LABELS and LABELS == labels and dict(labels) == LABELS and {**labels} == LABELS
+    assert labels["port"] == "1" and list(labels) == list(LABELS) and len(labels) == len(LABELS)
+    with pytest.raises(TypeError):
+        labels["port"] = "2"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        labels._values = {}
+    assert LabelSet({**LABELS, "port": "2"}) is not labels
+    # renders like the dict it was made from
+    assert render_chunks([Sample("fabric_ib_port_state_id", labels, 4.0)], ("fabric", "ib")) == \
+        render_chunks([Sample("fabric_ib_port_state_id", dict(LABELS), 4.0)], ("fabric", "ib"))
+
+
+def test_a_port_whose_kept_samples_are_made_again_under_interned_labels_keeps_its_place(monkeypatch):
+    """A memo rebuilt (after a rediscovery) makes new KeptSamples, but under the same interned
+    label set: the samples stay aligned and only lines whose value changed are formatted."""
+    from fabric_exporter.samples import LabelSet
+    ports = [[KeptSample("fabric_ib_port_state_id", LabelSet({**LABELS, "port": str(n)}), 4.0)] for n in range(6)]
+    _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
+    rebuilt = [[KeptSample(p[0].name, LabelSet({**LABELS, "port": str(n)}), 1.0 if n == 2 else 4.0)]
+               for n, p in enumerate(ports)]
+    del rebuilt[4]
+    formatted = _counting_formats(monkeypatch)
+    samples = [s for p in rebuilt for s in p]
+    chunks, _cache = render_cached(samples, ("fabric", "ib"), cache)
+    assert formatted.count(1.0) == 1 and len(formatted) == 5  # new objects: formatted, but in place
+    assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))

@@ -7,10 +7,12 @@ unchanged: most ports, most polls). The collector records the sweep in the state
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...hostnames import NameRule
 from ...parsers import ib_queryerrors
 from ...parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
-from ...samples import KeptSample, Sample
+from ...samples import KeptSample, LabelSet, Sample
 from .counters import DATA_METRICS, ERROR_METRICS, QP1_DROPPED, data_counters_64bit
 from .join import PortKey, SweptPort
 from .options import DEFAULT_HOST_RULE
@@ -32,7 +34,7 @@ class PortMemo:
     __slots__ = ("signature", "labels", "static", "up", "zero_errors", "last", "link", "epoch", "settled",
                  "layout", "layout_specs")
 
-    def __init__(self, signature: tuple, labels: dict[str, str], static: list[Sample], up: bool) -> None:
+    def __init__(self, signature: tuple, labels: Mapping[str, str], static: list[Sample], up: bool) -> None:
         # (node name, peer, was linked, latched, extended counters, the LinkInfo): what the rest is made of
         self.signature = signature
         self.labels = labels  # the port's labels: shared by all its series but the info one
@@ -93,8 +95,9 @@ def _port_static(key: PortKey, p: SweptPort, link: ib_queryerrors.LinkInfo | Non
     peer = _peer(key, link, was_linked, state)
     signature = (node_name, peer, was_linked, is_latched, extended, link)
     if memo is None or memo.signature != signature:
-        labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
-                  "peer_node_name": peer[2], "peer_port": peer[3]}
+        # interned: a memo made again with the same labels (after a rediscovery) hands out the same object
+        labels = LabelSet({"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
+                           "peer_node_name": peer[2], "peer_port": peer[3]})
         static = _link_samples(labels, link, was_linked, is_latched, extended)
         static.append(_port_info(labels, p, link, peer, state))
         memo = state.port_static[key] = PortMemo(signature, labels, static, link_up(link))
@@ -162,7 +165,7 @@ def _counter_samples(p: SweptPort, memo: PortMemo, out: list[Sample]) -> None:
         out.append(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
 
 
-def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
+def _link_samples(labels: Mapping[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
                   is_latched: bool, extended: bool) -> list[Sample]:
     """The port's link and health gauges (kept: reused while the link is unchanged)."""
     out: list[Sample] = []
@@ -192,12 +195,12 @@ def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, 
     return out
 
 
-def _port_info(labels: dict[str, str], p: SweptPort, link: ib_queryerrors.LinkInfo | None, peer: Peer,
+def _port_info(labels: Mapping[str, str], p: SweptPort, link: ib_queryerrors.LinkInfo | None, peer: Peer,
                state: FabricState) -> Sample:
     up = link_up(link)
     peer_guid, peer_type = peer[0], peer[1]
     linked = up and link.peer_port_guid is not None
-    return KeptSample("fabric_ib_port_info", {
+    return KeptSample("fabric_ib_port_info", LabelSet({
         **labels, "lid": str(link.lid) if link is not None else "",
         "port_guid": state.port_guid(p.node_guid, p.port),
         "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
@@ -206,7 +209,7 @@ def _port_info(labels: dict[str, str], p: SweptPort, link: ib_queryerrors.LinkIn
         "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
         "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
         "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "") if linked else "",
-    }, 1.0)
+    }), 1.0)
 
 
 # -- ports the sweep did not return, nodes, the sweep itself ---------------------------------------
