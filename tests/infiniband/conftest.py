@@ -98,7 +98,7 @@ class CollectorHarness:
             self.transports.ssh = type(self.transports.ssh)()
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True, scope="module")
 def _verify_render():
     """FABRIC_VERIFY_RENDER=1 for the IB tests: every harness poll is rendered incrementally on the
     one before and compared with a whole render (layout changes of ibsim included)."""
