@@ -8,9 +8,12 @@ only joins cached bytes. The output is byte-identical to prometheus_client's for
 from __future__ import annotations
 
 import collections
+import gc
 import itertools
+import logging
 import math
 import operator
+import os
 from array import array
 from collections.abc import Iterable, Mapping
 from math import copysign
@@ -20,6 +23,8 @@ from prometheus_client.utils import floatToGoString
 from .catalog import MetricSpec, family_of
 from .samples import KeptSample
 
+
+log = logging.getLogger("fabric_exporter.exposition")
 
 _EXPONENT = tuple(f"e+{n:02d}" for n in range(400))  # a float's repr has at most 309 integer digits
 
@@ -90,41 +95,19 @@ class LineCache:
     """One target's render, kept for its next poll (``render_cached``): the samples (held, so the
     identity of their objects means something next time), which family each one's line went to and
     its place among that family's lines, the ``name{labels} `` prefix of each sample that was not a
-    KeptSample (a port's counters: new objects every poll, under a labels dict that is not), the
-    bytes per family, and where the tail starts (below). Lines are not kept one by one: a family a
-    poll changes is split out of its bytes again."""
+    KeptSample (a port's counters: new objects every poll, under a labels dict that is not), and the
+    bytes per family. Lines are not kept one by one: a family a poll changes is split out of its
+    bytes again. Never changed once built: the next poll's cache is a new one."""
 
-    __slots__ = ("extra_label", "samples", "families", "index", "prefixes", "chunks", "tail")
+    __slots__ = ("extra_label", "samples", "families", "index", "prefixes", "chunks")
 
-    def __init__(self, extra_label, samples, families, index, prefixes, chunks, tail):
+    def __init__(self, extra_label, samples, families, index, prefixes, chunks):
         self.extra_label: tuple[str, str] | None = extra_label
         self.samples: tuple = samples
         self.families: list[str] = families
         self.index: array = index  # unsigned ints: 4 bytes a sample, not a Python int each
         self.prefixes: list[str | None] = prefixes
         self.chunks: dict[str, bytes] = chunks
-        self.tail: int = tail
-
-
-# The tail: the last samples (at most this many, and at most a quarter of the poll) whose families
-# have no line before them (an IB sweep's durations and totals). Their number may change from poll
-# to poll (a poll that ran ibnetdiscover times it too): the tail is rendered whole, the samples
-# before it patched in place.
-TAIL_MAX = 64
-
-
-def _tail_start(families: list[str], index: array) -> int:
-    """The first position of the longest tail of closed families within the tail's bounds."""
-    start = len(families)
-    waiting: set[str] = set()  # families seen (walking back) whose first line is further back
-    for position in range(len(families) - 1, len(families) - min(TAIL_MAX, len(families) // 4) - 1, -1):
-        if index[position] == 0:
-            waiting.discard(families[position])
-        else:
-            waiting.add(families[position])
-        if not waiting:
-            start = position
-    return start
 
 
 def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
@@ -138,85 +121,333 @@ def render_chunks(samples: Iterable[tuple[str, Mapping[str, str], float]],
     return {family: "".join(ls).encode() for family, ls in lines.items()}
 
 
+class RenderMismatch(AssertionError):
+    """FABRIC_VERIFY_RENDER: the incremental render differs from rendering the poll whole."""
+
+
+def verify_enabled() -> bool:
+    """``FABRIC_VERIFY_RENDER=1``: every cached render is checked against a whole render (tests, debugging)."""
+    return os.environ.get("FABRIC_VERIFY_RENDER", "") not in ("", "0")
+
+
 def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra_label: tuple[str, str] | None,
                   previous: LineCache | None) -> tuple[dict[str, bytes], LineCache | None]:
     """``render_chunks`` for a target polled again and again: (chunks, the cache for its next poll).
 
-    When the samples before the ``previous`` poll's tail keep their layout (every one that is not the
-    very same object lands in the same family), only those are formatted, at their old places, and
-    a family none of them touched keeps its bytes (an IB fabric's link and health families, poll
-    after poll); a new object with the same value keeps its line. The tail is rendered whole. Any
-    other change renders the poll whole (reusing kept lines there measured no faster than formatting
-    them, and cost memory). A poll without any KeptSample gets no cache: nothing of it would be the
-    same objects next time, and holding its samples would only cost memory."""
+    The ``previous`` poll's samples are matched against this poll's in order: a run of samples that
+    keep their places (each the very same object, or one that lands in the same family) is patched
+    in place — only the samples that are not the very same object are formatted, and a new object
+    with the same value keeps its line — and where the runs break (a port came, went or was
+    relabelled, a link went down and its port lost series, a sweep timed one tool more), the old
+    samples between are removed from their families' lines and the new ones rendered into theirs.
+    A family none of this touched keeps its bytes (an IB fabric's link and health families, poll
+    after poll). When most of the poll is new, it is rendered whole. A poll without any KeptSample
+    gets no cache: nothing of it would be the same objects next time, and holding its samples
+    would only cost memory. With FABRIC_VERIFY_RENDER set, the result is compared with a whole
+    render: RenderMismatch (logged first) on any difference."""
     samples = tuple(samples)
     if previous is not None and previous.extra_label != extra_label:
         previous = None
     if previous is None and KeptSample not in map(type, samples):  # the test runs in C
         return render_chunks(samples, extra_label), None
-    if previous is not None and len(samples) >= previous.tail:
-        patched = _patch(samples, previous)
-        if patched is not None:
-            return patched.chunks, patched
-    families: list[str] = []
-    index = array("I")
-    prefixes: list[str | None] = []
-    lines, kept = _render_lines(samples, extra_label, (families, index, prefixes))
-    chunks = {family: "".join(ls).encode() for family, ls in lines.items()}
-    if not kept:
-        return chunks, None
-    return chunks, LineCache(extra_label, samples, families, index, prefixes, chunks, _tail_start(families, index))
+    # No reference cycles are made here, but many containers (the positions of a large fabric's
+    # runs, the new layout): without the pause they set off collections of the daemon's whole heap.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cache = _patch(samples, previous) if previous is not None else None
+        if cache is None:
+            families: list[str] = []
+            index = array("I")
+            prefixes: list[str | None] = []
+            lines, kept = _render_lines(samples, extra_label, (families, index, prefixes))
+            chunks = {family: "".join(ls).encode() for family, ls in lines.items()}
+            cache = LineCache(extra_label, samples, families, index, prefixes, chunks) if kept else None
+        else:
+            chunks = cache.chunks
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if verify_enabled():
+        _verify(samples, extra_label, chunks)
+    return chunks, cache
 
 
-def _split(chunk: bytes) -> list[bytes]:
-    """A family's bytes as its lines, without their newlines, and an empty last item, so that
-    ``b"\\n".join`` gives the bytes back. (A line holds no other newline: label values escape it.)"""
-    return chunk.split(b"\n")
+def _verify(samples: tuple, extra_label: tuple[str, str] | None, chunks: dict[str, bytes]) -> None:
+    whole = render_chunks(samples, extra_label)
+    if whole != chunks:
+        differ = sorted(f for f in whole.keys() | chunks.keys() if whole.get(f) != chunks.get(f))
+        message = (f"incremental render differs from a whole render in {len(differ)} families "
+                   f"(e.g. {differ[:3]}); {len(samples)} samples, extra label {extra_label}")
+        log.error("FABRIC_VERIFY_RENDER: %s", message)
+        raise RenderMismatch(message)
+
+
+def _split(chunk: bytes | None) -> list[bytes]:
+    """A family's bytes as its lines, without their newlines. (A line holds no other newline:
+    label values escape it.)"""
+    if not chunk:
+        return []
+    lines = chunk.split(b"\n")
+    lines.pop()  # the empty item after the last newline
+    return lines
+
+
+# A poll with more new samples than this share of it is rendered whole.
+_FRESH_MAX = 0.5
 
 
 def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
-    """Render only the samples before the tail that are not the same objects as at their place last
-    time, and the tail; None when one of them belongs to another family than the line it would
-    replace, or a tail sample to a family with lines before the tail (a new layout)."""
-    old, tail = cache.samples, cache.tail
-    families, index = cache.families, cache.index
-    prefixes = cache.prefixes[:tail]  # a copy: the previous cache stays valid for its own samples
-    changed: dict[str, list[bytes]] = {}  # family -> its lines, being patched
-    entries: dict[int, tuple[Mapping[str, str], tuple[str, ...], str]] = {}  # id(labels) -> (labels, names, text)
+    """The next poll's cache, built from ``cache`` (left unchanged: it stays valid for its own
+    samples); None when more than _FRESH_MAX of the samples have no place in it."""
+    steps = _align(samples, cache)
+    if steps is None:
+        return None
+    old, families, index, old_prefixes = cache.samples, cache.families, cache.index, cache.prefixes
     extra_label = cache.extra_label
-    for i in itertools.compress(itertools.count(), map(operator.is_not, itertools.islice(samples, tail), old)):
-        name, labels, value = samples[i]
-        prefix = prefixes[i]
-        was = old[i]
-        if prefix is not None and labels is was[1] and name == was[0]:
-            if value == was[2] and (value or copysign(1.0, value) == copysign(1.0, was[2])):
-                continue  # a new object, the same line (a counter that did not move): keep it
+    entries: dict[int, tuple] = {}
+    if len(steps) == 1 and len(steps[0]) == 4 and steps[0][2] == len(old) == len(samples):
+        new_families, new_index, new_prefixes = families, index, list(old_prefixes)  # the same layout
+    else:
+        new_families, new_index, new_prefixes = [], array("I"), []
+    delta: dict[str, int] = {}  # family -> its lines added minus removed so far (walking in order)
+    removed: dict[str, list[int]] = {}  # family -> the ranks of its old lines that go
+    added: dict[str, list[tuple[int, bytes]]] = {}  # family -> (rank, line) of new lines
+    # the samples patched in place: their new positions and lines (two lists, not a tuple each: no
+    # GC-tracked object per sample, ~200k of them per poll on a large fabric)
+    replaced_at = array("I")
+    replaced: list[bytes] = []
+    next_of: dict[str, tuple[int, int | None]] = {}  # family -> (searched from, its next old line there)
+    for step in steps:
+        if len(step) == 4:  # an aligned run: (new start, old start, length, (positions, prefixes))
+            i, j, length, (patched_at, patched_prefixes) = step
+            if new_families is not families:
+                run_families = families[j:j + length]
+                run_index = index[j:j + length]
+                moved = {f: d for f, d in delta.items() if d}
+                if moved:
+                    contains = moved.__contains__
+                    for p in itertools.compress(range(length), map(contains, run_families)):
+                        run_index[p] += moved[run_families[p]]
+                new_families += run_families
+                new_index += run_index
+                new_prefixes += old_prefixes[j:j + length]
+            for k, prefix in zip(patched_at, patched_prefixes):
+                name, labels, value = samples[k]
+                if prefix is None:
+                    entry = entries.get(id(labels))
+                    if entry is None:
+                        entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
+                    prefix = new_prefixes[k] = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
+                replaced_at.append(k)
+                replaced.append(f"{prefix}{format_value(value)}".encode())
+        else:  # a break: old samples [j0, j1) go, new samples [i0, i1) come in their place
+            i0, i1, j0, j1, _break = step
+            for jj in range(j0, j1):
+                family = families[jj]
+                removed.setdefault(family, []).append(index[jj])
+                delta[family] = delta.get(family, 0) - 1
+            shapes = _SHAPES
+            for sample in samples[i0:i1]:
+                name, labels, value = sample
+                entry = entries.get(id(labels))
+                if entry is None:
+                    entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
+                shape = (name, entry[1])
+                family = (shapes.get(shape) or _shape(*shape))[0]
+                searched = next_of.get(family)
+                if searched is None or searched[0] > j1 or (searched[1] is not None and searched[1] < j1):
+                    try:
+                        at = families.index(family, j1)
+                    except ValueError:
+                        at = None
+                    searched = next_of[family] = (j1, at)
+                before = index[searched[1]] if searched[1] is not None else _count_lines(cache.chunks.get(family))
+                rank = before + delta.get(family, 0)
+                delta[family] = delta.get(family, 0) + 1
+                prefix = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
+                added.setdefault(family, []).append((rank, f"{prefix}{format_value(value)}".encode()))
+                new_families.append(family)
+                new_index.append(rank)
+                new_prefixes.append(None if type(sample) is KeptSample else prefix)
+    chunks = dict(cache.chunks)
+    changed: dict[str, list[bytes]] = {}
+    for family in removed.keys() | added.keys():
+        lines = _split(chunks.get(family))
+        gone = removed.get(family)
+        if gone:
+            kept: list[bytes] = []
+            start = 0
+            for rank in gone:  # ascending: removed in the order of the old samples
+                kept += lines[start:rank]
+                start = rank + 1
+            kept += lines[start:]
+            lines = kept
+        new = added.get(family)
+        if new:
+            merged: list[bytes] = []
+            rest = iter(lines)
+            for rank, line in new:  # ascending: each line's place among the family's new lines
+                merged += itertools.islice(rest, rank - len(merged))
+                merged.append(line)
+            merged += rest
+            lines = merged
+        changed[family] = lines
+    for k, line in zip(replaced_at, replaced):
+        family = new_families[k]
+        lines = changed.get(family)
+        if lines is None:
+            lines = changed[family] = _split(chunks[family])
+        lines[new_index[k]] = line
+    for family, lines in changed.items():
+        if lines:
+            chunks[family] = b"\n".join(lines) + b"\n"
         else:
+            del chunks[family]
+    return LineCache(extra_label, samples, new_families, new_index, new_prefixes, chunks)
+
+
+def _count_lines(chunk: bytes | None) -> int:
+    return chunk.count(b"\n") if chunk else 0
+
+
+def _align(samples: tuple, cache: LineCache) -> list[tuple] | None:
+    """Match this poll's samples to the previous poll's, in order: aligned runs (new start, old
+    start, length, (new positions, old prefixes or None) of the samples to format again)
+    and breaks (new start, new end, old start, old end, True: the old samples go, the new ones come).
+    A sample of a run is the very same object as its old one, or one that lands in the same
+    family (formatted again unless its name, labels dict and value are the old one's) — but not a
+    kept one under a labels dict the other side has a little further on (ports came or went); a
+    break ends at the first new sample that an old one a little further on (_SEARCH) matches:
+    the very same object, or the same name under the very same labels dict (a port seen last
+    poll). None when more than _FRESH_MAX of the samples are new."""
+    old, families, prefixes = cache.samples, cache.families, cache.prefixes
+    extra_label = cache.extra_label
+    n, m = len(samples), len(old)
+    shapes = _SHAPES
+    entries: dict[int, tuple] = {}  # id(labels) -> (labels, names, text)
+    steps: list[tuple] = []
+    finder: _Finder | None = None  # built at the first sign of a shift
+    fresh, fresh_max = 0, int(n * _FRESH_MAX)
+    i = j = 0
+    while i < n and j < m:
+        offset = j - i
+        patched_at = array("I")  # the new positions of the samples to format again
+        patched_prefixes: list[str | None] = []  # and their old prefix (None: make it)
+        stop = None
+        new_it, old_it = iter(samples), iter(old)
+        new_it.__setstate__(i)  # tuple iterators placed at i and j without walking there
+        old_it.__setstate__(j)
+        for k in itertools.compress(itertools.count(i), map(operator.is_not, new_it, old_it)):
+            kj = k + offset
+            name, labels, value = samples[k]
+            prefix = prefixes[kj]
+            was = old[kj]
+            if prefix is not None and labels is was[1] and name == was[0]:
+                if value == was[2] and (value or copysign(1.0, value) == copysign(1.0, was[2])):
+                    continue  # a new object, the same line (a counter that did not move): keep it
+                patched_at.append(k)
+                patched_prefixes.append(prefix)
+                continue
+            if labels is not was[1] and type(samples[k]) is KeptSample:
+                # a kept series under another labels dict: if either dict comes a little later on
+                # the other side, ports came or went here (a shift, not a port relabelled in place)
+                if finder is None:
+                    finder = _Finder(samples, old)
+                if finder.in_old(labels, kj + 1) is not None or finder.in_new(was[1], k + 1) is not None:
+                    stop = k
+                    break
             entry = entries.get(id(labels))
             if entry is None:
                 entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
             shape = (name, entry[1])
-            if (_SHAPES.get(shape) or _shape(*shape))[0] != families[i]:
+            if (shapes.get(shape) or _shape(*shape))[0] != families[kj]:
+                stop = k
+                break
+            patched_at.append(k)
+            patched_prefixes.append(None)
+        length = (stop if stop is not None else i + min(n - i, m - j)) - i
+        if length:
+            steps.append((i, j, length, (patched_at, patched_prefixes)))
+        i, j = i + length, j + length
+        if stop is None:
+            break
+        # a break at (i, j): find where the old samples resume
+        if finder is None:
+            finder = _Finder(samples, old)
+        c, resume = i, m
+        while c < n:
+            sample = samples[c]
+            labels = sample[1]
+            at = finder.in_old(labels, j)
+            if at is not None:
+                was = old[at]
+                if sample is was or (sample[0] == was[0] and labels is was[1]):
+                    resume = at
+                    break
+            c += 1
+            while c < n and samples[c][1] is labels:
+                c += 1
+            if fresh + c - i > fresh_max:
                 return None
-            prefix = prefixes[i] = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
-        family = families[i]
-        family_lines = changed.get(family)
-        if family_lines is None:
-            family_lines = changed[family] = _split(cache.chunks[family])
-        family_lines[index[i]] = f"{prefix}{format_value(value)}".encode()
-    chunks = {**cache.chunks, **{family: b"\n".join(ls) for family, ls in changed.items()}}
-    new_families, new_index = families, index
-    if tail < len(samples) or tail < len(old):
-        for family in set(families[tail:]):
-            del chunks[family]
-        tail_families: list[str] = []
-        tail_index = array("I")
-        tail_lines, _kept = _render_lines(samples[tail:], extra_label, (tail_families, tail_index, prefixes))
-        if not chunks.keys().isdisjoint(tail_lines):  # a tail sample of a family with lines before the tail
+        fresh += c - i
+        steps.append((i, c, j, resume, True))
+        i, j = c, resume
+    if i < n or j < m:
+        fresh += n - i
+        if fresh > fresh_max:
             return None
-        chunks.update({family: "".join(ls).encode() for family, ls in tail_lines.items()})
-        new_families, new_index = families[:tail] + tail_families, index[:tail] + tail_index
-    return LineCache(extra_label, samples, new_families, new_index, prefixes, chunks, tail)
+        steps.append((i, n, j, m, True))
+    return steps
+
+
+# How far (in samples) a break looks ahead for a labels dict of the other side: a port is ~35
+# samples, so some 60 ports; past that, a shift costs formatting, never a wrong line.
+_SEARCH = 1 << 11
+
+
+class _Finder:
+    """Where a labels dict is used next on either side, searched in C in a window of _SEARCH
+    samples: the ids of the samples' labels dicts, in arrays made for the blocks of _SEARCH
+    samples a search touches (8 bytes a sample, no object each; a break costs its neighbourhood,
+    not the whole poll). Every labels dict is held by the samples while this is used, so ids are
+    unique. A search that found nothing is not repeated for the same dict (a port relabelled in
+    place: a dozen kept samples under it)."""
+
+    __slots__ = ("sides",)
+
+    def __init__(self, samples: tuple, old: tuple) -> None:
+        # per side: (its samples, id arrays by block number, id -> where last found (-1: nowhere))
+        self.sides = ((samples, {}, {}), (old, {}, {}))
+
+    def in_old(self, labels, start: int) -> int | None:
+        return self._find(self.sides[1], id(labels), start)
+
+    def in_new(self, labels, start: int) -> int | None:
+        return self._find(self.sides[0], id(labels), start)
+
+    @staticmethod
+    def _find(side: tuple, key: int, start: int) -> int | None:
+        samples, blocks, found = side
+        at = found.get(key)
+        if at is not None and (at < 0 or at >= start):
+            return at if at >= 0 else None
+        at = -1
+        for block in (start // _SEARCH, start // _SEARCH + 1):
+            ids = blocks.get(block)
+            if ids is None:
+                ids = blocks[block] = array("Q", map(id, map(_LABELS, samples[block * _SEARCH:(block + 1) * _SEARCH])))
+            base = block * _SEARCH
+            try:
+                at = base + ids.index(key, max(start - base, 0), start + _SEARCH - base)
+                break
+            except ValueError:
+                pass
+        found[key] = at
+        return at if at >= 0 else None
+
+
+_LABELS = operator.itemgetter(1)
 
 
 def _render_lines(samples: Iterable[tuple[str, Mapping[str, str], float]], extra_label: tuple[str, str] | None,

@@ -2,18 +2,71 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+
+class LabelSet(Mapping):
+    """An immutable set of labels (name -> value, in the order given), interned: building one
+    equal to a label set alive somewhere gives that very object. A collector that builds a port's
+    labels again (its memo rebuilt after a rediscovery) then hands the renderer the same object,
+    which keeps the port's lines; and nothing can change a labels object the renderer keyed a
+    line on (no item assignment: a TypeError). Reads like a dict (``labels[k]``, ``**labels``,
+    equality with a dict)."""
+
+    __slots__ = ("_items", "_values", "__weakref__")
+    _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    def __new__(cls, labels: Mapping[str, str]) -> LabelSet:
+        items = tuple(labels.items())
+        same = cls._interned.get(items)
+        if same is not None:
+            return same
+        self = object.__new__(cls)
+        object.__setattr__(self, "_items", items)
+        object.__setattr__(self, "_values", dict(items))  # lookups; never handed out
+        cls._interned[items] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a LabelSet cannot be changed")
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, LabelSet):
+            return self._values == other._values
+        return self._values == other if isinstance(other, Mapping) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"LabelSet({self._values!r})"
+
+    def __reduce__(self):
+        return (LabelSet, (self._values,))
 
 
 class Sample(NamedTuple):
     """One series value. ``labels`` are in the catalog's order, without ``fabric`` (the store adds it).
 
-    Samples of one port may share one labels dict (the renderer then formats it once); a dict
-    handed to a Sample is never changed afterwards."""
+    Samples of one port may share one labels object (the renderer then formats it once); a dict
+    handed to a Sample is never changed afterwards (a LabelSet cannot be)."""
 
     name: str
-    labels: dict[str, str]
+    labels: Mapping[str, str]
     value: float
 
 

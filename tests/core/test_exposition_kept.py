@@ -22,6 +22,7 @@ def _plain(samples):
 
 def _counting_formats(monkeypatch) -> list:
     """Every value format_value formats from now on (a reused line formats none)."""
+    monkeypatch.delenv("FABRIC_VERIFY_RENDER", raising=False)  # its whole render would count too
     seen: list = []
     original = exposition.format_value
 
@@ -74,13 +75,15 @@ def _port(n: int, value: float = 0.0) -> list:
             Sample("fabric_ib_port_transmit_wait_total", labels, float(n))]
 
 
-def test_a_new_layout_renders_whole_and_the_next_poll_patches_again(monkeypatch):
+def test_a_new_layout_is_patched_too_and_the_next_poll_patches_again(monkeypatch):
     ports = [_port(n) for n in range(8)]
     _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
     ports[2][1] = KeptSample("fabric_ib_port_degraded", ports[2][0].labels, 1.0)  # a new object
-    del ports[1]  # a port gone: another layout, so no patch
+    del ports[1]  # a port gone: another layout
     samples = [s for p in ports for s in p]
+    formatted = _counting_formats(monkeypatch)
     chunks, cache = render_cached(samples, ("fabric", "ib"), cache)
+    assert formatted == [1.0]  # only the new object: the port gone was cut out of its families
     assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))
     assert b'port="2"} 1.0\n' in chunks["fabric_ib_port_degraded"]
     assert cache.samples == tuple(samples)  # the new layout is the one the next poll is patched on
@@ -183,6 +186,37 @@ def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stay
     assert third.chunks == render_chunks(_plain(again[:-3]), ("fabric", "ib"))
     fourth = build_snapshot("ib", again[:-4], 60, previous=first)  # no tail at all
     assert fourth.chunks == render_chunks(_plain(again[:-4]), ("fabric", "ib"))
-    assert first.lines.tail == len(samples) - 4
     # a target without kept samples holds no cache (nor its samples)
     assert build_snapshot("ib", _plain(samples), 60).lines is None
+
+
+def test_label_sets_are_immutable_interned_and_read_like_dicts():
+    from fabric_exporter.samples import LabelSet
+    labels = LabelSet(LABELS)
+    assert LabelSet(dict(LABELS)) is labels  # built again: the very same object
+    assert labels == LABELS and LABELS == labels and dict(labels) == LABELS and {**labels} == LABELS
+    assert labels["port"] == "1" and list(labels) == list(LABELS) and len(labels) == len(LABELS)
+    with pytest.raises(TypeError):
+        labels["port"] = "2"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        labels._values = {}
+    assert LabelSet({**LABELS, "port": "2"}) is not labels
+    # renders like the dict it was made from
+    assert render_chunks([Sample("fabric_ib_port_state_id", labels, 4.0)], ("fabric", "ib")) == \
+        render_chunks([Sample("fabric_ib_port_state_id", dict(LABELS), 4.0)], ("fabric", "ib"))
+
+
+def test_a_port_whose_kept_samples_are_made_again_under_interned_labels_keeps_its_place(monkeypatch):
+    """A memo rebuilt (after a rediscovery) makes new KeptSamples, but under the same interned
+    label set: the samples stay aligned and only lines whose value changed are formatted."""
+    from fabric_exporter.samples import LabelSet
+    ports = [[KeptSample("fabric_ib_port_state_id", LabelSet({**LABELS, "port": str(n)}), 4.0)] for n in range(6)]
+    _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
+    rebuilt = [[KeptSample(p[0].name, LabelSet({**LABELS, "port": str(n)}), 1.0 if n == 2 else 4.0)]
+               for n, p in enumerate(ports)]
+    del rebuilt[4]
+    formatted = _counting_formats(monkeypatch)
+    samples = [s for p in rebuilt for s in p]
+    chunks, _cache = render_cached(samples, ("fabric", "ib"), cache)
+    assert formatted.count(1.0) == 1 and len(formatted) == 5  # new objects: formatted, but in place
+    assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))

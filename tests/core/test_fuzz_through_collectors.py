@@ -20,6 +20,7 @@ import asyncio
 import importlib
 import inspect
 import logging
+import os
 import pkgutil
 import re
 from pathlib import Path
@@ -311,6 +312,55 @@ def test_infiniband_collector_explains_every_fuzzed_output(counters, errors, nd,
     texts = {"counters": counters, "errors": errors, "ibnetdiscover": nd, "perfquery": pq}
     for options in ({}, {"use_discovery_cache": False}):
         assert_explained(poll_once(group_config("infiniband", options=options), infiniband_answer(texts)))
+
+
+def poll_in_turn(config: dict, answers) -> list:
+    """One scheduler polls its targets once per answer, in turn (each poll's snapshot rendered on
+    the one before, as in the daemon): the states after each poll."""
+    cfg = parse_config(config)
+
+    current = []
+
+    async def answer_now(host, argv):
+        return await current[-1](host, argv)
+
+    async def main():
+        sched = Scheduler(FakeTransports(answer_now), SnapshotStore())
+        sched.apply(cfg, start_tasks=False)
+        seen = []
+        for answer in answers:
+            current.append(answer)
+            seen.append([(s.state, dict(s.errors), s.last_error) for s in await sched.poll_all_once()])
+        return seen
+
+    return asyncio.run(main())
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(counters=mutated(IB_QE), errors=mutated(IB_QE), nd=mutated(IB_ND))
+def test_infiniband_snapshots_render_incrementally_like_whole_across_fuzzed_polls(counters, errors, nd):
+    """FABRIC_VERIFY_RENDER=1: every snapshot's incremental render (on the previous poll's: real
+    captures, then fuzzed ones, then real ones with moved counters) is compared with a whole render; a difference
+    raises RenderMismatch, which the scheduler counts as an internal error."""
+    real_texts = {"counters": real(lines_of("infiniband/ndr_ibqueryerrors_counters_report_port.txt")),
+                  "errors": real(lines_of("infiniband/hdr_ibqueryerrors_errors_report_port.txt")),
+                  "ibnetdiscover": real(IB_ND), "perfquery": real(IB_PQ)}
+    fuzzed = {"counters": counters, "errors": errors, "ibnetdiscover": nd, "perfquery": real(IB_PQ)}
+    # the real captures again, every counter moved: the third poll patches lines, whatever the second left
+    moved = {**real_texts, "counters": re.sub(r"== (\d+)", lambda m: f"== {int(m.group(1)) + 1}", real_texts["counters"])}
+    was = os.environ.get("FABRIC_VERIFY_RENDER")
+    os.environ["FABRIC_VERIFY_RENDER"] = "1"
+    try:
+        polls = poll_in_turn(group_config("infiniband"), [infiniband_answer(t) for t in (real_texts, fuzzed, moved)])
+    finally:
+        if was is None:
+            del os.environ["FABRIC_VERIFY_RENDER"]
+        else:
+            os.environ["FABRIC_VERIFY_RENDER"] = was
+    for states in polls:
+        for state, errors_by_reason, last_error in states:
+            assert "internal" not in errors_by_reason, last_error
+    assert polls[0][0][0] in ("ok", "partial"), polls[0]  # the real captures publish: the next polls patch them
 
 
 @FUZZ

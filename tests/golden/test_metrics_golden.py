@@ -252,7 +252,8 @@ def scrape_once(tmp: Path) -> str:
     try:
         config = sources.start()
         (tmp / "exporter.yaml").write_text(yaml.safe_dump(config))
-        with DaemonProcess(tmp / "exporter.yaml", env=sources.env) as daemon:
+        # every snapshot's render checked against a whole render (a mismatch fails the poll, loudly)
+        with DaemonProcess(tmp / "exporter.yaml", env={**sources.env, "FABRIC_VERIFY_RENDER": "1"}) as daemon:
             daemon.wait_http()
             end = time.monotonic() + 90
             while time.monotonic() < end and daemon.get("/ready")[0] != 200:

@@ -13,7 +13,9 @@ from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
+from fabric_exporter.exposition import verify_enabled
 from fabric_exporter.samples import PollResult
+from fabric_exporter.store import build_snapshot
 from fabric_exporter.transport.factory import Transports
 
 needs_ibsim = pytest.mark.skipif(shutil.which("ibsim") is None or shutil.which("ibqueryerrors") is None,
@@ -62,6 +64,7 @@ class CollectorHarness:
         self.group = group
         self.transports = Transports()
         self.collector = InfinibandCollector(PollContext(group, group.hosts[0], self.transports))
+        self.snapshot = None  # with FABRIC_VERIFY_RENDER: each poll rendered as the daemon does, chained
         CollectorHarness.open_harnesses.append(self)
 
     def close(self) -> None:
@@ -77,9 +80,14 @@ class CollectorHarness:
         # handler and repr()s the finished task, i.e. every sample of the poll (~0.2 s per 60k).
         loop = asyncio.new_event_loop()
         try:
-            return loop.run_until_complete(self._poll())
+            result = loop.run_until_complete(self._poll())
         finally:
             loop.close()
+        if verify_enabled():  # on for these tests (fixture below), off in the bench that uses this harness
+            # every poll's incremental render (on the previous poll's) is checked against a whole
+            # render: exposition.RenderMismatch on a difference
+            self.snapshot = build_snapshot(self.group.fabric, result.samples, 60, previous=self.snapshot)
+        return result
 
     async def _poll(self) -> PollResult:
         try:
@@ -88,6 +96,19 @@ class CollectorHarness:
             # asyncio.run() gives each poll a fresh loop: the SSH pool must not outlive it.
             await self.transports.close()
             self.transports.ssh = type(self.transports.ssh)()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _verify_render():
+    """FABRIC_VERIFY_RENDER=1 for the IB tests: every harness poll is rendered incrementally on the
+    one before and compared with a whole render (layout changes of ibsim included)."""
+    was = os.environ.get("FABRIC_VERIFY_RENDER")
+    os.environ["FABRIC_VERIFY_RENDER"] = "1"
+    yield
+    if was is None:
+        del os.environ["FABRIC_VERIFY_RENDER"]
+    else:
+        os.environ["FABRIC_VERIFY_RENDER"] = was
 
 
 @pytest.fixture(autouse=True, scope="module")

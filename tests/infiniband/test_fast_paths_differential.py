@@ -61,7 +61,7 @@ def _forget_memos(collector) -> None:
     state.port_static = {}
     state.node_static = {}
     state.counter_lines = ib_queryerrors.PortLineMemo()
-    ib_queryerrors._LINK_MEMO.clear()
+    state.error_lines = ib_queryerrors.PortLineMemo()
 
 
 def _samples(result):

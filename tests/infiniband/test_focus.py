@@ -11,6 +11,7 @@ import pytest
 
 from fabric_exporter.collectors.infiniband import focus as f
 from fabric_exporter.collectors.infiniband.join import join_sweeps
+from fabric_exporter.collectors.infiniband.mapping import PortMemo
 from fabric_exporter.collectors.infiniband.state import FabricState
 from fabric_exporter.config import ConfigError
 from fabric_exporter.parsers import ib_netdiscover, ib_perfquery, ib_queryerrors
@@ -115,7 +116,7 @@ def test_focus_samples_restart_the_peak_only():
     w.vl = {0: 5, 3: 7}
     st.reads["ok"] += 3
     labels = {"node_guid": "0x1", "node_name": "n", "port": "1", "peer_node_name": "", "peer_port": ""}
-    memo = {PORT.key: [None, labels]}
+    memo = {PORT.key: PortMemo((), labels, [], True)}  # the sweep's per-port memo (mapping.py)
     first = {(s.name, s.labels.get("le") or s.labels.get("vl") or s.labels.get("result")): s.value
              for s in f.focus_samples(st, memo)}
     assert first[("fabric_ib_port_focus_xmit_wait_peak_ratio", None)] == 0.2

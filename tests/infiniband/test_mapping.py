@@ -38,11 +38,11 @@ def test_mapping_is_repeatable_and_reuses_unchanged_ports():
     state, counters, errors = _inputs()
     joined, first, _problems = _poll(state, counters, errors, 100.0)
     assert joined.ports and all(family_of(s.name) is not None for s in first)
-    static_before = {k: v[2] for k, v in state.port_static.items()}
+    static_before = {k: v.static for k, v in state.port_static.items()}
     _joined, second, _problems = _poll(state, counters, errors, 101.0)
     assert [(s.name, s.labels, s.value) for s in first] == [(s.name, s.labels, s.value) for s in second]
     # link/health/info samples of unchanged ports are the same objects, not rebuilt
-    assert all(state.port_static[k][2] is v for k, v in static_before.items())
+    assert all(state.port_static[k].static is v for k, v in static_before.items())
     ports = sum(1 for s in first if s.name == "fabric_ib_port_state_id")
     assert ports == len(joined.ports)
 
@@ -54,7 +54,7 @@ def test_an_idle_port_hands_out_its_counter_samples_again_and_a_moved_counter_a_
     key = (counters.nodes[0].guid, port.port)
 
     def data(samples):
-        labels = state.port_static[key][1]
+        labels = state.port_static[key].labels
         return [s for s in samples if s.labels is labels and s.name.startswith("fabric_ib_port_data_")]
 
     before = data(first)

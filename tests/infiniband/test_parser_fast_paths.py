@@ -18,12 +18,17 @@ def _report(port_line: str, link: str = LINK) -> str:
 
 
 def test_a_repeated_link_line_gives_the_same_record_and_a_changed_one_a_new_one():
-    first = ib_queryerrors.parse(_report(" [PortXmitData == 1 (4B)]")).nodes[0].ports[0].link
-    again = ib_queryerrors.parse(_report(" [PortXmitData == 2 (8B)]")).nodes[0].ports[0].link
+    memo = ib_queryerrors.PortLineMemo()  # the parser's state, owned by its caller
+    first = ib_queryerrors.parse(_report(" [PortXmitData == 1 (4B)]"), memo=memo).nodes[0].ports[0].link
+    again = ib_queryerrors.parse(_report(" [PortXmitData == 2 (8B)]"), memo=memo).nodes[0].ports[0].link
     assert again is first and (first.width, first.could_be_width, first.peer_port) == ("4X", "12X", 2)
     down = LINK.replace("( 4X       2.5 Gbps Active/  LinkUp)", "(             Down/ Polling)")
-    changed = ib_queryerrors.parse(_report(" [PortXmitData == 2 (8B)]", down)).nodes[0].ports[0].link
+    changed = ib_queryerrors.parse(_report(" [PortXmitData == 2 (8B)]", down), memo=memo).nodes[0].ports[0].link
     assert changed is not first and (changed.state, changed.width) == ("Down", None)
+    # another caller's memo (another collector) shares nothing with this one, nor does a parse without
+    other = ib_queryerrors.parse(_report(" [PortXmitData == 1 (4B)]"), memo=ib_queryerrors.PortLineMemo())
+    assert other.nodes[0].ports[0].link == first and other.nodes[0].ports[0].link is not first
+    assert ib_queryerrors.parse(_report(" [PortXmitData == 1 (4B)]")).nodes[0].ports[0].link is not first
 
 
 def test_counter_items_fast_path_matches_the_checked_loop():

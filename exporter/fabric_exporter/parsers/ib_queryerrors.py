@@ -203,36 +203,40 @@ def _layout(items: list[tuple[str, str, str]]) -> tuple[re.Pattern[str], tuple[s
 
 
 _OLD_NAMES = frozenset(OLD_COUNTER_NAMES)
-# Link info line -> LinkInfo (frozen: safe to share). A fabric's links read the same poll after poll,
-# so most lines are parsed once; bounded, and cleared whole when full (a fabric of this many ports
-# changes rarely).
-_LINK_MEMO: dict[str, LinkInfo] = {}
 _LINK_MEMO_MAX = 1 << 17
 
 
-def _link(line: str) -> LinkInfo:
-    link = _LINK_MEMO.get(line)
+def _link(line: str, links: dict[str, LinkInfo]) -> LinkInfo:
+    link = links.get(line)
     if link is None:
         link = _parse_link(line)
-        if len(_LINK_MEMO) >= _LINK_MEMO_MAX:
-            _LINK_MEMO.clear()
-        _LINK_MEMO[line] = link
+        if len(links) >= _LINK_MEMO_MAX:
+            links.clear()
+        links[line] = link
     return link
 
 
 class PortLineMemo:
-    """The port lines of one caller's previous sweep -> what each read as (port, GUID, counters,
-    suffixed names). A port line reads the same every time (the parse of a line depends on nothing
-    else), and a sweep repeats every idle port's line verbatim: such a line is looked up, not
-    parsed, and hands out the very same counters dict as last time (callers treat it as read-only;
-    the mapping then knows the port's counters did not move by identity). Holds one sweep's lines
-    (~0.4 KB a port), replaced on each parse that completes; one caller (one collector's counter
-    sweep) at a time."""
+    """What one caller's sweeps read before, kept for its next parse (the caller, one collector's
+    sweep of one kind, owns it; parses with one memo run one at a time, never two threads at once):
 
-    __slots__ = ("previous",)
+    * ``previous``: the port lines of the previous sweep -> what each read as (port, GUID, counters,
+      suffixed names, layout). A port line reads the same every time (the parse of a line depends on
+      nothing else), and a sweep repeats every idle port's line verbatim: such a line is looked up,
+      not parsed, and hands out the very same counters dict as last time (callers treat it as
+      read-only; the mapping then knows the port's counters did not move by identity). Holds one
+      sweep's lines (~0.4 KB a port), replaced on each parse that completes.
+    * ``links``: Link info line -> LinkInfo (frozen: safe to hand out again). A fabric's links read
+      the same poll after poll, so most lines are parsed once; bounded, and cleared whole when full
+      (a fabric of this many ports changes rarely).
+
+    A parse without a memo keeps nothing beyond its own call."""
+
+    __slots__ = ("previous", "links")
 
     def __init__(self) -> None:
         self.previous: dict[str, tuple] = {}
+        self.links: dict[str, LinkInfo] = {}
 
 
 @parser_entry
@@ -242,6 +246,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None, memo: PortLineMem
     if not isinstance(text, str):
         raise ParseError("ibqueryerrors output must be text")
     remembered = memo.previous.get if memo is not None else {}.get
+    links = memo.links if memo is not None else {}
     lines_read: dict[str, tuple] = {}
     nodes: list[NodeCounters] = []
     node: NodeCounters | None = None
@@ -296,7 +301,7 @@ def parse(text: str, skipped: list[SkippedLine] | None = None, memo: PortLineMem
                 raise ParseError(f"text after the summary: {line[:80]!r}")
             if last_port is None or last_port.link is not None:
                 raise ParseError("Link info line without its port line")
-            last_port.link = _link(line)
+            last_port.link = _link(line, links)
             if last_port.port is not None and last_port.link.port != last_port.port:
                 raise ParseError("Link info names another port")
             continue

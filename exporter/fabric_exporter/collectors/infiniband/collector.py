@@ -103,7 +103,8 @@ class InfinibandCollector(Collector):
     async def _poll(self, deadline: float, problems: list[str], durations: dict[str, float], now: float) -> PollResult:
         counters, errors_run, cached_nodes = await self._sweeps(now, deadline, durations, problems)
         with _gc_paused():
-            errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped)
+            errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped,
+                                          memo=self.state.error_lines)
             joined = join_sweeps(counters, errors, errors_run.stderr, self.state.owners, problems, cached_nodes)
             self.state.sweep_names = joined.sweep_names
             if self.state.sweep_shows_change(counters):

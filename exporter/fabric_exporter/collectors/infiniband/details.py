@@ -83,6 +83,6 @@ def detail_samples(details: dict[PortKey, dict[str, float]], state: FabricState)
     for key in sorted(details):
         cached = state.port_static.get(key)
         if cached is not None:
-            labels = cached[1]
+            labels = cached.labels
             out += [Sample(metric, labels, value) for metric, value in details[key].items()]
     return out

@@ -238,16 +238,16 @@ class FocusState:
         self.vl_due = True
 
 
-def focus_samples(focus: FocusState, port_static: dict[PortKey, list]) -> list[Sample]:
+def focus_samples(focus: FocusState, port_static: dict) -> list[Sample]:
     """The windows of the focus set read since the previous sweep; restarts each port's peak (the
     windows from now on make the next sweep's). ``port_static``: the sweep's per-port memo
-    (state.py), whose second item is the port's labels."""
+    (mapping.PortMemo), which holds the port's labels."""
     out: list[Sample] = []
     for key in sorted(focus.ports):
         memo = port_static.get(key)
         if memo is None:
             continue  # not in this sweep: no labels, no series
-        labels, w = memo[1], focus.windows[key]
+        labels, w = memo.labels, focus.windows[key]
         if w.peak is not None:
             out.append(Sample("fabric_ib_port_focus_xmit_wait_peak_ratio", labels, w.peak))
             w.peak = None
@@ -265,9 +265,9 @@ def focus_samples(focus: FocusState, port_static: dict[PortKey, list]) -> list[S
     return out
 
 
-def focus_info_samples(focus: FocusState, port_static: dict[PortKey, list]) -> list[Sample]:
+def focus_info_samples(focus: FocusState, port_static: dict) -> list[Sample]:
     """Which ports the focus task reads from now on, and why."""
-    return [Sample("fabric_ib_port_focus_info", {**port_static[key][1], "reason": fp.reason}, 1.0)
+    return [Sample("fabric_ib_port_focus_info", {**port_static[key].labels, "reason": fp.reason}, 1.0)
             for key, fp in sorted(focus.ports.items()) if key in port_static]
 
 

@@ -7,10 +7,12 @@ unchanged: most ports, most polls). The collector records the sweep in the state
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...hostnames import NameRule
 from ...parsers import ib_queryerrors
 from ...parsers.ib_common import SPEEDS, WIDTH_LANES, guid_str
-from ...samples import KeptSample, Sample
+from ...samples import KeptSample, LabelSet, Sample
 from .counters import DATA_METRICS, ERROR_METRICS, QP1_DROPPED, data_counters_64bit
 from .join import PortKey, SweptPort
 from .options import DEFAULT_HOST_RULE
@@ -21,6 +23,31 @@ _NODE_TYPES = ("switch", "ca", "router")
 _new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__: ~60k per poll
 
 Peer = tuple  # (peer node GUID | None, peer node type | None, peer name, peer port as text)
+
+
+class PortMemo:
+    """What the mapping keeps of a port between polls (``FabricState.port_static``), reused while
+    its ``signature`` holds: most ports, most polls. The labels dict and the kept samples are
+    handed to the renderer poll after poll and are never changed: a port whose signature changed
+    gets a new PortMemo, with new ones."""
+
+    __slots__ = ("signature", "labels", "static", "up", "zero_errors", "last", "link", "epoch", "settled",
+                 "layout", "layout_specs")
+
+    def __init__(self, signature: tuple, labels: Mapping[str, str], static: list[Sample], up: bool) -> None:
+        # (node name, peer, was linked, latched, extended counters, the LinkInfo): what the rest is made of
+        self.signature = signature
+        self.labels = labels  # the port's labels: shared by all its series but the info one
+        self.static = static  # its link/health gauges and its info series (KeptSamples)
+        self.up = up
+        self.zero_errors: list[Sample] | None = None  # its error counters at 0 (KeptSamples), once made
+        self.last: tuple | None = None  # (data counters as read, their samples) of the last poll
+        self.link: ib_queryerrors.LinkInfo | None = None  # the link this memo was last checked against
+        self.epoch = -1  # FabricState.inputs_epoch it was last checked in
+        # linked to a known peer, or never seen linked: while link and epoch hold, so does the signature
+        self.settled = False
+        self.layout: tuple[str, ...] | None = None  # the counter line layout (parser's names) last mapped
+        self.layout_specs: list | None = None  # and its (metric, scale) by position
 
 
 def samples_from_sweep(ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], state: FabricState,
@@ -49,45 +76,42 @@ def _port_samples(key: PortKey, p: SweptPort, is_latched: bool, state: FabricSta
     # The link/health gauges and the info series change only with the link: reuse last poll's
     # samples (and labels dict) while everything they are made of is the same.
     # (The parser shares one LinkInfo per unchanged Link info line: compared by identity first.)
-    cached = state.port_static.get(key)
-    if (cached is None or cached[6] is not link or cached[7] != state.inputs_epoch or not cached[8]
-            or cached[0][3] != is_latched or cached[0][4] != extended):
-        cached = _port_static(key, p, link, is_latched, extended, state, now, cached)
+    memo = state.port_static.get(key)
+    if (memo is None or memo.link is not link or memo.epoch != state.inputs_epoch or not memo.settled
+            or memo.signature[3] != is_latched or memo.signature[4] != extended):
+        memo = _port_static(key, p, link, is_latched, extended, state, now, memo)
     # else: a linked port as last poll (the very same link, nothing its names and peer come from
     # changed, so it was linked at this sweep too): its signature holds without being rebuilt.
-    out += cached[2]  # first: the renderer then knows the shared labels' text before the counters
-    _counter_samples(p, cached, out)
-    return cached[3]
+    out += memo.static  # first: the renderer then knows the shared labels' text before the counters
+    _counter_samples(p, memo, out)
+    return memo.up
 
 
 def _port_static(key: PortKey, p: SweptPort, link: ib_queryerrors.LinkInfo | None, is_latched: bool,
-                 extended: bool, state: FabricState, now: float, cached: list | None) -> list:
-    """The port's memo: [signature, labels, link/health/info samples, up, all-zero error samples,
-    last counters and their samples, the link, the state's inputs_epoch, linked-with-a-known-peer,
-    the counters' line layout (parser's names) and its (metric, scale) by position], rebuilt when
-    its signature changed."""
+                 extended: bool, state: FabricState, now: float, memo: PortMemo | None) -> PortMemo:
+    """The port's memo, checked again (and made anew when its signature changed)."""
     node_name = state.node_name(p.node_guid)
     was_linked = state.was_linked(key, now)
     peer = _peer(key, link, was_linked, state)
     signature = (node_name, peer, was_linked, is_latched, extended, link)
-    if cached is None or cached[0] != signature:
-        labels = {"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
-                  "peer_node_name": peer[2], "peer_port": peer[3]}
+    if memo is None or memo.signature != signature:
+        # interned: a memo made again with the same labels (after a rediscovery) hands out the same object
+        labels = LabelSet({"node_guid": guid_str(p.node_guid), "node_name": node_name, "port": str(p.port),
+                           "peer_node_name": peer[2], "peer_port": peer[3]})
         static = _link_samples(labels, link, was_linked, is_latched, extended)
         static.append(_port_info(labels, p, link, peer, state))
-        cached = state.port_static[key] = [signature, labels, static, link_up(link), None, None, None, None, False,
-                                           None, None]
+        memo = state.port_static[key] = PortMemo(signature, labels, static, link_up(link))
     # Up with a peer the state knows: FabricState.record_sweep marked it linked at this sweep; or
     # never seen linked (only a topology, which moves the epoch, or a link of its own that is up,
     # another LinkInfo, can change that). Either way, while its link and the state's inputs stay
     # the same, so does its signature (was_linked included, though it reads the clock).
-    cached[6], cached[7] = link, state.inputs_epoch
-    if cached[3] and was_linked and link.peer_port_guid is not None and peer[0] is not None:
-        cached[8] = True
+    memo.link, memo.epoch = link, state.inputs_epoch
+    if memo.up and was_linked and link.peer_port_guid is not None and peer[0] is not None:
+        memo.settled = True
     else:
         expected = state.expected_ports.get(key)
-        cached[8] = not was_linked and (expected is None or expected.last_up is None)
-    return cached
+        memo.settled = not was_linked and (expected is None or expected.last_up is None)
+    return memo
 
 
 def _peer(key: PortKey, link: ib_queryerrors.LinkInfo | None, was_linked: bool, state: FabricState) -> Peer:
@@ -107,41 +131,41 @@ def _peer(key: PortKey, link: ib_queryerrors.LinkInfo | None, was_linked: bool, 
     return (None, None, "", "")
 
 
-def _counter_samples(p: SweptPort, cached: list, out: list[Sample]) -> None:
-    labels = cached[1]
+def _counter_samples(p: SweptPort, memo: PortMemo, out: list[Sample]) -> None:
+    labels = memo.labels
     counters = p.entry.counters
-    last = cached[5]
+    last = memo.last
     # An idle port: the same values (the very same dict when the parser reused the line), the
     # same sample objects, nothing to render.
     if last is not None and (last[0] is counters or last[0] == counters):
         out += last[1]
     else:
         names = p.entry.names
-        if names is not None and names is cached[9]:
+        if names is not None and names is memo.layout:
             # the same line layout as last poll, every counter mapped: (metric, scale) by position
             data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
-                    for spec, value in zip(cached[10], counters.values())]
+                    for spec, value in zip(memo.layout_specs, counters.values())]
         else:
             metrics = DATA_METRICS
             data = [_new(Sample, (spec[0], labels, float(value * spec[1])))
                     for raw, value in counters.items() if (spec := metrics.get(raw)) is not None]
             if names is not None and len(data) == len(names):
-                cached[9], cached[10] = names, [DATA_METRICS[raw] for raw in names]
-        cached[5] = (counters, data)
+                memo.layout, memo.layout_specs = names, [DATA_METRICS[raw] for raw in names]
+        memo.last = (counters, data)
         out += data
     errors = p.errors
     if errors:
         get = errors.get
         out += [_new(Sample, (metric, labels, float(get(raw, 0)))) for raw, metric in ERROR_METRICS]
     elif errors is not None:  # every error counter 0 (most ports, most polls): reuse those samples
-        if cached[4] is None:
-            cached[4] = [_new(KeptSample, (metric, labels, 0.0)) for _raw, metric in ERROR_METRICS]
-        out += cached[4]
+        if memo.zero_errors is None:
+            memo.zero_errors = [_new(KeptSample, (metric, labels, 0.0)) for _raw, metric in ERROR_METRICS]
+        out += memo.zero_errors
     if p.qp1_dropped is not None:
         out.append(Sample(QP1_DROPPED[0], labels, float(p.qp1_dropped)))
 
 
-def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
+def _link_samples(labels: Mapping[str, str], link: ib_queryerrors.LinkInfo | None, was_linked: bool,
                   is_latched: bool, extended: bool) -> list[Sample]:
     """The port's link and health gauges (kept: reused while the link is unchanged)."""
     out: list[Sample] = []
@@ -171,12 +195,12 @@ def _link_samples(labels: dict[str, str], link: ib_queryerrors.LinkInfo | None, 
     return out
 
 
-def _port_info(labels: dict[str, str], p: SweptPort, link: ib_queryerrors.LinkInfo | None, peer: Peer,
+def _port_info(labels: Mapping[str, str], p: SweptPort, link: ib_queryerrors.LinkInfo | None, peer: Peer,
                state: FabricState) -> Sample:
     up = link_up(link)
     peer_guid, peer_type = peer[0], peer[1]
     linked = up and link.peer_port_guid is not None
-    return KeptSample("fabric_ib_port_info", {
+    return KeptSample("fabric_ib_port_info", LabelSet({
         **labels, "lid": str(link.lid) if link is not None else "",
         "port_guid": state.port_guid(p.node_guid, p.port),
         "peer_node_guid": guid_str(peer_guid) if peer_guid is not None else "",
@@ -185,7 +209,7 @@ def _port_info(labels: dict[str, str], p: SweptPort, link: ib_queryerrors.LinkIn
         "active_speed": SPEED_NAMES.get(link.speed, "") if up and link.speed else "",
         "supported_width": (link.could_be_width or link.width or "") if up and peer_guid is not None else "",
         "supported_speed": SPEED_NAMES.get(link.could_be_speed or link.speed or "", "") if linked else "",
-    }, 1.0)
+    }), 1.0)
 
 
 # -- ports the sweep did not return, nodes, the sweep itself ---------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from ...errors import ParseError
@@ -70,15 +71,16 @@ class FabricState:
         self.name_map: dict[int, str] = {}
         self.name_map_mtime: float | None = None
         self.sweep_names: dict[int, str] = {}  # node GUID -> NodeDescription the last counter sweep printed
-        # port -> [signature, labels, link/health/info samples, up, all-zero error samples or None,
-        # (data counters as read, their samples) of the last poll or None]: a memo of the mapping,
-        # reused while the signature holds (mapping.py)
-        self.port_static: dict[PortKey, list] = {}
+        # port -> the mapping's PortMemo (labels, kept samples, last counters), reused while its
+        # signature holds (mapping.py)
+        self.port_static: dict[PortKey, Any] = {}
         # node GUID -> (what its samples are made of, its node samples, its name if the host rule
         # does not match it): reused while the node's facts, name and tick are the same (mapping.py)
         self.node_static: dict[int, tuple] = {}
-        # the counter sweep's port lines of the previous poll, as read (the parser reuses them)
+        # what each sweep's parses read before (lines, links), for the parser to reuse: one per
+        # sweep, owned here so no parser state is shared between collectors or threads
         self.counter_lines = ib_queryerrors.PortLineMemo()
+        self.error_lines = ib_queryerrors.PortLineMemo()
 
     # -- topology -----------------------------------------------------------------------------
 
