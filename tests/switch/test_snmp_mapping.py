@@ -180,22 +180,25 @@ def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, see
                  and col is not c.tables[0].columns[0])
     kinds[plain.oid] = COUNTER32
     values: dict[tuple[int, ...], int] = {}
-    for poll in range(rng.randint(3, 7)):
-        event = rng.random() if poll > 1 else 1.0  # two plain polls first: the second maps whole
+    polls = rng.randint(3, 7)
+    for poll in range(polls):
+        # two plain polls first and two last: the second of each pair maps whole, whatever came between
+        plain_poll = poll < 2 or poll >= polls - 2
+        event = 1.0 if plain_poll else rng.random()
         if event < 0.1:
             wraps.clear()
             c._forget_counters()
         elif event < 0.2:
             names[rng.choice(list(names))] = f"Ethernet{rng.randint(1, 9)}"
         elif event < 0.3:
-            oid = rng.choice(list(kinds))
+            oid = rng.choice([oid for oid in kinds if oid != plain.oid])  # plain stays Counter32
             kinds[oid] = COUNTER32 if kinds[oid] != COUNTER32 else COUNTER64
-        wanted = dict(names) if poll < 2 or rng.random() < 0.85 else {i: n for i, n in names.items() if i != 1}
+        wanted = dict(names) if plain_poll or rng.random() < 0.85 else {i: n for i, n in names.items() if i != 1}
         by_column: dict = {}
         for table in c.tables:
             for col in table.columns:
                 vbs = []
-                still = rng.random() < 0.1  # a column whose values all stayed
+                still = rng.random() < 0.1 and not (poll == polls - 1 and col is plain)  # all values stayed
                 for index in rows_of(table):
                     oid = col.oid + index
                     if oid not in values or (not still and rng.random() < 0.9):
