@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -254,15 +253,7 @@ def scrape_once(tmp: Path) -> str:
         (tmp / "exporter.yaml").write_text(yaml.safe_dump(config))
         # every snapshot's render checked against a whole render (a mismatch fails the poll, loudly)
         with DaemonProcess(tmp / "exporter.yaml", env={**sources.env, "FABRIC_VERIFY_RENDER": "1"}) as daemon:
-            daemon.wait_http()
-            end = time.monotonic() + 90
-            while time.monotonic() < end and daemon.get("/ready")[0] != 200:
-                time.sleep(0.2)
-            status, body = daemon.get("/ready")
-            assert status == 200, f"{body}\n{daemon.logs()[-3000:]}"
-            status, text = daemon.get("/metrics")
-            assert status == 200, text
-            return text
+            return daemon.metrics_when_ready(90)
     finally:
         sources.stop()
 

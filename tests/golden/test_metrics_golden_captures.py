@@ -35,7 +35,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -222,15 +221,7 @@ def scrape_once(tmp: Path) -> str:
     # where the render contract's verify mode exists; unknown to daemons without it.
     env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "FABRIC_VERIFY_RENDER": "1"}
     with DaemonProcess(tmp / "exporter.yaml", env=env) as daemon:
-        daemon.wait_http()
-        end = time.monotonic() + 60
-        while time.monotonic() < end and daemon.get("/ready")[0] != 200:
-            time.sleep(0.2)
-        status, body = daemon.get("/ready")
-        assert status == 200, f"{body}\n{daemon.logs()[-3000:]}"
-        status, text = daemon.get("/metrics")
-        assert status == 200, text
-        return text
+        return daemon.metrics_when_ready(60)
 
 
 @pytest.fixture(scope="module")

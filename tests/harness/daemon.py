@@ -68,6 +68,18 @@ class DaemonProcess:
             time.sleep(0.2)
         raise TimeoutError(f"condition not met within {deadline}s; last {path}:\n{body[-3000:]}\nlogs:\n{self.logs()}")
 
+    def metrics_when_ready(self, deadline: float = 60.0) -> str:
+        """/metrics once /ready says every target was polled (bounded); fails with the daemon's log."""
+        self.wait_http()
+        end = time.monotonic() + deadline
+        while time.monotonic() < end and self.get("/ready")[0] != 200:
+            time.sleep(0.2)
+        status, body = self.get("/ready")
+        assert status == 200, f"{body}\n{self.logs()[-3000:]}"
+        status, text = self.get("/metrics")
+        assert status == 200, text
+        return text
+
     def logs(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")

@@ -9,10 +9,10 @@ Like the rest of config/, it is handed the collectors (the CLI passes the built-
 
 from __future__ import annotations
 
-import difflib
-import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from ..generated import write_or_check
 
 ROW_START = "| `collector` | required | "
 
@@ -36,13 +36,4 @@ def render(text: str, collectors: Mapping[str, type]) -> str:
 def update(path: Path, collectors: Mapping[str, type], write: bool) -> int:
     """``--write``: regenerate the row in place (0). ``--check``: 0 when current, else 1 and a diff."""
     text = path.read_text()
-    new = render(text, collectors)
-    if write:
-        if new != text:
-            path.write_text(new)
-        return 0
-    if new != text:
-        sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), str(path),
-                                                   f"{path} (generated)"))
-        return 1
-    return 0
+    return write_or_check(path, text, render(text, collectors), write)
