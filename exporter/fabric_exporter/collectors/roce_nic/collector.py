@@ -17,8 +17,7 @@ from . import options as _options
 from . import script
 from .mapping import ETHTOOL_MAPPER, HW_MAPPER, driver_family
 from .options import RoceNicOptions
-from .kept import KeptPorts
-from .ports import PortData, _result_and_ports
+from .ports import PortData, _result_and_ports, result_from_dump
 
 
 def _burst_probe() -> str:
@@ -60,7 +59,6 @@ class RoceNicCollector(Collector):
             self.options = RoceNicOptions()
         self._burst = None  # BurstAccumulator, from the first poll with burst: on
         self._burst_runner = None  # burst.LocalRunner | StreamRunner
-        self._kept = KeptPorts()  # last poll's samples and parses, handed out again where nothing moved
 
     def command(self) -> list[str]:
         o = self.options
@@ -75,11 +73,12 @@ class RoceNicCollector(Collector):
                 raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
         host = self.options.host_label(self.host.name if self.host else "localhost")
-        kept = self._kept
-        polled, ports = await parse_off_loop(
-            lambda text: _result_and_ports(parse_host_dump(text), host, self.options, kept), result.stdout)
-        if self.options.burst is not None:
-            await self._burst_poll(ports, host, polled)
+        if self.options.burst is None:
+            return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
+                                        result.stdout)
+        polled, ports = await parse_off_loop(lambda text: _result_and_ports(parse_host_dump(text), host, self.options),
+                                             result.stdout)
+        await self._burst_poll(ports, host, polled)
         return polled
 
     async def _burst_poll(self, ports: list[PortData], host: str, polled: PollResult) -> None:

@@ -14,7 +14,6 @@ from ...errors import CommandError, ParseError
 from ...parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ...parsers.rdma import HostDump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
 from ...samples import PollResult, Sample
-from .kept import KeptPorts
 from .mapping import ETHTOOL_MAPPER, HW_MAPPER, driver_family
 from .options import RoceNicOptions
 
@@ -42,28 +41,17 @@ def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> Poll
     return result
 
 
-def _result_and_ports(dump: HostDump, host: str, options: RoceNicOptions, kept: KeptPorts | None = None
-                      ) -> tuple[PollResult, list[PortData]]:
-    """``result_from_dump`` and the ports it was made of (for the burst sampler's plan). With
-    ``kept`` (the collector's, one per host), unmoved counters hand out last poll's samples and
-    unchanged sections are not parsed again: the same samples, cheaper (see kept.py)."""
+def _result_and_ports(dump: HostDump, host: str, options: RoceNicOptions) -> tuple[PollResult, list[PortData]]:
+    """``result_from_dump`` and the ports it was made of (for the burst sampler's plan)."""
     problems: list[str] = []
     skipped: list = []
-    if kept is None:
-        ports = _ports(dump, options, problems, skipped)
-        result = _samples(ports, host, options, problems)
-    else:
-        with kept.lock:  # a parse a cancelled poll left running in its thread finishes first
-            kept.start()
-            ports = _ports(dump, options, problems, skipped, kept)
-            result = _samples(ports, host, options, problems, kept)
-            kept.finish()
+    ports = _ports(dump, options, problems, skipped)
+    result = _samples(ports, host, options, problems)
     result.skipped = skipped
     return result, ports
 
 
-def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list | None = None,
-           kept: KeptPorts | None = None) -> list[PortData]:
+def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list | None = None) -> list[PortData]:
     if dump.missing_devices:
         problems.append("RDMA devices not found on host: " + ", ".join(dump.missing_devices))
     ports: list[PortData] = []
@@ -78,8 +66,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list
             ports.append(PortData(
                 dp.device, dp.port, dp.netdev, dump.devices.get(dp.device), dp.link_layer,
                 None if dp.state is None else dp.state.split(":")[-1].strip() == "ACTIVE",
-                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped, kept,
-                          ("hw_counters", dp.device, dp.port))
+                _parse_in(parse_hw_counters, raw, f"{dp.device}/{dp.port} hw_counters", skipped)
                 if raw is not None else None,
                 dropped=dump.dropped.get(("hw_counters", (dp.device, dp.port)), 0) if raw is not None else 0))
         if not ports and not dump.missing_devices:
@@ -97,7 +84,7 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list
         if port is None:
             continue
         if out.exit_status == 0:
-            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}", skipped, kept, ("ethtool", netdev))
+            port.ethtool = _parse_in(parse_ethtool_stats, out.text, f"{netdev}", skipped)
             port.dropped += dump.dropped.get(("ethtool", netdev), 0)
         elif out.exit_status == 127:
             missing_tool.append(netdev)
@@ -109,13 +96,9 @@ def _ports(dump: HostDump, o: RoceNicOptions, problems: list[str], skipped: list
     return ports
 
 
-def _parse_in(parse, text: str, where: str, skipped: list | None = None, kept: KeptPorts | None = None,
-              key: tuple = ()):
-    """Run a parser (through ``kept``'s memo of unchanged sections, if given); a ParseError names
-    the device or netdev it came from."""
+def _parse_in(parse, text: str, where: str, skipped: list | None = None):
+    """Run a parser; a ParseError names the device or netdev it came from."""
     try:
-        if kept is not None:
-            return kept.parse(key, parse, text, skipped)
         return parse(text, skipped=skipped)
     except ParseError as e:
         raise ParseError(f"{where}: {e}") from None
@@ -144,42 +127,28 @@ def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[P
     return ports
 
 
-def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str],
-             kept: KeptPorts | None = None) -> PollResult:
+def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str]) -> PollResult:
     samples: list[Sample] = []
     counters_read = 0
     expose = o.expose_unmapped
     for p in ports:
         counters_read += p.dropped  # read on the host, left out there as unmapped
+        # One labels dict per label set of the port, shared by its samples: the snapshot render
+        # formats each dict's text once (704 samples of an 8-NIC host: ~80 dicts, not 704).
+        base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
+        labels_of: dict[tuple, dict[str, str]] = {}
         family = driver_family(p.driver, p.device)
-        if kept is None:
-            # One labels dict per label set of the port, shared by its samples: the snapshot render
-            # formats each dict's text once (704 samples of an 8-NIC host: ~80 dicts, not 704).
-            base = {"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}
-            labels_of: dict[tuple, dict[str, str]] = {}
-            if p.driver:
-                samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
-            if p.active is not None:
-                samples.append(Sample("fabric_roce_nic_port_active", base, 1 if p.active else 0))
-        else:
-            memo = kept.port(host, p.device, p.port, p.netdev, p.driver)
-            base = memo.base
-            if memo.info is not None:
-                samples.append(memo.info)
-            if p.active is not None:
-                samples.append(memo.active_sample(p.active))
+        if p.driver:
+            samples.append(Sample("fabric_roce_nic_port_info", {**base, "driver": p.driver}, 1))
+        if p.active is not None:
+            samples.append(Sample("fabric_roce_nic_port_active", base, 1 if p.active else 0))
         for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
                                       ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
             if not table:
                 continue
             counters_read += len(table)
-            if kept is None:
-                unmapped: list[str] | None = [] if expose else None
-                samples.extend(mapper.map(table, family, base, unmapped, labels_of))
-            else:
-                mapped, unknown = memo.mapped(source, mapper, table, family)
-                samples.extend(mapped)
-                unmapped = list(unknown) if expose else None
+            unmapped: list[str] | None = [] if expose else None
+            samples.extend(mapper.map(table, family, base, unmapped, labels_of))
             for name in unmapped or ():
                 samples.append(Sample("fabric_roce_nic_unmapped_value",
                                       {**base, "source": source, "counter": name}, table[name]))
@@ -190,3 +159,4 @@ def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list
         # Nothing at all was read: a failed host, not a partial one.
         raise CommandError("; ".join(problems))
     return PollResult(samples, problems)
+
