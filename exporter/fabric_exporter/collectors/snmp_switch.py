@@ -58,6 +58,17 @@ _INT_ONLY = {int}
 _NO_WRAP: tuple[int | None, int] = (None, 0)  # a Counter32 series' wrap state before its first value
 
 
+def _extend32(series, raw: int) -> int:
+    """A Counter32 reading extended past 2**32 (``series.wrap`` = last raw value, offset so far): a
+    drop of less than half the range is a wrap and keeps counting up; a larger one is a real reset
+    (counters cleared) and shows as one. Both mapping paths (series by series, whole column) use it."""
+    last_raw, offset = series.wrap
+    if last_raw is not None and raw < last_raw:
+        offset = offset + WRAP32 if raw + WRAP32 - last_raw < WRAP32 // 2 else 0
+    series.wrap = (raw, offset)
+    return raw + offset
+
+
 @dataclass(frozen=True)
 class SnmpSwitchOptions:
     modules: tuple[str, ...] = DEFAULT_MODULES
@@ -513,16 +524,7 @@ class SnmpSwitchCollector(Collector):
                 raw, kind = vb.value, vb.kind
                 sample = series.sample
                 if sample is None or raw != series.raw or kind is not series.kind:
-                    value = raw
-                    if kind == COUNTER32:
-                        last_raw, offset = series.wrap
-                        if last_raw is not None and value < last_raw:
-                            if value + WRAP32 - last_raw < WRAP32 // 2:
-                                offset += WRAP32  # a wrap: keep counting up
-                            else:
-                                offset = 0  # a real reset (counters cleared): let it show as one
-                        series.wrap = (value, offset)
-                        value += offset
+                    value = _extend32(series, raw) if kind == COUNTER32 else raw
                     series.raw, series.kind = raw, kind
                     sample = series.sample = _new(KeptSample, (
                         metric, series.labels, value * scale if scale != 1.0 else float(value)))
@@ -588,14 +590,7 @@ class SnmpSwitchCollector(Collector):
         for series, raw in zip(state.series, values):
             sample = series.sample
             if sample is None or raw != series.raw or series.kind is not COUNTER32:
-                last_raw, offset = series.wrap
-                if last_raw is not None and raw < last_raw:
-                    if raw + WRAP32 - last_raw < WRAP32 // 2:
-                        offset += WRAP32  # a wrap: keep counting up
-                    else:
-                        offset = 0  # a real reset (counters cleared): let it show as one
-                series.wrap = (raw, offset)
-                value = raw + offset
+                value = _extend32(series, raw)
                 series.raw, series.kind = raw, COUNTER32
                 sample = series.sample = _new(KeptSample, (
                     series.metric, series.labels, value * scale if scale != 1.0 else float(value)))
