@@ -20,7 +20,6 @@ Regenerate after an intended change:  FABRIC_UPDATE_GOLDEN=1 pytest tests/golden
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
@@ -36,13 +35,13 @@ from fabric_exporter.lab.gnmi_target import GnmiTarget
 from fabric_exporter.lab.slurm import SlurmLab
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
+from tests.harness.golden import check_golden
 from tests.harness.daemon import DaemonProcess, free_port
 from tests.harness.latency_sshd import LatencyLab
 from tests.harness.nic_hosts import NicHosts
 from tests.harness.sshd import SSHD
 
 GOLDEN = Path(__file__).with_name("metrics.golden.txt")
-UPDATE = os.environ.get("FABRIC_UPDATE_GOLDEN") == "1"
 
 pytestmark = [
     pytest.mark.slow,
@@ -265,13 +264,4 @@ def test_whole_metrics_output_matches_the_golden_file(tmp_path):
         lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
         assert lint.returncode == 0, lint.stdout + lint.stderr
     got = mask(text)
-    if UPDATE or not GOLDEN.exists():
-        GOLDEN.write_text(got)
-        if not UPDATE:
-            pytest.fail(f"{GOLDEN.name} did not exist; written now — review and commit it")
-        return
-    want = GOLDEN.read_text()
-    if got != want:
-        diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "metrics.golden.txt",
-                                            "this run", n=1))
-        pytest.fail(f"/metrics differs from {GOLDEN.name} (FABRIC_UPDATE_GOLDEN=1 to accept):\n{diff[:20000]}")
+    check_golden(GOLDEN, got)

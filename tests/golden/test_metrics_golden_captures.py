@@ -29,7 +29,6 @@ cannot silently lose them. Regenerate after an intended change:
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shlex
@@ -42,10 +41,10 @@ import yaml
 
 from fabric_exporter.lab.sonic_cli import install_fake_show
 from tests.harness.captures import REAL
+from tests.harness.golden import check_golden
 from tests.harness.daemon import DaemonProcess
 
 GOLDEN = Path(__file__).with_name("metrics.captures.golden.txt")
-UPDATE = os.environ.get("FABRIC_UPDATE_GOLDEN") == "1"
 FIXTURES = REAL.parent
 
 # The sweeps the infiniband collector must run before anything else (ibnetdiscover, the counter and
@@ -237,15 +236,7 @@ def test_whole_metrics_output_matches_the_captures_golden_file(scraped):
         problems = set((lint.stdout + lint.stderr).splitlines())
         assert lint.returncode in (0, 3) and problems <= set(KNOWN_LINT), lint.stdout + lint.stderr
     got = without_varying(scraped)
-    if UPDATE or not GOLDEN.exists():
-        GOLDEN.write_text(got)
-        if not UPDATE:
-            pytest.fail(f"{GOLDEN.name} did not exist; written now -- review and commit it")
-        return
-    want = GOLDEN.read_text()
-    if got != want:
-        diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True), GOLDEN.name, "this run", n=1))
-        pytest.fail(f"/metrics differs from {GOLDEN.name} (FABRIC_UPDATE_GOLDEN=1 to accept):\n{diff[:20000]}")
+    check_golden(GOLDEN, got)
 
 
 def test_the_required_series_are_in_the_golden(scraped):
