@@ -3,7 +3,7 @@
     PYTHONPATH=exporter python bench/bench_nic_poll_work.py [--moving 0.2] [--polls 300]
 
 Per poll of a lab mlx5 host's filtered dump (as the remote script sends it): split the dump, parse +
-map (through the collector's kept ports when the checkout has them), and build the store's snapshot
+map, and build the store's snapshot
 from the previous one. ``--moving``: share of the counters that move between polls (the lab model
 moves them all; a real host's errors, CNPs and idle priorities stand still); the others keep the
 first dump's value (picked by a stable hash). Prints CPU ms per poll for each step. To compare two
@@ -53,18 +53,9 @@ def main() -> None:
     args = ap.parse_args()
     texts = dumps(args.moving)
     options = RoceNicOptions()
-    try:  # a checkout with kept ports (issue 27) polls through them, as its collector does
-        from fabric_exporter.collectors.roce_nic.kept import KeptPorts
-        from fabric_exporter.collectors.roce_nic.ports import _result_and_ports
-        kept = KeptPorts()
-
-        def poll(dump):
-            return _result_and_ports(dump, "h", options, kept)[0]
-        path = "kept"
-    except ImportError:
-        def poll(dump):
-            return result_from_dump(dump, "h", options)
-        path = "plain"
+    def poll(dump):
+        return result_from_dump(dump, "h", options)
+    path = "plain"
     snapshot = None
     for e in range(3):  # warm: plans compiled, first render cached
         snapshot = build_snapshot("f", poll(parse_host_dump(texts[e])).samples, 60, previous=snapshot)
