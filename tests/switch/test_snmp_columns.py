@@ -15,7 +15,7 @@ from fabric_exporter.collectors.snmp_modules import (
     SYS_UPTIME,
     columns_markdown,
 )
-from fabric_exporter.collectors.snmp_switch import IF_OPER_STATUS
+from fabric_exporter.collectors.snmp_modules import IF_OPER_STATUS
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB_SOURCES = {t.source for t in vars(mib).values() if isinstance(t, mib.MibTable)}
