@@ -20,6 +20,9 @@ SRC = ("infiniband",)
 COUNTER_SWEEP = "ibqueryerrors --counters"  # every port: data/packet counters and link info
 ERROR_SWEEP = "ibqueryerrors"  # non-zero error counters and PortXmitWait only
 PERFQUERY = "perfquery"  # QP1Dropped: in PortCounters, but no sweep prints it
+# ibdiagnet2's PM counters as its files name them: snake_case in ibdiagnet2.pm and in newer db_csv
+# PM_INFO sections (older PM_INFO sections use the sweep's CamelCase names: the sweep rows serve those).
+IBDIAGNET_PM = "ibdiagnet2 PM_INFO / .pm"
 
 IB_PORT = ("fabric", "node_guid", "node_name", "port", "peer_node_name", "peer_port")
 IB_NODE = ("fabric", "node_guid", "node_name")
@@ -193,6 +196,31 @@ _SWEEP = [
                "(since the exporter started).", (("fabric",),), SRC),
 ]
 
+
+def _pm_field(raw: str, width: int | None, reset_bit: int | None = None, scale: int = 1) -> RawCounter:
+    """A PortCounters field as ibdiagnet2 names it; width: the fixed-width cell's bits (it latches at
+    all-ones; a ``*_extended`` 64-bit twin, where the file has one, replaces it); reset_bit: the field's
+    CounterSelect bit, which also tells two spellings of one field apart from two fields."""
+    return RawCounter(raw, IBDIAGNET_PM, width, scale, reset_bit)
+
+
+# In the preferred spelling's order: where ibdiagnet spells one field two ways (IBDIAGNET 2.10 writes
+# link_down_counter and excessive_buffer_errors), the first row is the name its 64-bit twin carries.
+IBDIAGNET_PM_FIELDS = (
+    _pm_field("port_xmit_data", 32, 12, scale=4), _pm_field("port_rcv_data", 32, 13, scale=4),
+    _pm_field("port_xmit_pkts", 32, 14), _pm_field("port_rcv_pkts", 32, 15),
+    _pm_field("port_xmit_wait", 32, 16),
+    _pm_field("symbol_error_counter", 16, 0), _pm_field("link_error_recovery_counter", 8, 1),
+    _pm_field("link_downed_counter", 8, 2), _pm_field("link_down_counter", 8, 2),
+    _pm_field("port_rcv_errors", 16, 3), _pm_field("port_rcv_remote_physical_errors", 16, 4),
+    _pm_field("port_rcv_switch_relay_errors", 16, 5),
+    _pm_field("port_xmit_discards", 16, 6), _pm_field("port_xmit_discard", 16, 6),
+    _pm_field("port_xmit_constraint_errors", 8, 7), _pm_field("port_rcv_constraint_errors", 8, 8),
+    _pm_field("local_link_integrity_errors", 4, 9),
+    _pm_field("excessive_buffer_overrun_errors", 4, 10), _pm_field("excessive_buffer_errors", 4, 10),
+    _pm_field("vl15_dropped", 16, 11), _pm_field("qp1_dropped", 16),
+)
+
 # ibdiagnet2 output files read from a directory (ibdiagnet runs on the site's schedule).
 _IBDIAGNET = [
     MetricSpec("fabric_ib_ibdiagnet_file_age_seconds", "gauge", "seconds",
@@ -204,7 +232,7 @@ _IBDIAGNET = [
                "base name (the 32-bit cell is dropped); port_xmit_data/port_rcv_data become "
                "port_xmit_data_bytes/port_rcv_data_bytes (words x 4). Unsupported (-1/NA) counters are "
                "omitted. A snapshot as old as fabric_ib_ibdiagnet_file_age_seconds, not a live counter.",
-               (IB_PORT_COUNTER,), SRC, ("PM_INFO",)),
+               (IB_PORT_COUNTER,), SRC, raw=IBDIAGNET_PM_FIELDS),
     MetricSpec("fabric_ib_ibdiagnet_port_latched", "gauge", "",
                "1 if a PM counter of the port in the ibdiagnet2 file comes only from a fixed-width "
                "(32-bit or narrower) cell sitting at its maximum, so it stopped counting; else 0.",

@@ -18,11 +18,14 @@ DATA_COUNTERS = {name: (spec.name, raw.width) for name, (spec, raw) in _raw_coun
 ERROR_COUNTERS = {name: (spec.name, raw.width) for name, (spec, raw) in _raw_counters(ib_catalog.ERROR_SWEEP).items()}
 QP1_DROPPED = next((spec.name, raw.width) for spec, raw in _raw_counters(ib_catalog.PERFQUERY).values())
 # PortCounters CounterSelect bits (perfquery -R reset mask); PortXmitWait is bit 16 (CounterSelect2).
-RESET_BITS = {raw.name: raw.reset_bit for spec in ib_catalog.METRICS for raw in spec.raw if raw.reset_bit is not None}
+RESET_BITS = {raw.name: raw.reset_bit for spec in ib_catalog.METRICS for raw in spec.raw
+              if raw.reset_bit is not None and raw.source in (ib_catalog.COUNTER_SWEEP, ib_catalog.ERROR_SWEEP)}
 # Per-sample lookups, prepared once: raw name -> (metric, multiplier); error counters in catalog order.
 DATA_METRICS = {name: (spec.name, raw.scale) for name, (spec, raw) in _raw_counters(ib_catalog.COUNTER_SWEEP).items()}
 ERROR_METRICS = tuple((raw, metric) for raw, (metric, _w) in ERROR_COUNTERS.items())
 ERROR_NAMES = frozenset(ERROR_COUNTERS)
+# The counters only PortCountersExtended has (64 bits wide): a port printing one has extended counters.
+EXTENDED_ONLY = tuple(name for name, (_metric, width) in DATA_COUNTERS.items() if width == 64)
 _ALL_ONES_32 = (1 << 32) - 1
 
 
@@ -31,7 +34,7 @@ def data_counters_64bit(entry: ib_queryerrors.PortCounters) -> bool:
     PortCounters, or the 64-bit "NOIETF" extended set, told apart only by a value above 32 bits.
     (A 64-bit counter sitting exactly at 2^32-1 is then taken as latched: unlikely and harmless.)"""
     counters = entry.counters
-    if "PortUnicastXmitPkts" in counters:
+    if any(name in counters for name in EXTENDED_ONLY):
         return True
     return any(v > _ALL_ONES_32 for v in counters.values())
 
