@@ -45,6 +45,10 @@ def _names_typed(source: str, allow_recognised: bool) -> list[str]:
     return found
 
 
+# A queue label value, not a raw name: SONiC names its queues as its watermark columns (UC3).
+NOT_RAW = {("mixin/settings.py", "UC3")}
+
+
 def test_no_cli_raw_name_is_mapped_outside_the_catalog():
     """Outside catalog/, no module types a raw name the catalog maps; parsers may name what they
     recognise (a table's header) but never map it (no dict keyed by it). The lab's simulated
@@ -54,7 +58,8 @@ def test_no_cli_raw_name_is_mapped_outside_the_catalog():
         rel = path.relative_to(PACKAGE)
         if rel.parts[0] in ("catalog", "lab"):
             continue
-        names = _names_typed(path.read_text(), allow_recognised=rel.parts[0] == "parsers")
+        names = [n for n in _names_typed(path.read_text(), allow_recognised=rel.parts[0] == "parsers")
+                 if (str(rel), n) not in NOT_RAW]
         if names:
             offenders.append((str(rel), names))
     assert not offenders

@@ -221,6 +221,12 @@ IBDIAGNET_PM_FIELDS = (
     _pm_field("vl15_dropped", 16, 11), _pm_field("qp1_dropped", 16),
 )
 
+def pm_field_in_bytes(field: str) -> str:
+    """The counter label a word counter's value in bytes is published under (x 4): port_xmit_data_bytes,
+    PortXmitDataBytes."""
+    return field + ("_bytes" if "_" in field else "Bytes")
+
+
 # ibdiagnet2 output files read from a directory (ibdiagnet runs on the site's schedule).
 _IBDIAGNET = [
     MetricSpec("fabric_ib_ibdiagnet_file_age_seconds", "gauge", "seconds",

@@ -9,7 +9,15 @@ from .labels import NIC_PORT, NIC_PORT_PRIORITY, SWITCH_IF, SWITCH_IF_PRIORITY, 
 from .mib import ARISTA_PFC_PRIORITY, CISCO_PFC_PRIORITY, IF, IF_X
 from .roce_nic import BNXT, bnxt_en, bnxt_re, ice, irdma, mlx5, mlx5_rdma, nic_help
 from .spec import MetricSpec, RawCounter
-from .switch_commands import CUMULUS_ETHTOOL, EOS_DISCARDS, SONIC_WRED, SONIC_WRED_JSON, printed
+from .switch_commands import (
+    CUMULUS_ETHTOOL,
+    EOS_DISCARDS,
+    SONIC_PFC_RX,
+    SONIC_PFC_TX,
+    SONIC_WRED,
+    SONIC_WRED_JSON,
+    printed,
+)
 
 NIC = "roce_nic"
 SNMP = "snmp_switch"
@@ -31,7 +39,7 @@ METRICS = [
              *ice("rx_priority_{p}_xoff.nic", "port-rx-xoff_prio-{p}_events"),
              CISCO_PFC_PRIORITY.column("cpfcIfPriorityIndications", 3),
              ARISTA_PFC_PRIORITY.column("aristaPfcPriorityIndications", 4),
-             *printed(CUMULUS_ETHTOOL, "HwIfInPfc{p}Pkt"))),
+             *printed(CUMULUS_ETHTOOL, "HwIfInPfc{p}Pkt"), *printed(SONIC_PFC_RX, "PFC{p}"))),
     _shared("fabric_roce_pfc_tx_pause_frames_total", "frames",
             "PFC pause frames sent per priority ({raw}, CISCO-PFC-EXT-MIB cpfcIfPriorityRequests, "
             "ARISTA-PFC-MIB aristaPfcPriorityRequests, SONiC 'show pfc counters' Tx).",
@@ -40,7 +48,7 @@ METRICS = [
              *ice("tx_priority_{p}_xoff.nic", "port-tx-xoff_prio-{p}_events"),
              CISCO_PFC_PRIORITY.column("cpfcIfPriorityRequests", 2),
              ARISTA_PFC_PRIORITY.column("aristaPfcPriorityRequests", 3),
-             *printed(CUMULUS_ETHTOOL, "HwIfOutPfc{p}Pkt"))),
+             *printed(CUMULUS_ETHTOOL, "HwIfOutPfc{p}Pkt"), *printed(SONIC_PFC_TX, "PFC{p}"))),
     # mlx5's rx_bytes is the netdev's software count, ice's too: only bnxt_en's plain name is the port's.
     _shared("fabric_roce_rx_bytes_total", "bytes",
             "Bytes received on the port ({raw}, IF-MIB ifHCInOctets).",

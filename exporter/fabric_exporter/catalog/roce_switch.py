@@ -27,9 +27,14 @@ from .switch_commands import (
     EOS_QUEUE,
     EOS_VOQ,
     NVUE_ROCE,
+    SONIC_BUFFER_POOL_WATERMARK,
+    SONIC_HEADROOM_POOL_WATERMARK,
+    SONIC_PFC_HISTORY,
     SONIC_PFCWD,
+    SONIC_PG_WATERMARK,
     SONIC_QUEUE,
     SONIC_QUEUE_JSON,
+    SONIC_QUEUE_WATERMARK,
     SONIC_WRED,
     SONIC_WRED_JSON,
     printed,
@@ -265,7 +270,8 @@ METRICS = [
                "(SONiC 'show queue [persistent-]watermark unicast|multicast|all', SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES); "
                "kind says which watermark: user or persistent (CLI), periodic (gNMI: over the switch's last sampling "
                "period; SONiC PERIODIC_WATERMARKS, Cumulus max-occupancy-since-last-sample).",
-               (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",)),
+               (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",),
+               raw=printed(SONIC_QUEUE_WATERMARK, "UC{w}", "MC{w}", "ALL{w}")),
     MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the ingress priority group since its watermark was last cleared: region "
                "shared (shared pool) or headroom (XOFF headroom, what absorbs in-flight data after PFC) "
@@ -274,27 +280,31 @@ METRICS = [
                "periodic watermark of SONiC PERIODIC_WATERMARKS or Cumulus max-occupancy-since-last-sample).",
                (SWITCH_IF + ("pg", "region"),), (CLI, GNMI),
                ("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
-                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES")),
+                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"), raw=printed(SONIC_PG_WATERMARK, "PG{g}")),
     MetricSpec("fabric_roce_switch_buffer_pool_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the shared buffer pool since its watermark was last cleared (SONiC "
                "'show buffer_pool [persistent-]watermark', SAI_BUFFER_POOL_STAT_WATERMARK_BYTES); on a "
                "multi-ASIC switch the pool is named <namespace>/<pool>.",
-               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",)),
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",),
+               raw=printed(SONIC_BUFFER_POOL_WATERMARK, "Bytes")),
     MetricSpec("fabric_roce_switch_headroom_pool_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the lossless pool's shared headroom since its watermark was last cleared "
                "(SONiC 'show headroom-pool [persistent-]watermark', SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES); "
                "multi-ASIC pools are named <namespace>/<pool>.",
-               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",)),
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",),
+               raw=printed(SONIC_HEADROOM_POOL_WATERMARK, "Bytes")),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
                "Time the interface was paused by received PFC frames on the priority (SONiC 'show pfc counters "
                "--history' Total RX Pause Time US / 1e6; SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
                "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US; Cumulus gNMI switch-priority/state/"
                "in-pause-duration). rate() is the paused fraction.",
                (SWITCH_IF + ("priority",),), (CLI, GNMI),
-               ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US")),
+               ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US"),
+               raw=printed(SONIC_PFC_HISTORY, "Total RX Pause Time US", scale=1e-6)),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_transitions_total", "counter", "",
                "Times the priority went from unpaused to paused by received PFC (SONiC 'show pfc counters --history' "
                "RX Pause Transitions; SAI/EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS).",
                (SWITCH_IF + ("priority",),), (CLI,),
-               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS")),
+               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS"),
+               raw=printed(SONIC_PFC_HISTORY, "RX Pause Transitions")),
 ]

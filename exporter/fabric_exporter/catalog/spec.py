@@ -9,8 +9,10 @@ from typing import Literal
 MetricType = Literal["counter", "gauge", "histogram", "info"]
 
 
-#: captures a raw name may hold: ``{p}`` a priority 0-7, ``{q}`` a queue number -> (label, regex)
-CAPTURES: dict[str, tuple[str, str]] = {"p": ("priority", "[0-7]"), "q": ("queue", "[0-9]{1,2}")}
+#: captures a raw name may hold -> (label, regex): ``{p}`` a priority 0-7, ``{q}`` a queue number,
+#: ``{w}`` a queue number of a SONiC watermark column (UC/MC/ALL, up to 4 digits), ``{g}`` a priority group
+CAPTURES: dict[str, tuple[str, str]] = {"p": ("priority", "[0-7]"), "q": ("queue", "[0-9]{1,2}"),
+                                        "w": ("queue", "[0-9]{1,4}"), "g": ("pg", "[0-9]{1,3}")}
 
 
 @dataclass(frozen=True)

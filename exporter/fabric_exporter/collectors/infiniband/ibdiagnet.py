@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ...catalog.infiniband import COUNTER_SWEEP, ERROR_SWEEP, IBDIAGNET_PM, PERFQUERY
+from ...catalog.infiniband import COUNTER_SWEEP, ERROR_SWEEP, IBDIAGNET_PM, PERFQUERY, pm_field_in_bytes
 from ...commands import Files, Shape, Value
 from ...errors import CommandError, PollError
 from ...parsers import ib_diagnet
@@ -22,7 +22,7 @@ DB_CSV, PM = "ibdiagnet2.db_csv", "ibdiagnet2.pm"
 
 def pm_fields(table: RawTable) -> ib_diagnet.PmFields:
     """What the catalog's rows say about ibdiagnet's PM counter names: fixed-width fields (64-bit
-    ones do not latch), word counters (scale 4, published in bytes under ``*_bytes``/``*Bytes``), and
+    ones do not latch), word counters (scale 4, published in bytes: ``pm_field_in_bytes``), and
     two spellings of one field (rows of one source with one CounterSelect bit; the first is preferred)."""
     widths: dict[str, int] = {}
     in_bytes: dict[str, str] = {}
@@ -31,7 +31,7 @@ def pm_fields(table: RawTable) -> ib_diagnet.PmFields:
         if row.width is not None and row.width < 64:
             widths[row.name] = row.width
         if row.scale == 4:
-            in_bytes[row.name] = row.name + ("_bytes" if "_" in row.name else "Bytes")
+            in_bytes[row.name] = pm_field_in_bytes(row.name)
         if row.reset_bit is not None:
             by_field.setdefault((row.source, row.reset_bit), []).append(row.name)
     spellings = {names[0]: tuple(names[1:]) for names in by_field.values() if len(names) > 1}
