@@ -26,6 +26,7 @@ ERROR_METRICS = tuple((raw, metric) for raw, (metric, _w) in ERROR_COUNTERS.item
 ERROR_NAMES = frozenset(ERROR_COUNTERS)
 # The counters only PortCountersExtended has (64 bits wide): a port printing one has extended counters.
 EXTENDED_ONLY = tuple(name for name, (_metric, width) in DATA_COUNTERS.items() if width == 64)
+_EXTENDED_MARK = EXTENDED_ONLY[0]  # one of them, for the per-port fast path (the sweep prints all or none)
 _ALL_ONES_32 = (1 << 32) - 1
 
 
@@ -56,7 +57,7 @@ def latched_counters(data: ib_queryerrors.PortCounters, errors: dict[str, int] |
         if name not in errors_extended and value == (1 << width) - 1:
             out.append(name)
     if qp1_dropped == (1 << QP1_DROPPED[1]) - 1:
-        out.append("QP1Dropped")
+        out.append(ib_catalog.QP1_DROPPED.name)
     return out
 
 
@@ -66,7 +67,7 @@ def latched_ports(ports: dict) -> dict:
     counter and no QP1Dropped read has none: that check is made without a call."""
     out = {}
     for key, p in ports.items():
-        if not p.errors and p.qp1_dropped is None and "PortUnicastXmitPkts" in p.entry.counters:
+        if not p.errors and p.qp1_dropped is None and _EXTENDED_MARK in p.entry.counters:
             continue
         names = latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped)
         if names:
