@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from fabric_exporter.catalog import CATALOG, mib
-from fabric_exporter.catalog.spec import RawCounter
+from fabric_exporter.catalog.spec import RawCounter, raw_text
 from fabric_exporter.mapping import rows_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,3 +166,36 @@ def test_the_oid_scan_finds_what_it_looks_for():
     assert oids_in("X = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6)\n'1.3.6.1.4.1.30065.3.6.1.2.1.4'") == {
         (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6), (1, 3, 6, 1, 4, 1, 30065, 3, 6, 1, 2, 1, 4)}
     assert oids_in("(1,3,111,2,802,1,1,21,1,1,1,2,)") == {(1, 3, 111, 2, 802, 1, 1, 21, 1, 1, 1, 2)}
+
+
+# -- HELP: the raw-name part is generated from the rows ----------------------------------------------
+
+
+def hand_typed_in_help(spec) -> list[str]:
+    """The spec's own raw names its HELP types by hand (outside ``{raw}``, which the rows fill in)."""
+    if "{raw}" not in spec.help_written:
+        return ["<no {raw} in the help>"]
+    return [row.name for row in spec.raw
+            if re.search(r"(?<![\w.{}/-])" + re.escape(row.name) + r"(?![\w{}/-])", spec.help_written)]
+
+
+def test_help_names_the_rows_only_through_the_generated_part():
+    typed = {spec.name: hand_typed_in_help(spec) for spec in CATALOG.values() if spec.raw}
+    assert len(typed) > 100
+    assert {name: names for name, names in typed.items() if names} == {}
+    for spec in CATALOG.values():
+        if spec.raw:
+            assert raw_text(spec.raw, spec.type == "counter") in spec.help, spec.name
+
+
+def test_the_help_check_finds_a_typed_name():
+    from fabric_exporter.catalog.spec import MetricSpec
+
+    row = RawCounter("PortXmitWait", "ibqueryerrors")
+    typed = MetricSpec("fabric_x_total", "counter", "", "Ticks (PortXmitWait).", ((),), ("x",), raw=(row,))
+    generated = MetricSpec("fabric_x_total", "counter", "", "Ticks ({raw}).", ((),), ("x",), raw=(row,))
+    assert generated.help == typed.help == "Ticks (PortXmitWait)."
+    assert hand_typed_in_help(generated) == []
+    assert hand_typed_in_help(typed) == ["<no {raw} in the help>"]
+    both = MetricSpec("fabric_x_total", "counter", "", "Ticks ({raw}; PortXmitWait).", ((),), ("x",), raw=(row,))
+    assert hand_typed_in_help(both) == ["PortXmitWait"]

@@ -48,22 +48,6 @@ def test_every_row_is_walked_and_every_walked_column_is_a_row():
                                        and split_name(n)[0] == col.object}, col
 
 
-def test_help_names_every_mib_object_a_metric_reads():
-    """HELP is prose written next to the rows: it must name each column object the metric is read
-    from (the review found cpfcIfIndications for cpfcIfPriorityIndications, and the Arista columns
-    missing)."""
-    missing = []
-    for metric, row in SNMP_ROWS:
-        column, statistic = split_name(row.name)
-        help_text = CATALOG[metric].help
-        if metric == "fabric_roce_switch_if_neighbor_info":
-            continue  # the LLDP walk's bookkeeping columns (subtypes, local ports) are not named in HELP
-        if column not in help_text or (statistic and statistic.removeprefix("ucast").removeprefix("mcast")
-                                       not in help_text):
-            missing.append((metric, row.name))
-    assert not missing
-
-
 def test_a_row_the_structure_cannot_place_is_an_error_at_build():
     import pytest
 

@@ -60,69 +60,69 @@ def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = 
 # 32-bit PortCounters (see fabric_ib_port_latched).
 _DATA = [
     _port_counter("fabric_ib_port_data_transmitted_bytes_total", "bytes",
-                  "Bytes sent by the port (PortXmitData x 4: the counter counts 4-byte words).",
+                  "Bytes sent by the port ({raw} x 4: the counter counts 4-byte words).",
                   _data("PortXmitData", 32, reset_bit=12, scale=4)),
     _port_counter("fabric_ib_port_data_received_bytes_total", "bytes",
-                  "Bytes received by the port (PortRcvData x 4: the counter counts 4-byte words).",
+                  "Bytes received by the port ({raw} x 4: the counter counts 4-byte words).",
                   _data("PortRcvData", 32, reset_bit=13, scale=4)),
     _port_counter("fabric_ib_port_packets_transmitted_total", "packets",
-                  "Packets sent by the port (PortXmitPkts).", _data("PortXmitPkts", 32, reset_bit=14)),
+                  "Packets sent by the port ({raw}).", _data("PortXmitPkts", 32, reset_bit=14)),
     _port_counter("fabric_ib_port_packets_received_total", "packets",
-                  "Packets received by the port (PortRcvPkts).", _data("PortRcvPkts", 32, reset_bit=15)),
+                  "Packets received by the port ({raw}).", _data("PortRcvPkts", 32, reset_bit=15)),
     _port_counter("fabric_ib_unicast_packets_transmitted_total", "packets",
-                  "Unicast packets sent (PortUnicastXmitPkts, extended counters only).",
+                  "Unicast packets sent ({raw}, extended counters only).",
                   _data("PortUnicastXmitPkts", 64)),
     _port_counter("fabric_ib_unicast_packets_received_total", "packets",
-                  "Unicast packets received (PortUnicastRcvPkts, extended counters only).",
+                  "Unicast packets received ({raw}, extended counters only).",
                   _data("PortUnicastRcvPkts", 64)),
     _port_counter("fabric_ib_multicast_packets_transmitted_total", "packets",
-                  "Multicast packets sent (PortMulticastXmitPkts, extended counters only).",
+                  "Multicast packets sent ({raw}, extended counters only).",
                   _data("PortMulticastXmitPkts", 64)),
     _port_counter("fabric_ib_multicast_packets_received_total", "packets",
-                  "Multicast packets received (PortMulticastRcvPkts, extended counters only).",
+                  "Multicast packets received ({raw}, extended counters only).",
                   _data("PortMulticastRcvPkts", 64)),
     _port_counter("fabric_ib_port_transmit_wait_total", "ticks",
                   "Ticks the port had data to send but sent nothing: no credits or lost arbitration "
-                  "(PortXmitWait; normalise with fabric_ib_port_rate_bytes_per_second).",
+                  "({raw}; normalise with fabric_ib_port_rate_bytes_per_second).",
                   XMIT_WAIT),
 ]
 
 # Error counters (IBA PortCounters; widths 4-16 bits on most devices, so they latch early).
 _ERRORS = [
-    _port_counter("fabric_ib_symbol_error_total", "", "Minor link errors on any lane (SymbolErrorCounter).",
+    _port_counter("fabric_ib_symbol_error_total", "", "Minor link errors on any lane ({raw}).",
                   _error("SymbolErrorCounter", 16, reset_bit=0)),
     _port_counter("fabric_ib_link_error_recovery_total", "",
-                  "Successful link error recoveries (LinkErrorRecoveryCounter).", _error("LinkErrorRecoveryCounter", 8, reset_bit=1)),
+                  "Successful link error recoveries ({raw}).", _error("LinkErrorRecoveryCounter", 8, reset_bit=1)),
     _port_counter("fabric_ib_link_downed_total", "",
-                  "Times the link training failed to recover and the link went down (LinkDownedCounter).",
+                  "Times the link training failed to recover and the link went down ({raw}).",
                   _error("LinkDownedCounter", 8, reset_bit=2)),
     _port_counter("fabric_ib_port_receive_errors_total", "packets",
-                  "Received packets with errors (PortRcvErrors).", RCV_ERRORS),
+                  "Received packets with errors ({raw}).", RCV_ERRORS),
     _port_counter("fabric_ib_port_receive_remote_physical_errors_total", "packets",
                   "Received packets marked with the EBP delimiter by an upstream port "
-                  "(PortRcvRemotePhysicalErrors).", _error("PortRcvRemotePhysicalErrors", 16, reset_bit=4)),
+                  "({raw}).", _error("PortRcvRemotePhysicalErrors", 16, reset_bit=4)),
     _port_counter("fabric_ib_port_receive_switch_relay_errors_total", "packets",
-                  "Received packets the switch could not forward (PortRcvSwitchRelayErrors).",
+                  "Received packets the switch could not forward ({raw}).",
                   _error("PortRcvSwitchRelayErrors", 16, reset_bit=5)),
     _port_counter("fabric_ib_port_transmit_discards_total", "packets",
-                  "Outbound packets discarded: port down or congestion timeouts (PortXmitDiscards).",
+                  "Outbound packets discarded: port down or congestion timeouts ({raw}).",
                   XMIT_DISCARDS),
     _port_counter("fabric_ib_port_transmit_constraint_errors_total", "packets",
-                  "Packets not sent because of partition/raw constraints (PortXmitConstraintErrors).",
+                  "Packets not sent because of partition/raw constraints ({raw}).",
                   _error("PortXmitConstraintErrors", 8, reset_bit=7)),
     _port_counter("fabric_ib_port_receive_constraint_errors_total", "packets",
-                  "Packets dropped on receive because of partition/raw constraints (PortRcvConstraintErrors).",
+                  "Packets dropped on receive because of partition/raw constraints ({raw}).",
                   _error("PortRcvConstraintErrors", 8, reset_bit=8)),
     _port_counter("fabric_ib_local_link_integrity_errors_total", "",
                   "Times the local physical errors exceeded the LocalPhyErrors threshold "
-                  "(LocalLinkIntegrityErrors).", _error("LocalLinkIntegrityErrors", 4, reset_bit=9)),
+                  "({raw}).", _error("LocalLinkIntegrityErrors", 4, reset_bit=9)),
     _port_counter("fabric_ib_excessive_buffer_overrun_errors_total", "",
-                  "Consecutive flow-control update periods with buffer overrun (ExcessiveBufferOverrunErrors).",
+                  "Consecutive flow-control update periods with buffer overrun ({raw}).",
                   _error("ExcessiveBufferOverrunErrors", 4, reset_bit=10)),
     _port_counter("fabric_ib_vl15_dropped_total", "packets",
-                  "Subnet-management (VL15) packets dropped for lack of buffers (VL15Dropped).", _error("VL15Dropped", 16, reset_bit=11)),
+                  "Subnet-management (VL15) packets dropped for lack of buffers ({raw}).", _error("VL15Dropped", 16, reset_bit=11)),
     _port_counter("fabric_ib_qp1_dropped_total", "packets",
-                  "General-management (QP1) packets dropped, where the device reports it (QP1Dropped).",
+                  "General-management (QP1) packets dropped, where the device reports it ({raw}).",
                   QP1_DROPPED),
 ]
 
@@ -242,9 +242,10 @@ _IBDIAGNET = [
                "its values are this old.", (IB_FILE,), SRC),
     MetricSpec("fabric_ib_ibdiagnet_pm_counter", "gauge", "",
                "PM counter value from ibdiagnet2 (PM_INFO in ibdiagnet2.db_csv, or ibdiagnet2.pm), named by "
-               "its ibdiagnet field. Where a 64-bit *_extended twin exists its value is published under the "
-               "base name (the 32-bit cell is dropped); port_xmit_data/port_rcv_data become "
-               "port_xmit_data_bytes/port_rcv_data_bytes (words x 4). Unsupported (-1/NA) counters are "
+               "its ibdiagnet field ({raw}; older PM_INFO sections use the CamelCase names of the sweep's "
+               "counters). Where a 64-bit *_extended twin exists its value is published under the "
+               "base name (the 32-bit cell is dropped); the data counters (4-byte words) are published in "
+               "bytes, named with _bytes (Bytes). Unsupported (-1/NA) counters are "
                "omitted. A snapshot as old as fabric_ib_ibdiagnet_file_age_seconds, not a live counter.",
                (IB_PORT_COUNTER,), SRC, raw=IBDIAGNET_PM_FIELDS),
     MetricSpec("fabric_ib_ibdiagnet_port_latched", "gauge", "",
@@ -290,7 +291,7 @@ _FOCUS = [
                "focus_top_k highest stall ratios) or configured (focus_ports).",
                (IB_PORT + ("reason",),), SRC, ("PortXmitWait",)),
     MetricSpec("fabric_ib_port_vl_transmit_wait_total", "counter", "ticks",
-               "Focus ports: ticks a virtual lane had data to send but sent nothing (PortVLXmitWait<vl> of "
+               "Focus ports: ticks a virtual lane had data to send but sent nothing ({raw}<vl> of "
                "PortVLXmitWaitCounters, perfquery --vlxmitcounters), where the port answers it. A 16-bit "
                "field that latches at 65535: a latched value is withheld, not published.",
                (IB_PORT + ("vl",),), SRC, raw=(RawCounter("PortVLXmitWait", VL_XMIT_WAIT, 16),)),
