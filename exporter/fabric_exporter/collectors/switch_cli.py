@@ -69,7 +69,8 @@ EOS_DISCARD_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_DISCARDS))
 EOS_PFC_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_PFC))
 CUMULUS_METRICS = RawTable.for_source(cmd.CUMULUS_ETHTOOL)  # with captures: HwIfInPfc{p}Pkt, HwIfOutQ{q}WredDrops
 NVUE_ROCE_METRICS = RawTable.for_source(cmd.NVUE_ROCE)
-PFC_METRICS = (RawTable.for_source(cmd.SONIC_PFC_RX), RawTable.for_source(cmd.SONIC_PFC_TX))  # PFC{p} columns
+# PFC{p} columns of the Port Rx and Port Tx tables (pfc_samples' direction 0 and 1)
+PFC_METRICS = (RawTable.for_source(cmd.SONIC_PFC_RX), RawTable.for_source(cmd.SONIC_PFC_TX))
 PFC_HISTORY_METRICS = RawTable.for_source(cmd.SONIC_PFC_HISTORY)
 QUEUE_WATERMARK_METRICS = RawTable.for_source(cmd.SONIC_QUEUE_WATERMARK)  # UC{w}, MC{w}, ALL{w} columns
 PG_WATERMARK_METRICS = RawTable.for_source(cmd.SONIC_PG_WATERMARK)  # PG{g} columns
@@ -97,18 +98,22 @@ def _scaled(value: int, scale: float) -> float:
 Wanted = Callable[[str], bool]
 
 
+@functools.lru_cache(maxsize=256)  # a switch prints the same columns for every port, poll after poll
+def _pfc_plan(direction: int, columns: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
+    """(column, metric, label, priority) for the PFC{p} columns one port printed, by priority."""
+    found = [(column, metric, label, priority) for column in columns
+             for _order, metric, _row, ((label, priority),) in PFC_METRICS[direction].matches(column)]
+    return tuple(sorted(found, key=lambda f: int(f[3])))
+
+
 def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
-    for metrics, table in zip(PFC_METRICS, (counters.rx, counters.tx)):
+    for direction, table in enumerate((counters.rx, counters.tx)):
         for port, columns in table.items():
-            if not wanted(port):
-                continue
-            found = []
-            for column, value in columns.items():
-                for _order, metric, _row, captures in metrics.matches(column):
-                    labels = {"switch": switch, "interface": port, **dict(captures)}
-                    found.append((int(labels["priority"]), Sample(metric, labels, float(value))))
-            out.extend(sample for _prio, sample in sorted(found, key=lambda f: f[0]))
+            if wanted(port):
+                out.extend(Sample(metric, {"switch": switch, "interface": port, label: priority},
+                                  float(columns[column]))
+                           for column, metric, label, priority in _pfc_plan(direction, tuple(columns)))
     return out
 
 
