@@ -12,6 +12,7 @@ from .spec import MetricSpec, RawCounter
 from .switch_commands import (
     CUMULUS_ETHTOOL,
     EOS_DISCARDS,
+    EOS_ECN,
     SONIC_PFC_RX,
     SONIC_PFC_TX,
     SONIC_WRED,
@@ -88,8 +89,9 @@ METRICS = [
              *printed(CUMULUS_ETHTOOL, "HwIfOutDiscards"))),
     _shared("fabric_roce_ecn_marked_packets_total", "packets",
             "ECN CE-marked packets: marked packets a NIC received (RDMA hw counters), or packets a switch marked "
-            "per egress queue ({raw}, EOS 'show qos interfaces ecn counters queue').",
+            "per egress queue ({raw}).",
             (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI, GNMI),
             (*mlx5_rdma("np_ecn_marked_roce_packets"), *bnxt_re("rx_ecn_marked_pkts"), *irdma("RxECNMrkd"),
-             *printed(SONIC_WRED, "EcnMarked/pkts"), *printed(SONIC_WRED_JSON, "ecnmarkedpacket"))),
+             *printed(SONIC_WRED, "EcnMarked/pkts"), *printed(SONIC_WRED_JSON, "ecnmarkedpacket"),
+             *printed(EOS_ECN, "queueCounters"))),
 ]

@@ -24,6 +24,7 @@ SONIC_BUFFER_POOL_WATERMARK = "show buffer_pool [persistent-]watermark"
 SONIC_HEADROOM_POOL_WATERMARK = "show headroom-pool [persistent-]watermark"
 EOS_DISCARDS = "show interfaces counters discards | json"
 EOS_PFC = "show priority-flow-control counters | json"
+EOS_ECN = "show qos interfaces ecn counters queue | json"  # one count per tx-queue under queueCounters
 EOS_QUEUE = "show interfaces counters queue: Egress Queue Counters"
 EOS_VOQ = "show interfaces counters queue: Aggregate VoQ Counters"
 CUMULUS_ETHTOOL = "ethtool -S swp<n>"
@@ -33,7 +34,7 @@ NVUE_ROCE = "nv show interface <swp> qos roce counters"
 VENDOR = {SONIC_PFC_RX: "sonic", SONIC_PFC_TX: "sonic", SONIC_PFC_HISTORY: "sonic", SONIC_QUEUE_WATERMARK: "sonic",
           SONIC_PG_WATERMARK: "sonic", SONIC_BUFFER_POOL_WATERMARK: "sonic", SONIC_HEADROOM_POOL_WATERMARK: "sonic",
           SONIC_QUEUE: "sonic", SONIC_QUEUE_JSON: "sonic", SONIC_WRED: "sonic", SONIC_WRED_JSON: "sonic",
-          SONIC_PFCWD: "sonic", EOS_DISCARDS: "eos", EOS_PFC: "eos", EOS_QUEUE: "eos", EOS_VOQ: "eos",
+          SONIC_PFCWD: "sonic", EOS_DISCARDS: "eos", EOS_PFC: "eos", EOS_ECN: "eos", EOS_QUEUE: "eos", EOS_VOQ: "eos",
           CUMULUS_ETHTOOL: "cumulus", NVUE_ROCE: "nvue"}
 SOURCES = tuple(VENDOR)
 

@@ -78,11 +78,14 @@ PG_WATERMARK_METRICS = RawTable.for_source(cmd.SONIC_PG_WATERMARK)  # PG{g} colu
 
 def _one_metric(source: str) -> str:
     """The metric the rows of ``source`` feed, for a command whose records hold one value each (a
-    pool's Bytes); an error at import when the catalog's rows feed none or several."""
+    pool's Bytes, an EOS tx-queue's ECN count); an error at import when the rows feed none or several."""
     metrics = {metric for metric, _row in RawTable.for_source(source).rows}
     if len(metrics) != 1:
         raise ValueError(f"catalog: {source}: rows feed {sorted(metrics)}, expected one metric")
     return metrics.pop()
+
+
+EOS_ECN_METRIC = _one_metric(cmd.EOS_ECN)
 
 
 def _scaled(value: int, scale: float) -> float:
@@ -227,7 +230,7 @@ def eos_port_samples(metrics: Metrics, switch: str, rows: list[eos_cli.Discards 
 
 
 def eos_ecn_samples(switch: str, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
-    return [Sample("fabric_roce_ecn_marked_packets_total", {"switch": switch, "interface": r.port, "queue": r.queue},
+    return [Sample(EOS_ECN_METRIC, {"switch": switch, "interface": r.port, "queue": r.queue},
                    float(r.packets)) for r in rows if wanted(r.port)]
 
 
