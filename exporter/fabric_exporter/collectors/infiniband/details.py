@@ -12,6 +12,7 @@ detail series (nothing is invented for it); a failed read publishes none for tha
 from __future__ import annotations
 
 from ...catalog import infiniband_detail as catalog
+from ...catalog.infiniband import RCV_ERRORS, XMIT_DISCARDS
 from ...errors import ParseError, PollError
 from ...parsers import ib_perfquery
 from ...parsers.skipped import SkippedLine
@@ -25,8 +26,8 @@ READS = tuple(
     (flag, aggregate, kind, {raw.name: spec.name for spec in catalog.METRICS for raw in spec.raw
                              if raw.source == source})
     for flag, aggregate, kind, source in (
-        ("-E", "PortRcvErrors", "portrcverrordetails counters", catalog.RCV_ERROR_DETAILS),
-        ("-D", "PortXmitDiscards", "portxmitdiscarddetails counters", catalog.XMIT_DISCARD_DETAILS),
+        ("-E", RCV_ERRORS.name, "portrcverrordetails counters", catalog.RCV_ERROR_DETAILS),
+        ("-D", XMIT_DISCARDS.name, "portxmitdiscarddetails counters", catalog.XMIT_DISCARD_DETAILS),
     )
 )
 

@@ -12,6 +12,7 @@ import re
 import socket
 from collections.abc import Callable
 
+from ...catalog.infiniband import QP1_DROPPED
 from ...commands import Getopt, Shape, Value
 from ...errors import CommandError, ParseError, PollError, PollTimeoutError
 from ...parsers import ib_perfquery
@@ -182,8 +183,8 @@ class IbTools:
             for b in blocks:
                 p = ports.get((guid, b.port))
                 # basic PortCounters; perfquery -x prints it in the extended block too (real captures)
-                if p is not None and b.kind in ("counters", "extended") and "QP1Dropped" in b.values:
-                    p.qp1_dropped = b.values["QP1Dropped"]
+                if p is not None and b.kind in ("counters", "extended") and QP1_DROPPED.name in b.values:
+                    p.qp1_dropped = b.values[QP1_DROPPED.name]
         if failed:
             problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
 
