@@ -29,6 +29,7 @@ class RawCounter:
     vendor     whose driver, OS or MIB prints this name (docs group the per-vendor tables by it).
     families   driver families where the name means what the metric says; None: every family.
     oid        the SNMP column's numeric OID, for SNMP sources.
+    labels     labels every value of this name carries, as (name, value) pairs (gNMI: region="headroom").
     """
 
     name: str
@@ -39,6 +40,7 @@ class RawCounter:
     vendor: str = ""
     families: frozenset[str] | None = None
     oid: tuple[int, ...] | None = None
+    labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_pattern(self) -> bool:
