@@ -1,6 +1,6 @@
 """gnmi_switch reads the catalog's rows: every SONiC COUNTERS_DB field and OpenConfig/Cumulus leaf it
-maps is declared once (catalog/gnmi_paths.py's containers, rows on the metrics' specs) and compiled
-into the collector's tables at import (issue 21 item 1)."""
+maps is declared once (catalog/gnmi_paths.py's containers, rows on the metrics' specs), compiled into
+the collector's tables at import, and documented from the same rows (issue 21 item 1)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,28 @@ import pytest
 
 from fabric_exporter.catalog import CATALOG, gnmi_paths
 from fabric_exporter.catalog.spec import CAPTURES
-from fabric_exporter.collectors.gnmi_switch import DIALECTS, TEXT_ENUMS, compile_container
+from fabric_exporter.collectors.gnmi_switch import DIALECTS, TEXT_ENUMS, compile_container, docs
 from fabric_exporter.collectors.gnmi_switch import dialects as dialects_module
 from fabric_exporter.mapping import RawTable, rows_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "exporter" / "fabric_exporter"
+DOC = ROOT / "docs" / "collectors" / "gnmi_switch.md"
 GNMI_ROWS = rows_of(*gnmi_paths.SOURCES)
 # the labels a container's keys give every value below it
 KEY_LABELS = {"ports": (), "queues": ("queue",), "pfcwd": ("queue",), "pg_watermarks": ("pg",),
               "interface": (), "queue": ("queue",), "priority": ("priority",), "pg": ("pg",)}
+
+
+def test_the_doc_tables_are_generated_from_the_rows(tmp_path):
+    text = DOC.read_text()
+    assert docs.render(text) == text, \
+        "regenerate: python -m fabric_exporter.collectors.gnmi_switch.docs --write docs/collectors/gnmi_switch.md"
+    assert docs.main(["--check", str(DOC)]) == 0
+    stale = tmp_path / "gnmi_switch.md"
+    stale.write_text(text.replace("`SAI_QUEUE_STAT_BYTES`", "`SAI_QUEUE_STAT_OCTETS`"))
+    assert docs.main(["--check", str(stale)]) == 1
+    assert docs.main(["--write", str(stale)]) == 0 and stale.read_text() == text
 
 
 def test_every_gnmi_row_names_a_gnmi_metric_with_labels_it_allows():

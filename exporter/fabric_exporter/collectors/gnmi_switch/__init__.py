@@ -28,9 +28,10 @@ Which field or leaf feeds which metric is declared once, as catalog rows (``cata
 containers, rows on the metrics' specs); ``dialects`` compiles them at import.
 
 Modules: options (the options block), dialects (the dialect table: paths, and the catalog rows
-compiled into lookup tables), decode (notifications -> a switch's latest values, pure), emit (values -> samples),
-session (the channel, credentials, requests, Subscribe ONCE and gRPC status -> reasons), stream
-(stream mode's background subscription and its watchdog), collector (the entry point).
+compiled into lookup tables), docs (docs/collectors/gnmi_switch.md's tables, from the rows), decode
+(notifications -> a switch's latest values, pure), emit (values -> samples), session (the channel,
+credentials, requests, Subscribe ONCE and gRPC status -> reasons), stream (stream mode's background
+subscription and its watchdog), collector (the entry point).
 """
 
 from .collector import GnmiSwitchCollector
