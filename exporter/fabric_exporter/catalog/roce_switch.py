@@ -8,6 +8,18 @@ Queue label values follow SONiC's CLI naming on every source: ``UC<n>`` for unic
 ``MC<n>`` for multicast queue n (0-based), so an SNMP and a CLI series for one queue are equal.
 """
 
+from .gnmi_paths import (
+    CUMULUS,
+    OC_INTERFACE,
+    OC_PG,
+    OC_PRIORITY,
+    OC_QUEUE,
+    OPENCONFIG_ONLY,
+    SONIC_PFCWD as GNMI_SONIC_PFCWD,
+    SONIC_PG_WATERMARKS,
+    SONIC_PORTS,
+    SONIC_QUEUES,
+)
 from .labels import SWITCH_IF, SWITCH_IF_QUEUE, SWITCH_IF_TRAFFIC
 from .mib import (
     ARISTA_EGRESS_QUEUE,
@@ -87,16 +99,20 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_oper_status", "gauge", "",
                "Interface operational state as {raw} codes: 1 up, 2 down, 3 testing, 4 unknown, "
                "5 dormant, 6 notPresent, 7 lowerLayerDown.",
-               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOperStatus", 8),)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOperStatus", 8), OC_INTERFACE.field("oper-status"))),
     MetricSpec("fabric_roce_switch_if_speed_bytes_per_second", "gauge", "bytes_per_second",
                "Interface speed ({raw} Mb/s x 125000); the denominator of utilization.",
                (SWITCH_IF,), (SNMP,), raw=(IF_X.column("ifHighSpeed", 15, scale=1e6 / 8),)),
     MetricSpec("fabric_roce_switch_if_rx_errors_total", "counter", "packets",
                "Received packets with errors ({raw}).",
-               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifInErrors", 14),)),
+               (SWITCH_IF,), (SNMP, GNMI),
+               raw=(IF.column("ifInErrors", 14), SONIC_PORTS.field("SAI_PORT_STAT_IF_IN_ERRORS"),
+                    OC_INTERFACE.field("counters/in-errors"))),
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
                "Packets that could not be sent because of errors ({raw}).",
-               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOutErrors", 20),)),
+               (SWITCH_IF,), (SNMP, GNMI),
+               raw=(IF.column("ifOutErrors", 20), SONIC_PORTS.field("SAI_PORT_STAT_IF_OUT_ERRORS"),
+                    OC_INTERFACE.field("counters/out-errors"))),
     # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
                "Received packets dropped for lack of ingress buffer ({raw}); "
@@ -157,27 +173,33 @@ METRICS = [
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))
-               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")),
+               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_PACKETS"), OC_QUEUE.field("transmit-pkts"))),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
                "Bytes sent from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentBytes"), _csq("mcastSentBytes"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))
-               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")),
+               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_BYTES"), OC_QUEUE.field("transmit-octets"))),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedPkts"), _csq("mcastDroppedPkts"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))
                + printed(SONIC_QUEUE, "Drop/pkts") + printed(SONIC_QUEUE_JSON, "droppacket")
-               + printed(EOS_QUEUE, "OutDropPkts")),
+               + printed(EOS_QUEUE, "OutDropPkts")
+               # Cumulus counts its tail drops in its own leaf, not the standard one
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_PACKETS"),
+                  OC_QUEUE.field("dropped-pkts", dialects=OPENCONFIG_ONLY),
+                  OC_QUEUE.field("no-buffer-uc-dropped-pkts", dialects=CUMULUS))),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped by the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedBytes"), _csq("mcastDroppedBytes"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))
                + printed(SONIC_QUEUE, "Drop/bytes") + printed(SONIC_QUEUE_JSON, "dropbytes")
-               + printed(EOS_QUEUE, "OutDropOctets")),
+               + printed(EOS_QUEUE, "OutDropOctets") + (SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_BYTES"),)),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
                "Packets admitted to the egress queue ({raw}); "
@@ -214,41 +236,47 @@ METRICS = [
                "Packets WRED dropped from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
                raw=printed(SONIC_WRED, "WredDrp/pkts") + printed(SONIC_WRED_JSON, "wreddroppacket")
-               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")),
+               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_PACKETS"), OC_QUEUE.field("wred-dropped-pkts"))),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_bytes_total", "counter", "bytes",
                "Bytes WRED dropped from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")),
+               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_BYTES"),)),
     MetricSpec("fabric_roce_switch_queue_ecn_marked_bytes_total", "counter", "bytes",
                "Bytes ECN CE-marked in the egress queue ({raw}); "
                "packets are fabric_roce_ecn_marked_packets_total.",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")),
+               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES"),)),
     # --- PFC watchdog -----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
                "PFC storms the watchdog detected on the queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)
-               + printed(SONIC_PFCWD, "STORM DETECTED")),
+               + printed(SONIC_PFCWD, "STORM DETECTED")
+               + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED"),)),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
                "PFC storms the watchdog saw end on the queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)
-               + printed(SONIC_PFCWD, "STORM RESTORED")),
+               + printed(SONIC_PFCWD, "STORM RESTORED")
+               + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED"),)),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
                "({raw}: the DROP part of its TX OK/DROP column).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_PFCWD, "TX DROP")),
+               raw=printed(SONIC_PFCWD, "TX DROP") + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS"),)),
     MetricSpec("fabric_roce_switch_pfcwd_rx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on receive while the queue was in a storm "
                "({raw}: the DROP part of its RX OK/DROP column).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_PFCWD, "RX DROP")),
+               raw=printed(SONIC_PFCWD, "RX DROP") + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS"),)),
     MetricSpec("fabric_roce_switch_pfcwd_storm_active", "gauge", "",
-               "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS stormed), "
-               "0 when operational.",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS, or {raw}, "
+               "says stormed), 0 when operational.",
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=(GNMI_SONIC_PFCWD.field("PFC_WD_STATUS"),)),  # text: operational | stormed
     # --- buffer watermarks and PFC history (SONiC watermarkstat, pfcstat --history) ---------------
     # A watermark is the peak occupancy since it was last reset, not the occupancy now: "user"
     # watermarks are reset by anyone's 'sonic-clear ... watermark', "persistent" ones only by
@@ -257,18 +285,24 @@ METRICS = [
                "Peak shared-buffer occupancy of the egress queue since its watermark was last cleared "
                "({raw}; SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES); "
                "kind says which watermark: user or persistent (CLI), periodic (gNMI: over the switch's last sampling "
-               "period; SONiC PERIODIC_WATERMARKS, Cumulus max-occupancy-since-last-sample).",
+               "period).",
                (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",),
-               raw=printed(SONIC_QUEUE_WATERMARK, "UC{w}", "MC{w}", "ALL{w}")),
+               raw=printed(SONIC_QUEUE_WATERMARK, "UC{w}", "MC{w}", "ALL{w}")
+               + (OC_QUEUE.field("shared-buffer/data/max-occupancy-since-last-sample",
+                                 labels=(("kind", "periodic"),)),)),
     MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the ingress priority group since its watermark was last cleared: region "
                "shared (shared pool) or headroom (XOFF headroom, what absorbs in-flight data after PFC) "
-               "({raw}; "
-               "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES / _XOFF_ROOM_WATERMARK_BYTES; over gNMI the "
-               "periodic watermark of SONiC PERIODIC_WATERMARKS or Cumulus max-occupancy-since-last-sample).",
+               "({raw}; over gNMI the periodic watermark, over the switch's last sampling period).",
                (SWITCH_IF + ("pg", "region"),), (CLI, GNMI),
                ("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
-                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"), raw=printed(SONIC_PG_WATERMARK, "PG{g}")),
+                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"),
+               raw=printed(SONIC_PG_WATERMARK, "PG{g}")
+               + (SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
+                                            labels=(("region", "shared"),)),
+                  SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES",
+                                            labels=(("region", "headroom"),)),
+                  OC_PG.field("shared-buffer/data/max-occupancy-since-last-sample", labels=(("region", "shared"),)))),
     MetricSpec("fabric_roce_switch_buffer_pool_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the shared buffer pool since its watermark was last cleared "
                "({raw}; SAI_BUFFER_POOL_STAT_WATERMARK_BYTES); on a "
@@ -284,11 +318,11 @@ METRICS = [
     MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
                "Time the interface was paused by received PFC frames on the priority ({raw}; "
                "SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
-               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US; Cumulus gNMI switch-priority/state/"
-               "in-pause-duration). rate() is the paused fraction.",
+               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US). rate() is the paused fraction.",
                (SWITCH_IF + ("priority",),), (CLI, GNMI),
                ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US"),
-               raw=printed(SONIC_PFC_HISTORY, "Total RX Pause Time US", scale=1e-6)),
+               raw=printed(SONIC_PFC_HISTORY, "Total RX Pause Time US", scale=1e-6)
+               + (OC_PRIORITY.field("in-pause-duration", scale=1e-6, dialects=CUMULUS),)),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_transitions_total", "counter", "",
                "Times the priority went from unpaused to paused by received PFC ({raw}; "
                "SAI/EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS).",

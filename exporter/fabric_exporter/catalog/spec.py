@@ -31,6 +31,7 @@ class RawCounter:
     vendor     whose driver, OS or MIB prints this name (docs group the per-vendor tables by it).
     families   driver families where the name means what the metric says; None: every family.
     oid        the SNMP column's numeric OID, for SNMP sources.
+    labels     labels every value of this name carries, as (name, value) pairs (gNMI: region="headroom").
     """
 
     name: str
@@ -41,6 +42,7 @@ class RawCounter:
     vendor: str = ""
     families: frozenset[str] | None = None
     oid: tuple[int, ...] | None = None
+    labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_pattern(self) -> bool:
@@ -60,13 +62,19 @@ NIC_SOURCES = ("ethtool", "hw_counters")
 MICROSECONDS = 1e-6
 
 
+GNMI_SOURCE = "gnmi "  # how a gNMI row's source starts (catalog/gnmi_paths.py)
+GNMI_SHOWN = {"sonic": "gNMI SONiC", "openconfig": "gNMI OpenConfig"}
+
+
 def _shown_under(row: RawCounter) -> str:
-    """What HELP puts before a row's name: the NIC driver, the MIB, the CLI dialect and command;
-    nothing for the InfiniBand tools' names (they are the IBA field names)."""
+    """What HELP puts before a row's name: the NIC driver, the MIB, gNMI and the schema, the CLI
+    dialect and command; nothing for the InfiniBand tools' names (they are the IBA field names)."""
     if row.oid is not None:
         return row.source.split()[0]
     if row.source in NIC_SOURCES:
         return row.vendor
+    if row.source.startswith(GNMI_SOURCE):
+        return GNMI_SHOWN.get(row.vendor, "gNMI")
     if row.vendor in CLI_DIALECTS:
         return f"{CLI_DIALECTS[row.vendor]} '{row.source}'"
     return ""
@@ -77,12 +85,18 @@ def raw_text(raw: tuple[RawCounter, ...], summed: bool = True) -> str:
     shown: ``mlx5 a, bnxt_en b / c, IF-MIB x + y, SONiC 'show queue counters' Drop/pkts``. Names of one
     driver or command are alternatives (``/``); columns of one MIB are summed (``+``) when ``summed``
     (a counter), else listed (``,``). Rows in microseconds add ``; microseconds / 1e6``."""
-    groups: dict[str, list[RawCounter]] = {}
-    for row in raw:
-        groups.setdefault(_shown_under(row), []).append(row)
+    groups: dict[tuple[str, str], list[RawCounter]] = {}
+    for row in raw:  # gNMI rows by container: one container's fields of one metric add up
+        key = row.source if row.source.startswith(GNMI_SOURCE) else ""
+        groups.setdefault((_shown_under(row), key), []).append(row)
     parts = []
-    for shown, rows in groups.items():
-        joint = (" + " if summed else ", ") if rows[0].oid is not None else " / "
+    for (shown, container), rows in groups.items():
+        if rows[0].oid is not None:
+            joint = " + " if summed else ", "
+        elif container and summed and len({(r.labels, r.families) for r in rows}) == 1:
+            joint = " + "
+        else:
+            joint = " / "
         names = joint.join(r.name for r in rows)
         parts.append(f"{shown} {names}" if shown else names)
     text = ", ".join(parts)
