@@ -19,6 +19,7 @@ from ...parsers.skipped import SkippedLine
 from ...samples import Sample
 from .join import PortKey, SweptPort
 from .state import FabricState
+from .tools import IbPoll
 
 # perfquery flag, the aggregate counter it details, the header kind the parser files it under,
 # and raw name -> metric (from the catalog).
@@ -52,29 +53,28 @@ def read_block(text: str, port: int, kind: str, metrics: dict[str, str],
     return {metric: float(values[raw]) for raw, metric in metrics.items()}
 
 
-async def read_error_details(tools, ports: dict[PortKey, SweptPort], max_ports: int, deadline: float,
-                             durations: dict[str, float], problems: list[str],
-                             skipped: list[SkippedLine] | None) -> dict[PortKey, dict[str, float]]:
+async def read_error_details(tools, ports: dict[PortKey, SweptPort], max_ports: int,
+                             poll: IbPoll) -> dict[PortKey, dict[str, float]]:
     """perfquery -E / -D on the erroring ports (at most max_ports per attribute): port -> metric -> value."""
     out: dict[PortKey, dict[str, float]] = {}
     for flag, aggregate, kind, metrics in READS:
         keys = ports_to_read(ports, aggregate)
         if len(keys) > max_ports:
-            problems.append(f"error details ({flag}): {len(keys)} ports with {aggregate}, read the first "
+            poll.problems.append(f"error details ({flag}): {len(keys)} ports with {aggregate}, read the first "
                             f"{max_ports} (error_details_max_ports)")
             keys = keys[:max_ports]
         jobs = [(key, tools.argv("perfquery", flag, str(ports[key].entry.link.lid), str(key[1]))) for key in keys]
-        results = await tools.batch(jobs, deadline, durations, f"perfquery_{flag.lstrip('-')}")
+        results = await tools.batch(jobs, poll, f"perfquery_{flag.lstrip('-')}")
         failed = 0
         for key, res in results.items():
             try:
                 if isinstance(res, PollError) or res.exit_status != 0:
                     raise ParseError("perfquery failed")
-                out.setdefault(key, {}).update(read_block(res.stdout, key[1], kind, metrics, skipped))
+                out.setdefault(key, {}).update(read_block(res.stdout, key[1], kind, metrics, poll.skipped))
             except ParseError:
                 failed += 1
         if failed:
-            problems.append(f"error details ({flag}): perfquery failed on {failed} of {len(jobs)} port(s)")
+            poll.problems.append(f"error details ({flag}): perfquery failed on {failed} of {len(jobs)} port(s)")
     return out
 
 

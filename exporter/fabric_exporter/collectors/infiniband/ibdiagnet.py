@@ -15,7 +15,7 @@ from ...parsers.skipped import SkippedLine
 from ...mapping import RawTable
 from ...samples import Sample
 from .state import FabricState
-from .tools import IbTools
+from .tools import IbPoll, IbTools
 
 DB_CSV, PM = "ibdiagnet2.db_csv", "ibdiagnet2.pm"
 
@@ -57,26 +57,23 @@ SSH_COMMANDS = (
 )
 
 
-async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, deadline: float,
-                         durations: dict[str, float], problems: list[str],
-                         skipped: list[SkippedLine] | None = None) -> list[Sample]:
-    loop = asyncio.get_running_loop()
+async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, poll: IbPoll) -> list[Sample]:
     argv = find_argv(directory)
-    started = loop.time()
+    started = asyncio.get_running_loop().time()
     try:
-        found = await tools.run_plain(argv, timeout=max(0.1, deadline - loop.time()))
+        found = await tools.run_plain(argv, timeout=poll.remaining())
     except PollError as e:
-        problems.append(f"ibdiagnet files: {e}")
+        poll.problems.append(f"ibdiagnet files: {e}")
         return []
     # Age on the exporter's clock: hosts are NTP-synced, ibdiagnet runs are minutes to hours
     # apart, and one command less (the SSH guard allows only find and cat here).
     now_wall = time.time()
     if found.exit_status != 0 and not found.stdout.strip():
-        problems.append(f"ibdiagnet files: {found.describe_failure()}")
+        poll.problems.append(f"ibdiagnet files: {found.describe_failure()}")
         return []
     newest = newest_files(found.stdout)
     if not newest:
-        problems.append(f"ibdiagnet files: no {DB_CSV} or {PM} under {directory}")
+        poll.problems.append(f"ibdiagnet files: no {DB_CSV} or {PM} under {directory}")
         return []
     out: list[Sample] = []
     pm_published = False
@@ -84,17 +81,17 @@ async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, dea
         if base == PM and pm_published:
             continue  # PM_INFO in the db_csv already holds these counters: the .pm is not read
         try:
-            res = await tools.run_plain(["cat", "--", path], timeout=max(0.1, deadline - loop.time()))
+            res = await tools.run_plain(["cat", "--", path], timeout=poll.remaining())
             if res.exit_status != 0:
                 raise CommandError(res.describe_failure())
-            samples, had_pm = ibdiagnet_samples(base, res.stdout, state, skip_pm=pm_published, skipped=skipped)
+            samples, had_pm = ibdiagnet_samples(base, res.stdout, state, skip_pm=pm_published, skipped=poll.skipped)
         except PollError as e:
-            problems.append(f"ibdiagnet file {path}: {e}")
+            poll.problems.append(f"ibdiagnet file {path}: {e}")
             continue
         pm_published = pm_published or had_pm
         out += samples
         out.append(Sample("fabric_ib_ibdiagnet_file_age_seconds", {"file": base}, max(0.0, now_wall - mtime)))
-    durations["ibdiagnet_files"] = loop.time() - started
+    poll.took("ibdiagnet_files", started)
     return out
 
 
