@@ -194,7 +194,8 @@ def vl_xmit_wait(block: ib_perfquery.PerfBlock) -> dict[int, int]:
     prefix = _VL_RAW.name
     for name, value in block.values.items():
         vl = name[len(prefix):]
-        if name.startswith(prefix) and vl.isdigit() and int(vl) <= 15:
+        # VLs are 0-15: a longer or non-ASCII suffix is no VL (int() refuses a 5,000-digit one and "²")
+        if name.startswith(prefix) and len(vl) <= 2 and vl.isascii() and vl.isdigit() and int(vl) <= 15:
             out[int(vl)] = value
     return out
 
