@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from fabric_exporter import exposition
-from fabric_exporter.exposition import render_cached, render_chunks
+from fabric_exporter.serving import exposition
+from fabric_exporter.serving.exposition import render_cached, render_chunks
 from fabric_exporter.samples import KeptSample, Sample
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 
 LABELS = {"node_guid": "0x0000000000000001", "node_name": "sw1", "port": "1", "peer_node_name": "", "peer_port": ""}
 

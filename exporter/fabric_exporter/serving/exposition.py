@@ -20,8 +20,8 @@ from math import copysign
 
 from prometheus_client.utils import floatToGoString
 
-from .catalog import MetricSpec, family_of
-from .samples import KeptSample
+from ..catalog import MetricSpec, family_of
+from ..samples import KeptSample
 
 
 log = logging.getLogger("fabric_exporter.exposition")

@@ -20,10 +20,10 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import CATALOG
+from ..catalog import CATALOG
 from .exposition import LineCache, family_header, render_cached
 from .gzipstream import MemberCache, Segment, deflate_piece
-from .samples import Sample
+from ..samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
 _PRECEDING, _PIECE = operator.itemgetter(0), operator.itemgetter(1)  # of a Snapshot.deflated entry
