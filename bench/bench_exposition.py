@@ -33,7 +33,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
 from fabric_exporter.samples import Sample
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 
 NAMES = ["fabric_roce_rx_bytes_total", "fabric_roce_tx_bytes_total", "fabric_roce_rx_packets_total",
          "fabric_roce_tx_packets_total"]
@@ -97,7 +97,7 @@ def moved(per_host: dict[str, list[Sample]], poll: int) -> dict[str, list[Sample
 def gzip_figures(per_host: dict[str, list[Sample]], rounds: int = 3) -> dict:
     """One process's gzip figures (this package, whichever checkout PYTHONPATH points at)."""
     from fabric_exporter.scheduler import TargetState
-    from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
+    from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
 
     store = SnapshotStore()
     metrics = SelfMetrics(ReloadStatus())

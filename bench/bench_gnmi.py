@@ -250,7 +250,7 @@ def bench_streaming(switches: int, ports: int, seconds: float, sample_interval: 
                     dialect: str = "cumulus") -> dict:
     from fabric_exporter.collectors import PollContext
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
     from tests.harness.configs import parse_config
 

@@ -20,7 +20,7 @@ import zlib
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.parsers.rdma import parse_host_dump
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 
 COUNTER = re.compile(r"^(\s*[^:@\n][^:\n]*:\s*)(\d+)$")
 

@@ -36,7 +36,7 @@ from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 from fabric_exporter.parsers.rdma import parse_host_dump
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 from fabric_exporter.transport.factory import Transports
 
 from cputime import process_cpu as cpu_of, self_cpu as cpu_self  # noqa: E402

@@ -195,7 +195,7 @@ async def bench_collector(version: str, engine: str, agents: int, concurrency: i
     ``profile``: a file the measured rounds' cProfile statistics are written to."""
     from fabric_exporter.collectors import PollContext
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
 
     cfg = config(version, engine, agents)

@@ -69,7 +69,7 @@ async def measure(names: list[str], port: int, top: int) -> None:
     from fabric_exporter.collectors import PollContext, registry
     from fabric_exporter.config.loader import parse_config
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
 
     creds, targets = {}, []

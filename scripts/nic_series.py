@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from fabric_exporter.collectors.roce_nic import FILTER_AWK, REMOTE_SCRIPT, RoceNicOptions, result_from_dump
-from fabric_exporter.exposition import render_chunks
+from fabric_exporter.serving.exposition import render_chunks
 from fabric_exporter.lab.roce_host import DRIVERS, RoceHost
 from fabric_exporter.parsers.rdma import parse_host_dump
 

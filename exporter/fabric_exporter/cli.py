@@ -181,8 +181,8 @@ async def _once(args) -> int:
     from .config.loader import load_config
     from .config.model import ConfigError
     from .scheduler import Scheduler
-    from .selfmetrics import ReloadStatus, SelfMetrics
-    from .store import SnapshotStore
+    from .serving.selfmetrics import ReloadStatus, SelfMetrics
+    from .serving.store import SnapshotStore
     from .transport.factory import Transports
 
     try:

@@ -24,10 +24,10 @@ from .config.loader import load_config, parse_listen_address
 from .config.model import Config, ConfigError
 from .scheduler import Scheduler
 from .sharding import Shard
-from .selfmetrics import ReloadStatus, SelfMetrics
-from .store import SnapshotStore
+from .serving.selfmetrics import ReloadStatus, SelfMetrics
+from .serving.store import SnapshotStore
 from .transport.factory import Transports
-from .web import ConnectionGuard, GuardedSite, WebSecurity, build_app, load_web_config
+from .serving.web import ConnectionGuard, GuardedSite, WebSecurity, build_app, load_web_config
 
 log = logging.getLogger("fabric_exporter.daemon")
 

@@ -73,9 +73,9 @@ class Sample(NamedTuple):
 class KeptSample(Sample):
     """A Sample its collector keeps and hands out again, unchanged, poll after poll (e.g. a port's
     link and info series while the link is the same). A target whose polls hold KeptSamples gets
-    its render kept for the next poll (exposition.render_cached): a sample that comes back as the
-    same object at the same place keeps its line, so it is formatted once, not every poll. Never
-    build one per poll: it is for objects the collector holds on to."""
+    its render kept for the next poll (serving.exposition.TargetRenderer): a sample that comes back
+    as the same object at the same place keeps its line, so it is formatted once, not every poll.
+    Never build one per poll: it is for objects the collector holds on to."""
 
     __slots__ = ()
 

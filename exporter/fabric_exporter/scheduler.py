@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from .collectors import Collector, PollContext, registry
 from .config.model import Config, Host, TargetGroup
 from .errors import PollError
-from .selfmetrics import SelfMetrics
+from .serving.selfmetrics import SelfMetrics
 from .sharding import Shard, target_key
-from .exposition import UnknownMetricError
-from .store import SnapshotStore, TargetKey, build_snapshot
+from .serving.exposition import UnknownMetricError
+from .serving.store import SnapshotStore, TargetKey, build_snapshot
 
 log = logging.getLogger("fabric_exporter.scheduler")
 

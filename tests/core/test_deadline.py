@@ -18,7 +18,7 @@ from fabric_exporter.collectors.base import PollContext, work_budget
 from tests.harness.configs import parse_config
 from fabric_exporter.samples import PollResult
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
 
 COLLECTORS = Path(__file__).resolve().parents[2] / "exporter" / "fabric_exporter" / "collectors"

@@ -12,8 +12,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
 from fabric_exporter.catalog import CATALOG, family_of
-from fabric_exporter.exposition import UnknownMetricError, family_header, format_value, render_chunks
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.exposition import UnknownMetricError, family_header, format_value, render_chunks
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 from fabric_exporter.samples import Sample
 
 FAMILY = CATALOG["fabric_roce_pfc_rx_pause_frames_total"]

@@ -8,10 +8,11 @@ import random
 
 import pytest
 
-from fabric_exporter import exposition
-from fabric_exporter.exposition import render_cached, render_chunks
+from fabric_exporter.serving import exposition
+from fabric_exporter.serving.exposition import (LineCache, RenderMismatch, TargetRenderer, UnknownMetricError,
+                                                render_chunks)
 from fabric_exporter.samples import KeptSample, Sample
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 
 LABELS = {"node_guid": "0x0000000000000001", "node_name": "sw1", "port": "1", "peer_node_name": "", "peer_port": ""}
 
@@ -37,12 +38,14 @@ def _counting_formats(monkeypatch) -> list:
 def test_kept_samples_render_like_plain_ones_and_keep_their_lines(monkeypatch):
     kept = [KeptSample("fabric_ib_port_state_id", LABELS, 4.0), KeptSample("fabric_ib_port_degraded", LABELS, 0.0)]
     fresh = [Sample("fabric_ib_port_transmit_wait_total", LABELS, 12.0)]
-    first, cache = render_cached(kept + fresh, ("fabric", "ib"), None)
+    renderer = TargetRenderer(("fabric", "ib"))
+    first = renderer.render(kept + fresh)
     assert first == render_chunks(_plain(kept) + fresh, ("fabric", "ib"))
+    cache = renderer.lines
     assert cache.samples == tuple(kept + fresh) and cache.prefixes[:2] == [None, None]  # kept: no prefix
     formatted = _counting_formats(monkeypatch)
     fresh2 = [Sample("fabric_ib_port_transmit_wait_total", LABELS, 13.0)]
-    second, _cache = render_cached(kept + fresh2, ("fabric", "ib"), cache)
+    second = renderer.render(kept + fresh2)
     assert formatted == [13.0]  # the kept lines were not formatted again
     assert second["fabric_ib_port_state_id"] is first["fabric_ib_port_state_id"]
     assert second == render_chunks(_plain(kept) + fresh2, ("fabric", "ib"))
@@ -50,9 +53,10 @@ def test_kept_samples_render_like_plain_ones_and_keep_their_lines(monkeypatch):
 
 def test_a_new_object_with_a_new_value_is_never_rendered_from_the_old_line():
     old = KeptSample("fabric_ib_port_state_id", LABELS, 4.0)
-    _chunks, cache = render_cached([old], ("fabric", "ib"), None)
+    renderer = TargetRenderer(("fabric", "ib"))
+    renderer.render([old])
     new = KeptSample("fabric_ib_port_state_id", LABELS, 1.0)  # the link went down: a new object
-    chunks, _cache = render_cached([new], ("fabric", "ib"), cache)
+    chunks = renderer.render([new])
     assert chunks["fabric_ib_port_state_id"].endswith(b"} 1.0\n")
 
 
@@ -65,6 +69,7 @@ def test_snapshots_reuse_lines_only_for_the_same_fabric_label(monkeypatch):
     other = build_snapshot("ib-b", kept, 60, previous=first)
     assert b'fabric="ib-b"' in other.chunks["fabric_ib_port_state_id"]
     assert b'fabric="ib-a"' not in other.chunks["fabric_ib_port_state_id"]
+    assert same.renderer is first.renderer and other.renderer is not first.renderer  # handed on, or a new one
 
 
 def _port(n: int, value: float = 0.0) -> list:
@@ -77,19 +82,20 @@ def _port(n: int, value: float = 0.0) -> list:
 
 def test_a_new_layout_is_patched_too_and_the_next_poll_patches_again(monkeypatch):
     ports = [_port(n) for n in range(8)]
-    _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
+    renderer = TargetRenderer(("fabric", "ib"))
+    renderer.render([s for p in ports for s in p])
     ports[2][1] = KeptSample("fabric_ib_port_degraded", ports[2][0].labels, 1.0)  # a new object
     del ports[1]  # a port gone: another layout
     samples = [s for p in ports for s in p]
     formatted = _counting_formats(monkeypatch)
-    chunks, cache = render_cached(samples, ("fabric", "ib"), cache)
+    chunks = renderer.render(samples)
     assert formatted == [1.0]  # only the new object: the port gone was cut out of its families
     assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))
     assert b'port="2"} 1.0\n' in chunks["fabric_ib_port_degraded"]
-    assert cache.samples == tuple(samples)  # the new layout is the one the next poll is patched on
+    assert renderer.lines.samples == tuple(samples)  # the new layout is the one the next poll is patched on
     formatted = _counting_formats(monkeypatch)
     moved = [Sample(s.name, s.labels, 9.0) if type(s) is Sample else s for s in samples]
-    again, _cache = render_cached(moved, ("fabric", "ib"), cache)
+    again = renderer.render(moved)
     assert formatted == [9.0] * 7  # only the counters that moved
     assert again["fabric_ib_port_state_id"] is chunks["fabric_ib_port_state_id"]
 
@@ -100,7 +106,7 @@ def test_kept_objects_reshuffled_replaced_and_dropped_render_like_plain_samples(
     render equals rendering the same samples as plain Samples with no reuse at all."""
     rng = random.Random(seed)
     ports = [_port(n, float(n % 2)) for n in range(12)]
-    cache = None
+    renderer = TargetRenderer(("fabric", "ib"))
     for _round in range(6):
         for p in ports:
             if rng.random() < 0.2:
@@ -110,8 +116,7 @@ def test_kept_objects_reshuffled_replaced_and_dropped_render_like_plain_samples(
             order += order[: rng.randrange(1, 8)]  # the same objects twice in one call
         if rng.random() < 0.3:
             order = [s for s in order if rng.random() < 0.8]  # layouts broken up
-        chunks, cache = render_cached(order, ("fabric", "ib"), cache)
-        assert chunks == render_chunks(_plain(order), ("fabric", "ib"))
+        assert renderer.render(order) == render_chunks(_plain(order), ("fabric", "ib"))
 
 
 def _snapshot_text(snapshot, store: SnapshotStore) -> dict:
@@ -164,10 +169,11 @@ def test_snapshots_patched_in_place_render_like_plain_samples(seed, monkeypatch)
     assert sum(p is not None for p in patches) >= 3  # patched in place, not rendered whole
 
 
-def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stays_valid():
+def test_a_patched_snapshot_keeps_untouched_families_and_a_failed_render_keeps_the_last_good_one():
     ports = [_port(n) for n in range(20)]
     samples = [s for p in ports for s in p] + _sweep_tail(2)
     first = build_snapshot("ib", samples, 60)
+    first_lines = first.renderer.lines
     store = SnapshotStore()
     store.put(("g", "ib"), first)
     moved = [Sample(s.name, s.labels, s.value + 1) if type(s) is Sample else s for s in samples]
@@ -177,17 +183,54 @@ def test_a_patched_snapshot_keeps_untouched_families_and_the_previous_cache_stay
     assert second.chunks["fabric_ib_port_state_id"] is first.chunks["fabric_ib_port_state_id"]
     store.put(("g", "ib"), second)
     assert second.deflated["fabric_ib_port_state_id"] is first.deflated["fabric_ib_port_state_id"]  # not compressed again
-    assert second.lines.families[:80] == first.lines.families[:80]  # patched before the tail
-    assert second.lines.prefixes[3] != first.lines.prefixes[3]  # the new labels dict's prefix
+    renderer = second.renderer
+    assert renderer is first.renderer  # the target's renderer, handed on
+    good = renderer.lines
+    assert good.families[:80] == first_lines.families[:80]  # patched before the tail
+    assert good.prefixes[3] != first_lines.prefixes[3]  # the new labels dict's prefix
     assert second.chunks == render_chunks(_plain(moved + _sweep_tail(1)), ("fabric", "ib"))
-    # the first snapshot's cache was not changed by the patch: another poll from it is right too
+    # a render that fails half-way (a sample outside the catalog where a port came: a break) leaves
+    # the renderer on its last good render, unchanged: the next poll is patched on that, and right
+    layout = (list(good.samples), list(good.families), good.index.tolist(), list(good.prefixes), dict(good.chunks))
     again = [Sample(s.name, s.labels, s.value + 2) if type(s) is Sample else s for s in samples]
-    third = build_snapshot("ib", again[:-3], 60, previous=first)  # a shorter tail
+    bogus = KeptSample("fabric_no_such_metric", {**LABELS, "port": "99"}, 1.0)
+    with pytest.raises(UnknownMetricError) as failed:
+        build_snapshot("ib", again[:40] + [bogus] + again[40:], 60, previous=second)
+    assert any(entry.name == "replace_break" for entry in failed.traceback)  # half-way through the patch
+    assert renderer.lines is good
+    assert (list(good.samples), list(good.families), good.index.tolist(), list(good.prefixes), good.chunks) == layout
+    third = build_snapshot("ib", again[:-3], 60, previous=second)  # a shorter tail
     assert third.chunks == render_chunks(_plain(again[:-3]), ("fabric", "ib"))
-    fourth = build_snapshot("ib", again[:-4], 60, previous=first)  # no tail at all
+    fourth = build_snapshot("ib", again[:-4], 60, previous=third)  # no tail at all
     assert fourth.chunks == render_chunks(_plain(again[:-4]), ("fabric", "ib"))
     # a target without kept samples holds no cache (nor its samples)
-    assert build_snapshot("ib", _plain(samples), 60).lines is None
+    assert build_snapshot("ib", _plain(samples), 60).renderer.lines is None
+
+
+def test_verify_mode_is_read_when_the_renderer_is_made_and_a_mismatch_keeps_the_last_good_render(monkeypatch):
+    """FABRIC_VERIFY_RENDER is read once, by the renderer's constructor; with it, a patched render
+    that differs from a whole one raises RenderMismatch and the renderer stays on its last good render."""
+    monkeypatch.setenv("FABRIC_VERIFY_RENDER", "1")
+    renderer = TargetRenderer(("fabric", "ib"))
+    monkeypatch.delenv("FABRIC_VERIFY_RENDER")
+    assert renderer.verify and not TargetRenderer(("fabric", "ib")).verify
+    samples = [s for p in (_port(n) for n in range(4)) for s in p]
+    renderer.render(samples)
+    good = renderer.lines
+    original_patch = exposition._patch
+
+    def losing_a_family(samples, cache):  # a patch gone wrong: one family's lines lost
+        lines = original_patch(samples, cache)
+        chunks = {f: text for f, text in lines.chunks.items() if f != "fabric_ib_port_degraded"}
+        return LineCache(lines.extra_label, lines.samples, lines.families, lines.index, lines.prefixes, chunks)
+
+    monkeypatch.setattr(exposition, "_patch", losing_a_family)
+    with pytest.raises(RenderMismatch):
+        renderer.render(samples)
+    assert renderer.lines is good
+    assert TargetRenderer(("fabric", "ib"), verify=False).render(samples) == render_chunks(_plain(samples), ("fabric", "ib"))
+    monkeypatch.setattr(exposition, "_patch", original_patch)
+    assert renderer.render(samples) == render_chunks(_plain(samples), ("fabric", "ib"))
 
 
 def test_label_sets_are_immutable_interned_and_read_like_dicts():
@@ -211,12 +254,13 @@ def test_a_port_whose_kept_samples_are_made_again_under_interned_labels_keeps_it
     label set: the samples stay aligned and only lines whose value changed are formatted."""
     from fabric_exporter.samples import LabelSet
     ports = [[KeptSample("fabric_ib_port_state_id", LabelSet({**LABELS, "port": str(n)}), 4.0)] for n in range(6)]
-    _chunks, cache = render_cached([s for p in ports for s in p], ("fabric", "ib"), None)
+    renderer = TargetRenderer(("fabric", "ib"))
+    renderer.render([s for p in ports for s in p])
     rebuilt = [[KeptSample(p[0].name, LabelSet({**LABELS, "port": str(n)}), 1.0 if n == 2 else 4.0)]
                for n, p in enumerate(ports)]
     del rebuilt[4]
     formatted = _counting_formats(monkeypatch)
     samples = [s for p in rebuilt for s in p]
-    chunks, _cache = render_cached(samples, ("fabric", "ib"), cache)
+    chunks = renderer.render(samples)
     assert formatted.count(1.0) == 1 and len(formatted) == 5  # new objects: formatted, but in place
     assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))

@@ -36,7 +36,7 @@ from fabric_exporter.errors import REASONS, ParseError
 from fabric_exporter.lab.perftest import SimulatedPerftest
 from fabric_exporter.parsers import burst_stream, ethtool, gnmi, ib_diagnet, perftest, rdma, sonic_cli
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.base import CommandResult
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"

@@ -12,12 +12,12 @@ import zlib
 
 import pytest
 
-from fabric_exporter import gzipstream, store as store_module
-from fabric_exporter.gzipstream import Segment, crc32_combine, deflate_piece, member
+from fabric_exporter.serving import gzipstream, store as store_module
+from fabric_exporter.serving.gzipstream import Segment, crc32_combine, deflate_piece, member
 from fabric_exporter.samples import KeptSample, Sample
 from fabric_exporter.scheduler import TargetState
-from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 
 
 def test_crc32_combine_equals_the_crc_of_the_concatenation():

@@ -18,7 +18,7 @@ PROBE = r"""
 import json, sys
 from fabric_exporter.cli import build_parser
 args = build_parser().parse_args(sys.argv[1:])
-import fabric_exporter.daemon, fabric_exporter.scheduler, fabric_exporter.selfmetrics
+import fabric_exporter.daemon, fabric_exporter.scheduler, fabric_exporter.serving.selfmetrics
 from fabric_exporter.collectors import registry
 dict(registry())  # every collector imported
 print(json.dumps(sorted(sys.modules)))
@@ -96,7 +96,7 @@ import asyncio, sys
 from fabric_exporter.collectors import registry
 from fabric_exporter.config.loader import parse_config
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 cfg = parse_config({"credentials": {"c": {"type": "ssh", "username": "u", "private_key_file": "/dev/null"}},
                     "targets": [{"name": "g", "fabric": "f", "collector": "roce_nic", "transport": "ssh",

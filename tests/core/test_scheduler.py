@@ -13,9 +13,9 @@ from fabric_exporter.errors import PollError
 from fabric_exporter.samples import PollResult, Sample
 from fabric_exporter.scheduler import GROUP_HOST, Scheduler, backoff_delay
 from fabric_exporter.sharding import parse_shard
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
-from fabric_exporter.web import build_app
+from fabric_exporter.serving.web import build_app
 from tests.harness.configs import parse_config
 
 from ..harness.ssh_server import SilentTCPServer, ThreadedSSHServer

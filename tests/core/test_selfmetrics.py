@@ -18,8 +18,8 @@ from fabric_exporter.catalog import CATALOG
 from fabric_exporter.errors import REASONS
 from fabric_exporter.samples import Sample
 from fabric_exporter.scheduler import TargetState
-from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
-from fabric_exporter.store import SnapshotStore, build_snapshot
+from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
+from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 from fabric_exporter.transport import snmp_dropped
 from fabric_exporter.transport.snmp_dropped import DROPPED as SNMP_DROPPED
 

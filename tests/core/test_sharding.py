@@ -59,7 +59,7 @@ def test_replicas_split_a_config_between_them():
 
     from tests.harness.configs import parse_config
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
 
     from . import plugin_collectors  # noqa: F401

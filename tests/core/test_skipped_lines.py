@@ -8,7 +8,7 @@ import logging
 from fabric_exporter.parsers import ib_diagnet
 from fabric_exporter.parsers.skipped import MAX_KEPT, SkippedLine, note
 from fabric_exporter.scheduler import TargetState, _count_skipped
-from fabric_exporter.selfmetrics import ReloadStatus, SelfMetrics
+from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
 
 
 def test_note_keeps_a_bounded_list_and_only_when_asked():
@@ -49,7 +49,7 @@ def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_a
     assert declared["infiniband"] >= {"ibnetdiscover", "ibqueryerrors", "perfquery", "ibdiagnet2.pm"}
     assert declared["switch_cli"] >= {"sonic_pfc_counters", "sonic_queue_counters"}
     assert declared["latency_probe"] == {"perftest"}
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
 
     metrics = SelfMetrics(ReloadStatus())
     sched = Scheduler(transports=None, store=SnapshotStore(), self_metrics=metrics)
@@ -64,7 +64,7 @@ def test_each_collector_declares_the_sources_its_parsers_report_and_they_start_a
 def test_a_switch_cli_target_starts_at_zero_only_the_sources_of_its_dialect():
     from fabric_exporter.collectors.switch_cli import CUMULUS, DIALECTS, SwitchCliCollector
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from tests.harness.configs import parse_config
 
     # the class declares every dialect's sources (docs, tests); a target publishes its own dialect's

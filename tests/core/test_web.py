@@ -1,4 +1,4 @@
-"""fabric_exporter.web: the web config file, the web options, basic auth, the /metrics payload and
+"""fabric_exporter.serving.web: the web config file, the web options, basic auth, the /metrics payload and
 the status page. In-process (the real aiohttp app on 127.0.0.1 where a server is needed); the
 daemon-process tests of the web server are tests/hardening/test_web_slow_clients.py (slow and idle
 clients under an fd limit), tests/core/test_daemon.py (endpoints, TLS and auth from a web config
@@ -18,9 +18,9 @@ import pytest
 from aiohttp import ClientSession, ClientTimeout
 from aiohttp.test_utils import TestServer
 
-from fabric_exporter import web
+from fabric_exporter.serving import web
 from fabric_exporter.config import ConfigError
-from fabric_exporter.web import PartsPayload, WebSecurity, build_app, load_web_config, status_page
+from fabric_exporter.serving.web import PartsPayload, WebSecurity, build_app, load_web_config, status_page
 from tests.harness.configs import parse_config
 
 COST = 6

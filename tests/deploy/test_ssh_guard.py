@@ -299,7 +299,7 @@ def test_burst_sampler_streams_through_the_guard(tmp_path):
     from fabric_exporter.collectors.base import PollContext
     from fabric_exporter.collectors.roce_nic import RoceNicCollector
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
     from tests.harness.configs import parse_config
     from tests.roce_nic.conftest import group, one, samples_of

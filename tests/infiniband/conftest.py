@@ -13,9 +13,9 @@ from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric
-from fabric_exporter.exposition import verify_enabled
+from fabric_exporter.serving.exposition import verify_enabled
 from fabric_exporter.samples import PollResult
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 from fabric_exporter.transport.factory import Transports
 
 needs_ibsim = pytest.mark.skipif(shutil.which("ibsim") is None or shutil.which("ibqueryerrors") is None,

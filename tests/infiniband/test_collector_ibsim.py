@@ -14,7 +14,7 @@ import pytest
 from fabric_exporter.collectors.infiniband import ERROR_COUNTERS
 from fabric_exporter.errors import CommandError
 from fabric_exporter.parsers import ib_perfquery
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 
 from .conftest import CollectorHarness, group_for, index, needs_ibsim, values
 
@@ -310,7 +310,7 @@ def test_through_the_scheduler_store_and_promtool(injected):
 
     from tests.harness.configs import parse_config
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
 
     cfg = parse_config({"targets": [{"name": "ib", "fabric": "lab", "collector": "infiniband", "transport": "local",

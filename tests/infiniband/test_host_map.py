@@ -15,7 +15,7 @@ from fabric_exporter.collectors.infiniband.options import DEFAULT_HOST_RULE, par
 from fabric_exporter.hostnames import NameRule, template_problem
 from fabric_exporter.parsers import ib_netdiscover, ib_nodenamemap, ib_queryerrors
 from fabric_exporter.parsers.ib_common import guid_str
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 

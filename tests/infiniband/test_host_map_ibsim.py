@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 
 from .conftest import CollectorHarness, group_for, needs_ibsim
 

@@ -4,7 +4,7 @@ tool runs recorded from ibsim give the same series as the live polls they were r
 from __future__ import annotations
 
 from fabric_exporter.lab.replay_ib import recording, rewind, write_wrappers
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 
 from .conftest import CollectorHarness, group_for
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.harness.configs import parse_config
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 from tests.harness.latency_sshd import LatencyLab
 

@@ -24,7 +24,7 @@ from fabric_exporter.collectors.switch_cli import SwitchCliCollector
 from tests.harness.configs import parse_config
 from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors
 from fabric_exporter.parsers.rdma import parse_host_dump
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 from fabric_exporter.transport.base import CommandResult
 from tests.harness.captures import REAL, real_capture as text
 

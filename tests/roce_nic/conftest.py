@@ -13,7 +13,7 @@ from tests.harness.aio import run  # noqa: F401  (tests import it from here)
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 from tests.harness.sshd import SSHD
 

@@ -404,7 +404,7 @@ def test_ssh_stream_through_the_scheduler(lab_factory, tmp_path):
                  options={"burst": {"window": "100ms", "ethtool_stats_dir": str(ethtool_dir)}}),
          "interval": "3s", "timeout": "2500ms"}]})  # a loaded 2-core machine: the poll's own deadline
     from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.store import SnapshotStore
+    from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
 
     start = time.monotonic() + 2.0
@@ -489,7 +489,7 @@ from tests.harness.configs import parse_config
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.roce_nic import RoceNicCollector
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 
 ethtool_dir, until = sys.argv[1], float(sys.argv[2])

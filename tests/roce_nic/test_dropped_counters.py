@@ -10,7 +10,7 @@ import re
 
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.parsers.rdma import parse_host_dump
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 from tests.real.test_real_captures import text
 
 BNXT = "ethtool_ethq_bnxt_en.txt"

@@ -21,7 +21,7 @@ POLL = r"""
 import asyncio, sys
 from tests.harness.configs import parse_config
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 
 cfg = parse_config({"targets": [{"name": "node", "fabric": "f1", "collector": "roce_nic", "transport": "local",

@@ -20,7 +20,7 @@ import pytest
 
 from fabric_exporter.collectors.roce_nic import FILTER_AWK, RoceNicOptions, result_from_dump
 from fabric_exporter.errors import CommandError, ParseError
-from fabric_exporter.exposition import render_chunks
+from fabric_exporter.serving.exposition import render_chunks
 from fabric_exporter.lab.roce_host import DRIVERS, RoceHost
 from fabric_exporter.parsers.rdma import parse_host_dump
 

@@ -13,7 +13,7 @@ from fabric_exporter.errors import ParseError
 from fabric_exporter.lab.roce_host import RoceHost
 from fabric_exporter.parsers.rdma import parse_host_dump, parse_hw_counters
 from fabric_exporter.samples import Sample
-from fabric_exporter.store import build_snapshot
+from fabric_exporter.serving.store import build_snapshot
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "roce_nic"
 

@@ -12,7 +12,7 @@ import pytest
 
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 from tests.conftest import require_tool
 from tests.harness.configs import parse_config

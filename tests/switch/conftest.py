@@ -11,7 +11,7 @@ from tests.harness.aio import run  # noqa: F401  (tests import it from here)
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim, V3User
 from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
+from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
 
 V3 = V3User("fabric", "auth-secret-1", "priv-secret-1", auth_proto="SHA256", priv_proto="AES256")

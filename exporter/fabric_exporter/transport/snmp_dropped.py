@@ -1,5 +1,5 @@
 """Datagrams the fast SNMP path dropped, process-wide, by reason: published as the self-metric
-``fabric_snmp_datagrams_dropped_total`` (selfmetrics.py). A module of its own, free of imports, so the
+``fabric_snmp_datagrams_dropped_total`` (serving/selfmetrics.py). A module of its own, free of imports, so the
 self-metrics can read it without loading any SNMP code."""
 
 from __future__ import annotations

@@ -19,12 +19,12 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from . import __version__
-from .catalog import CATALOG
-from .errors import REASONS
+from .. import __version__
+from ..catalog import CATALOG
+from ..errors import REASONS
 from .exposition import family_header, render_chunks
 from .gzipstream import MemberCache, Segment, deflate_piece
-from .transport.snmp_dropped import DROPPED as SNMP_DROPPED
+from ..transport.snmp_dropped import DROPPED as SNMP_DROPPED
 
 # Per-target families, in the order they are exposed.
 TARGET_FAMILIES = (

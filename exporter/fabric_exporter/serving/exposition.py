@@ -2,7 +2,7 @@
 
 Each snapshot is rendered once, when its poll lands, into per-family chunks of sample lines; a scrape
 only joins cached bytes. The output is byte-identical to prometheus_client's for the same samples
-(tests/test_exposition.py checks this), at a fraction of its cost per sample.
+(tests/core/test_exposition.py checks this), at a fraction of its cost per sample.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from math import copysign
 
 from prometheus_client.utils import floatToGoString
 
-from .catalog import MetricSpec, family_of
-from .samples import KeptSample
+from ..catalog import MetricSpec, family_of
+from ..samples import KeptSample
 
 
 log = logging.getLogger("fabric_exporter.exposition")
@@ -92,7 +92,7 @@ def _shape(name: str, label_names: tuple[str, ...]) -> tuple[str, tuple[str, ...
 
 
 class LineCache:
-    """One target's render, kept for its next poll (``render_cached``): the samples (held, so the
+    """One target's render, kept by its TargetRenderer for the next poll: the samples (held, so the
     identity of their objects means something next time), which family each one's line went to and
     its place among that family's lines, the ``name{labels} `` prefix of each sample that was not a
     KeptSample (a port's counters: new objects every poll, under a labels dict that is not), and the
@@ -126,15 +126,15 @@ class RenderMismatch(AssertionError):
 
 
 def verify_enabled() -> bool:
-    """``FABRIC_VERIFY_RENDER=1``: every cached render is checked against a whole render (tests, debugging)."""
+    """``FABRIC_VERIFY_RENDER=1``: every incremental render is checked against a whole render (tests, debugging)."""
     return os.environ.get("FABRIC_VERIFY_RENDER", "") not in ("", "0")
 
 
-def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra_label: tuple[str, str] | None,
-                  previous: LineCache | None) -> tuple[dict[str, bytes], LineCache | None]:
-    """``render_chunks`` for a target polled again and again: (chunks, the cache for its next poll).
+class TargetRenderer:
+    """The renderer of one target, polled again and again: ``render(samples)`` gives the poll's
+    chunks, what ``render_chunks`` gives, and keeps what the next poll is patched on (``lines``).
 
-    The ``previous`` poll's samples are matched against this poll's in order: a run of samples that
+    The previous poll's samples are matched against this poll's in order: a run of samples that
     keep their places (each the very same object, or one that lands in the same family) is patched
     in place — only the samples that are not the very same object are formatted, and a new object
     with the same value keeps its line — and where the runs break (a port came, went or was
@@ -142,35 +142,48 @@ def render_cached(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
     samples between are removed from their families' lines and the new ones rendered into theirs.
     A family none of this touched keeps its bytes (an IB fabric's link and health families, poll
     after poll). When most of the poll is new, it is rendered whole. A poll without any KeptSample
-    gets no cache: nothing of it would be the same objects next time, and holding its samples
-    would only cost memory. With FABRIC_VERIFY_RENDER set, the result is compared with a whole
-    render: RenderMismatch (logged first) on any difference."""
-    samples = tuple(samples)
-    if previous is not None and previous.extra_label != extra_label:
-        previous = None
-    if previous is None and KeptSample not in map(type, samples):  # the test runs in C
-        return render_chunks(samples, extra_label), None
-    # No reference cycles are made here, but many containers (the positions of a large fabric's
-    # runs, the new layout): without the pause they set off collections of the daemon's whole heap.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        cache = _patch(samples, previous) if previous is not None else None
-        if cache is None:
-            families: list[str] = []
-            index = array("I")
-            prefixes: list[str | None] = []
-            lines, kept = _render_lines(samples, extra_label, (families, index, prefixes))
-            chunks = {family: "".join(ls).encode() for family, ls in lines.items()}
-            cache = LineCache(extra_label, samples, families, index, prefixes, chunks) if kept else None
+    keeps nothing: nothing of it would be the same objects next time, and holding its samples
+    would only cost memory. A render that raises leaves the renderer on its last good one.
+
+    ``verify`` (by default: FABRIC_VERIFY_RENDER set when the renderer is made) compares every
+    render with a whole render: RenderMismatch (logged first) on any difference."""
+
+    __slots__ = ("extra_label", "verify", "lines")
+
+    def __init__(self, extra_label: tuple[str, str] | None = None, *, verify: bool | None = None) -> None:
+        self.extra_label = extra_label  # (name, value) added to every sample: the store's ``fabric``
+        self.verify = verify_enabled() if verify is None else verify
+        self.lines: LineCache | None = None  # the last render, for the next one (None: nothing kept)
+
+    def render(self, samples: Iterable[tuple[str, Mapping[str, str], float]]) -> dict[str, bytes]:
+        samples = tuple(samples)
+        extra_label, previous = self.extra_label, self.lines
+        if previous is None and KeptSample not in map(type, samples):  # the test runs in C
+            chunks, lines = render_chunks(samples, extra_label), None
         else:
-            chunks = cache.chunks
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    if verify_enabled():
-        _verify(samples, extra_label, chunks)
-    return chunks, cache
+            # No reference cycles are made here, but many containers (the positions of a large
+            # fabric's runs, the new layout): without the pause they set off collections of the
+            # daemon's whole heap.
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                lines = _patch(samples, previous) if previous is not None else None
+                if lines is None:
+                    families: list[str] = []
+                    index = array("I")
+                    prefixes: list[str | None] = []
+                    rendered, kept = _render_lines(samples, extra_label, (families, index, prefixes))
+                    chunks = {family: "".join(ls).encode() for family, ls in rendered.items()}
+                    lines = LineCache(extra_label, samples, families, index, prefixes, chunks) if kept else None
+                else:
+                    chunks = lines.chunks
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+        if self.verify:
+            _verify(samples, extra_label, chunks)
+        self.lines = lines
+        return chunks
 
 
 def _verify(samples: tuple, extra_label: tuple[str, str] | None, chunks: dict[str, bytes]) -> None:
@@ -203,108 +216,146 @@ def _patch(samples: tuple, cache: LineCache) -> LineCache | None:
     steps = _align(samples, cache)
     if steps is None:
         return None
-    old, families, index, old_prefixes = cache.samples, cache.families, cache.index, cache.prefixes
-    extra_label = cache.extra_label
-    entries: dict[int, tuple] = {}
-    if len(steps) == 1 and len(steps[0]) == 4 and steps[0][2] == len(old) == len(samples):
-        new_families, new_index, new_prefixes = families, index, list(old_prefixes)  # the same layout
-    else:
-        new_families, new_index, new_prefixes = [], array("I"), []
-    delta: dict[str, int] = {}  # family -> its lines added minus removed so far (walking in order)
-    removed: dict[str, list[int]] = {}  # family -> the ranks of its old lines that go
-    added: dict[str, list[tuple[int, bytes]]] = {}  # family -> (rank, line) of new lines
-    # the samples patched in place: their new positions and lines (two lists, not a tuple each: no
-    # GC-tracked object per sample, ~200k of them per poll on a large fabric)
-    replaced_at = array("I")
-    replaced: list[bytes] = []
-    next_of: dict[str, tuple[int, int | None]] = {}  # family -> (searched from, its next old line there)
+    same_layout = len(steps) == 1 and len(steps[0]) == 4 and steps[0][2] == len(cache.samples) == len(samples)
+    edit = _Edit(samples, cache, same_layout)
     for step in steps:
-        if len(step) == 4:  # an aligned run: (new start, old start, length, (positions, prefixes))
-            i, j, length, (patched_at, patched_prefixes) = step
-            if new_families is not families:
-                run_families = families[j:j + length]
-                run_index = index[j:j + length]
-                moved = {f: d for f, d in delta.items() if d}
-                if moved:
-                    contains = moved.__contains__
-                    for p in itertools.compress(range(length), map(contains, run_families)):
-                        run_index[p] += moved[run_families[p]]
-                new_families += run_families
-                new_index += run_index
-                new_prefixes += old_prefixes[j:j + length]
-            for k, prefix in zip(patched_at, patched_prefixes):
-                name, labels, value = samples[k]
-                if prefix is None:
-                    entry = entries.get(id(labels))
-                    if entry is None:
-                        entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
-                    prefix = new_prefixes[k] = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
-                replaced_at.append(k)
-                replaced.append(f"{prefix}{format_value(value)}".encode())
-        else:  # a break: old samples [j0, j1) go, new samples [i0, i1) come in their place
-            i0, i1, j0, j1, _break = step
-            for jj in range(j0, j1):
-                family = families[jj]
-                removed.setdefault(family, []).append(index[jj])
-                delta[family] = delta.get(family, 0) - 1
-            shapes = _SHAPES
-            for sample in samples[i0:i1]:
-                name, labels, value = sample
+        if len(step) == 4:
+            edit.keep_run(*step)
+        else:
+            edit.replace_break(*step[:4])
+    return LineCache(cache.extra_label, samples, edit.families, edit.index, edit.prefixes, edit.chunks())
+
+
+class _Edit:
+    """What a poll changes in the previous render (``_patch``), gathered step by step in the order
+    of _align's steps: the new layout (each sample's family, its line's place there, its prefix),
+    the old lines that go and the new ones that come per family (breaks), and the lines replaced
+    in place (runs); ``chunks()`` then applies them to the previous render's bytes."""
+
+    __slots__ = ("samples", "cache", "entries", "families", "index", "prefixes", "delta", "removed", "added",
+                 "replaced_at", "replaced", "next_of")
+
+    def __init__(self, samples: tuple, cache: LineCache, same_layout: bool) -> None:
+        self.samples, self.cache = samples, cache
+        self.entries: dict[int, tuple] = {}  # id(labels) -> (labels, names, text)
+        if same_layout:  # every sample in its old place: the old layout, only prefixes may change
+            self.families, self.index, self.prefixes = cache.families, cache.index, list(cache.prefixes)
+        else:
+            self.families, self.index, self.prefixes = [], array("I"), []
+        self.delta: dict[str, int] = {}  # family -> its lines added minus removed so far (walking in order)
+        self.removed: dict[str, list[int]] = {}  # family -> the ranks of its old lines that go
+        self.added: dict[str, list[tuple[int, bytes]]] = {}  # family -> (rank, line) of new lines
+        # the samples patched in place: their new positions and lines (two lists, not a tuple each:
+        # no GC-tracked object per sample, ~200k of them per poll on a large fabric)
+        self.replaced_at = array("I")
+        self.replaced: list[bytes] = []
+        self.next_of: dict[str, tuple[int, int | None]] = {}  # family -> (searched from, its next old line there)
+
+    def keep_run(self, i: int, j: int, length: int, patched: tuple[array, list[str | None]]) -> None:
+        """New samples [i, i + length) in the places of old ones [j, j + length); those at the
+        ``patched`` positions (with their old prefix, or None: make it) get new lines in place."""
+        samples, cache, entries, prefixes = self.samples, self.cache, self.entries, self.prefixes
+        if self.families is not cache.families:  # a new layout: the run's part of the old one
+            run_families = cache.families[j:j + length]
+            run_index = cache.index[j:j + length]
+            moved = {f: d for f, d in self.delta.items() if d}
+            if moved:  # its lines' places, shifted by what came and went before it
+                contains = moved.__contains__
+                for p in itertools.compress(range(length), map(contains, run_families)):
+                    run_index[p] += moved[run_families[p]]
+            self.families += run_families
+            self.index += run_index
+            prefixes += cache.prefixes[j:j + length]
+        extra_label = cache.extra_label
+        replace_at, replace = self.replaced_at.append, self.replaced.append
+        for k, prefix in zip(*patched):
+            name, labels, value = samples[k]
+            if prefix is None:
                 entry = entries.get(id(labels))
                 if entry is None:
                     entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
-                shape = (name, entry[1])
-                family = (shapes.get(shape) or _shape(*shape))[0]
-                searched = next_of.get(family)
-                if searched is None or searched[0] > j1 or (searched[1] is not None and searched[1] < j1):
-                    try:
-                        at = families.index(family, j1)
-                    except ValueError:
-                        at = None
-                    searched = next_of[family] = (j1, at)
-                before = index[searched[1]] if searched[1] is not None else _count_lines(cache.chunks.get(family))
-                rank = before + delta.get(family, 0)
-                delta[family] = delta.get(family, 0) + 1
-                prefix = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
-                added.setdefault(family, []).append((rank, f"{prefix}{format_value(value)}".encode()))
-                new_families.append(family)
-                new_index.append(rank)
-                new_prefixes.append(None if type(sample) is KeptSample else prefix)
-    chunks = dict(cache.chunks)
-    changed: dict[str, list[bytes]] = {}
-    for family in removed.keys() | added.keys():
-        lines = _split(chunks.get(family))
-        gone = removed.get(family)
-        if gone:
-            kept: list[bytes] = []
-            start = 0
-            for rank in gone:  # ascending: removed in the order of the old samples
-                kept += lines[start:rank]
-                start = rank + 1
-            kept += lines[start:]
-            lines = kept
-        new = added.get(family)
-        if new:
-            merged: list[bytes] = []
-            rest = iter(lines)
-            for rank, line in new:  # ascending: each line's place among the family's new lines
-                merged += itertools.islice(rest, rank - len(merged))
-                merged.append(line)
-            merged += rest
-            lines = merged
-        changed[family] = lines
-    for k, line in zip(replaced_at, replaced):
-        family = new_families[k]
-        lines = changed.get(family)
-        if lines is None:
-            lines = changed[family] = _split(chunks[family])
-        lines[new_index[k]] = line
-    for family, lines in changed.items():
-        if lines:
-            chunks[family] = b"\n".join(lines) + b"\n"
-        else:
-            del chunks[family]
-    return LineCache(extra_label, samples, new_families, new_index, new_prefixes, chunks)
+                prefix = prefixes[k] = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
+            replace_at(k)
+            replace(f"{prefix}{format_value(value)}".encode())
+
+    def replace_break(self, i0: int, i1: int, j0: int, j1: int) -> None:
+        """Old samples [j0, j1) go, new samples [i0, i1) come in their place: each new line's rank
+        in its family is that of the family's next old line after the break (or the family's
+        end), shifted by the lines this poll added and removed there before it."""
+        cache, entries, delta = self.cache, self.entries, self.delta
+        families, index = cache.families, cache.index
+        removed, added, next_of = self.removed, self.added, self.next_of
+        for jj in range(j0, j1):
+            family = families[jj]
+            removed.setdefault(family, []).append(index[jj])
+            delta[family] = delta.get(family, 0) - 1
+        extra_label, shapes = cache.extra_label, _SHAPES
+        new_families, new_index, new_prefixes = self.families, self.index, self.prefixes
+        for sample in self.samples[i0:i1]:
+            name, labels, value = sample
+            entry = entries.get(id(labels))
+            if entry is None:
+                entry = entries[id(labels)] = (labels, *_label_text(labels, extra_label))
+            shape = (name, entry[1])
+            family = (shapes.get(shape) or _shape(*shape))[0]
+            searched = next_of.get(family)
+            if searched is None or searched[0] > j1 or (searched[1] is not None and searched[1] < j1):
+                try:
+                    at = families.index(family, j1)
+                except ValueError:
+                    at = None
+                searched = next_of[family] = (j1, at)
+            before = index[searched[1]] if searched[1] is not None else _count_lines(cache.chunks.get(family))
+            rank = before + delta.get(family, 0)
+            delta[family] = delta.get(family, 0) + 1
+            prefix = f"{name}{{{entry[2]}}} " if entry[2] else f"{name} "
+            added.setdefault(family, []).append((rank, f"{prefix}{format_value(value)}".encode()))
+            new_families.append(family)
+            new_index.append(rank)
+            new_prefixes.append(None if type(sample) is KeptSample else prefix)
+
+    def chunks(self) -> dict[str, bytes]:
+        """The previous render's chunks with the edits applied: a family with lines gone or come is
+        spliced, then lines replaced in place are set; a family untouched keeps its very bytes."""
+        chunks = dict(self.cache.chunks)
+        removed, added = self.removed, self.added
+        changed = {family: _splice(_split(chunks.get(family)), removed.get(family), added.get(family))
+                   for family in removed.keys() | added.keys()}
+        families, index = self.families, self.index
+        for k, line in zip(self.replaced_at, self.replaced):
+            family = families[k]
+            lines = changed.get(family)
+            if lines is None:
+                lines = changed[family] = _split(chunks[family])
+            lines[index[k]] = line
+        for family, lines in changed.items():
+            if lines:
+                chunks[family] = b"\n".join(lines) + b"\n"
+            else:
+                del chunks[family]
+        return chunks
+
+
+def _splice(lines: list[bytes], gone: list[int] | None, new: list[tuple[int, bytes]] | None) -> list[bytes]:
+    """A family's lines without those at the ranks ``gone`` (ascending: in the order of the old
+    samples), then with each ``new`` (rank, line) at its rank among the result (ascending)."""
+    if gone:
+        kept: list[bytes] = []
+        start = 0
+        for rank in gone:
+            kept += lines[start:rank]
+            start = rank + 1
+        kept += lines[start:]
+        lines = kept
+    if new:
+        merged: list[bytes] = []
+        rest = iter(lines)
+        for rank, line in new:
+            merged += itertools.islice(rest, rank - len(merged))
+            merged.append(line)
+        merged += rest
+        lines = merged
+    return lines
 
 
 def _count_lines(chunk: bytes | None) -> int:

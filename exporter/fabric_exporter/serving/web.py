@@ -26,9 +26,9 @@ import yaml
 from aiohttp import web
 from aiohttp.payload import Payload
 
-from . import __version__
-from .config.strict_yaml import load_yaml
-from .config.model import ConfigError
+from .. import __version__
+from ..config.strict_yaml import load_yaml
+from ..config.model import ConfigError
 
 log = logging.getLogger("fabric_exporter.web")
 

@@ -20,10 +20,10 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .catalog import CATALOG
-from .exposition import LineCache, family_header, render_cached
+from ..catalog import CATALOG
+from .exposition import TargetRenderer, family_header
 from .gzipstream import MemberCache, Segment, deflate_piece
-from .samples import Sample
+from ..samples import Sample
 
 TargetKey = tuple[str, str]  # (group, host)
 _PRECEDING, _PIECE = operator.itemgetter(0), operator.itemgetter(1)  # of a Snapshot.deflated entry
@@ -37,8 +37,8 @@ class Snapshot:
     sample_count: int
     taken_at: float  # wall clock, for the status page
     fresh_until: float  # monotonic deadline (last success + stale_after)
-    # its render, for the next poll's snapshot of the target (exposition.render_cached)
-    lines: LineCache | None = field(default=None, repr=False, compare=False)
+    # the target's renderer, handed on to its next poll's snapshot (holds what that poll is patched on)
+    renderer: TargetRenderer = field(repr=False, compare=False)
 
 
 def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
@@ -48,10 +48,16 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
     A family whose text equals the ``previous`` snapshot's keeps that very bytes object and its
     deflate piece (info and state families rarely change between polls): the store compresses
     again only what changed, and the next target's piece, compressed after this text, stays valid.
-    A sample the collector hands out again (a KeptSample) keeps its rendered line."""
+    A sample the collector hands out again (a KeptSample) keeps its rendered line: the ``previous``
+    snapshot's renderer renders this poll and goes on to the new snapshot (a new one for a new
+    ``fabric``)."""
     if not isinstance(samples, (list, tuple)):
         samples = list(samples)
-    chunks, line_cache = render_cached(samples, ("fabric", fabric), previous.lines if previous is not None else None)
+    extra_label = ("fabric", fabric)
+    renderer = previous.renderer if previous is not None else None
+    if renderer is None or renderer.extra_label != extra_label:
+        renderer = TargetRenderer(extra_label)
+    chunks = renderer.render(samples)
     deflated: dict[str, tuple[bytes, bytes]] = {}
     if previous is not None:
         chunks = dict(chunks)
@@ -62,7 +68,7 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
                 if family in previous.deflated:
                     deflated[family] = previous.deflated[family]
     now_mono = time.monotonic() if now_mono is None else now_mono
-    return Snapshot(chunks, deflated, len(samples), time.time(), now_mono + stale_after, line_cache)
+    return Snapshot(chunks, deflated, len(samples), time.time(), now_mono + stale_after, renderer)
 
 
 class SnapshotStore:
