@@ -56,6 +56,8 @@ class RawCounter:
         return text
 
 
+#: how HELP names each switch CLI dialect (RawCounter.vendor of the switch_commands rows)
+CLI_DIALECTS = {"sonic": "SONiC", "eos": "EOS", "cumulus": "Cumulus", "nvue": "NVUE"}
 NIC_SOURCES = ("ethtool", "hw_counters")
 MICROSECONDS = 1e-6
 
@@ -73,10 +75,8 @@ def _shown_under(row: RawCounter) -> str:
         return row.vendor
     if row.source.startswith(GNMI_SOURCE):
         return GNMI_SHOWN.get(row.vendor, "gNMI")
-    from .switch_commands import DIALECT_NAMES, VENDOR  # not at the top: switch_commands builds on this module
-
-    if row.source in VENDOR:
-        return f"{DIALECT_NAMES[VENDOR[row.source]]} '{row.source}'"
+    if row.vendor in CLI_DIALECTS:
+        return f"{CLI_DIALECTS[row.vendor]} '{row.source}'"
     return ""
 
 

@@ -37,8 +37,6 @@ VENDOR = {SONIC_PFC_RX: "sonic", SONIC_PFC_TX: "sonic", SONIC_PFC_HISTORY: "soni
           SONIC_PFCWD: "sonic", EOS_DISCARDS: "eos", EOS_PFC: "eos", EOS_ECN: "eos", EOS_QUEUE: "eos", EOS_VOQ: "eos",
           CUMULUS_ETHTOOL: "cumulus", NVUE_ROCE: "nvue"}
 SOURCES = tuple(VENDOR)
-#: how HELP and the docs name each dialect
-DIALECT_NAMES = {"sonic": "SONiC", "eos": "EOS", "cumulus": "Cumulus", "nvue": "NVUE"}
 
 
 def printed(source: str, *names: str, scale: float = 1) -> tuple[RawCounter, ...]:
