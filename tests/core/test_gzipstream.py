@@ -147,6 +147,34 @@ def test_a_scrape_compresses_nothing_after_polls_landed_in_any_order(monkeypatch
         assert compressed == [] and body == store.render()
 
 
+
+def test_a_poll_that_moved_one_family_leaves_the_other_columns_joined(monkeypatch):
+    """put() drops the joined gzip column of a family whose text changed, not of one whose text is
+    the very same bytes: the scrape after a poll that moved only rx counters reads (CRC-32) the rx
+    column again and none of the unchanged tx text, and its body is still the plain body."""
+    store = SnapshotStore()
+    keys = [("g", f"h{i}") for i in range(5)]
+
+    def poll(host: str, rx: float) -> list:
+        labels = {"host": host, "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+        return [Sample("fabric_roce_rx_bytes_total", labels, rx), KeptSample("fabric_roce_tx_bytes_total", labels, 7)]
+
+    for key in keys:
+        store.put(key, build_snapshot("f", poll(key[1], 1), 3600))
+    b"".join(store.parts(gzipstream_now(), gzip=True))  # joins every column
+    tx_texts = {store.get(k).chunks["fabric_roce_tx_bytes_total"] for k in keys}
+    store.put(keys[2], build_snapshot("f", poll("h2", 2), 3600, previous=store.get(keys[2])))
+    assert store.get(keys[2]).chunks["fabric_roce_tx_bytes_total"] in tx_texts  # the very bytes kept
+    read: list = []
+    original = store_module.zlib.crc32
+    monkeypatch.setattr(store_module.zlib, "crc32", lambda data, *crc: read.append(data) or original(data, *crc))
+    body = b"".join(store.parts(gzipstream_now(), gzip=True))
+    monkeypatch.setattr(store_module.zlib, "crc32", original)
+    assert gzip.decompress(body) == store.render()
+    assert not any(text in tx_texts for text in read)
+    assert store.get(keys[2]).chunks["fabric_roce_rx_bytes_total"] in read  # the moved column was joined again
+
+
 def gzipstream_now() -> float:
     return store_module.time.monotonic()
 
