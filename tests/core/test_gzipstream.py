@@ -28,6 +28,25 @@ def test_crc32_combine_equals_the_crc_of_the_concatenation():
     assert crc32_combine(0, 0, 0) == 0 and crc32_combine(zlib.crc32(b"x"), 0, 0) == zlib.crc32(b"x")
 
 
+def test_crc32_combine_equals_zlibs_polynomial_method_at_any_length():
+    """Lengths past what a test can CRC (up to 2^64, the x^(2^k) cycle of 32 wrapping): the table
+    lookups give what zlib's crc32_combine computes, multiplying by x^(8 len2) modulo p(x)."""
+    def zlib_method(crc1: int, crc2: int, len2: int) -> int:
+        op, k = 1 << 31, 3  # x^0, then x^(2^k) for each bit of len2 (8 = 2^3 bits a byte)
+        while len2:
+            if len2 & 1:
+                op = gzipstream._multmodp(gzipstream._X2N[k & 31], op)
+            len2 >>= 1
+            k += 1
+        return gzipstream._multmodp(op, crc1) ^ crc2
+
+    rng = random.Random(3)
+    for bits in range(1, 65):
+        for _ in range(20):
+            crc1, crc2, len2 = rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(bits)
+            assert crc32_combine(crc1, crc2, len2) == zlib_method(crc1, crc2, len2), (crc1, crc2, len2)
+
+
 def _pieces(rng: random.Random) -> list[bytes]:
     lines = [f'fabric_roce_rx_bytes_total{{host="h{h}",port="{p}"}} {rng.random() * 1e12}\n'.encode()
              for h in range(rng.randrange(1, 40)) for p in range(rng.randrange(1, 6))]
