@@ -221,6 +221,70 @@ def test_stream_mode_follows_the_switch_and_counts_updates(tmp_path):
     assert target.subscribes == 1  # one long-lived stream, not a subscribe per poll
 
 
+
+def test_a_stream_publishes_one_snapshot_per_poll_whatever_it_receives(tmp_path):
+    """Notifications only update the switch's state; the store gets a snapshot per poll: samples
+    (dozens of notifications each) arriving between two polls publish nothing, the next poll
+    publishes their latest values once."""
+    sw = SimulatedSwitch("leaf1", "sonic", ports=4, queues=4, seed=4)
+    with GnmiTarget(sw, "cumulus", advance_each_sample=True) as target:
+        cfg = make_config(tmp_path, [gnmi_group(target.port, dialect="cumulus", mode="stream", sample_interval="1s",
+                                                interval="10s", timeout="5s")])
+
+        async def go():
+            p = Poller(cfg)
+            try:
+                await p.poll_states()
+                (key,), (collector,) = p.collectors.keys(), p.collectors.values()
+                published, received = p.store.get(key), collector.updates
+                await asyncio.sleep(2.5)  # two or three samples of the switch
+                between = (p.store.get(key) is published, collector.updates - received, received)
+                await p.poll_states()
+                return published, between, p.store.get(key), collector.updates
+            finally:
+                await p.close()
+
+        published, (unchanged, arrived, received), latest, updates = run(go())
+    assert unchanged and arrived >= received > 0  # at least a whole sample's notifications (the first sync's count)
+    assert latest is not published
+    gauge = ("fabric_roce_switch_gnmi_stream_updates", frozenset({("fabric", "lab"), ("switch", "leaf1")}))
+    assert series_of(latest)[gauge] == updates and series_of(latest)[gauge] > series_of(published)[gauge]
+
+
+def test_a_stream_poll_with_nothing_new_hands_out_the_very_same_samples(tmp_path):
+    """A poll that finds no notification since the last one (a 10 s sample interval, polls moments
+    apart) returns the last poll's sample objects, so the store renders and compresses nothing again;
+    the next sample's notifications make new ones."""
+    sw = SimulatedSwitch("leaf1", "sonic", ports=2, queues=2, seed=6)
+    with GnmiTarget(sw, "cumulus", advance_each_sample=True) as target:
+        cfg = make_config(tmp_path, [gnmi_group(target.port, dialect="cumulus", mode="stream",
+                                                sample_interval="10s", interval="20s", timeout="5s")])
+
+        async def go():
+            p = Poller(cfg)
+            try:
+                await p.poll_states()  # subscribes and waits for the first sync
+                (collector,) = p.collectors.values()
+                loop = asyncio.get_running_loop()
+
+                async def poll():
+                    collector.ctx.begin_poll(loop.time())
+                    try:
+                        return (await collector.poll()).samples, collector.updates
+                    finally:
+                        collector.ctx.end_poll()
+
+                first, second = await poll(), await poll()
+                return first, second
+            finally:
+                await p.close()
+
+        (first, updates1), (second, updates2) = run(go())
+    assert updates1 == updates2 > 0  # nothing arrived between the two polls
+    assert len(first) == len(second) > 20 and all(a is b for a, b in zip(first, second))
+    assert first is not second  # a list of its own: the scheduler may keep or change it
+
+
 def test_sonic_stream_of_one_notification_per_entry_equals_the_merged_object(tmp_path):
     """sonic-gnmi sends a wildcard path's entries as one JSON object per SAMPLE, but one per changed
     entry ({key: fields}) for ON_CHANGE; the collector's series are the same either way (and the

@@ -79,7 +79,7 @@ class SnapshotStore:
         self._headers: dict[str, tuple[bytes, bytes]] = {}  # family -> HELP/TYPE text, as a deflate piece
         # family -> (joined at, valid until, its gzip column: HELP/TYPE and the fresh targets' pieces,
         # None when none is fresh), valid from when it was joined until the first of its snapshots
-        # goes stale, dropped when a snapshot in it changes. Scrapes between polls (two Prometheus
+        # goes stale, dropped when a snapshot's text in it changes. Scrapes between polls (two Prometheus
         # replicas, a 15 s scrape against a 30 s poll) then hand out a piece per family. Only gzip:
         # Prometheus always asks for it, and a joined copy of the plain text would cost its size again
         # (~200 MB at 1.6M samples; the gzip one ~14 MB).
@@ -93,14 +93,24 @@ class SnapshotStore:
         if old is not None:
             for family in old.chunks.keys() - snapshot.chunks.keys():
                 self._leave(family, key, now)
-        for family in snapshot.chunks:
+        for family, text in snapshot.chunks.items():
             column = self._columns.setdefault(family, [])
             at = bisect.bisect_left(column, key)
             if at == len(column) or column[at] != key:
                 column.insert(at, key)
-            self._segments.pop(family, None)
+            if not self._segment_holds(family, old, snapshot, text):
+                self._segments.pop(family, None)
             self._deflate(family, snapshot, self._preceding(family, column, at, now))
             self._deflate_next(family, column, at + 1, now)
+
+    def _segment_holds(self, family: str, old: Snapshot | None, new: Snapshot, text: bytes) -> bool:
+        """Is the family's joined gzip column still the body after ``old`` was replaced by ``new``?
+        Yes when the text is the very same object (build_snapshot keeps an unchanged family's bytes)
+        and the target is in the column for all of the column's validity, as the old one was: a
+        poll that moved only counters then leaves the info and state columns joined."""
+        cached = self._segments.get(family)
+        return (cached is not None and old is not None and old.chunks.get(family) is text
+                and cached[0] <= old.fresh_until and cached[1] <= new.fresh_until)
 
     def drop(self, key: TargetKey) -> None:
         old = self._snapshots.pop(key, None)

@@ -45,6 +45,8 @@ class GnmiSwitchCollector(Collector):
         self._oc_shapes = OcShapes(self._oc_emit.compile)
         self._state: SonicState | OcState | None = None  # the latest values (poll's, or the stream's)
         self.stream = GnmiStream(self)
+        # the stream's state, its (updates, resubscribes) and the samples the last poll made of them
+        self._last_stream_poll: tuple[Any, tuple[int, int], tuple[Sample, ...]] | None = None
 
     # the stream's health, as its self-metrics show it
     @property
@@ -142,11 +144,19 @@ class GnmiSwitchCollector(Collector):
     # -- stream ----------------------------------------------------------------------------------------------
 
     async def _poll_stream(self) -> PollResult:
+        # Notifications only update the state the stream keeps; a poll publishes it, so a target
+        # gets at most one snapshot per poll whatever it sends. A poll that finds nothing new since
+        # the last (ON_CHANGE paths that stayed quiet, a poll interval below the sample interval)
+        # hands out the very same samples: the store then renders and compresses nothing again.
         state, skipped = await self.stream.latest(self.ctx.remaining())
+        stream, last = self.stream, self._last_stream_poll
+        if last is not None and last[0] is state and last[1] == (stream.updates, stream.resubscribes):
+            return PollResult(list(last[2]), [], skipped)
         samples = self._samples(state)
         labels = {"switch": self.switch}
-        samples.append(Sample("fabric_roce_switch_gnmi_stream_updates", labels, float(self.stream.updates)))
-        samples.append(Sample("fabric_roce_switch_gnmi_resubscribes_total", labels, float(self.stream.resubscribes)))
+        samples.append(Sample("fabric_roce_switch_gnmi_stream_updates", labels, float(stream.updates)))
+        samples.append(Sample("fabric_roce_switch_gnmi_resubscribes_total", labels, float(stream.resubscribes)))
+        self._last_stream_poll = (state, (stream.updates, stream.resubscribes), tuple(samples))
         return PollResult(samples, [], skipped)
 
     def _sampled(self) -> bool:
