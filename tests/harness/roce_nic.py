@@ -1,5 +1,5 @@
-"""Fixtures for the roce_nic tests: fixture files, a lab GPU host served by a real sshd, and a
-helper that polls through the real scheduler/store and reads the exposition back."""
+"""Fixtures for the roce_nic tests: fixture files, a lab GPU host served by a real sshd, and target
+groups (polling through the real scheduler and store: tests/harness/polling.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.harness import paths
 from tests.harness.aio import run  # noqa: F401  (tests import it from here)
-from tests.harness.configs import parse_config
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
-from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
-from fabric_exporter.transport.factory import Transports
 from tests.harness.sshd import SSHD
 
 FIXTURES = paths.FIXTURES / "roce_nic"
@@ -68,49 +63,3 @@ def group(name: str, hosts: list, *, credentials: str = "lab", options: dict | N
     if transport == "ssh":
         g["credentials"] = credentials
     return g
-
-
-class Poller:
-    """Real scheduler + store + transports; keeps SSH connections between polls like the daemon."""
-
-    def __init__(self, raw_config: dict):
-        self.config = parse_config(raw_config)
-        self.transports = Transports()
-        self.scheduler = Scheduler(self.transports, SnapshotStore())
-        self.scheduler.apply(self.config, start_tasks=False)
-
-    async def poll(self):
-        states = await self.scheduler.poll_all_once()
-        return {s.host: s for s in states}, samples_of(self.scheduler.store.render().decode())
-
-    async def close(self):
-        await self.transports.close()
-
-    async def poll_once(self):
-        """One poll (as ``poll``), the transports closed after."""
-        try:
-            return await self.poll()
-        finally:
-            await self.close()
-
-
-def samples_of(text: str) -> dict[tuple[str, frozenset], float]:
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            key = (s.name, frozenset(s.labels.items()))
-            assert key not in found, f"duplicate series {key}"
-            found[key] = s.value
-    return found
-
-
-def series(samples: dict, name: str, **labels) -> dict[frozenset, float]:
-    """The series of ``name`` whose labels include ``labels``: {all labels: value}."""
-    want = set(labels.items())
-    return {lbls: v for (n, lbls), v in samples.items() if n == name and want <= set(lbls)}
-
-
-def one(samples: dict, name: str, **labels) -> float:
-    found = series(samples, name, **labels)
-    assert len(found) == 1, f"{name} {labels}: expected one series, found {len(found)}: {found}"
-    return next(iter(found.values()))

@@ -1,8 +1,8 @@
-"""Switch tests: real snmpsim agents on 127.0.0.1 serving data the tests generate and change."""
+"""Switch tests: real snmpsim agents on 127.0.0.1 serving data the tests generate and change, hostile
+agents, and configs with their secrets in files (polling: tests/harness/polling.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -10,9 +10,6 @@ import pytest
 from tests.harness.aio import run  # noqa: F401  (tests import it from here)
 from tests.harness.configs import parse_config
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim, V3User
-from fabric_exporter.scheduler import Scheduler
-from fabric_exporter.store import SnapshotStore
-from fabric_exporter.transport.factory import Transports
 
 V3 = V3User("fabric", "auth-secret-1", "priv-secret-1", auth_proto="SHA256", priv_proto="AES256")
 # More users, so every auth/priv protocol the config offers for authPriv is tried for real.
@@ -40,25 +37,6 @@ def snmpsim(switches, tmp_path_factory):
         sim.stop()
 
 
-def parse_exposition(text: bytes | str) -> dict[tuple[str, frozenset], float]:
-    """Sample lines -> {(name, frozenset(labels)): value}; the renderer's own escaping is simple here."""
-    import re
-
-    out = {}
-    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
-    label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-    for line in (text.decode() if isinstance(text, bytes) else text).splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = line_re.match(line)
-        assert m, f"unparsable exposition line {line!r}"
-        labels = frozenset(label_re.findall(m.group(2) or ""))
-        key = (m.group(1), labels)
-        assert key not in out, f"duplicate series {line!r}"
-        out[key] = float(m.group(3))
-    return out
-
-
 def make_config(tmp_path: Path, targets: list[dict], credentials: dict | None = None):
     secrets = tmp_path / "secrets"
     secrets.mkdir(exist_ok=True)
@@ -72,51 +50,6 @@ def make_config(tmp_path: Path, targets: list[dict], credentials: dict | None = 
                 body[f"{key}_file"] = str(f)
         creds[name] = body
     return parse_config({"credentials": creds, "targets": targets}, base_dir=tmp_path)
-
-
-class Poller:
-    """Keeps one Scheduler (and its collectors' state) across polls, like the daemon does."""
-
-    def __init__(self, config):
-        self.transports = Transports()
-        self.store = SnapshotStore()
-        self.sched = Scheduler(self.transports, self.store)
-        self.sched.apply(config, start_tasks=False)
-        self.collectors = {}
-
-    async def poll_states(self):
-        from fabric_exporter.collectors import PollContext
-
-        for key, (group, host, cls) in self.sched.targets(self.sched.config).items():
-            if key not in self.collectors:
-                self.collectors[key] = cls(PollContext(group, host, self.transports))
-        states = await asyncio.gather(*(self.sched.poll(k, c) for k, c in self.collectors.items()))
-        return {s.key: s for s in states}
-
-    async def poll(self):
-        states = await self.poll_states()
-        return states, parse_exposition(self.store.render())
-
-    async def close(self):
-        for c in self.collectors.values():
-            await c.close()
-        await self.transports.close()
-
-
-async def poll_once(cfg):
-    """One poll of every target in ``cfg`` (states, samples), closing the transports after."""
-    p = Poller(cfg)
-    try:
-        return await p.poll()
-    finally:
-        await p.close()
-
-
-def series(samples: dict, name: str, **labels) -> float:
-    key = (name, frozenset(labels.items()))
-    assert key in samples, f"missing {name}{labels}; have e.g. " + str(
-        [k for k in samples if k[0] == name][:3])
-    return samples[key]
 
 
 @pytest.fixture
@@ -136,17 +69,3 @@ def hostile_snmp():
     yield start
     for agent in started:
         agent.__exit__(None, None, None)
-
-
-async def polls(cfg, *steps):
-    """Poll, then for each step: run it, poll again. Returns every (states, samples)."""
-    p = Poller(cfg)
-    out = []
-    try:
-        out.append(await p.poll())
-        for step in steps:
-            step()
-            out.append(await p.poll())
-        return out, p
-    finally:
-        await p.close()

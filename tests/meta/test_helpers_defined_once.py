@@ -3,7 +3,11 @@ lives once (tests/harness/, or the folder's conftest) and is imported.
 
 Two top-level definitions count as copies when their bodies (docstrings aside), parameters and
 decorators are the same AST and the module-level names they read are bound to the same values in
-both modules (so ``text(name)`` reading two different fixture folders is not a copy)."""
+both modules (so ``text(name)`` reading two different fixture folders is not a copy).
+
+The shared set itself, tests/harness/, defines each name once: two harness modules each with their
+own ``Poller`` (or ``series``, or exposition parser) are two helpers for one job, however different
+their bodies, and a test importing one of them cannot tell which it got."""
 
 from __future__ import annotations
 
@@ -62,6 +66,20 @@ def copies(root: Path) -> list[list[str]]:
     return [where for where in seen.values() if len(where) > 1]
 
 
+# A script's entry point is its own: the harness runs these modules as programs.
+ENTRY_POINTS = {"main"}
+
+
+def names_defined_twice(harness: Path) -> dict[str, list[str]]:
+    """Top-level function and class names that more than one module of ``harness`` defines."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(harness.glob("*.py")):
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in ENTRY_POINTS:
+                where[node.name].append(f"{path.name}:{node.lineno}")
+    return {name: places for name, places in where.items() if len(places) > 1}
+
+
 def test_no_helper_is_defined_twice_in_the_tests():
     found = copies(TESTS)
     assert not found, "test helpers defined more than once (move one copy to tests/harness/ or the " \
@@ -93,3 +111,16 @@ def test_something():
              for group in copies(tmp_path)}
     # _exe three times (the name does not matter: the body does); text only where FIX is the same
     assert found == {("_exe", "_exe", "make_exe"): ["a.py", "b.py", "c.py"], ("text", "text"): ["a.py", "c.py"]}
+
+
+def test_the_harness_defines_each_name_once():
+    found = names_defined_twice(TESTS / "harness")
+    assert not found, "tests/harness/ defines these names in more than one module (keep one, import it):\n" + \
+        "\n".join(f"{name}: {', '.join(places)}" for name, places in sorted(found.items()))
+
+
+def test_the_harness_check_finds_two_pollers_of_different_bodies(tmp_path):
+    (tmp_path / "roce.py").write_text("class Poller:\n    keyed_by = 'host'\n\n\ndef main():\n    pass\n")
+    (tmp_path / "switch.py").write_text("class Poller:\n    keyed_by = 'target'\n\n\ndef main():\n    pass\n")
+    (tmp_path / "other.py").write_text("def series():\n    pass\n")
+    assert names_defined_twice(tmp_path) == {"Poller": ["roce.py:1", "switch.py:1"]}

@@ -15,7 +15,7 @@ import pytest
 
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 
-from tests.harness.roce_nic import one, samples_of
+from tests.harness.polling import one, parse_exposition
 
 POLL = r"""
 import asyncio, sys
@@ -51,7 +51,7 @@ def poll_in_namespace(tmp_path: Path, model: RoceHost, *devices: str) -> tuple[s
     assert r.returncode == 0, r.stderr[-2000:]
     first, _, rest = r.stdout.partition("\n")
     assert first.startswith("#STATE "), r.stdout[:200]
-    return first[len("#STATE "):], samples_of(rest)
+    return first[len("#STATE "):], parse_exposition(rest)
 
 
 def test_local_transport_reads_the_same_counters(tmp_path):

@@ -11,7 +11,8 @@ import pytest
 
 from tests.harness.sshd import SilentServer, free_port
 
-from tests.harness.roce_nic import Poller, group, one, run, series
+from tests.harness.roce_nic import group, run
+from tests.harness.polling import Poller, matching, one
 
 
 def host_entry(lab, name=None):
@@ -51,11 +52,11 @@ def test_polls_follow_the_hosts_counters_exactly(lab_factory):
 
     async def scenario():
         try:
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert states["gpu-001"].state == "ok", states["gpu-001"].last_error
             check_host(samples, lab)
             # exact label sets, incl. priority only where PFC is on
-            assert set(series(samples, "fabric_roce_pfc_rx_pause_frames_total")) == {
+            assert set(matching(samples, "fabric_roce_pfc_rx_pause_frames_total")) == {
                 frozenset({"fabric": "f1", "host": "gpu-001", "device": f"mlx5_{i}", "port": "1",
                            "netdev": f"ens{i + 1}f0np0", "priority": "3"}.items()) for i in range(2)}
             assert one(samples, "fabric_roce_nic_port_info", device="mlx5_0", driver="mlx5_core") == 1
@@ -64,7 +65,7 @@ def test_polls_follow_the_hosts_counters_exactly(lab_factory):
             lab.model.advance(30)
             lab.model.port("mlx5_1").hw_counters["np_cnp_sent"] = 123456789
             lab.publish()
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert states["gpu-001"].state == "ok"
             check_host(samples, lab)
             assert one(samples, "fabric_roce_nic_cnp_sent_total", device="mlx5_1") == 123456789
@@ -73,7 +74,7 @@ def test_polls_follow_the_hosts_counters_exactly(lab_factory):
             lab.model.reset()
             lab.model.advance(1)
             lab.publish()
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert states["gpu-001"].state == "ok"
             check_host(samples, lab)
             assert one(samples, "fabric_roce_nic_cnp_sent_total", device="mlx5_1") < 123456789
@@ -105,10 +106,10 @@ def test_one_remote_command_per_poll_however_many_nics(lab_factory):
     async def scenario():
         try:
             for _ in range(2):
-                states, samples = await poller.poll()
+                states, samples = await poller.poll(by_host=True)
                 assert states["gpu-001"].state == "ok", states["gpu-001"].last_error
-            assert len(series(samples, "fabric_roce_nic_cnp_sent_total")) == 8
-            assert len(series(samples, "fabric_roce_rx_bytes_total")) == 8
+            assert len(matching(samples, "fabric_roce_nic_cnp_sent_total")) == 8
+            assert len(matching(samples, "fabric_roce_rx_bytes_total")) == 8
         finally:
             await poller.close()
 
@@ -127,7 +128,7 @@ def test_bnxt_and_irdma_hosts(lab_factory):
 
     async def scenario():
         try:
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert {h: s.state for h, s in states.items()} == {"gpu-b": "ok", "gpu-i": "ok"}
             p = bnxt.model.port("bnxt_re1")
             lbl = {"host": "gpu-b", "device": "bnxt_re1", "netdev": p.netdev}
@@ -155,7 +156,7 @@ def test_rdma_tool_mode_over_ssh(lab_factory):
 
     async def scenario():
         try:
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert states["gpu-001"].state == "ok", states["gpu-001"].last_error
             check_host(samples, lab)
         finally:
@@ -170,10 +171,10 @@ def test_devices_option_limits_the_poll_and_reports_missing_ones(lab_factory):
 
     async def scenario():
         try:
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert states["gpu-001"].state == "partial"
             assert states["gpu-001"].last_error == "RDMA devices not found on host: mlx5_7"
-            assert {dict(k)["device"] for k in series(samples, "fabric_roce_nic_cnp_sent_total")} == {"mlx5_2"}
+            assert {dict(k)["device"] for k in matching(samples, "fabric_roce_nic_cnp_sent_total")} == {"mlx5_2"}
         finally:
             await poller.close()
 
@@ -194,13 +195,13 @@ def test_host_key_mismatch_is_refused_unless_the_lab_option_is_set(lab_factory, 
 
     async def scenario():
         try:
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             strict = states["gpu-strict"]
             assert strict.state == "failed" and dict(strict.errors) == {"host_key": 1}
             assert "host key not trusted" in strict.last_error
             assert states["gpu-lab"].state == "ok"
-            assert series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-lab")
-            assert not series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-strict")
+            assert matching(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-lab")
+            assert not matching(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-strict")
         finally:
             await poller.close()
 
@@ -224,14 +225,14 @@ def test_wrong_key_refused_port_and_hanging_host_fail_alone(lab_factory):
         async def scenario():
             try:
                 started = time.monotonic()
-                states, samples = await poller.poll()
+                states, samples = await poller.poll(by_host=True)
                 return states, samples, time.monotonic() - started
             finally:
                 await poller.close()
 
         states, samples, elapsed = run(scenario())
     assert states["gpu-good"].state == "ok" and states["gpu-good"].last_duration < 1.5
-    assert series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-good")
+    assert matching(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-good")
     assert dict(states["gpu-wrongkey"].errors) == {"auth": 1}
     assert "authentication failed" in states["gpu-wrongkey"].last_error
     assert dict(states["gpu-refused"].errors) == {"connect": 1}
@@ -250,15 +251,15 @@ def test_missing_tool_is_partial_and_garbled_output_fails_only_that_host(lab_fac
     poller = Poller({"credentials": creds, "targets": [
         group("a", [host_entry(no_ethtool)], credentials="a"), group("b", [host_entry(garbled)], credentials="b")]})
 
-    states, samples = run(poller.poll_once())
+    states, samples = run(poller.poll_once(by_host=True))
     a, b = states["gpu-a"], states["gpu-b"]
     assert a.state == "partial" and "ethtool: command not found" in a.last_error
-    assert series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-a")  # sysfs counters still published
-    assert not series(samples, "fabric_roce_rx_bytes_total", host="gpu-a")
+    assert matching(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-a")  # sysfs counters still published
+    assert not matching(samples, "fabric_roce_rx_bytes_total", host="gpu-a")
     assert b.state == "failed" and dict(b.errors) == {"parse": 1}
     # line 2 of what the host sent: its filter left out the unmapped rx_packets line before it
     assert b.last_error == "ens1f0np0: ethtool -S line 2 (rx_bytes): not an unsigned decimal: '3O'"
-    assert not series(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-b")  # nothing guessed or half-published
+    assert not matching(samples, "fabric_roce_nic_cnp_sent_total", host="gpu-b")  # nothing guessed or half-published
 
 
 def test_harness_sessions_use_plain_sh_the_fake_path_and_the_fake_sysfs(lab_factory):
@@ -288,9 +289,9 @@ def test_exposition_passes_promtool_lint_for_every_vendor(lab_factory):
 
     async def scenario():
         try:
-            states, _ = await poller.poll()
+            states, _ = await poller.poll(by_host=True)
             assert all(s.state == "ok" for s in states.values()), {h: s.last_error for h, s in states.items()}
-            return poller.scheduler.store.render().decode()
+            return poller.store.render().decode()
         finally:
             await poller.close()
 
@@ -311,7 +312,7 @@ def test_node_name_maps_the_configured_fqdn_to_the_schedulers_name(lab_factory):
 
     async def scenario():
         try:
-            states, samples = await poller.poll()
+            states, samples = await poller.poll(by_host=True)
             assert states[fqdn].state == "ok", states[fqdn].last_error
             check_host(samples, lab)  # host="gpu-001", every value exact
             hosts = {dict(lbls).get("host") for (name, lbls) in samples if name.startswith("fabric_roce_")}
@@ -350,7 +351,7 @@ def test_the_host_filter_over_ssh_publishes_the_mapped_series_and_expose_unmappe
     poller = Poller(config(lab, group("mapped", [host_entry(lab)]),
                            group("all", [host_entry(lab, "gpu-all")], options={"expose_unmapped": True})))
 
-    states, samples = run(poller.poll_once())
+    states, samples = run(poller.poll_once(by_host=True))
     assert {s.state for s in states.values()} == {"ok"}
     by_host = {}
     for (name, labels), value in samples.items():

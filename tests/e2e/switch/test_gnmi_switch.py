@@ -26,7 +26,8 @@ from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 
 from tests.harness import paths
 from tests.harness.sshd import SSHD
-from tests.harness.switch import Poller, make_config, parse_exposition, run
+from tests.harness.switch import make_config, run
+from tests.harness.polling import Poller, parse_exposition
 
 FIX = paths.FIXTURES / "switch" / "gnmi" / "sonic"
 PORTS, QUEUES = 32, 8

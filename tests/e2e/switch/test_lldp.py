@@ -25,7 +25,8 @@ from fabric_exporter.transport.snmp_ber import Varbind
 
 from tests.harness import paths
 from tests.harness.sshd import SSHD
-from tests.harness.switch import Poller, make_config, poll_once, run
+from tests.harness.switch import make_config, run
+from tests.harness.polling import Poller, poll_once
 
 NEIGHBOR = "fabric_roce_switch_if_neighbor_info"
 GUARD = paths.ROOT / "deploy" / "ssh" / "fabric-exporter-ssh-guard"

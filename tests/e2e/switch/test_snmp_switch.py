@@ -18,7 +18,8 @@ from fabric_exporter.lab.snmp import (
     SnmpSim,
 )
 
-from tests.harness.switch import V3, V3_MORE, Poller, make_config, poll_once, run, series
+from tests.harness.switch import V3, V3_MORE, make_config, run
+from tests.harness.polling import Poller, poll_once, series
 from tests.harness.snmp_engines import snmp_engine  # noqa: F401  (autouse: both request paths)
 
 

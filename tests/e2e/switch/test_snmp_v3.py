@@ -12,7 +12,8 @@ import pytest
 from fabric_exporter.config import CHECK_FILES, ConfigError
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 
-from tests.harness.switch import V3, Poller, make_config
+from tests.harness.switch import V3, make_config
+from tests.harness.polling import Poller
 from tests.harness.snmp_engines import snmp_engine  # noqa: F401  (autouse: both request paths)
 
 

@@ -13,7 +13,8 @@ from fabric_exporter.lab.sonic_cli import install_fake_show, write_outputs
 
 from tests.harness import paths
 from tests.harness.sshd import SSHD
-from tests.harness.switch import Poller, make_config, polls, run, series
+from tests.harness.switch import make_config, run
+from tests.harness.polling import Poller, polls, series
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +251,7 @@ def test_snmp_and_cli_name_the_same_queues_the_same_way(sonic_env, tmp_path):
 
         states, snaps = run(both())
     assert all(s.state == "ok" for s in states.values()), [s.last_error for s in states.values()]
-    from tests.harness.switch import parse_exposition
+    from tests.harness.polling import parse_exposition
 
     def family(group, name):
         return parse_exposition(snaps[group].chunks[name])

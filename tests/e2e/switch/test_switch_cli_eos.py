@@ -15,7 +15,8 @@ import pytest
 
 from tests.harness import paths
 from tests.harness.sshd import SSHD
-from tests.harness.switch import make_config, polls, series
+from tests.harness.switch import make_config
+from tests.harness.polling import polls, series
 
 REAL = paths.FIXTURES / "real"
 QUEUE_LINE = "show interfaces counters queue"

@@ -14,7 +14,8 @@ from fabric_exporter.lab.run import Lab, LabOptions
 from fabric_exporter.lab.traffic import LOSSLESS
 from fabric_exporter.parsers import eos_cli as parsers
 
-from tests.harness.switch import Poller, make_config, series
+from tests.harness.switch import make_config
+from tests.harness.polling import Poller, series
 
 ECN, PFC_TX = "fabric_roce_ecn_marked_packets_total", "fabric_roce_switch_pfc_tx_frames_total"
 

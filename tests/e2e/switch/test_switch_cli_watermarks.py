@@ -14,7 +14,8 @@ from fabric_exporter.lab.run import Lab, LabOptions
 from fabric_exporter.lab.ssh_hosts import SimulatedHosts
 from fabric_exporter.lab.traffic import LOSSLESS
 
-from tests.harness.switch import Poller, make_config, series
+from tests.harness.switch import make_config
+from tests.harness.polling import Poller, series
 
 QWM, PGWM = "fabric_roce_switch_queue_watermark_bytes", "fabric_roce_switch_pg_watermark_bytes"
 POOL, HDRM = "fabric_roce_switch_buffer_pool_watermark_bytes", "fabric_roce_switch_headroom_pool_watermark_bytes"

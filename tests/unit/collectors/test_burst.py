@@ -30,7 +30,8 @@ from fabric_exporter.lab.burst_injector import InPlace
 from fabric_exporter.lab.roce_host import RoceHost, write_fake_tools
 from tests.harness.configs import parse_config
 
-from tests.harness.roce_nic import group, one, samples_of, series
+from tests.harness.roce_nic import group
+from tests.harness.polling import matching, one, parse_exposition
 
 PAUSE = (("host", "gpu-001"), ("device", "mlx5_0"), ("port", "1"), ("netdev", "ens1f0np0"),
          ("signal", "pfc_rx_pause_time"))
@@ -426,14 +427,14 @@ def test_ssh_stream_through_the_scheduler(lab_factory, tmp_path):
             while (proc.poll() is None or not peaks) and time.monotonic() < deadline:
                 state = await sched.poll(key, collector)
                 assert state.state == "ok", state.last_error
-                samples = samples_of(sched.store.render().decode())
+                samples = parse_exposition(sched.store.render().decode())
                 peaks.append(one(samples, "fabric_roce_nic_burst_peak_ratio", device="mlx5_0",
-                                 signal="pfc_rx_pause_time") if series(samples, "fabric_roce_nic_burst_peak_ratio")
+                                 signal="pfc_rx_pause_time") if matching(samples, "fabric_roce_nic_burst_peak_ratio")
                              else None)
                 await asyncio.sleep(1.0)
             await asyncio.sleep(0.6)
             state = await sched.poll(key, collector)
-            samples = samples_of(sched.store.render().decode())
+            samples = parse_exposition(sched.store.render().decode())
             return collector._burst, samples
         finally:
             await collector.close()
@@ -535,7 +536,7 @@ def test_local_transport_collector_samples_between_polls(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     first, _, rest = r.stdout.partition("\n")
     totals = json.loads(first[len("#TOTALS "):])
-    samples = samples_of(rest)
+    samples = parse_exposition(rest)
     assert totals["eth/ens1f0np0/rx_prio3_pause_duration"] == truth["added"]["rx_prio3_pause_duration"]
     assert totals["hw/mlx5_0/1/np_ecn_marked_roce_packets"] == truth["added"]["np_ecn_marked_roce_packets"]
     labels = dict(PAUSE)

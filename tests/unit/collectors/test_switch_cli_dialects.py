@@ -9,7 +9,8 @@ from fabric_exporter.collectors import switch_cli
 from fabric_exporter.parsers import sonic_cli
 
 from tests.harness import paths
-from tests.harness.switch import Poller, make_config, series
+from tests.harness.switch import make_config
+from tests.harness.polling import Poller, series
 
 CAPTURE = paths.FIXTURES / "switch" / "sonic" / "show_pfc_counters.txt"
 

@@ -12,7 +12,8 @@ from fabric_exporter.lab.replay_snmp import Agent, ReplayResponder, V3User as Re
 from fabric_exporter.lab.snmp import SimulatedSwitch, SnmpSim
 from fabric_exporter.transport.snmp_ber import GET_NEXT_REQUEST, decode_response, encode_message, encode_pdu
 
-from tests.harness.switch import V3, Poller, make_config
+from tests.harness.switch import V3, make_config
+from tests.harness.polling import Poller
 
 # the snmpsim user's protocols, as our config names them (conftest's V3: SHA256 / AES256)
 V3_CRED = {"type": "snmp", "version": "3", "username": V3.user, "auth_protocol": "sha256",

@@ -7,7 +7,8 @@ from fabric_exporter.lab.replay_ssh import ReplayHosts, load, record
 from fabric_exporter.lab.roce_host import RoceHost, serve
 from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 
-from tests.harness.roce_nic import Poller, group, run
+from tests.harness.roce_nic import group, run
+from tests.harness.polling import Poller
 
 
 def _poll_all(tmp_path, client_key, known_hosts, ports, rounds):
@@ -20,7 +21,7 @@ def _poll_all(tmp_path, client_key, known_hosts, ports, rounds):
         out = []
         try:
             for _ in range(rounds):
-                states, samples = await poller.poll()
+                states, samples = await poller.poll(by_host=True)
                 assert all(s.state == "ok" for s in states.values()), [s.last_error for s in states.values()]
                 out.append(samples)
             return out

@@ -8,7 +8,8 @@ import pytest
 from fabric_exporter.lab.roce_host import RoceHost, answer, serve
 from fabric_exporter.lab.ssh_hosts import known_hosts_lines, write_key_files
 
-from tests.harness.roce_nic import Poller, group, one, run
+from tests.harness.roce_nic import group, run
+from tests.harness.polling import Poller, one
 
 
 def test_answer_understands_the_collectors_command():
@@ -41,7 +42,7 @@ def test_polls_against_the_lab_server(tmp_path):
         poller = Poller({"credentials": {"lab": cred}, "targets": [group("gpu", [
             {"name": name, "address": "127.0.0.1", "port": port} for name, port in ports.items()])]})
         try:
-            return await poller.poll()
+            return await poller.poll(by_host=True)
         finally:
             await poller.close()
             await server.stop()

@@ -21,7 +21,8 @@ from fabric_exporter.transport.base import ReadBudget
 from fabric_exporter.transport.factory import Transports
 from tests.harness.hostile_snmp import IF_HC_IN_OCTETS, IF_NAME, start_agent
 
-from tests.harness.switch import Poller, make_config
+from tests.harness.switch import make_config
+from tests.harness.polling import Poller
 
 ENGINES = ["fast", "pysnmp"]
 CREDS = {"c": {"type": "snmp", "version": "2c", "community": "public"}}
