@@ -13,7 +13,8 @@ import pytest
 from tests.harness import paths
 from tests.harness.lanes import starts_processes
 
-from tests.harness.infiniband import CollectorHarness, group_for, index, values
+from tests.harness.infiniband import (  # noqa: F401  (fixtures: every harness poll render-checked, closed after)
+    CollectorHarness, _close_harnesses, _verify_render, group_for, index, values)
 
 FIX = paths.FIXTURES / "infiniband"
 LEAF = "MF0;ndr-leaf-01:MQM9790/U1"
