@@ -1,5 +1,9 @@
 """Fixtures for the InfiniBand tests: a simulated fat tree (ibsim + opensm, real infiniband-diags) per
-test module, and helpers to build the collector against it and read its samples."""
+test module, and helpers to build the collector against it and read its samples.
+
+The fixtures apply where they are imported: tests/e2e/infiniband/conftest.py for that folder, and
+the few modules elsewhere that poll a CollectorHarness. Not in tests/conftest.py: the two autouse
+ones would then wrap every test of the suite."""
 
 from __future__ import annotations
 
