@@ -9,8 +9,8 @@ import pytest
 
 @pytest.fixture(autouse=True, params=["fast", "pysnmp"])
 def snmp_engine(request, monkeypatch):
-    from fabric_exporter.collectors import snmp_switch
+    from fabric_exporter.collectors.snmp_switch import options
 
-    monkeypatch.setattr(snmp_switch.SnmpSwitchOptions, "snmp_engine", request.param)
-    monkeypatch.setattr(snmp_switch, "DEFAULT_ENGINE", request.param)
+    monkeypatch.setattr(options.SnmpSwitchOptions, "snmp_engine", request.param)
+    monkeypatch.setattr(options, "DEFAULT_ENGINE", request.param)
     return request.param

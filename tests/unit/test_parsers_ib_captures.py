@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from fabric_exporter.collectors.infiniband.ibdiagnet import PM_FIELDS
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors
 
@@ -214,7 +215,7 @@ def test_node_name_map():
 def test_ibdiagnet_db_csv_sections():
     sections = ib_diagnet.parse_db_csv(text("ibdiagnet2.db_csv"))
     assert set(sections) == {"NODES", "PM_INFO", "PM_PORT_SAMPLES_CONTROL", "CABLE_INFO", "TEMP_SENSING"}
-    pm = ib_diagnet.pm_info(sections)
+    pm = ib_diagnet.normalised(ib_diagnet.pm_info(sections), PM_FIELDS)
     spine = pm[0]
     assert (spine.node_guid, spine.port) == (0x9C0591030090E1A0, 2)
     assert spine.counters["port_xmit_wait"] == 0x11FF6B726  # hex cell
@@ -232,7 +233,7 @@ def test_ibdiagnet_db_csv_sections():
 
 
 def test_ibdiagnet_pm_file():
-    ports = ib_diagnet.parse_pm(text("ibdiagnet2.pm"))
+    ports = ib_diagnet.normalised(ib_diagnet.parse_pm(text("ibdiagnet2.pm")), PM_FIELDS)
     assert [(p.node_guid, p.port) for p in ports] == [(0x9C0591030090E1A0, 2), (0x9C0591030090E1A0, 9)]
     assert ports[0].counters["port_xmit_wait"] == 0x11FF6B726
     assert "qp1_dropped" not in ports[0].counters

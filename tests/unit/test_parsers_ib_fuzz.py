@@ -8,6 +8,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabric_exporter.collectors.infiniband.ibdiagnet import PM_FIELDS
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import ib_diagnet, ib_netdiscover, ib_nodenamemap, ib_perfquery, ib_queryerrors
 
@@ -118,7 +119,8 @@ def test_perfquery_vl_xmit_wait_fuzz(text):
 def test_ibdiagnet_db_csv_fuzz(text):
     def parse(t):
         sections = ib_diagnet.parse_db_csv(t)
-        return ib_diagnet.pm_info(sections), ib_diagnet.cable_info(sections), ib_diagnet.node_temperatures(sections)
+        return (ib_diagnet.normalised(ib_diagnet.pm_info(sections), PM_FIELDS), ib_diagnet.cable_info(sections),
+                ib_diagnet.node_temperatures(sections))
 
     result = _check(parse, text)
     if result is None:
@@ -131,7 +133,7 @@ def test_ibdiagnet_db_csv_fuzz(text):
 @SETTINGS
 @given(st.one_of(mutated(PM_LINES), st.text(max_size=400)))
 def test_ibdiagnet_pm_fuzz(text):
-    ports = _check(ib_diagnet.parse_pm, text)
+    ports = _check(lambda t: ib_diagnet.normalised(ib_diagnet.parse_pm(t), PM_FIELDS), text)
     if ports is None:
         return
     numbers = _numbers_in(text)

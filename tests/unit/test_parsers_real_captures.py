@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 
@@ -17,6 +18,7 @@ from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector, SweptPort, join_sweeps
 from fabric_exporter.collectors.infiniband.counters import latched_counters
 from fabric_exporter.collectors.infiniband.ibdiagnet import ibdiagnet_samples
+from fabric_exporter.collectors.infiniband.tools import IbPoll
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.collectors.switch_cli import SwitchCliCollector
 from tests.harness.configs import parse_config
@@ -425,12 +427,20 @@ def ib_collector(options: dict | None = None, runner=None) -> InfinibandCollecto
     return InfinibandCollector(PollContext(group, group.hosts[0] if group.hosts else None, Transports()))
 
 
+def ib_poll(collector: InfinibandCollector, problems: list[str], skipped: list | None = None,
+            deadline: float = 0.0) -> IbPoll:
+    """The poll object for the collector's parts called one by one here (deadline: loop time; the
+    default leaves no time, for the parts that run no tool)."""
+    return IbPoll(collector.ctx, deadline, time.monotonic(), problems=problems,
+                  skipped=skipped if skipped is not None else [])
+
+
 def topology_samples(name: str):
     collector = ib_collector()
     skipped: list = []
     collector.state.apply_topology(ib_netdiscover.parse(text(name), skipped=skipped))
     problems: list[str] = []
-    samples = collector._samples({}, {}, problems, {})
+    samples = collector._samples({}, {}, ib_poll(collector, problems))
     valid(samples)
     return samples, skipped
 
@@ -516,11 +526,11 @@ def test_perfquery_captures_feed_qp1_dropped(name, guid, ports, expected):
     problems: list[str] = []
 
     async def read():
-        loop = asyncio.get_running_loop()
-        await collector.tools.read_qp1_dropped(table, collector.state, loop.time() + 10, {}, problems, [])
+        poll = ib_poll(collector, problems, deadline=asyncio.get_running_loop().time() + 10)
+        await collector.tools.read_qp1_dropped(table, collector.state, poll)
+        return poll
 
-    asyncio.run(read())
-    samples = collector._samples(table, {}, problems, {})
+    samples = collector._samples(table, {}, asyncio.run(read()))
     valid(samples)
     port, value = expected
     assert find(samples, "fabric_ib_qp1_dropped_total", port=str(port)) == [value]
@@ -552,12 +562,14 @@ def test_perfquery_rcv_error_details_captures(name, guid, port):
     problems: list[str] = []
     skipped: list = []
 
+    poll = ib_poll(collector, problems, skipped)
+
     async def read():
-        loop = asyncio.get_running_loop()
-        return await details.read_error_details(collector.tools, table, 64, loop.time() + 10, {}, problems, skipped)
+        poll.deadline = asyncio.get_running_loop().time() + 10
+        return await details.read_error_details(collector.tools, table, 64, poll)
 
     found = asyncio.run(read())
-    samples = collector._samples(table, {}, problems, {}) + details.detail_samples(found, collector.state)
+    samples = collector._samples(table, {}, poll) + details.detail_samples(found, collector.state)
     valid(samples)
     assert not problems and not skipped
     for metric in ("fabric_ib_port_receive_malformed_packet_errors_total",
@@ -640,7 +652,7 @@ def error_sweep_samples(name: str, ports_by_node: dict[int, tuple[str, tuple[int
     problems: list[str] = []
     table = join_sweeps(counters, errors, "", collector.state.owners, problems).ports
     latched = {key: latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped) for key, p in table.items()}
-    samples = collector._samples(table, latched, problems, {})
+    samples = collector._samples(table, latched, ib_poll(collector, problems))
     valid(samples)
     return samples, skipped, problems
 

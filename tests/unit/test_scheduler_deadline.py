@@ -179,3 +179,20 @@ def test_remaining_never_hands_a_command_a_zero_or_negative_timeout():
         return ctx.remaining()
 
     assert asyncio.run(scenario()) == 0.1
+
+
+def test_remaining_until_a_deadline_read_once():
+    """A collector polled without the scheduler reads deadline() once; remaining(until) counts down
+    to it (remaining() alone would restart the budget), with the same 0.1 s floor."""
+    async def scenario():
+        group = _config("roce_nic", "10s").targets[0]
+        ctx = PollContext(group, group.hosts[0], None)
+        loop = asyncio.get_running_loop()
+        deadline = ctx.deadline()
+        await asyncio.sleep(0.2)
+        return ctx.remaining(deadline), ctx.remaining(), deadline - loop.time(), ctx.remaining(loop.time() - 5)
+
+    counted_down, fresh, left, past = asyncio.run(scenario())
+    assert left <= counted_down < left + 0.05  # read just before left
+    assert fresh - counted_down > 0.15
+    assert past == 0.1

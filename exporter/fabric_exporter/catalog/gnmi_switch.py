@@ -7,6 +7,7 @@ The received-pause seconds and the queue/PG watermarks are declared once, in ``r
 the SONiC CLI (watermarkstat, pfcstat --history): one meaning, one name, whichever path reads it.
 """
 
+from .gnmi_paths import CUMULUS, OC_INTERFACE, OC_PRIORITY, OC_QUEUE
 from .labels import SWITCH_IF, SWITCH_IF_PRIORITY, SWITCH_IF_QUEUE
 from .spec import MetricSpec
 
@@ -14,17 +15,16 @@ GNMI = "gnmi_switch"
 
 METRICS = [
     MetricSpec("fabric_roce_switch_pfc_tx_pause_seconds_total", "counter", "seconds",
-               "Time the interface asked its peer to pause on the priority "
-               "(Cumulus gNMI switch-priority/state/out-pause-duration, microseconds / 1e6).",
-               (SWITCH_IF_PRIORITY,), (GNMI,)),
+               "Time the interface asked its peer to pause on the priority ({raw}).",
+               (SWITCH_IF_PRIORITY,), (GNMI,),
+               raw=(OC_PRIORITY.field("out-pause-duration", scale=1e-6, dialects=CUMULUS),)),
     MetricSpec("fabric_roce_switch_if_tx_wait_byte_times_total", "counter", "byte_times",
                "Wire-speed one-byte time intervals the interface had data to send but sent none "
-               "(Cumulus gNMI interfaces/interface/state/counters/tx-wait); divide a rate by the speed in "
-               "bytes per second for the stalled fraction.",
-               (SWITCH_IF,), (GNMI,)),
+               "({raw}, Cumulus); divide a rate by the speed in bytes per second for the stalled fraction.",
+               (SWITCH_IF,), (GNMI,), raw=(OC_INTERFACE.field("counters/tx-wait", dialects=CUMULUS),)),
     MetricSpec("fabric_roce_switch_queue_occupancy_bytes", "gauge", "bytes",
-               "Egress queue depth when the switch sampled it (Cumulus gNMI queue state/instant-queue-len).",
-               (SWITCH_IF_QUEUE,), (GNMI,)),
+               "Egress queue depth when the switch sampled it ({raw}, Cumulus).",
+               (SWITCH_IF_QUEUE,), (GNMI,), raw=(OC_QUEUE.field("instant-queue-len", dialects=CUMULUS),)),
     MetricSpec("fabric_roce_switch_gnmi_stream_updates", "gauge", "",
                "Notifications the gNMI stream (mode stream) delivered since it (re)subscribed; 0 after a "
                "resubscribe. A value that stops growing while the target is up means a stalled stream.",

@@ -20,6 +20,9 @@ SRC = ("infiniband",)
 COUNTER_SWEEP = "ibqueryerrors --counters"  # every port: data/packet counters and link info
 ERROR_SWEEP = "ibqueryerrors"  # non-zero error counters and PortXmitWait only
 PERFQUERY = "perfquery"  # QP1Dropped: in PortCounters, but no sweep prints it
+# ibdiagnet2's PM counters as its files name them: snake_case in ibdiagnet2.pm and in newer db_csv
+# PM_INFO sections (older PM_INFO sections use the sweep's CamelCase names: the sweep rows serve those).
+IBDIAGNET_PM = "ibdiagnet2 PM_INFO / .pm"
 
 IB_PORT = ("fabric", "node_guid", "node_name", "port", "peer_node_name", "peer_port")
 IB_NODE = ("fabric", "node_guid", "node_name")
@@ -41,6 +44,14 @@ def _error(raw: str, width: int, reset_bit: int | None) -> RawCounter:
     return RawCounter(raw, ERROR_SWEEP, width, 1, reset_bit)
 
 
+# The rows code refers to by themselves (the focus set reads PortXmitWait, the error details read where
+# the aggregate counts rise, QP1Dropped is read apart): named here so no collector types the raw name.
+XMIT_WAIT = _error("PortXmitWait", 32, reset_bit=16)
+RCV_ERRORS = _error("PortRcvErrors", 16, reset_bit=3)
+XMIT_DISCARDS = _error("PortXmitDiscards", 16, reset_bit=6)
+QP1_DROPPED = RawCounter("QP1Dropped", PERFQUERY, 16)
+
+
 def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = ()) -> MetricSpec:
     return MetricSpec(name, "gauge", unit, help_text, (IB_PORT,), SRC, origin)
 
@@ -49,70 +60,70 @@ def _port_gauge(name: str, unit: str, help_text: str, origin: tuple[str, ...] = 
 # 32-bit PortCounters (see fabric_ib_port_latched).
 _DATA = [
     _port_counter("fabric_ib_port_data_transmitted_bytes_total", "bytes",
-                  "Bytes sent by the port (PortXmitData x 4: the counter counts 4-byte words).",
+                  "Bytes sent by the port ({raw} x 4: the counter counts 4-byte words).",
                   _data("PortXmitData", 32, reset_bit=12, scale=4)),
     _port_counter("fabric_ib_port_data_received_bytes_total", "bytes",
-                  "Bytes received by the port (PortRcvData x 4: the counter counts 4-byte words).",
+                  "Bytes received by the port ({raw} x 4: the counter counts 4-byte words).",
                   _data("PortRcvData", 32, reset_bit=13, scale=4)),
     _port_counter("fabric_ib_port_packets_transmitted_total", "packets",
-                  "Packets sent by the port (PortXmitPkts).", _data("PortXmitPkts", 32, reset_bit=14)),
+                  "Packets sent by the port ({raw}).", _data("PortXmitPkts", 32, reset_bit=14)),
     _port_counter("fabric_ib_port_packets_received_total", "packets",
-                  "Packets received by the port (PortRcvPkts).", _data("PortRcvPkts", 32, reset_bit=15)),
+                  "Packets received by the port ({raw}).", _data("PortRcvPkts", 32, reset_bit=15)),
     _port_counter("fabric_ib_unicast_packets_transmitted_total", "packets",
-                  "Unicast packets sent (PortUnicastXmitPkts, extended counters only).",
+                  "Unicast packets sent ({raw}, extended counters only).",
                   _data("PortUnicastXmitPkts", 64)),
     _port_counter("fabric_ib_unicast_packets_received_total", "packets",
-                  "Unicast packets received (PortUnicastRcvPkts, extended counters only).",
+                  "Unicast packets received ({raw}, extended counters only).",
                   _data("PortUnicastRcvPkts", 64)),
     _port_counter("fabric_ib_multicast_packets_transmitted_total", "packets",
-                  "Multicast packets sent (PortMulticastXmitPkts, extended counters only).",
+                  "Multicast packets sent ({raw}, extended counters only).",
                   _data("PortMulticastXmitPkts", 64)),
     _port_counter("fabric_ib_multicast_packets_received_total", "packets",
-                  "Multicast packets received (PortMulticastRcvPkts, extended counters only).",
+                  "Multicast packets received ({raw}, extended counters only).",
                   _data("PortMulticastRcvPkts", 64)),
     _port_counter("fabric_ib_port_transmit_wait_total", "ticks",
                   "Ticks the port had data to send but sent nothing: no credits or lost arbitration "
-                  "(PortXmitWait; normalise with fabric_ib_port_rate_bytes_per_second).",
-                  _error("PortXmitWait", 32, reset_bit=16)),
+                  "({raw}; normalise with fabric_ib_port_rate_bytes_per_second).",
+                  XMIT_WAIT),
 ]
 
 # Error counters (IBA PortCounters; widths 4-16 bits on most devices, so they latch early).
 _ERRORS = [
-    _port_counter("fabric_ib_symbol_error_total", "", "Minor link errors on any lane (SymbolErrorCounter).",
+    _port_counter("fabric_ib_symbol_error_total", "", "Minor link errors on any lane ({raw}).",
                   _error("SymbolErrorCounter", 16, reset_bit=0)),
     _port_counter("fabric_ib_link_error_recovery_total", "",
-                  "Successful link error recoveries (LinkErrorRecoveryCounter).", _error("LinkErrorRecoveryCounter", 8, reset_bit=1)),
+                  "Successful link error recoveries ({raw}).", _error("LinkErrorRecoveryCounter", 8, reset_bit=1)),
     _port_counter("fabric_ib_link_downed_total", "",
-                  "Times the link training failed to recover and the link went down (LinkDownedCounter).",
+                  "Times the link training failed to recover and the link went down ({raw}).",
                   _error("LinkDownedCounter", 8, reset_bit=2)),
     _port_counter("fabric_ib_port_receive_errors_total", "packets",
-                  "Received packets with errors (PortRcvErrors).", _error("PortRcvErrors", 16, reset_bit=3)),
+                  "Received packets with errors ({raw}).", RCV_ERRORS),
     _port_counter("fabric_ib_port_receive_remote_physical_errors_total", "packets",
                   "Received packets marked with the EBP delimiter by an upstream port "
-                  "(PortRcvRemotePhysicalErrors).", _error("PortRcvRemotePhysicalErrors", 16, reset_bit=4)),
+                  "({raw}).", _error("PortRcvRemotePhysicalErrors", 16, reset_bit=4)),
     _port_counter("fabric_ib_port_receive_switch_relay_errors_total", "packets",
-                  "Received packets the switch could not forward (PortRcvSwitchRelayErrors).",
+                  "Received packets the switch could not forward ({raw}).",
                   _error("PortRcvSwitchRelayErrors", 16, reset_bit=5)),
     _port_counter("fabric_ib_port_transmit_discards_total", "packets",
-                  "Outbound packets discarded: port down or congestion timeouts (PortXmitDiscards).",
-                  _error("PortXmitDiscards", 16, reset_bit=6)),
+                  "Outbound packets discarded: port down or congestion timeouts ({raw}).",
+                  XMIT_DISCARDS),
     _port_counter("fabric_ib_port_transmit_constraint_errors_total", "packets",
-                  "Packets not sent because of partition/raw constraints (PortXmitConstraintErrors).",
+                  "Packets not sent because of partition/raw constraints ({raw}).",
                   _error("PortXmitConstraintErrors", 8, reset_bit=7)),
     _port_counter("fabric_ib_port_receive_constraint_errors_total", "packets",
-                  "Packets dropped on receive because of partition/raw constraints (PortRcvConstraintErrors).",
+                  "Packets dropped on receive because of partition/raw constraints ({raw}).",
                   _error("PortRcvConstraintErrors", 8, reset_bit=8)),
     _port_counter("fabric_ib_local_link_integrity_errors_total", "",
                   "Times the local physical errors exceeded the LocalPhyErrors threshold "
-                  "(LocalLinkIntegrityErrors).", _error("LocalLinkIntegrityErrors", 4, reset_bit=9)),
+                  "({raw}).", _error("LocalLinkIntegrityErrors", 4, reset_bit=9)),
     _port_counter("fabric_ib_excessive_buffer_overrun_errors_total", "",
-                  "Consecutive flow-control update periods with buffer overrun (ExcessiveBufferOverrunErrors).",
+                  "Consecutive flow-control update periods with buffer overrun ({raw}).",
                   _error("ExcessiveBufferOverrunErrors", 4, reset_bit=10)),
     _port_counter("fabric_ib_vl15_dropped_total", "packets",
-                  "Subnet-management (VL15) packets dropped for lack of buffers (VL15Dropped).", _error("VL15Dropped", 16, reset_bit=11)),
+                  "Subnet-management (VL15) packets dropped for lack of buffers ({raw}).", _error("VL15Dropped", 16, reset_bit=11)),
     _port_counter("fabric_ib_qp1_dropped_total", "packets",
-                  "General-management (QP1) packets dropped, where the device reports it (QP1Dropped).",
-                  RawCounter("QP1Dropped", PERFQUERY, 16)),
+                  "General-management (QP1) packets dropped, where the device reports it ({raw}).",
+                  QP1_DROPPED),
 ]
 
 # Link state, width and speed, and what the exporter derives from them.
@@ -193,6 +204,37 @@ _SWEEP = [
                "(since the exporter started).", (("fabric",),), SRC),
 ]
 
+
+def _pm_field(raw: str, width: int | None, reset_bit: int | None = None, scale: int = 1) -> RawCounter:
+    """A PortCounters field as ibdiagnet2 names it; width: the fixed-width cell's bits (it latches at
+    all-ones; a ``*_extended`` 64-bit twin, where the file has one, replaces it); reset_bit: the field's
+    CounterSelect bit, which also tells two spellings of one field apart from two fields."""
+    return RawCounter(raw, IBDIAGNET_PM, width, scale, reset_bit)
+
+
+# In the preferred spelling's order: where ibdiagnet spells one field two ways (IBDIAGNET 2.10 writes
+# link_down_counter and excessive_buffer_errors), the first row is the name its 64-bit twin carries.
+IBDIAGNET_PM_FIELDS = (
+    _pm_field("port_xmit_data", 32, 12, scale=4), _pm_field("port_rcv_data", 32, 13, scale=4),
+    _pm_field("port_xmit_pkts", 32, 14), _pm_field("port_rcv_pkts", 32, 15),
+    _pm_field("port_xmit_wait", 32, 16),
+    _pm_field("symbol_error_counter", 16, 0), _pm_field("link_error_recovery_counter", 8, 1),
+    _pm_field("link_downed_counter", 8, 2), _pm_field("link_down_counter", 8, 2),
+    _pm_field("port_rcv_errors", 16, 3), _pm_field("port_rcv_remote_physical_errors", 16, 4),
+    _pm_field("port_rcv_switch_relay_errors", 16, 5),
+    _pm_field("port_xmit_discards", 16, 6), _pm_field("port_xmit_discard", 16, 6),
+    _pm_field("port_xmit_constraint_errors", 8, 7), _pm_field("port_rcv_constraint_errors", 8, 8),
+    _pm_field("local_link_integrity_errors", 4, 9),
+    _pm_field("excessive_buffer_overrun_errors", 4, 10), _pm_field("excessive_buffer_errors", 4, 10),
+    _pm_field("vl15_dropped", 16, 11), _pm_field("qp1_dropped", 16),
+)
+
+def pm_field_in_bytes(field: str) -> str:
+    """The counter label a word counter's value in bytes is published under (x 4): port_xmit_data_bytes,
+    PortXmitDataBytes."""
+    return field + ("_bytes" if "_" in field else "Bytes")
+
+
 # ibdiagnet2 output files read from a directory (ibdiagnet runs on the site's schedule).
 _IBDIAGNET = [
     MetricSpec("fabric_ib_ibdiagnet_file_age_seconds", "gauge", "seconds",
@@ -200,11 +242,12 @@ _IBDIAGNET = [
                "its values are this old.", (IB_FILE,), SRC),
     MetricSpec("fabric_ib_ibdiagnet_pm_counter", "gauge", "",
                "PM counter value from ibdiagnet2 (PM_INFO in ibdiagnet2.db_csv, or ibdiagnet2.pm), named by "
-               "its ibdiagnet field. Where a 64-bit *_extended twin exists its value is published under the "
-               "base name (the 32-bit cell is dropped); port_xmit_data/port_rcv_data become "
-               "port_xmit_data_bytes/port_rcv_data_bytes (words x 4). Unsupported (-1/NA) counters are "
+               "its ibdiagnet field ({raw}; older PM_INFO sections use the CamelCase names of the sweep's "
+               "counters). Where a 64-bit *_extended twin exists its value is published under the "
+               "base name (the 32-bit cell is dropped); the data counters (4-byte words) are published in "
+               "bytes, named with _bytes (Bytes). Unsupported (-1/NA) counters are "
                "omitted. A snapshot as old as fabric_ib_ibdiagnet_file_age_seconds, not a live counter.",
-               (IB_PORT_COUNTER,), SRC, ("PM_INFO",)),
+               (IB_PORT_COUNTER,), SRC, raw=IBDIAGNET_PM_FIELDS),
     MetricSpec("fabric_ib_ibdiagnet_port_latched", "gauge", "",
                "1 if a PM counter of the port in the ibdiagnet2 file comes only from a fixed-width "
                "(32-bit or narrower) cell sitting at its maximum, so it stopped counting; else 0.",
@@ -248,7 +291,7 @@ _FOCUS = [
                "focus_top_k highest stall ratios) or configured (focus_ports).",
                (IB_PORT + ("reason",),), SRC, ("PortXmitWait",)),
     MetricSpec("fabric_ib_port_vl_transmit_wait_total", "counter", "ticks",
-               "Focus ports: ticks a virtual lane had data to send but sent nothing (PortVLXmitWait<vl> of "
+               "Focus ports: ticks a virtual lane had data to send but sent nothing ({raw}<vl> of "
                "PortVLXmitWaitCounters, perfquery --vlxmitcounters), where the port answers it. A 16-bit "
                "field that latches at 65535: a latched value is withheld, not published.",
                (IB_PORT + ("vl",),), SRC, raw=(RawCounter("PortVLXmitWait", VL_XMIT_WAIT, 16),)),

@@ -21,35 +21,35 @@ def _detail(name: str, help_text: str, raw: str, source: str) -> MetricSpec:
 METRICS: list[MetricSpec] = [
     _detail("fabric_ib_port_receive_local_physical_errors_total",
             "Received packets with a local physical error: ICRC, VCRC, FCCRC or a bad delimiter "
-            "(PortRcvErrorDetails.PortLocalPhysicalErrors).", "PortLocalPhysicalErrors", RCV_ERROR_DETAILS),
+            "(PortRcvErrorDetails.{raw}).", "PortLocalPhysicalErrors", RCV_ERROR_DETAILS),
     _detail("fabric_ib_port_receive_malformed_packet_errors_total",
             "Received packets that were malformed: bad length, LRH/GRH fields, VL 15 misuse "
-            "(PortRcvErrorDetails.PortMalformedPktErrors).", "PortMalformedPktErrors", RCV_ERROR_DETAILS),
+            "(PortRcvErrorDetails.{raw}).", "PortMalformedPktErrors", RCV_ERROR_DETAILS),
     _detail("fabric_ib_port_receive_buffer_overrun_errors_total",
             "Received packets dropped because the receive buffer overran: the peer sent without credits "
-            "(PortRcvErrorDetails.PortBufferOverrunErrors).", "PortBufferOverrunErrors", RCV_ERROR_DETAILS),
+            "(PortRcvErrorDetails.{raw}).", "PortBufferOverrunErrors", RCV_ERROR_DETAILS),
     _detail("fabric_ib_port_receive_dlid_mapping_errors_total",
             "Received packets whose destination LID the switch has no route for "
-            "(PortRcvErrorDetails.PortDLIDMappingErrors).", "PortDLIDMappingErrors", RCV_ERROR_DETAILS),
+            "(PortRcvErrorDetails.{raw}).", "PortDLIDMappingErrors", RCV_ERROR_DETAILS),
     _detail("fabric_ib_port_receive_vl_mapping_errors_total",
             "Received packets dropped because their SL maps to no VL of the output port (SL2VL table) "
-            "(PortRcvErrorDetails.PortVLMappingErrors).", "PortVLMappingErrors", RCV_ERROR_DETAILS),
+            "(PortRcvErrorDetails.{raw}).", "PortVLMappingErrors", RCV_ERROR_DETAILS),
     _detail("fabric_ib_port_receive_looping_errors_total",
             "Received packets dropped because they would leave by the port they came in on "
-            "(PortRcvErrorDetails.PortLoopingErrors).", "PortLoopingErrors", RCV_ERROR_DETAILS),
+            "(PortRcvErrorDetails.{raw}).", "PortLoopingErrors", RCV_ERROR_DETAILS),
     _detail("fabric_ib_port_transmit_inactive_discards_total",
             "Outbound packets discarded because the port was not Active "
-            "(PortXmitDiscardDetails.PortInactiveDiscards).", "PortInactiveDiscards", XMIT_DISCARD_DETAILS),
+            "(PortXmitDiscardDetails.{raw}).", "PortInactiveDiscards", XMIT_DISCARD_DETAILS),
     _detail("fabric_ib_port_transmit_neighbor_mtu_discards_total",
             "Outbound packets discarded because they exceed the neighbour's MTU "
-            "(PortXmitDiscardDetails.PortNeighborMTUDiscards).", "PortNeighborMTUDiscards", XMIT_DISCARD_DETAILS),
+            "(PortXmitDiscardDetails.{raw}).", "PortNeighborMTUDiscards", XMIT_DISCARD_DETAILS),
     _detail("fabric_ib_port_transmit_lifetime_limit_discards_total",
             "Outbound packets a switch discarded because they outlived the switch lifetime limit "
-            "(PortXmitDiscardDetails.PortSwLifetimeLimitDiscards).", "PortSwLifetimeLimitDiscards",
+            "(PortXmitDiscardDetails.{raw}).", "PortSwLifetimeLimitDiscards",
             XMIT_DISCARD_DETAILS),
     _detail("fabric_ib_port_transmit_head_of_queue_lifetime_discards_total",
             "Outbound packets a switch discarded because they waited at the head of a VL queue longer "
             "than its HOQ lifetime: a stuck or credit-starved link "
-            "(PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards).", "PortSwHOQLifetimeLimitDiscards",
+            "(PortXmitDiscardDetails.{raw}).", "PortSwHOQLifetimeLimitDiscards",
             XMIT_DISCARD_DETAILS),
 ]

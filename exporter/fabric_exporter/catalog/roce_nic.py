@@ -23,12 +23,11 @@ stability and has a catalog metric with the same meaning is mapped.
 """
 
 from .labels import NIC_PORT, NIC_PORT_PRIORITY
-from .spec import MetricSpec, RawCounter
+from .spec import MICROSECONDS, NIC_SOURCES, MetricSpec, RawCounter
 
 NIC = "roce_nic"
-ETHTOOL, HW_COUNTERS = "ethtool", "hw_counters"  # the two sources of the collector's dump
-NIC_SOURCES = (ETHTOOL, HW_COUNTERS)
-US = 1e-6  # microseconds -> seconds
+ETHTOOL, HW_COUNTERS = NIC_SOURCES  # the two sources of the collector's dump
+US = MICROSECONDS  # microseconds -> seconds
 BNXT = frozenset({"bnxt"})  # driver families (collectors/roce_nic/mapping.py driver_family)
 
 # bnxt_en counts some drops per CoS queue (rx_discard_packets_cos{q}), not per priority.
@@ -69,23 +68,11 @@ def irdma(*names: str) -> tuple[RawCounter, ...]:
     return _rows(HW_COUNTERS, "irdma", names, 1.0, None)
 
 
-def nic_raw_text(raw: tuple[RawCounter, ...]) -> str:
-    """The raw-name part of a HELP text, from the NIC rows: ``mlx5 a, bnxt_en b / c; microseconds / 1e6``."""
-    by_vendor: dict[str, list[str]] = {}
-    for row in raw:
-        if row.source in NIC_SOURCES:
-            by_vendor.setdefault(row.vendor, []).append(row.name)
-    text = ", ".join(f"{vendor} {' / '.join(names)}" for vendor, names in by_vendor.items())
-    if any(row.scale == US for row in raw if row.source in NIC_SOURCES):
-        text += "; microseconds / 1e6"
-    return text
-
-
 def nic_help(help_text: str, raw: tuple[RawCounter, ...]) -> str:
-    """``help_text`` with ``{raw}`` replaced by the rows' raw names (see nic_raw_text)."""
-    if "{raw}" not in help_text:
+    """``help_text``, which must name its ``{raw}`` place (the spec fills it from the rows: spec.raw_text)."""
+    if "{raw}" not in help_text or not raw:
         raise ValueError(f"NIC help text names no {{raw}} place: {help_text!r}")
-    return help_text.replace("{raw}", nic_raw_text(raw))
+    return help_text
 
 
 def _c(name: str, unit: str, help_text: str, labels: tuple, raw: tuple[RawCounter, ...]) -> MetricSpec:

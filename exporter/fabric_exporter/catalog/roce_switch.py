@@ -8,6 +8,18 @@ Queue label values follow SONiC's CLI naming on every source: ``UC<n>`` for unic
 ``MC<n>`` for multicast queue n (0-based), so an SNMP and a CLI series for one queue are equal.
 """
 
+from .gnmi_paths import (
+    CUMULUS,
+    OC_INTERFACE,
+    OC_PG,
+    OC_PRIORITY,
+    OC_QUEUE,
+    OPENCONFIG_ONLY,
+    SONIC_PFCWD as GNMI_SONIC_PFCWD,
+    SONIC_PG_WATERMARKS,
+    SONIC_PORTS,
+    SONIC_QUEUES,
+)
 from .labels import SWITCH_IF, SWITCH_IF_QUEUE, SWITCH_IF_TRAFFIC
 from .mib import (
     ARISTA_EGRESS_QUEUE,
@@ -27,9 +39,14 @@ from .switch_commands import (
     EOS_QUEUE,
     EOS_VOQ,
     NVUE_ROCE,
+    SONIC_BUFFER_POOL_WATERMARK,
+    SONIC_HEADROOM_POOL_WATERMARK,
+    SONIC_PFC_HISTORY,
     SONIC_PFCWD,
+    SONIC_PG_WATERMARK,
     SONIC_QUEUE,
     SONIC_QUEUE_JSON,
+    SONIC_QUEUE_WATERMARK,
     SONIC_WRED,
     SONIC_WRED_JSON,
     printed,
@@ -55,7 +72,7 @@ def _csq(statistic: str) -> RawCounter:
 METRICS = [
     # --- the agent / switch -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_agent_uptime_seconds", "gauge", "seconds",
-               "Time since the SNMP agent (re)started (SNMPv2-MIB sysUpTime.0 / 100); a drop means a restart "
+               "Time since the SNMP agent (re)started ({raw}.0 / 100); a drop means a restart "
                "and counters may have reset.",
                (SWITCH,), (SNMP,), raw=(SYSTEM.column("sysUpTime", 3, scale=0.01),)),
     MetricSpec("fabric_roce_switch_snmp_poll_varbinds", "gauge", "",
@@ -66,12 +83,12 @@ METRICS = [
                (SWITCH,), (SNMP,)),
     # --- interfaces (IF-MIB) -------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_if_info", "info", "",
-               "Interface identity: ifIndex and operator description (IF-MIB ifName, ifAlias); value 1.",
+               "Interface identity: ifIndex and operator description ({raw}); value 1.",
                (SWITCH_IF_INFO,), (SNMP,), raw=(IF_X.column("ifName", 1), IF_X.column("ifAlias", 18))),
     MetricSpec("fabric_roce_switch_if_neighbor_info", "info", "",
-               "The LLDP neighbour behind the interface: its system name (lldpRemSysName, mapped to the "
-               "scheduler's node name by the option neighbor_name) and port (lldpRemPortId, or lldpRemPortDesc "
-               "when the ID is a MAC address); from LLDP-MIB/LLDP-V2-MIB over SNMP or SONiC 'show lldp table'. "
+               "The LLDP neighbour behind the interface: its system name (mapped to the scheduler's node name by "
+               "the option neighbor_name) and port (the port ID, or the port description when the ID is a MAC "
+               "address); over SNMP from {raw}, or from SONiC 'show lldp table'. "
                "Joins switch interfaces to hosts (and jobs); value 1.",
                (SWITCH_IF_NEIGHBOR,), (SNMP, CLI),
                raw=(LLDP_REM.column("lldpRemSysName", 9), LLDP_REM.column("lldpRemPortIdSubtype", 6),
@@ -80,221 +97,236 @@ METRICS = [
                     LLDP_V2_REM.column("lldpV2RemSysName", 10), LLDP_V2_REM.column("lldpV2RemPortIdSubtype", 7),
                     LLDP_V2_REM.column("lldpV2RemPortId", 8), LLDP_V2_REM.column("lldpV2RemPortDesc", 9))),
     MetricSpec("fabric_roce_switch_if_oper_status", "gauge", "",
-               "Interface operational state as IF-MIB ifOperStatus codes: 1 up, 2 down, 3 testing, 4 unknown, "
+               "Interface operational state as {raw} codes: 1 up, 2 down, 3 testing, 4 unknown, "
                "5 dormant, 6 notPresent, 7 lowerLayerDown.",
-               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOperStatus", 8),)),
+               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOperStatus", 8), OC_INTERFACE.field("oper-status"))),
     MetricSpec("fabric_roce_switch_if_speed_bytes_per_second", "gauge", "bytes_per_second",
-               "Interface speed (IF-MIB ifHighSpeed Mb/s x 125000); the denominator of utilization.",
+               "Interface speed ({raw} Mb/s x 125000); the denominator of utilization.",
                (SWITCH_IF,), (SNMP,), raw=(IF_X.column("ifHighSpeed", 15, scale=1e6 / 8),)),
     MetricSpec("fabric_roce_switch_if_rx_errors_total", "counter", "packets",
-               "Received packets with errors (IF-MIB ifInErrors).",
-               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifInErrors", 14),)),
+               "Received packets with errors ({raw}).",
+               (SWITCH_IF,), (SNMP, GNMI),
+               raw=(IF.column("ifInErrors", 14), SONIC_PORTS.field("SAI_PORT_STAT_IF_IN_ERRORS"),
+                    OC_INTERFACE.field("counters/in-errors"))),
     MetricSpec("fabric_roce_switch_if_tx_errors_total", "counter", "packets",
-               "Packets that could not be sent because of errors (IF-MIB ifOutErrors).",
-               (SWITCH_IF,), (SNMP, GNMI), raw=(IF.column("ifOutErrors", 20),)),
+               "Packets that could not be sent because of errors ({raw}).",
+               (SWITCH_IF,), (SNMP, GNMI),
+               raw=(IF.column("ifOutErrors", 20), SONIC_PORTS.field("SAI_PORT_STAT_IF_OUT_ERRORS"),
+                    OC_INTERFACE.field("counters/out-errors"))),
     # --- drops by cause, per interface (Cumulus switchd's hardware counters) ---------------------
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
-               "Received packets dropped for lack of ingress buffer (Cumulus ethtool HwIfInBufferDrops); "
+               "Received packets dropped for lack of ingress buffer ({raw}); "
                "one cause among those fabric_roce_rx_discards_total counts together.",
                (SWITCH_IF,), (CLI,),
                raw=printed(CUMULUS_ETHTOOL, "HwIfInBufferDrops")),
     MetricSpec("fabric_roce_switch_if_tx_queue_drops_total", "counter", "packets",
-               "Packets dropped in the interface's egress queues, all queues together (Cumulus ethtool "
-               "HwIfOutQDrops: tail and WRED drops of a congested queue); per queue, where the switch "
+               "Packets dropped in the interface's egress queues, all queues together ({raw}: tail and WRED "
+               "drops of a congested queue); per queue, where the switch "
                "gives it, is fabric_roce_switch_queue_dropped_packets_total.",
                (SWITCH_IF,), (CLI,),
                raw=printed(CUMULUS_ETHTOOL, "HwIfOutQDrops")),
     # --- RoCE traffic on a Cumulus port (NVUE 'nv show interface <swp> qos roce counters') ----------
     MetricSpec("fabric_roce_switch_if_ecn_marked_packets_total", "counter", "packets",
-               "Packets the interface sent CE-marked, all queues together (NVUE qos roce counters "
-               "tx-ecn-stats ecn-marked-packets); per queue, where the switch gives it, is "
+               "Packets the interface sent CE-marked, all queues together ({raw}); per queue, where the switch "
+               "gives it, is "
                "fabric_roce_ecn_marked_packets_total.",
                (SWITCH_IF,), (CLI,),
                raw=printed(NVUE_ROCE, "tx-stats/tx-ecn-stats/ecn-marked-packets")),
     MetricSpec("fabric_roce_switch_if_rx_traffic_packets_total", "counter", "packets",
                "Packets received by kind of traffic: traffic=\"roce\" on the RoCE priority, \"non_roce\" the "
-               "rest (NVUE qos roce counters rx-roce-stats roce-packets, rx-non-roce-stats non-roce-packets).",
+               "rest ({raw}).",
                (SWITCH_IF_TRAFFIC,), (CLI,),
                raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/roce-packets",
                            "rx-stats/rx-non-roce-stats/non-roce-packets")),
     MetricSpec("fabric_roce_switch_if_tx_traffic_packets_total", "counter", "packets",
                "Packets sent by kind of traffic: traffic=\"roce\" on the RoCE priority, \"cnp\" congestion "
-               "notification packets (NVUE qos roce counters tx-roce-stats roce-packets, tx-cnp-stats cnp-packets).",
+               "notification packets ({raw}).",
                (SWITCH_IF_TRAFFIC,), (CLI,),
                raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/roce-packets",
                            "tx-stats/tx-cnp-stats/cnp-packets")),
     MetricSpec("fabric_roce_switch_if_rx_no_buffer_discards_total", "counter", "packets",
-               "Received packets discarded for lack of ingress buffer, by kind of traffic (NVUE qos roce "
-               "counters no-buffer-discard); all kinds together is fabric_roce_switch_if_rx_buffer_drops_total.",
+               "Received packets discarded for lack of ingress buffer, by kind of traffic ({raw}); all kinds "
+               "together is fabric_roce_switch_if_rx_buffer_drops_total.",
                (SWITCH_IF_TRAFFIC,), (CLI,),
                raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/no-buffer-discard",
                            "rx-stats/rx-non-roce-stats/no-buffer-discard")),
     MetricSpec("fabric_roce_switch_if_tx_no_buffer_discards_total", "counter", "packets",
-               "Unicast packets discarded on transmit for lack of egress buffer, by kind of traffic (NVUE qos "
-               "roce counters unicast-no-buffer-discard): RoCE packets lost in the switch despite PFC.",
+               "Unicast packets discarded on transmit for lack of egress buffer, by kind of traffic ({raw}): "
+               "RoCE packets lost in the switch despite PFC.",
                (SWITCH_IF_TRAFFIC,), (CLI,),
                raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/unicast-no-buffer-discard",
                            "tx-stats/tx-cnp-stats/unicast-no-buffer-discard")),
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
-               "PFC frames received on the interface, all priorities together (IEEE8021-PFC-MIB "
-               "ieee8021PfcIndications, EOS 'show priority-flow-control counters' rxFrames); per-priority "
+               "PFC frames received on the interface, all priorities together ({raw}); per-priority "
                "counts are fabric_roce_pfc_rx_pause_frames_total.",
                (SWITCH_IF,), (SNMP, CLI),
                raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),) + printed(EOS_PFC, "rxFrames")),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
-               "PFC frames sent by the interface, all priorities together (IEEE8021-PFC-MIB "
-               "ieee8021PfcRequests, EOS 'show priority-flow-control counters' txFrames); per-priority "
+               "PFC frames sent by the interface, all priorities together ({raw}); per-priority "
                "counts are fabric_roce_pfc_tx_pause_frames_total.",
                (SWITCH_IF,), (SNMP, CLI),
                raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),) + printed(EOS_PFC, "txFrames")),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
-               "Packets sent from the egress queue (CISCO-SWITCH-QOS-MIB csqIfQosGroupStatsValue "
-               "ucast/mcastSentPkts, ARISTA-QUEUE-MIB aristaEgressQueuePkts, "
-               "SONiC 'show queue counters' Counter/pkts).",
+               "Packets sent from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))
-               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")),
+               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_PACKETS"), OC_QUEUE.field("transmit-pkts"))),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
-               "Bytes sent from the egress queue (csqIfQosGroupStatsValue ucast/mcastSentBytes, "
-               "ARISTA-QUEUE-MIB aristaEgressQueueBytes, SONiC 'show queue counters' Counter/bytes).",
+               "Bytes sent from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentBytes"), _csq("mcastSentBytes"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))
-               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")),
+               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_BYTES"), OC_QUEUE.field("transmit-octets"))),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
-               "Packets dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedPkts, "
-               "ARISTA-QUEUE-MIB aristaEgressQueuePktsDropped, SONiC 'show queue counters' Drop/pkts, "
-               "EOS 'show interfaces counters queue' OutDropPkts).",
+               "Packets dropped by the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedPkts"), _csq("mcastDroppedPkts"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))
                + printed(SONIC_QUEUE, "Drop/pkts") + printed(SONIC_QUEUE_JSON, "droppacket")
-               + printed(EOS_QUEUE, "OutDropPkts")),
+               + printed(EOS_QUEUE, "OutDropPkts")
+               # Cumulus counts its tail drops in its own leaf, not the standard one
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_PACKETS"),
+                  OC_QUEUE.field("dropped-pkts", dialects=OPENCONFIG_ONLY),
+                  OC_QUEUE.field("no-buffer-uc-dropped-pkts", dialects=CUMULUS))),
     MetricSpec("fabric_roce_switch_queue_dropped_bytes_total", "counter", "bytes",
-               "Bytes dropped by the egress queue (csqIfQosGroupStatsValue ucast/mcastDroppedBytes, "
-               "ARISTA-QUEUE-MIB aristaEgressQueueBytesDropped, SONiC 'show queue counters' Drop/bytes, "
-               "EOS 'show interfaces counters queue' OutDropOctets).",
+               "Bytes dropped by the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedBytes"), _csq("mcastDroppedBytes"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))
                + printed(SONIC_QUEUE, "Drop/bytes") + printed(SONIC_QUEUE_JSON, "dropbytes")
-               + printed(EOS_QUEUE, "OutDropOctets")),
+               + printed(EOS_QUEUE, "OutDropOctets") + (SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_BYTES"),)),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
-               "Packets admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqPkts); "
+               "Packets admitted to the egress queue ({raw}); "
                "packets the queue dropped are not in it.",
                (SWITCH_IF_QUEUE,), (CLI,),
                raw=printed(EOS_QUEUE, "OutEnqPkts")),
     MetricSpec("fabric_roce_switch_queue_enqueued_bytes_total", "counter", "bytes",
-               "Bytes admitted to the egress queue (EOS 'show interfaces counters queue' OutEnqOctets).",
+               "Bytes admitted to the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI,),
                raw=printed(EOS_QUEUE, "OutEnqOctets")),
     # VoQ platforms (EOS 7280R/7500R): congestion drops happen in the ingress chips' virtual output
     # queues for an egress port and class, not in the egress queue; interface = the egress port.
     MetricSpec("fabric_roce_switch_voq_packets_total", "counter", "packets",
                "Packets queued in the virtual output queues for this egress interface and class, summed over "
-               "ingress chips (EOS 'show interfaces counters queue' Aggregate VoQ Counters Pkts).",
+               "ingress chips ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI,),
                raw=printed(EOS_VOQ, "Pkts")),
     MetricSpec("fabric_roce_switch_voq_bytes_total", "counter", "bytes",
                "Bytes queued in the virtual output queues for this egress interface and class "
-               "(EOS Aggregate VoQ Counters Octets).",
+               "({raw}).",
                (SWITCH_IF_QUEUE,), (CLI,),
                raw=printed(EOS_VOQ, "Octets")),
     MetricSpec("fabric_roce_switch_voq_dropped_packets_total", "counter", "packets",
                "Packets dropped in the virtual output queues for this egress interface and class: congestion "
-               "drops of a VoQ switch (EOS Aggregate VoQ Counters DropPkts).",
+               "drops of a VoQ switch ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI,),
                raw=printed(EOS_VOQ, "DropPkts")),
     MetricSpec("fabric_roce_switch_voq_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped in the virtual output queues for this egress interface and class "
-               "(EOS Aggregate VoQ Counters DropOctets).",
+               "({raw}).",
                (SWITCH_IF_QUEUE,), (CLI,),
                raw=printed(EOS_VOQ, "DropOctets")),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_packets_total", "counter", "packets",
-               "Packets WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/pkts, "
-               "Cumulus ethtool HwIfOutQ{n}WredDrops).",
+               "Packets WRED dropped from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
                raw=printed(SONIC_WRED, "WredDrp/pkts") + printed(SONIC_WRED_JSON, "wreddroppacket")
-               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")),
+               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_PACKETS"), OC_QUEUE.field("wred-dropped-pkts"))),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_bytes_total", "counter", "bytes",
-               "Bytes WRED dropped from the egress queue (SONiC 'show queue wredcounters' WredDrp/bytes).",
+               "Bytes WRED dropped from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")),
+               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_BYTES"),)),
     MetricSpec("fabric_roce_switch_queue_ecn_marked_bytes_total", "counter", "bytes",
-               "Bytes ECN CE-marked in the egress queue (SONiC 'show queue wredcounters' EcnMarked/bytes); "
+               "Bytes ECN CE-marked in the egress queue ({raw}); "
                "packets are fabric_roce_ecn_marked_packets_total.",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")),
+               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")
+               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES"),)),
     # --- PFC watchdog -----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
-               "PFC storms the watchdog detected on the queue (SONiC 'show pfcwd stats' STORM DETECTED, "
-               "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueStuckCount).",
+               "PFC storms the watchdog detected on the queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)
-               + printed(SONIC_PFCWD, "STORM DETECTED")),
+               + printed(SONIC_PFCWD, "STORM DETECTED")
+               + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED"),)),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
-               "PFC storms the watchdog saw end on the queue (SONiC 'show pfcwd stats' STORM RESTORED, "
-               "ARISTA-PFC-MIB aristaPfcWatchdogTxQueueRecoveredCount).",
+               "PFC storms the watchdog saw end on the queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)
-               + printed(SONIC_PFCWD, "STORM RESTORED")),
+               + printed(SONIC_PFCWD, "STORM RESTORED")
+               + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED"),)),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
-               "(SONiC 'show pfcwd stats' TX OK/DROP, the DROP part).",
+               "({raw}: the DROP part of its TX OK/DROP column).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_PFCWD, "TX DROP")),
+               raw=printed(SONIC_PFCWD, "TX DROP") + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS"),)),
     MetricSpec("fabric_roce_switch_pfcwd_rx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on receive while the queue was in a storm "
-               "(SONiC 'show pfcwd stats' RX OK/DROP, the DROP part).",
+               "({raw}: the DROP part of its RX OK/DROP column).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_PFCWD, "RX DROP")),
+               raw=printed(SONIC_PFCWD, "RX DROP") + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS"),)),
     MetricSpec("fabric_roce_switch_pfcwd_storm_active", "gauge", "",
-               "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS stormed), "
-               "0 when operational.",
-               (SWITCH_IF_QUEUE,), (CLI, GNMI)),
+               "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS, or {raw}, "
+               "says stormed), 0 when operational.",
+               (SWITCH_IF_QUEUE,), (CLI, GNMI),
+               raw=(GNMI_SONIC_PFCWD.field("PFC_WD_STATUS"),)),  # text: operational | stormed
     # --- buffer watermarks and PFC history (SONiC watermarkstat, pfcstat --history) ---------------
     # A watermark is the peak occupancy since it was last reset, not the occupancy now: "user"
     # watermarks are reset by anyone's 'sonic-clear ... watermark', "persistent" ones only by
     # 'sonic-clear ... persistent-watermark' (docs/collectors/switch_cli.md, which one to read).
     MetricSpec("fabric_roce_switch_queue_watermark_bytes", "gauge", "bytes",
                "Peak shared-buffer occupancy of the egress queue since its watermark was last cleared "
-               "(SONiC 'show queue [persistent-]watermark unicast|multicast|all', SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES); "
+               "({raw}; SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES); "
                "kind says which watermark: user or persistent (CLI), periodic (gNMI: over the switch's last sampling "
-               "period; SONiC PERIODIC_WATERMARKS, Cumulus max-occupancy-since-last-sample).",
-               (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",)),
+               "period).",
+               (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",),
+               raw=printed(SONIC_QUEUE_WATERMARK, "UC{w}", "MC{w}", "ALL{w}")
+               + (OC_QUEUE.field("shared-buffer/data/max-occupancy-since-last-sample",
+                                 labels=(("kind", "periodic"),)),)),
     MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the ingress priority group since its watermark was last cleared: region "
                "shared (shared pool) or headroom (XOFF headroom, what absorbs in-flight data after PFC) "
-               "(SONiC 'show priority-group [persistent-]watermark shared|headroom', "
-               "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES / _XOFF_ROOM_WATERMARK_BYTES; over gNMI the "
-               "periodic watermark of SONiC PERIODIC_WATERMARKS or Cumulus max-occupancy-since-last-sample).",
+               "({raw}; over gNMI the periodic watermark, over the switch's last sampling period).",
                (SWITCH_IF + ("pg", "region"),), (CLI, GNMI),
                ("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
-                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES")),
+                "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"),
+               raw=printed(SONIC_PG_WATERMARK, "PG{g}")
+               + (SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
+                                            labels=(("region", "shared"),)),
+                  SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES",
+                                            labels=(("region", "headroom"),)),
+                  OC_PG.field("shared-buffer/data/max-occupancy-since-last-sample", labels=(("region", "shared"),)))),
     MetricSpec("fabric_roce_switch_buffer_pool_watermark_bytes", "gauge", "bytes",
-               "Peak occupancy of the shared buffer pool since its watermark was last cleared (SONiC "
-               "'show buffer_pool [persistent-]watermark', SAI_BUFFER_POOL_STAT_WATERMARK_BYTES); on a "
+               "Peak occupancy of the shared buffer pool since its watermark was last cleared "
+               "({raw}; SAI_BUFFER_POOL_STAT_WATERMARK_BYTES); on a "
                "multi-ASIC switch the pool is named <namespace>/<pool>.",
-               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",)),
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",),
+               raw=printed(SONIC_BUFFER_POOL_WATERMARK, "Bytes")),
     MetricSpec("fabric_roce_switch_headroom_pool_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the lossless pool's shared headroom since its watermark was last cleared "
-               "(SONiC 'show headroom-pool [persistent-]watermark', SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES); "
+               "({raw}; SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES); "
                "multi-ASIC pools are named <namespace>/<pool>.",
-               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",)),
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",),
+               raw=printed(SONIC_HEADROOM_POOL_WATERMARK, "Bytes")),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
-               "Time the interface was paused by received PFC frames on the priority (SONiC 'show pfc counters "
-               "--history' Total RX Pause Time US / 1e6; SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
-               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US; Cumulus gNMI switch-priority/state/"
-               "in-pause-duration). rate() is the paused fraction.",
+               "Time the interface was paused by received PFC frames on the priority ({raw}; "
+               "SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
+               "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US). rate() is the paused fraction.",
                (SWITCH_IF + ("priority",),), (CLI, GNMI),
-               ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US")),
+               ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US"),
+               raw=printed(SONIC_PFC_HISTORY, "Total RX Pause Time US", scale=1e-6)
+               + (OC_PRIORITY.field("in-pause-duration", scale=1e-6, dialects=CUMULUS),)),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_transitions_total", "counter", "",
-               "Times the priority went from unpaused to paused by received PFC (SONiC 'show pfc counters --history' "
-               "RX Pause Transitions; SAI/EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS).",
+               "Times the priority went from unpaused to paused by received PFC ({raw}; "
+               "SAI/EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS).",
                (SWITCH_IF + ("priority",),), (CLI,),
-               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS")),
+               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS"),
+               raw=printed(SONIC_PFC_HISTORY, "RX Pause Transitions")),
 ]

@@ -9,8 +9,10 @@ from typing import Literal
 MetricType = Literal["counter", "gauge", "histogram", "info"]
 
 
-#: captures a raw name may hold: ``{p}`` a priority 0-7, ``{q}`` a queue number -> (label, regex)
-CAPTURES: dict[str, tuple[str, str]] = {"p": ("priority", "[0-7]"), "q": ("queue", "[0-9]{1,2}")}
+#: captures a raw name may hold -> (label, regex): ``{p}`` a priority 0-7, ``{q}`` a queue number,
+#: ``{w}`` a queue number of a SONiC watermark column (UC/MC/ALL, up to 4 digits), ``{g}`` a priority group
+CAPTURES: dict[str, tuple[str, str]] = {"p": ("priority", "[0-7]"), "q": ("queue", "[0-9]{1,2}"),
+                                        "w": ("queue", "[0-9]{1,4}"), "g": ("pg", "[0-9]{1,3}")}
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class RawCounter:
     vendor     whose driver, OS or MIB prints this name (docs group the per-vendor tables by it).
     families   driver families where the name means what the metric says; None: every family.
     oid        the SNMP column's numeric OID, for SNMP sources.
+    labels     labels every value of this name carries, as (name, value) pairs (gNMI: region="headroom").
     """
 
     name: str
@@ -39,6 +42,7 @@ class RawCounter:
     vendor: str = ""
     families: frozenset[str] | None = None
     oid: tuple[int, ...] | None = None
+    labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_pattern(self) -> bool:
@@ -52,6 +56,55 @@ class RawCounter:
         return text
 
 
+#: how HELP names each switch CLI dialect (RawCounter.vendor of the switch_commands rows)
+CLI_DIALECTS = {"sonic": "SONiC", "eos": "EOS", "cumulus": "Cumulus", "nvue": "NVUE"}
+NIC_SOURCES = ("ethtool", "hw_counters")
+MICROSECONDS = 1e-6
+
+
+GNMI_SOURCE = "gnmi "  # how a gNMI row's source starts (catalog/gnmi_paths.py)
+GNMI_SHOWN = {"sonic": "gNMI SONiC", "openconfig": "gNMI OpenConfig"}
+
+
+def _shown_under(row: RawCounter) -> str:
+    """What HELP puts before a row's name: the NIC driver, the MIB, gNMI and the schema, the CLI
+    dialect and command; nothing for the InfiniBand tools' names (they are the IBA field names)."""
+    if row.oid is not None:
+        return row.source.split()[0]
+    if row.source in NIC_SOURCES:
+        return row.vendor
+    if row.source.startswith(GNMI_SOURCE):
+        return GNMI_SHOWN.get(row.vendor, "gNMI")
+    if row.vendor in CLI_DIALECTS:
+        return f"{CLI_DIALECTS[row.vendor]} '{row.source}'"
+    return ""
+
+
+def raw_text(raw: tuple[RawCounter, ...], summed: bool = True) -> str:
+    """The raw-name part of a HELP text, from the rows, in declaration order grouped by where they are
+    shown: ``mlx5 a, bnxt_en b / c, IF-MIB x + y, SONiC 'show queue counters' Drop/pkts``. Names of one
+    driver or command are alternatives (``/``); columns of one MIB are summed (``+``) when ``summed``
+    (a counter), else listed (``,``). Rows in microseconds add ``; microseconds / 1e6``."""
+    groups: dict[tuple[str, str], list[RawCounter]] = {}
+    for row in raw:  # gNMI rows by container: one container's fields of one metric add up
+        key = row.source if row.source.startswith(GNMI_SOURCE) else ""
+        groups.setdefault((_shown_under(row), key), []).append(row)
+    parts = []
+    for (shown, container), rows in groups.items():
+        if rows[0].oid is not None:
+            joint = " + " if summed else ", "
+        elif container and summed and len({(r.labels, r.families) for r in rows}) == 1:
+            joint = " + "
+        else:
+            joint = " / "
+        names = joint.join(r.name for r in rows)
+        parts.append(f"{shown} {names}" if shown else names)
+    text = ", ".join(parts)
+    if any(row.scale == MICROSECONDS for row in raw):
+        text += "; microseconds / 1e6"
+    return text
+
+
 PREFIX = "fabric_"
 
 
@@ -63,7 +116,8 @@ class MetricSpec:
                histograms are named without ``_bucket``/``_sum``/``_count``).
     type       counter | gauge | histogram | info (info is exposed as a gauge of value 1).
     unit       base unit: bytes, seconds, packets, frames, ticks, ratio, bytes_per_second, '' ...
-    help       one line; names the original counter, field or OID the value comes from.
+    help       one line; names the original counter, field or OID the value comes from: ``{raw}`` in it
+               is replaced by the names of ``raw`` (``raw_text``), so no raw name is typed twice.
     label_sets every allowed set of label names, in exposition order (one per emitting source).
     sources    which collectors emit it (``exporter`` for the daemon's own metrics).
     origin     the raw names (tool fields, OIDs) this metric is built from, for docs; when empty,
@@ -80,8 +134,13 @@ class MetricSpec:
     origin: tuple[str, ...] = field(default_factory=tuple)
     buckets: tuple[float, ...] = field(default_factory=tuple)  # histograms only
     raw: tuple[RawCounter, ...] = field(default_factory=tuple)
+    # the help as written, before ``{raw}`` is filled in (set here; tests check no raw name is typed in it)
+    help_written: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "help_written", self.help)
+        if "{raw}" in self.help and self.raw:
+            object.__setattr__(self, "help", self.help.replace("{raw}", raw_text(self.raw, self.type == "counter")))
         if self.raw and not self.origin:
             object.__setattr__(self, "origin", tuple(dict.fromkeys(r.name for r in self.raw)))
         problems = []
@@ -97,6 +156,8 @@ class MetricSpec:
             problems.append("histograms need buckets")
         if not self.label_sets:
             problems.append("needs at least one label set (may be empty: ())")
+        if "{raw}" in self.help:
+            problems.append("help names {raw} but the metric has no raw rows")
         if not self.help or "\n" in self.help:
             problems.append("help must be one non-empty line")
         if problems:

@@ -84,10 +84,12 @@ class PollContext:
             return self.poll_deadline
         return asyncio.get_running_loop().time() + work_budget(self.group.timeout, self.reserve)
 
-    def remaining(self) -> float:
-        """Seconds left until ``deadline()``, for a command's ``timeout=``. Never below 0.1 s: a
-        command started at the deadline still gets a real (short) timeout, and fails by it."""
-        return max(0.1, self.deadline() - asyncio.get_running_loop().time())
+    def remaining(self, until: float | None = None) -> float:
+        """Seconds left until ``deadline()`` (or ``until``: a deadline the collector read once, so a
+        poll without the scheduler does not get a fresh budget per command), for a command's
+        ``timeout=``. Never below 0.1 s: a command started at the deadline still gets a real
+        (short) timeout, and fails by it."""
+        return max(0.1, (self.deadline() if until is None else until) - asyncio.get_running_loop().time())
 
     def runner(self, host: Host | None = None) -> CommandRunner:
         """Where commands for ``host`` (default: this target's host) run: SSH or local, per the group."""

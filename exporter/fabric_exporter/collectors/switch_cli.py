@@ -69,6 +69,31 @@ EOS_DISCARD_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_DISCARDS))
 EOS_PFC_METRICS = exact_metrics(RawTable.for_source(cmd.EOS_PFC))
 CUMULUS_METRICS = RawTable.for_source(cmd.CUMULUS_ETHTOOL)  # with captures: HwIfInPfc{p}Pkt, HwIfOutQ{q}WredDrops
 NVUE_ROCE_METRICS = RawTable.for_source(cmd.NVUE_ROCE)
+# PFC{p} columns of the Port Rx and Port Tx tables (pfc_samples' direction 0 and 1)
+PFC_METRICS = (RawTable.for_source(cmd.SONIC_PFC_RX), RawTable.for_source(cmd.SONIC_PFC_TX))
+PFC_HISTORY_METRICS = RawTable.for_source(cmd.SONIC_PFC_HISTORY)
+QUEUE_WATERMARK_METRICS = RawTable.for_source(cmd.SONIC_QUEUE_WATERMARK)  # UC{w}, MC{w}, ALL{w} columns
+PG_WATERMARK_METRICS = RawTable.for_source(cmd.SONIC_PG_WATERMARK)  # PG{g} columns
+
+
+def _one_metric(source: str) -> str:
+    """The metric the rows of ``source`` feed, for a command whose records hold one value each (a
+    pool's Bytes, an EOS tx-queue's ECN count); an error at import when the rows feed none or several."""
+    metrics = {metric for metric, _row in RawTable.for_source(source).rows}
+    if len(metrics) != 1:
+        raise ValueError(f"catalog: {source}: rows feed {sorted(metrics)}, expected one metric")
+    return metrics.pop()
+
+
+EOS_ECN_METRIC = _one_metric(cmd.EOS_ECN)
+
+
+def _scaled(value: int, scale: float) -> float:
+    """``value`` in the metric's unit: a scale below 1 divides by its reciprocal (1e-6: / 1e6), the
+    float a division gives, as the published values always were."""
+    if scale == 1:
+        return float(value)
+    return value / (1 / scale) if scale < 1 else value * scale
 
 
 # -- parsed records -> samples (pure; ``wanted`` is the interface filter) ------------------------------
@@ -76,14 +101,22 @@ NVUE_ROCE_METRICS = RawTable.for_source(cmd.NVUE_ROCE)
 Wanted = Callable[[str], bool]
 
 
+@functools.lru_cache(maxsize=256)  # a switch prints the same columns for every port, poll after poll
+def _pfc_plan(direction: int, columns: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
+    """(column, metric, label, priority) for the PFC{p} columns one port printed, by priority."""
+    found = [(column, metric, label, priority) for column in columns
+             for _order, metric, _row, ((label, priority),) in PFC_METRICS[direction].matches(column)]
+    return tuple(sorted(found, key=lambda f: int(f[3])))
+
+
 def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
-    for direction, table in (("rx", counters.rx), ("tx", counters.tx)):
-        metric = f"fabric_roce_pfc_{direction}_pause_frames_total"
-        for port, prios in table.items():
+    for direction, table in enumerate((counters.rx, counters.tx)):
+        for port, columns in table.items():
             if wanted(port):
-                out.extend(Sample(metric, {"switch": switch, "interface": port, "priority": str(prio)}, float(v))
-                           for prio, v in sorted(prios.items()))
+                out.extend(Sample(metric, {"switch": switch, "interface": port, label: priority},
+                                  float(columns[column]))
+                           for column, metric, label, priority in _pfc_plan(direction, tuple(columns)))
     return out
 
 
@@ -122,15 +155,14 @@ def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list
 
 
 def queue_watermark_samples(kind: str, switch: str, rows: list[wm.QueueWatermark], wanted: Wanted) -> list[Sample]:
-    return [Sample("fabric_roce_switch_queue_watermark_bytes",
-                   {"switch": switch, "interface": r.port, "queue": r.queue, "kind": kind}, float(r.bytes))
-            for r in rows if wanted(r.port)]
+    # the queue label is the column as printed (UC0, MC8, ALL20): the row's capture only finds the metric
+    return [Sample(metric, {"switch": switch, "interface": r.port, "queue": r.queue, "kind": kind}, float(r.bytes))
+            for r in rows if wanted(r.port) for _o, metric, _row, _c in QUEUE_WATERMARK_METRICS.matches(r.queue)]
 
 
 def pg_watermark_samples(region: str, switch: str, rows: list[wm.PgWatermark], wanted: Wanted) -> list[Sample]:
-    return [Sample("fabric_roce_switch_pg_watermark_bytes",
-                   {"switch": switch, "interface": r.port, "pg": str(r.pg), "region": region}, float(r.bytes))
-            for r in rows if wanted(r.port)]
+    return [Sample(metric, {"switch": switch, "interface": r.port, "pg": str(r.pg), "region": region}, float(r.bytes))
+            for r in rows if wanted(r.port) for _o, metric, _row, _c in PG_WATERMARK_METRICS.matches(r.column)]
 
 
 def pool_watermark_samples(metric: str, switch: str, rows: list[wm.PoolWatermark], wanted: Wanted) -> list[Sample]:
@@ -150,10 +182,9 @@ def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -
         if not wanted(r.port):
             continue
         labels = {"switch": switch, "interface": r.port, "priority": str(r.priority)}
-        if r.pause_us is not None:
-            out.append(Sample("fabric_roce_switch_pfc_rx_pause_seconds_total", labels, r.pause_us / 1e6))
-        if r.transitions is not None:
-            out.append(Sample("fabric_roce_switch_pfc_rx_pause_transitions_total", labels, float(r.transitions)))
+        for metric, row in PFC_HISTORY_METRICS.rows:  # catalog order
+            if row.name in r.values:
+                out.append(Sample(metric, labels, _scaled(r.values[row.name], row.scale)))
     return out
 
 
@@ -199,7 +230,7 @@ def eos_port_samples(metrics: Metrics, switch: str, rows: list[eos_cli.Discards 
 
 
 def eos_ecn_samples(switch: str, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
-    return [Sample("fabric_roce_ecn_marked_packets_total", {"switch": switch, "interface": r.port, "queue": r.queue},
+    return [Sample(EOS_ECN_METRIC, {"switch": switch, "interface": r.port, "queue": r.queue},
                    float(r.packets)) for r in rows if wanted(r.port)]
 
 
@@ -233,8 +264,8 @@ SONIC_COMMANDS = tuple(SONIC)  # the default ``commands``
 WATERMARK_KINDS = {"user": "watermark", "persistent": "persistent-watermark"}
 QUEUE_WATERMARK_TYPES = ("unicast", "multicast", "all")
 PG_WATERMARK_REGIONS = ("shared", "headroom")
-POOL_WATERMARKS = {"buffer_pool": ("buffer_pool", "fabric_roce_switch_buffer_pool_watermark_bytes"),
-                   "headroom_pool": ("headroom-pool", "fabric_roce_switch_headroom_pool_watermark_bytes")}
+POOL_WATERMARKS = {"buffer_pool": ("buffer_pool", _one_metric(cmd.SONIC_BUFFER_POOL_WATERMARK)),
+                   "headroom_pool": ("headroom-pool", _one_metric(cmd.SONIC_HEADROOM_POOL_WATERMARK))}
 
 
 def _infix(kind: str) -> str:

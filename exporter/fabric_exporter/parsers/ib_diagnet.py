@@ -20,9 +20,11 @@ then ``counter=0xHEX`` lines (``NA`` for unsupported)::
 IBDIAGNET 2.10 frames each port block with a line of dashes; such frame lines are ignored.
 
 Both files may hold a 32-bit (or narrower) PortCounters cell and its 64-bit ``*_extended`` twin.
-``normalise`` keeps one value per counter: the 64-bit one where both exist, data counters in bytes
-(``port_xmit_data_bytes``: the counters count 4-byte words), and names the fixed-width counters
-sitting at their maximum (latched: their rate means nothing until reset), as the sweep path does.
+The parsers keep the counters as the file names them; ``normalised`` keeps one value per counter:
+the 64-bit one where both exist, data counters in bytes (the counters count 4-byte words), and
+names the fixed-width counters sitting at their maximum (latched: their rate means nothing until
+reset), as the sweep path does. Which names are fixed-width, word counters or two spellings of one
+field is the catalog's (``PmFields``, built by the collector from the rows).
 
 Skip-and-count: a db_csv row whose cell count does not match its header, text outside a section,
 and a .pm line of unknown shape are skipped and counted (``skipped=``); a value that is not a
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
@@ -111,38 +114,30 @@ class PortPM:
     node_guid: int
     port: int
     counters: dict[str, int] = field(default_factory=dict)
-    latched: set[str] = field(default_factory=set)  # fixed-width counters at their maximum
+    latched: set[str] = field(default_factory=set)  # fixed-width counters at their maximum (``normalised``)
 
 
-# Width in bits of each PortCounters (fixed-width) field, by ibdiagnet name: .pm files use
-# snake_case (IBDIAGNET 2.10 also spells link_down_counter and excessive_buffer_errors), the
-# db_csv PM_INFO section CamelCase.
-PM_COUNTER_BITS = {
-    "symbol_error_counter": 16, "link_error_recovery_counter": 8, "link_downed_counter": 8, "link_down_counter": 8,
-    "port_rcv_errors": 16, "port_rcv_remote_physical_errors": 16, "port_rcv_switch_relay_errors": 16,
-    "port_xmit_discard": 16, "port_xmit_discards": 16, "port_xmit_constraint_errors": 8,
-    "port_rcv_constraint_errors": 8, "local_link_integrity_errors": 4, "excessive_buffer_overrun_errors": 4,
-    "excessive_buffer_errors": 4, "vl15_dropped": 16, "port_xmit_data": 32, "port_rcv_data": 32,
-    "port_xmit_pkts": 32, "port_rcv_pkts": 32, "port_xmit_wait": 32, "qp1_dropped": 16,
-    "SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
-    "PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
-    "PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
-    "ExcessiveBufferOverrunErrors": 4, "VL15Dropped": 16, "PortXmitData": 32, "PortRcvData": 32,
-    "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32, "QP1Dropped": 16,
-}
-# The fixed-width cell a 64-bit twin replaces, where ibdiagnet spells it differently from the twin.
-_TWIN_ALIASES = {"link_downed_counter": ("link_down_counter",),
-                 "excessive_buffer_overrun_errors": ("excessive_buffer_errors",),
-                 "port_xmit_discards": ("port_xmit_discard",)}
+@dataclass(frozen=True)
+class PmFields:
+    """What is known about the PM counter names (the catalog's rows, given by the collector: this
+    module keeps no table of its own).
+
+    widths       fixed-width (32-bit or narrower) fields: name -> bits; at all-ones the field is latched.
+    spellings    a field's preferred name -> its other spellings, whose cell its 64-bit twin also replaces.
+    in_bytes     data counters that count 4-byte words: name -> the name their value in bytes is published under.
+    """
+
+    widths: Mapping[str, int]
+    spellings: Mapping[str, tuple[str, ...]]
+    in_bytes: Mapping[str, str]
+
+
 _TWIN_SUFFIXES = ("_extended", "Extended", "Ext")
-# Data counters count 4-byte words: published in bytes under a name that says so.
-DATA_WORD_COUNTERS = {"port_xmit_data": "port_xmit_data_bytes", "port_rcv_data": "port_rcv_data_bytes",
-                      "PortXmitData": "PortXmitDataBytes", "PortRcvData": "PortRcvDataBytes"}
 
 
-def normalise(counters: dict[str, int]) -> tuple[dict[str, int], set[str]]:
+def normalise(counters: dict[str, int], fields: PmFields) -> tuple[dict[str, int], set[str]]:
     """One value per counter: a 64-bit twin (``*_extended``, ``*Extended``, ``*Ext``) replaces its
-    fixed-width cell under the cell's name; data counters in bytes (``*_bytes``/``*Bytes``).
+    fixed-width cell under the cell's name; data counters in bytes (``fields.in_bytes``).
     Returns the counters and the fixed-width ones that sit at their maximum with no twin (latched)."""
     out: dict[str, int] = {}
     twins: dict[str, int] = {}
@@ -154,18 +149,24 @@ def normalise(counters: dict[str, int]) -> tuple[dict[str, int], set[str]]:
             twins[name[:-len(suffix)]] = value
     wide = set()
     for stem, value in twins.items():
-        cells = [c for c in (stem, *_TWIN_ALIASES.get(stem, ())) if c in out]
+        cells = [c for c in (stem, *fields.spellings.get(stem, ())) if c in out]
         target = cells[0] if cells else stem
         for c in cells:
             del out[c]
         out[target] = value
         wide.add(target)
+    widths = fields.widths
     latched = {name for name, value in out.items()
-               if name in PM_COUNTER_BITS and name not in wide and value == (1 << PM_COUNTER_BITS[name]) - 1}
-    for name, renamed in DATA_WORD_COUNTERS.items():
+               if name in widths and name not in wide and value == (1 << widths[name]) - 1}
+    for name, renamed in fields.in_bytes.items():
         if name in out:
             out[renamed] = out.pop(name) * 4
     return out, latched
+
+
+def normalised(ports: list[PortPM], fields: PmFields) -> list[PortPM]:
+    """The ports with their counters normalised (see ``normalise``) and latched fields named."""
+    return [PortPM(pm.node_guid, pm.port, *normalise(pm.counters, fields)) for pm in ports]
 
 
 _ID_COLUMNS = {"nodeguid", "portguid", "portnumber", "portnum", "lastupdatetimestamp", "lid"}
@@ -173,7 +174,8 @@ _ID_COLUMNS = {"nodeguid", "portguid", "portnumber", "portnum", "lastupdatetimes
 
 @parser_entry
 def pm_info(sections: dict[str, list[dict[str, str]]]) -> list[PortPM]:
-    """PM_INFO rows as per-port counters (unsupported values dropped)."""
+    """PM_INFO rows as per-port counters as the file names them (unsupported values dropped; see
+    ``normalised``)."""
     out = []
     for row in sections.get("PM_INFO", []):
         node_guid, port = _row_port(row)
@@ -184,7 +186,6 @@ def pm_info(sections: dict[str, list[dict[str, str]]]) -> list[PortPM]:
             n = _number(value, key)
             if n is not None:
                 pm.counters[key] = n
-        pm.counters, pm.latched = normalise(pm.counters)
         out.append(pm)
     return out
 
@@ -291,12 +292,11 @@ def parse_pm(text: str, skipped: list[SkippedLine] | None = None) -> list[PortPM
         n = _number(value, key)
         if n is not None:
             current.counters[key] = n
-    for pm in out:
-        pm.counters, pm.latched = normalise(pm.counters)
     return out
 
 
-__all__ = ["parse_db_csv", "parse_pm", "pm_info", "cable_info", "node_temperatures", "PortPM", "CableInfo"]
+__all__ = ["parse_db_csv", "parse_pm", "pm_info", "cable_info", "node_temperatures", "normalised", "PortPM", "CableInfo",
+           "PmFields"]
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests

@@ -125,10 +125,11 @@ def _port(token: str, line_what: str) -> str:
 
 @dataclass(frozen=True)
 class PfcCounters:
-    """Per port, per priority: PFC frames received (rx) and sent (tx). Missing = N/A."""
+    """Per port, the PFC frames received (rx, the ``Port Rx`` table) and sent (tx, ``Port Tx``) under
+    their column as printed (``PFC3``; which metric and priority that is, is the catalog's). Missing = N/A."""
 
-    rx: dict[str, dict[int, int]] = field(default_factory=dict)
-    tx: dict[str, dict[int, int]] = field(default_factory=dict)
+    rx: dict[str, dict[str, int]] = field(default_factory=dict)
+    tx: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @parser_entry
@@ -143,12 +144,10 @@ def parse_pfc_counters(text: str, skipped: list[SkippedLine] | None = None) -> P
         if first in seen:
             raise ParseError(f"show pfc counters: two {first!r} tables")
         seen.add(first)
-        prios = []
-        for h in t.headers[1:]:
-            m = re.fullmatch(r"PFC([0-7])", h)
-            if not m:
+        prios = list(t.headers[1:])
+        for h in prios:
+            if not re.fullmatch(r"PFC[0-7]", h):
                 raise ParseError(f"show pfc counters: unexpected column {h!r}")
-            prios.append(int(m.group(1)))
         if len(set(prios)) != len(prios) or not prios:
             raise ParseError("show pfc counters: priorities missing or repeated")
         target = out.rx if first == "Port Rx" else out.tx
@@ -157,7 +156,7 @@ def parse_pfc_counters(text: str, skipped: list[SkippedLine] | None = None) -> P
             if port in target:
                 raise ParseError(f"show pfc counters: {port} listed twice in {first}")
             target[port] = {p: v for p, tok in zip(prios, row[1:])
-                            if (v := parse_count(tok, f"{port} PFC{p}")) is not None}
+                            if (v := parse_count(tok, f"{port} {p}")) is not None}
     if not seen and text.strip():
         raise ParseError("show pfc counters: no table")
     return out
@@ -458,8 +457,9 @@ SOURCES = ("sonic_pfc_counters", "sonic_queue_counters", "sonic_wred_counters", 
 class PfcHistory:
     port: str
     priority: int
-    transitions: int | None  # RX pause transitions (XON -> XOFF); None: N/A
-    pause_us: int | None  # total RX pause time, microseconds; None: N/A
+    # the counting columns as printed (RX Pause Transitions: XON -> XOFF; Total RX Pause Time US:
+    # microseconds) -> value; a column that is N/A is left out
+    values: dict[str, int]
 
 
 @parser_entry
@@ -502,8 +502,9 @@ def parse_pfc_history(text: str, skipped: list[SkippedLine] | None = None) -> li
             if (port, prio) in seen:
                 raise ParseError(f"{what}: {port} PFC{prio} listed twice")
             seen.add((port, prio))
-            out.append(PfcHistory(port, prio, parse_count(cells[2], f"{port} PFC{prio} transitions"),
-                                  parse_count(cells[3], f"{port} PFC{prio} pause time")))
+            counts = {PFC_HISTORY_HEADERS[k]: v for k in (2, 3)
+                      if (v := parse_count(cells[k], f"{port} PFC{prio} {PFC_HISTORY_HEADERS[k]}")) is not None}
+            out.append(PfcHistory(port, prio, counts))
             i += 1
     if not tables and text.strip():
         raise ParseError(f"{what}: no table")

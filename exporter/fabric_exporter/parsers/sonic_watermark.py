@@ -67,6 +67,7 @@ class PgWatermark:
     port: str
     pg: int
     bytes: int
+    column: str  # as printed: PG3
 
 
 @dataclass(frozen=True)
@@ -240,12 +241,12 @@ def parse_queue_watermark_json(text: str, skipped: list[SkippedLine] | None = No
 def parse_pg_watermark(text: str, skipped: list[SkippedLine] | None = None) -> list[PgWatermark]:
     what = "show priority-group watermark"
     tables = _tables(text, PG_TITLES, what, SOURCE_PG, skipped)
-    return [PgWatermark(port, int(col.group(1)), v) for port, col, v in _per_port(tables, _PG_COLUMN, what)]
+    return [PgWatermark(port, int(col.group(1)), v, col.group(0)) for port, col, v in _per_port(tables, _PG_COLUMN, what)]
 
 
 @parser_entry
 def parse_pg_watermark_json(text: str, skipped: list[SkippedLine] | None = None) -> list[PgWatermark]:
-    return [PgWatermark(port, int(col.group(1)), v)
+    return [PgWatermark(port, int(col.group(1)), v, col.group(0))
             for port, col, v in _json_rows(text, _PG_COLUMN, "show priority-group watermark --json")]
 
 

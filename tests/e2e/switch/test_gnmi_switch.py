@@ -174,19 +174,25 @@ def test_sonic_testdata_replayed_through_the_target_zero_numeric_fields_skipped(
 
 
 def _expected_series(table: str, payload: dict) -> int:
-    """Independent count of the series a payload must give (the mapping tables' fields present)."""
-    from fabric_exporter.collectors import gnmi_switch as g
+    """Independent count of the series a payload must give, from the catalog's rows (not the
+    collector's compiled tables): a row's field present is a series; rows of one metric and labels
+    are one series, a sum, when all are present; a text field only when it holds a known value."""
+    from fabric_exporter.catalog import gnmi_paths
+    from fabric_exporter.collectors.gnmi_switch import TEXT_ENUMS
+    from fabric_exporter.mapping import RawTable
+
+    container = next(c for c in gnmi_paths.CONTAINERS if c.vendor == "sonic" and c.word == table)
+    rows = RawTable.for_source(container.source)
     n = 0
     for fields in payload.values():
-        if table == "ports":
-            n += sum(f in fields for f in (*g.SONIC_PORT_FIELDS, *g.SONIC_PFC_FIELDS))
-            n += sum(all(f in fields for f in parts) for parts in g.SONIC_PORT_SUMS.values())
-        elif table == "queues":
-            n += sum(f in fields for f in g.SONIC_QUEUE_FIELDS)
-        elif table == "pfcwd":
-            n += sum(f in fields for f in g.SONIC_PFCWD_FIELDS) + (fields.get("PFC_WD_STATUS") in g.PFCWD_STATUS)
-        else:
-            n += sum(f in fields for f in g.SONIC_PG_FIELDS)
+        present: dict[tuple, int] = {}
+        for field, value in fields.items():
+            for _order, metric, row, captures in rows.matches(field):
+                if metric not in TEXT_ENUMS or value in TEXT_ENUMS[metric]:
+                    key = (metric, captures, row.labels)
+                    present[key] = present.get(key, 0) + 1
+        for (metric, _captures, labels), count in present.items():
+            n += count == sum(1 for m, row in rows.rows if m == metric and row.labels == labels)
     return n
 
 

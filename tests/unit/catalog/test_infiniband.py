@@ -25,14 +25,15 @@ def test_collector_tables_are_the_catalog():
     assert ib_collector.ERROR_COUNTERS == by_source[ib_catalog.ERROR_SWEEP]
     assert ib_collector.QP1_DROPPED == by_source[ib_catalog.PERFQUERY]["QP1Dropped"]
     assert set(by_source) == {ib_catalog.COUNTER_SWEEP, ib_catalog.ERROR_SWEEP, ib_catalog.PERFQUERY,
-                              ib_catalog.VL_XMIT_WAIT}
+                              ib_catalog.VL_XMIT_WAIT, ib_catalog.IBDIAGNET_PM}
     # the focus set's per-VL counters: PortVLXmitWait<vl>, 16-bit fields (libibmad fields.c)
     assert by_source[ib_catalog.VL_XMIT_WAIT] == {"PortVLXmitWait": ("fabric_ib_port_vl_transmit_wait_total", 16)}
 
 
 def test_word_counters_scale_to_bytes_and_reset_bits_follow_counter_select():
     scales = {raw.name: raw.scale for spec in ib_catalog.METRICS for raw in spec.raw}
-    assert {name for name, scale in scales.items() if scale != 1} == {"PortXmitData", "PortRcvData"}
+    assert {name for name, scale in scales.items() if scale != 1} == {"PortXmitData", "PortRcvData", "port_xmit_data",
+                                                                      "port_rcv_data"}
     assert scales["PortXmitData"] == scales["PortRcvData"] == 4
     bits = ib_collector.RESET_BITS
     # IBA PortCounters CounterSelect: bits 0-15 in field order, PortXmitWait in CounterSelect2 (bit 16)

@@ -1,7 +1,5 @@
 """snmp_switch's columns are the catalog's rows: declared once, walked, documented from them."""
 
-import re
-
 from fabric_exporter.catalog import CATALOG, mib
 from fabric_exporter.catalog.mib import split_name
 from fabric_exporter.collectors import lldp
@@ -14,7 +12,7 @@ from fabric_exporter.collectors.snmp_modules import (
     SYS_UPTIME,
     columns_markdown,
 )
-from fabric_exporter.collectors.snmp_switch import IF_OPER_STATUS
+from fabric_exporter.collectors.snmp_modules import IF_OPER_STATUS
 
 from tests.harness import paths
 
@@ -48,55 +46,6 @@ def test_every_row_is_walked_and_every_walked_column_is_a_row():
                     metrics = {metric for metric, _cast in col.split[1].values()}
                     assert metrics == {m for (s, n), m in by_name.items() if s == source
                                        and split_name(n)[0] == col.object}, col
-
-
-def test_help_names_every_mib_object_a_metric_reads():
-    """HELP is prose written next to the rows: it must name each column object the metric is read
-    from (the review found cpfcIfIndications for cpfcIfPriorityIndications, and the Arista columns
-    missing)."""
-    missing = []
-    for metric, row in SNMP_ROWS:
-        column, statistic = split_name(row.name)
-        help_text = CATALOG[metric].help
-        if metric == "fabric_roce_switch_if_neighbor_info":
-            continue  # the LLDP walk's bookkeeping columns (subtypes, local ports) are not named in HELP
-        if column not in help_text or (statistic and statistic.removeprefix("ucast").removeprefix("mcast")
-                                       not in help_text):
-            missing.append((metric, row.name))
-    assert not missing
-
-
-OID_TUPLE = re.compile(r"\(\s*1\s*,\s*[03]\s*,(?:\s*\d+\s*,)+\s*\d+\s*,?\s*\)")
-OID_DOTTED = re.compile(r"(?<![\d.])1\.[03](?:\.\d+){3,}")
-
-
-def _oids_in(text: str) -> set[tuple[int, ...]]:
-    found = {tuple(int(x) for x in m.group(0).strip("() ,").replace(" ", "").split(",") if x)
-             for m in OID_TUPLE.finditer(text)}
-    found |= {tuple(int(x) for x in m.group(0).split(".")) for m in OID_DOTTED.finditer(text)}
-    return found
-
-
-def test_no_column_oid_is_typed_outside_the_catalog():
-    """A column OID (as a tuple or dotted) lives in catalog/ only; every other product file takes it
-    from the rows (generated docs aside)."""
-    columns = {row.oid for _m, row in SNMP_ROWS}
-    columns |= {row.oid + (0,) for _m, row in SNMP_ROWS if row.source == mib.SYSTEM.source}
-    package = ROOT / "exporter" / "fabric_exporter"
-    offenders = []
-    for path in sorted(package.rglob("*.py")):
-        if package / "catalog" in path.parents:
-            continue
-        hits = _oids_in(path.read_text()) & columns
-        if hits:
-            offenders.append((str(path.relative_to(ROOT)), sorted(hits)))
-    assert not offenders
-
-
-def test_the_oid_scan_finds_what_it_looks_for():
-    assert _oids_in("X = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6)\n'1.3.6.1.4.1.30065.3.6.1.2.1.4'") == {
-        (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6), (1, 3, 6, 1, 4, 1, 30065, 3, 6, 1, 2, 1, 4)}
-    assert _oids_in("(1,3,111,2,802,1,1,21,1,1,1,2,)") == {(1, 3, 111, 2, 802, 1, 1, 21, 1, 1, 1, 2)}
 
 
 def test_a_row_the_structure_cannot_place_is_an_error_at_build():

@@ -7,6 +7,7 @@ the same samples, in the same order, and report the same problems and ifIndexes.
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -15,8 +16,10 @@ from hypothesis import strategies as st
 from fabric_exporter.collectors import PollContext
 from fabric_exporter.collectors.snmp_modules import MODULES
 from fabric_exporter.collectors.snmp_switch import SnmpSwitchCollector
+from fabric_exporter.collectors.snmp_switch import rows as snmp_rows
 from fabric_exporter.config.loader import parse_config
 from fabric_exporter.errors import PollError
+from fabric_exporter.samples import LabelSet
 from fabric_exporter.transport.snmp import COUNTER32, COUNTER64, GAUGE, INTEGER, STRING, Varbind
 
 from tests.harness import snmp_mapping_reference as ref
@@ -69,7 +72,7 @@ def test_kept_series_publish_what_the_reference_mapping_does(tmp_path, seed):
     for _poll in range(rng.randint(2, 6)):
         if rng.random() < 0.15:  # the agent restarted
             wraps.clear()
-            c._forget_counters()
+            c.rows.forget_counters()
         if rng.random() < 0.3:
             names[rng.choice(list(names))] = f"Ethernet{rng.randint(1, 9)}"
         wanted = {i: n for i, n in names.items() if rng.random() < 0.85}
@@ -108,9 +111,9 @@ def test_kept_series_publish_what_the_reference_mapping_does(tmp_path, seed):
 def check_poll(c: SnmpSwitchCollector, wraps: dict, by_column: dict, wanted: dict[int, str]) -> list:
     """One poll's tables through the collector and through the reference; they must agree."""
     seen: set[int] = set()
-    mapped = [c._map_table(table, by_column, seen) for table in c.tables]
+    mapped = [c.rows.map_table(table, by_column, seen) for table in c.tables]
     samples, problems = [], []
-    failed = c._tables_samples(mapped, by_column, dict(wanted), "sw1", samples, problems)
+    failed = c.rows.tables_samples(mapped, by_column, dict(wanted), "sw1", samples, problems)
 
     ref_problems: list[str] = []
     ref_samples = []
@@ -127,6 +130,8 @@ def check_poll(c: SnmpSwitchCollector, wraps: dict, by_column: dict, wanted: dic
     assert failed == ref_failed
     assert problems == ref_problems
     assert [tuple(s) for s in samples] == [tuple(s) for s in ref_samples]
+    # the renderer keys lines on labels objects: each one immutable and interned, never a plain dict
+    assert all(type(s.labels) is LabelSet for s in samples)
     return samples
 
 
@@ -153,23 +158,29 @@ def test_a_kind_change_with_the_same_raw_value_is_mapped_again(tmp_path):
 @given(seed=st.integers(0, 2**32 - 1))
 def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, seed):
     """A busy switch: every row there poll after poll, each column of one kind, most values moving.
-    Columns then map whole from their last poll (``_moved_column``, ``_moved_counter32_column``: both
+    Columns then map whole from their last poll (``moved_column``, ``moved_counter32_column``: both
     must run, or this test proves nothing) -- also across an agent restart, a rename, an interface filtered out and back, a
     column turning Counter32 (extended, so mapped series by series) and back, a column unchanged."""
     rng = random.Random(seed)
     c = collector(tmp_path)
-    moved_calls = {"_moved_column": 0, "_moved_counter32_column": 0}
+    moved_calls = {"moved_column": 0, "moved_counter32_column": 0}
 
     def counting(name):
-        method = getattr(c, name)
+        function = getattr(snmp_rows, name)
 
         def count(*args):
             moved_calls[name] += 1
-            return method(*args)
+            return function(*args)
         return count
 
-    for name in moved_calls:
-        setattr(c, name, counting(name))
+    with contextlib.ExitStack() as restore:
+        for name in moved_calls:
+            restore.callback(setattr, snmp_rows, name, getattr(snmp_rows, name))
+            setattr(snmp_rows, name, counting(name))
+        busy_polls(c, rng, moved_calls)
+
+
+def busy_polls(c: SnmpSwitchCollector, rng: random.Random, moved_calls: dict[str, int]) -> None:
     wraps: dict = {}
     names = {i: f"Ethernet{i}" for i in COMPONENT_VALUES["ifindex"]}
     kinds = {col.oid: rng.choice((COUNTER64, COUNTER64, GAUGE, INTEGER, COUNTER32))
@@ -187,7 +198,7 @@ def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, see
         event = 1.0 if plain_poll else rng.random()
         if event < 0.1:
             wraps.clear()
-            c._forget_counters()
+            c.rows.forget_counters()
         elif event < 0.2:
             names[rng.choice(list(names))] = f"Ethernet{rng.randint(1, 9)}"
         elif event < 0.3:
@@ -206,4 +217,4 @@ def test_busy_columns_mapped_whole_publish_what_the_reference_does(tmp_path, see
                     vbs.append(Varbind(oid, kinds[col.oid], values[oid]))
                 by_column[col.oid] = vbs
         check_poll(c, wraps, by_column, wanted)
-    assert moved_calls["_moved_column"] > 0 and moved_calls["_moved_counter32_column"] > 0, moved_calls
+    assert moved_calls["moved_column"] > 0 and moved_calls["moved_counter32_column"] > 0, moved_calls

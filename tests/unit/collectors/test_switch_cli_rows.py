@@ -1,8 +1,5 @@
 """switch_cli maps the counters its parsers keep as printed through the catalog's rows: names declared once."""
 
-import ast
-import re
-
 from fabric_exporter.catalog import CATALOG, switch_commands
 from fabric_exporter.collectors import switch_cli
 from fabric_exporter.parsers import nvue
@@ -11,7 +8,6 @@ from fabric_exporter.parsers import sonic_cli as p
 from tests.harness import paths
 
 ROOT = paths.ROOT
-PACKAGE = ROOT / "exporter" / "fabric_exporter"
 CLI_ROWS = [(spec.name, row) for spec in CATALOG.values() for row in spec.raw
             if row.source in switch_commands.SOURCES]
 
@@ -26,47 +22,6 @@ def test_the_doc_table_is_generated_from_the_rows():
 def test_every_row_names_its_dialect_and_every_command_has_rows():
     assert all(row.vendor == switch_commands.VENDOR[row.source] for _m, row in CLI_ROWS)
     assert {row.source for _m, row in CLI_ROWS} == set(switch_commands.SOURCES)
-
-
-def _names_typed(source: str, allow_recognised: bool) -> list[str]:
-    """String constants of a module equal to a CLI raw name the catalog maps (or matching a row's
-    pattern). ``allow_recognised``: a parser may list the names it recognises (a header it checks),
-    but not as a dict key -- that would be a mapping of its own."""
-    exact = {row.name for _m, row in CLI_ROWS if not row.is_pattern}
-    patterns = [re.compile(row.regex()) for _m, row in CLI_ROWS if row.is_pattern]
-    tree = ast.parse(source)
-    keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k is not None}
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-            if text in exact or any(rx.fullmatch(text) for rx in patterns):
-                if not allow_recognised or id(node) in keys:
-                    found.append(text)
-    return found
-
-
-def test_no_cli_raw_name_is_mapped_outside_the_catalog():
-    """Outside catalog/, no module types a raw name the catalog maps; parsers may name what they
-    recognise (a table's header) but never map it (no dict keyed by it). The lab's simulated
-    switches (lab/) print the names as the switch does and are left out."""
-    offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE)
-        if rel.parts[0] in ("catalog", "lab"):
-            continue
-        names = _names_typed(path.read_text(), allow_recognised=rel.parts[0] == "parsers")
-        if names:
-            offenders.append((str(rel), names))
-    assert not offenders
-
-
-def test_the_name_scan_finds_what_it_looks_for():
-    assert _names_typed('X = {"Counter/pkts": "tx_packets"}', allow_recognised=False) == ["Counter/pkts"]
-    assert _names_typed('X = {"Counter/pkts": "tx_packets"}', allow_recognised=True) == ["Counter/pkts"]
-    assert _names_typed('X = ("Counter/pkts", "Trim/pkts")', allow_recognised=True) == []
-    assert _names_typed('X = "HwIfOutQ12WredDrops"', allow_recognised=False) == ["HwIfOutQ12WredDrops"]
-    assert _names_typed('"""HwIfInDiscards is a counter"""', allow_recognised=False) == []
 
 
 def test_parsers_keep_names_as_printed_and_the_rows_map_them():

@@ -222,7 +222,7 @@ def test_oc_records_fuzzed_never_crash_and_publish_only_numbers(leaves):
     records = p.oc_records(leaves, skipped=skipped)
     assert len(records) + len(skipped) == len(leaves)
     for dialect in DIALECTS.values():
-        if dialect.interface_leaves is None:
+        if dialect.name == "sonic":
             continue
         for s in oc_samples(dialect, records, "s", lambda _: True):
             assert isinstance(s.value, float)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from fabric_exporter.collectors.infiniband.ibdiagnet import PM_FIELDS
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import ib_diagnet
 
@@ -16,6 +17,7 @@ PM_HEADER = "Port=1 Lid=0x0003 GUID=0x0002c90300a10000 Device=54000 Port Name=le
 
 # PortCounters field widths in bits (InfiniBand Architecture Specification Vol 1, PortCounters
 # attribute), by the names ibdiagnet2 writes: snake_case in .pm files, CamelCase in db_csv PM_INFO.
+# Written out here from the spec, to check the catalog's rows (PM_FIELDS is built from them).
 PM_WIDTHS = {
     "symbol_error_counter": 16, "link_error_recovery_counter": 8, "link_downed_counter": 8, "link_down_counter": 8,
     "port_rcv_errors": 16, "port_rcv_remote_physical_errors": 16, "port_rcv_switch_relay_errors": 16,
@@ -34,14 +36,19 @@ DB_CSV_WIDTHS = {
 
 
 def _pm_one(counter_lines: str):
-    (port,) = ib_diagnet.parse_pm(PM_HEADER + counter_lines)
+    (port,) = ib_diagnet.normalised(ib_diagnet.parse_pm(PM_HEADER + counter_lines), PM_FIELDS)
     return port
 
 
 def _pm_info_one(header: str, row: str):
     sections = ib_diagnet.parse_db_csv(f"START_PM_INFO\nNodeGUID,PortNumber,{header}\n0x1,1,{row}\nEND_PM_INFO\n")
-    (port,) = ib_diagnet.pm_info(sections)
+    (port,) = ib_diagnet.normalised(ib_diagnet.pm_info(sections), PM_FIELDS)
     return port
+
+
+def test_the_catalog_widths_are_the_portcounters_widths():
+    assert PM_FIELDS.widths == {**PM_WIDTHS, **DB_CSV_WIDTHS, "port_xmit_data": 32, "port_rcv_data": 32,
+                                "PortXmitData": 32, "PortRcvData": 32}
 
 
 # -- latched: a fixed-width counter at exactly its maximum ------------------------------------------

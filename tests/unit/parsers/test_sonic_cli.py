@@ -52,17 +52,17 @@ def as_set(rows):
 def test_pfc_counters_capture():
     c = parse_pfc_counters(fixture("sonic/show_pfc_counters.txt"))
     assert c.rx == {
-        "Ethernet0": {0: 1200, 1: 201, 2: 202, 3: 203, 4: 204, 5: 205, 6: 206, 7: 207},
-        "Ethernet4": {0: 1400, 1: 401, 2: 402, 3: 403, 4: 404, 5: 405, 6: 406, 7: 407},
-        "Ethernet8": {0: 1800, 1: 801, 2: 802, 3: 803, 4: 804, 5: 805, 6: 806, 7: 807},
+        "Ethernet0": {"PFC0": 1200, "PFC1": 201, "PFC2": 202, "PFC3": 203, "PFC4": 204, "PFC5": 205, "PFC6": 206, "PFC7": 207},
+        "Ethernet4": {"PFC0": 1400, "PFC1": 401, "PFC2": 402, "PFC3": 403, "PFC4": 404, "PFC5": 405, "PFC6": 406, "PFC7": 407},
+        "Ethernet8": {"PFC0": 1800, "PFC1": 801, "PFC2": 802, "PFC3": 803, "PFC4": 804, "PFC5": 805, "PFC6": 806, "PFC7": 807},
     }
-    assert c.tx["Ethernet8"] == {0: 1810, 1: 811, 2: 812, 3: 813, 4: 814, 5: 815, 6: 816, 7: 817}
+    assert c.tx["Ethernet8"] == {f"PFC{p}": v for p, v in enumerate((1810, 811, 812, 813, 814, 815, 816, 817))}
 
 
 def test_pfc_counters_na_rows_are_absent_not_zero():
     c = parse_pfc_counters(fixture("sonic/show_pfc_counters_masic_na.txt"))
     assert c.rx["Ethernet-BP256"] == {} and c.tx["Ethernet-BP260"] == {}
-    assert c.rx["Ethernet-BP4"][0] == 1800 and c.tx["Ethernet-BP0"][7] == 617
+    assert c.rx["Ethernet-BP4"]["PFC0"] == 1800 and c.tx["Ethernet-BP0"]["PFC7"] == 617
     assert len(c.rx) == len(c.tx) == 6
 
 
@@ -136,7 +136,7 @@ def test_lab_renders_parse_back_to_its_state():
     sw = SimulatedSwitch("r1", "sonic", ports=3, queues=4, seed=3)
     sw.storm(1, 3)
     pfc = parse_pfc_counters(render_pfc_counters(sw))
-    assert pfc.rx["Ethernet4"][5] == sw.interfaces[1].pfc[5][1] and pfc.tx["Ethernet8"][0] == sw.interfaces[2].pfc[0][0]
+    assert pfc.rx["Ethernet4"]["PFC5"] == sw.interfaces[1].pfc[5][1] and pfc.tx["Ethernet8"]["PFC0"] == sw.interfaces[2].pfc[0][0]
     q = {(r.port, r.queue): r.values for r in parse_queue_counters(render_queue_counters(sw))}
     assert q[("Ethernet4", "MC6")]["Counter/bytes"] == sw.interfaces[1].queues[2]["mc_bytes"]
     assert as_set(parse_queue_counters(render_queue_counters(sw))) == as_set(
@@ -235,7 +235,7 @@ def test_rows_that_do_not_fit_the_columns_are_skipped_and_counted_never_shifted(
     skipped = []
     out = p.parse_pfc_counters("  Port Rx    PFC0\n---------  ------\nEthernet0   1   2\nEthernet4   7\n"
                                "a note the CLI printed\n", skipped=skipped)
-    assert out.rx == {"Ethernet4": {0: 7}}
+    assert out.rx == {"Ethernet4": {"PFC0": 7}}
     assert [(s.source, s.line_no) for s in skipped] == [("sonic_pfc_counters", 3), ("sonic_pfc_counters", 5)]
 
 
@@ -246,7 +246,7 @@ def test_last_cached_time_lines_after_sonic_clear():
         "  Port Rx    PFC0    PFC1\n-----------  ------  ------\n  Ethernet0       5       6\n\n"
         "Last cached time was 2021-01-10T20:15:04.163406\n"
         "  Port Tx    PFC0    PFC1\n-----------  ------  ------\n  Ethernet0       1       2\n", skipped=skipped)
-    assert pfc.rx == {"Ethernet0": {0: 5, 1: 6}} and pfc.tx == {"Ethernet0": {0: 1, 1: 2}}
+    assert pfc.rx == {"Ethernet0": {"PFC0": 5, "PFC1": 6}} and pfc.tx == {"Ethernet0": {"PFC0": 1, "PFC1": 2}}
     rows = p.parse_queue_counters(
         "For namespace asic0:\n"
         "Ethernet0 Last cached time for asic0 was 2021-01-10T20:15:04.163406\n"
@@ -282,8 +282,8 @@ Ethernet0       5       6
 
 def test_pfc_counters_read_rx_and_tx_and_skip_na():
     c = p.parse_pfc_counters(PFC)
-    assert c.rx == {"Ethernet0": {0: 1200}, "Ethernet4": {0: 0, 3: 7}}
-    assert c.tx == {"Ethernet0": {0: 5, 3: 6}}
+    assert c.rx == {"Ethernet0": {"PFC0": 1200}, "Ethernet4": {"PFC0": 0, "PFC3": 7}}
+    assert c.tx == {"Ethernet0": {"PFC0": 5, "PFC3": 6}}
     assert p.parse_pfc_counters("") == p.PfcCounters()
 
 

@@ -24,18 +24,20 @@ Cumulus expect. gRPC status codes become the exporter's reasons: UNAVAILABLE con
 handshake: auth), UNAUTHENTICATED / PERMISSION_DENIED auth, DEADLINE_EXCEEDED timeout,
 INVALID_ARGUMENT / NOT_FOUND / UNIMPLEMENTED config.
 
-Modules: options (the options block), dialects (the dialect table: paths, and fields/leaves ->
-catalog series), decode (notifications -> a switch's latest values, pure), emit (values -> samples),
-session (the channel, credentials, requests, Subscribe ONCE and gRPC status -> reasons), stream
-(stream mode's background subscription and its watchdog), collector (the entry point).
+Which field or leaf feeds which metric is declared once, as catalog rows (``catalog/gnmi_paths.py``'s
+containers, rows on the metrics' specs); ``dialects`` compiles them at import.
+
+Modules: options (the options block), dialects (the dialect table: paths, and the catalog rows
+compiled into lookup tables), docs (docs/collectors/gnmi_switch.md's tables, from the rows), decode
+(notifications -> a switch's latest values, pure), emit (values -> samples), session (the channel,
+credentials, requests, Subscribe ONCE and gRPC status -> reasons), stream (stream mode's background
+subscription and its watchdog), collector (the entry point).
 """
 
 from .collector import GnmiSwitchCollector
 from .decode import OcShapes, OcState, SonicState, _key, elems_of, typed_value
-from .dialects import (CUMULUS_INTERFACE_EXTRA, CUMULUS_PATHS, CUMULUS_PRIORITY, CUMULUS_QUEUE, DIALECTS, OC_INTERFACE,
-                       OC_INTERFACE_SUMS, OC_PATHS, OC_QUEUE, OPER_STATUS, PAUSE_US, PFCWD_STATUS, QUEUE_CAST,
-                       SONIC_NAME_MAPS, SONIC_PATHS, SONIC_PFC_FIELDS, SONIC_PFCWD_FIELDS, SONIC_PG_FIELDS,
-                       SONIC_PORT_FIELDS, SONIC_PORT_SUMS, SONIC_QUEUE_FIELDS, WATERMARK_LEAF, Dialect, GnmiPath)
+from .dialects import (CUMULUS_PATHS, DIALECTS, OC_PATHS, OPER_STATUS, PFCWD_STATUS, QUEUE_CAST, SONIC_NAME_MAPS,
+                       SONIC_PATHS, TEXT_ENUMS, ContainerTable, Dialect, GnmiPath, compile_container)
 from .emit import OcEmit, oc_samples, sonic_samples
 from .options import DEFAULT_PORT, MIN_SAMPLE_INTERVAL, GnmiSwitchOptions
 from .session import CORE_WRITE_RACE, GnmiSession, error_from_status, to_path
@@ -43,9 +45,6 @@ from .stream import WATCHDOG_INTERVALS, GnmiStream
 
 __all__ = ["GnmiSwitchCollector", "GnmiSwitchOptions", "DIALECTS", "error_from_status", "sonic_samples",
            "oc_samples", "SonicState", "OcState", "OcShapes", "OcEmit", "GnmiSession", "GnmiStream", "to_path",
-           "typed_value", "elems_of", "Dialect", "GnmiPath", "DEFAULT_PORT", "MIN_SAMPLE_INTERVAL",
-           "WATCHDOG_INTERVALS", "CORE_WRITE_RACE", "PAUSE_US", "QUEUE_CAST", "OPER_STATUS", "PFCWD_STATUS",
-           "WATERMARK_LEAF", "SONIC_PATHS", "SONIC_NAME_MAPS", "SONIC_PORT_FIELDS", "SONIC_PORT_SUMS",
-           "SONIC_PFC_FIELDS", "SONIC_QUEUE_FIELDS", "SONIC_PFCWD_FIELDS", "SONIC_PG_FIELDS", "OC_PATHS",
-           "OC_INTERFACE", "OC_INTERFACE_SUMS", "OC_QUEUE", "CUMULUS_PATHS", "CUMULUS_QUEUE",
-           "CUMULUS_INTERFACE_EXTRA", "CUMULUS_PRIORITY", "_key"]
+           "typed_value", "elems_of", "Dialect", "GnmiPath", "ContainerTable", "compile_container", "DEFAULT_PORT",
+           "MIN_SAMPLE_INTERVAL", "WATCHDOG_INTERVALS", "CORE_WRITE_RACE", "QUEUE_CAST", "OPER_STATUS", "PFCWD_STATUS",
+           "TEXT_ENUMS", "SONIC_PATHS", "SONIC_NAME_MAPS", "OC_PATHS", "CUMULUS_PATHS", "_key"]

@@ -1,93 +1,105 @@
 """gnmi_switch's dialect table: the paths each switch OS serves and the catalog series its fields
-and leaves become (sonic-gnmi's COUNTERS_DB tables; the OpenConfig and NVIDIA Cumulus paths)."""
+and leaves become. Which field or leaf feeds which metric is the catalog's (RawCounter rows of the
+``catalog.gnmi_paths`` containers); here those rows are compiled, once at import, into the lookup
+tables the decoding reads (``ContainerTable``)."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass
 
+from ...catalog import gnmi_paths as gp
+from ...catalog.spec import CAPTURES, RawCounter
+from ...mapping import RawTable
 from ...parsers import gnmi as p
 
-PAUSE_US = 1e-6
-
-# -- SONiC COUNTERS_DB fields -> catalog (sonic-gnmi testdata/COUNTERS:*, SAI stat names) ---------------
-
-SONIC_PORT_FIELDS = {
-    "SAI_PORT_STAT_IF_IN_OCTETS": "fabric_roce_rx_bytes_total",
-    "SAI_PORT_STAT_IF_OUT_OCTETS": "fabric_roce_tx_bytes_total",
-    "SAI_PORT_STAT_IF_IN_DISCARDS": "fabric_roce_rx_discards_total",
-    "SAI_PORT_STAT_IF_OUT_DISCARDS": "fabric_roce_tx_discards_total",
-    "SAI_PORT_STAT_IF_IN_ERRORS": "fabric_roce_switch_if_rx_errors_total",
-    "SAI_PORT_STAT_IF_OUT_ERRORS": "fabric_roce_switch_if_tx_errors_total",
-}
-# the same sums SONiC's snmpagent gives ifHCIn/Out{Ucast,Multicast,Broadcast}Pkts (published only whole)
-SONIC_PORT_SUMS = {
-    "fabric_roce_rx_packets_total": ("SAI_PORT_STAT_IF_IN_UCAST_PKTS", "SAI_PORT_STAT_IF_IN_MULTICAST_PKTS",
-                                     "SAI_PORT_STAT_IF_IN_BROADCAST_PKTS"),
-    "fabric_roce_tx_packets_total": ("SAI_PORT_STAT_IF_OUT_UCAST_PKTS", "SAI_PORT_STAT_IF_OUT_MULTICAST_PKTS",
-                                     "SAI_PORT_STAT_IF_OUT_BROADCAST_PKTS"),
-}
-SONIC_PFC_FIELDS = {f"SAI_PORT_STAT_PFC_{prio}_{d.upper()}_PKTS": (f"fabric_roce_pfc_{d}_pause_frames_total", str(prio))
-                    for prio in range(8) for d in ("rx", "tx")}
-SONIC_QUEUE_FIELDS = {
-    "SAI_QUEUE_STAT_PACKETS": "fabric_roce_switch_queue_tx_packets_total",
-    "SAI_QUEUE_STAT_BYTES": "fabric_roce_switch_queue_tx_bytes_total",
-    "SAI_QUEUE_STAT_DROPPED_PACKETS": "fabric_roce_switch_queue_dropped_packets_total",
-    "SAI_QUEUE_STAT_DROPPED_BYTES": "fabric_roce_switch_queue_dropped_bytes_total",
-    "SAI_QUEUE_STAT_WRED_DROPPED_PACKETS": "fabric_roce_switch_queue_wred_dropped_packets_total",
-    "SAI_QUEUE_STAT_WRED_DROPPED_BYTES": "fabric_roce_switch_queue_wred_dropped_bytes_total",
-    "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS": "fabric_roce_ecn_marked_packets_total",
-    "SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES": "fabric_roce_switch_queue_ecn_marked_bytes_total",
-}
-SONIC_PFCWD_FIELDS = {
-    "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": "fabric_roce_switch_pfcwd_storms_detected_total",
-    "PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED": "fabric_roce_switch_pfcwd_storms_restored_total",
-    "PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS": "fabric_roce_switch_pfcwd_tx_dropped_packets_total",
-    "PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS": "fabric_roce_switch_pfcwd_rx_dropped_packets_total",
-}
-PFCWD_STATUS = {"operational": 0.0, "stormed": 1.0}
-SONIC_PG_FIELDS = {
-    "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES": "shared",
-    "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES": "headroom",
-}
-QUEUE_CAST = {"SAI_QUEUE_TYPE_UNICAST": "UC", "SAI_QUEUE_TYPE_MULTICAST": "MC", "SAI_QUEUE_TYPE_ALL": "ALL"}
-
-# -- OpenConfig leaves -> catalog ------------------------------------------------------------------------
-
-OC_INTERFACE = {
-    "counters/in-octets": "fabric_roce_rx_bytes_total",
-    "counters/out-octets": "fabric_roce_tx_bytes_total",
-    "counters/in-discards": "fabric_roce_rx_discards_total",
-    "counters/out-discards": "fabric_roce_tx_discards_total",
-    "counters/in-errors": "fabric_roce_switch_if_rx_errors_total",
-    "counters/out-errors": "fabric_roce_switch_if_tx_errors_total",
-}
-OC_INTERFACE_SUMS = {
-    "fabric_roce_rx_packets_total": ("counters/in-unicast-pkts", "counters/in-multicast-pkts",
-                                     "counters/in-broadcast-pkts"),
-    "fabric_roce_tx_packets_total": ("counters/out-unicast-pkts", "counters/out-multicast-pkts",
-                                     "counters/out-broadcast-pkts"),
-}
 # openconfig-interfaces oper-status enum == IF-MIB ifOperStatus codes
 OPER_STATUS = {"UP": 1, "DOWN": 2, "TESTING": 3, "UNKNOWN": 4, "DORMANT": 5, "NOT_PRESENT": 6, "LOWER_LAYER_DOWN": 7}
-OC_QUEUE = {
-    "transmit-pkts": ("fabric_roce_switch_queue_tx_packets_total", 1.0),
-    "transmit-octets": ("fabric_roce_switch_queue_tx_bytes_total", 1.0),
-    "dropped-pkts": ("fabric_roce_switch_queue_dropped_packets_total", 1.0),
-    "wred-dropped-pkts": ("fabric_roce_switch_queue_wred_dropped_packets_total", 1.0),
-    "ecn-marked-pkts": ("fabric_roce_ecn_marked_packets_total", 1.0),
-}
-# Cumulus: its tail drop is no-buffer-uc-dropped-pkts (no standard dropped-pkts leaf), plus NVIDIA leaves
-CUMULUS_QUEUE = {**{k: v for k, v in OC_QUEUE.items() if k != "dropped-pkts"},
-                 "no-buffer-uc-dropped-pkts": ("fabric_roce_switch_queue_dropped_packets_total", 1.0),
-                 "instant-queue-len": ("fabric_roce_switch_queue_occupancy_bytes", 1.0)}
-CUMULUS_INTERFACE_EXTRA = {"counters/tx-wait": "fabric_roce_switch_if_tx_wait_byte_times_total"}
-CUMULUS_PRIORITY = {
-    "counters/in-pause-pkts": ("fabric_roce_pfc_rx_pause_frames_total", 1.0),
-    "counters/out-pause-pkts": ("fabric_roce_pfc_tx_pause_frames_total", 1.0),
-    "in-pause-duration": ("fabric_roce_switch_pfc_rx_pause_seconds_total", PAUSE_US),
-    "out-pause-duration": ("fabric_roce_switch_pfc_tx_pause_seconds_total", PAUSE_US),
-}
-WATERMARK_LEAF = "shared-buffer/data/max-occupancy-since-last-sample"
+PFCWD_STATUS = {"operational": 0.0, "stormed": 1.0}
+# metrics whose raw value is text, an enumeration read through its map (every other value is a number)
+TEXT_ENUMS: dict[str, dict[str, float]] = {"fabric_roce_switch_if_oper_status": OPER_STATUS,
+                                           "fabric_roce_switch_pfcwd_storm_active": PFCWD_STATUS}
+QUEUE_CAST = {"SAI_QUEUE_TYPE_UNICAST": "UC", "SAI_QUEUE_TYPE_MULTICAST": "MC", "SAI_QUEUE_TYPE_ALL": "ALL"}
+
+# how a value is published (ContainerTable.by_name): as it is (times a scale), through an enumeration,
+# or as one part of a sum
+DIRECT, ENUM, SUM = 0, 1, 2
+Labels = tuple[tuple[str, str], ...]  # extra labels, sorted (name, value) pairs
+
+
+@dataclass(frozen=True)
+class ContainerTable:
+    """One container's rows for one dialect, compiled into flat tuples for the decoding's loops.
+
+    extras   the extra labels of each group of values (a priority, a region; () for none): a value's
+             ``group`` indexes it.
+    direct   (field, metric, group) of values published as they are; ``scaled`` (field, metric,
+             scale, group) those times a scale.
+    sums     (metric, fields, group): several rows of one metric and labels are summed, and the sum
+             published only when every part is there (a partial sum would be a made-up value).
+    enums    (field, metric, enumeration, group): text values read through their enumeration.
+    by_name  field or leaf -> (how, metric, extra labels, scale or enumeration, group).
+    """
+    extras: tuple[Labels, ...]
+    direct: tuple[tuple[str, str, int], ...]
+    scaled: tuple[tuple[str, str, float, int], ...]
+    sums: tuple[tuple[str, tuple[str, ...], int], ...]
+    enums: tuple[tuple[str, str, dict[str, float], int], ...]
+    by_name: dict[str, tuple[int, str, Labels, object, int]]
+
+    def sums_of(self, group: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return tuple((metric, parts) for metric, parts, g in self.sums if g == group)
+
+
+def _instances(name: str) -> list[str]:
+    """A row's name with its captures filled in: every value below 100 a capture can take (``{p}``: 0-7)."""
+    keys = [k for k in CAPTURES if "{" + k + "}" in name]
+    choices = [[str(i) for i in range(100) if re.fullmatch(CAPTURES[k][1], str(i))] for k in keys]
+    out = []
+    for values in itertools.product(*choices):
+        text = name
+        for k, v in zip(keys, values):
+            text = text.replace("{" + k + "}", v)
+        out.append(text)
+    return out
+
+
+def compile_container(container: gp.GnmiContainer, dialect: str) -> ContainerTable:
+    """The rows of ``container`` that hold for ``dialect``, as the mapping engine matches them."""
+    table = RawTable.for_source(container.source)
+    slots: dict[tuple[str, Labels], list[tuple[str, RawCounter]]] = {}
+    for pattern in table.names():
+        for name in _instances(pattern):
+            for _order, metric, row, captures in table.matches(name):
+                if row.families is None or dialect in row.families:
+                    slots.setdefault((metric, tuple(sorted(captures + row.labels))), []).append((name, row))
+    extras: dict[Labels, int] = {}
+    direct, scaled, sums, enums = [], [], [], []
+    by_name: dict[str, tuple[int, str, Labels, object, int]] = {}
+    for (metric, extra), named in slots.items():
+        group = extras.setdefault(extra, len(extras))
+        scales = {row.scale for _n, row in named}
+        if len(scales) != 1:
+            raise ValueError(f"catalog: {container.source}: the parts of {metric} have different scales")
+        scale = scales.pop()
+        if metric in TEXT_ENUMS:
+            (name, _row), = named
+            enums.append((name, metric, TEXT_ENUMS[metric], group))
+            by_name[name] = (ENUM, metric, extra, TEXT_ENUMS[metric], group)
+        elif len(named) > 1:
+            if scale != 1:
+                raise ValueError(f"catalog: {container.source}: a summed metric {metric} with a scale")
+            sums.append((metric, tuple(n for n, _r in named), group))
+            by_name.update((n, (SUM, metric, extra, 1.0, group)) for n, _r in named)
+        else:
+            (name, _row), = named
+            if scale == 1:
+                direct.append((name, metric, group))
+            else:
+                scaled.append((name, metric, scale, group))
+            by_name[name] = (DIRECT, metric, extra, scale, group)
+    return ContainerTable(tuple(extras), tuple(direct), tuple(scaled), tuple(sums), tuple(enums), by_name)
 
 
 # -- the dialect table ---------------------------------------------------------------------------------
@@ -106,35 +118,44 @@ class Dialect:
     paths: dict[str, GnmiPath]  # the ``tables`` option's words -> path
     default_mode: str
     source: str  # what its decoding reports skipped values under
-    interface_leaves: dict[str, str] = None  # type: ignore[assignment]
-    queue_leaves: dict[str, tuple[str, float]] = None  # type: ignore[assignment]
-    priority_leaves: dict[str, tuple[str, float]] = None  # type: ignore[assignment]
+    # SONiC: table word -> its container's table; OpenConfig: record kind (interface, queue ...) -> table
+    tables: dict[str, ContainerTable]
 
 
-SONIC_PATHS = {
-    "ports": GnmiPath("COUNTERS_DB", "COUNTERS/Ethernet*"),
-    "queues": GnmiPath("COUNTERS_DB", "COUNTERS/Ethernet*/Queues"),
-    "pfcwd": GnmiPath("COUNTERS_DB", "COUNTERS/Ethernet*/Pfcwd"),
-    "pg_watermarks": GnmiPath("COUNTERS_DB", "PERIODIC_WATERMARKS/Ethernet*/PriorityGroups"),
-}
+def leaf_of(container: gp.GnmiContainer, metric: str) -> str:
+    """The one leaf of ``container`` that feeds ``metric`` (a path subscribed to that leaf alone)."""
+    names = {row.name for m, row in RawTable.for_source(container.source).rows if m == metric}
+    if len(names) != 1:
+        raise ValueError(f"catalog: {container.source}: {len(names)} rows of {metric}, expected one")
+    return names.pop()
+
+
+SONIC_CONTAINERS = (gp.SONIC_PORTS, gp.SONIC_QUEUES, gp.SONIC_PFCWD, gp.SONIC_PG_WATERMARKS)
+OC_CONTAINERS = (gp.OC_INTERFACE, gp.OC_QUEUE, gp.OC_PRIORITY, gp.OC_PG)
+
+SONIC_PATHS = {c.word: GnmiPath(c.target, c.xpath) for c in SONIC_CONTAINERS}
 # read once (and again when a key is unknown): port aliases and queue types
 SONIC_NAME_MAPS = (GnmiPath("CONFIG_DB", "PORT"), GnmiPath("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
                    GnmiPath("COUNTERS_DB", "COUNTERS_QUEUE_TYPE_MAP"))
 OC_PATHS = {
-    "interfaces": GnmiPath("", "/interfaces/interface[name=*]/state/counters"),
-    "oper_status": GnmiPath("", "/interfaces/interface[name=*]/state/oper-status", on_change=True),
-    "queues": GnmiPath("", "/qos/interfaces/interface[interface-id=*]/output/queues/queue[name=*]/state"),
+    "interfaces": GnmiPath("", gp.OC_INTERFACE.xpath + "/counters"),
+    "oper_status": GnmiPath("", gp.OC_INTERFACE.xpath + "/" + leaf_of(gp.OC_INTERFACE, "fabric_roce_switch_if_oper_status"),
+                            on_change=True),
+    "queues": GnmiPath("", gp.OC_QUEUE.xpath),
 }
 CUMULUS_PATHS = {
     **OC_PATHS,
-    "priorities": GnmiPath("", "/qos/interfaces/interface[interface-id=*]/switch-priority[priority=*]/state"),
-    "pg_watermarks": GnmiPath("", "/qos/interfaces/interface[interface-id=*]/input/priority-group[pg-id=*]/state/"
-                                  + WATERMARK_LEAF),
+    "priorities": GnmiPath("", gp.OC_PRIORITY.xpath),
+    "pg_watermarks": GnmiPath("", gp.OC_PG.xpath + "/" + leaf_of(gp.OC_PG, "fabric_roce_switch_pg_watermark_bytes")),
 }
 
+
+def _tables(containers: tuple[gp.GnmiContainer, ...], dialect: str) -> dict[str, ContainerTable]:
+    return {c.word: compile_container(c, dialect) for c in containers}
+
+
 DIALECTS: dict[str, Dialect] = {
-    "sonic": Dialect("sonic", SONIC_PATHS, "poll", p.SOURCE_SONIC),
-    "openconfig": Dialect("openconfig", OC_PATHS, "stream", p.SOURCE_OPENCONFIG, OC_INTERFACE, OC_QUEUE, {}),
-    "cumulus": Dialect("cumulus", CUMULUS_PATHS, "stream", p.SOURCE_OPENCONFIG,
-                       {**OC_INTERFACE, **CUMULUS_INTERFACE_EXTRA}, CUMULUS_QUEUE, CUMULUS_PRIORITY),
+    "sonic": Dialect("sonic", SONIC_PATHS, "poll", p.SOURCE_SONIC, _tables(SONIC_CONTAINERS, "sonic")),
+    "openconfig": Dialect("openconfig", OC_PATHS, "stream", p.SOURCE_OPENCONFIG, _tables(OC_CONTAINERS, "openconfig")),
+    "cumulus": Dialect("cumulus", CUMULUS_PATHS, "stream", p.SOURCE_OPENCONFIG, _tables(OC_CONTAINERS, "cumulus")),
 }

@@ -8,11 +8,15 @@ from typing import Any, Callable
 from ...parsers import gnmi as p
 from ...samples import KeptSample, Sample
 from .decode import OcState, SonicState
-from .dialects import (OC_INTERFACE_SUMS, OPER_STATUS, PFCWD_STATUS, SONIC_PFC_FIELDS, SONIC_PFCWD_FIELDS,
-                       SONIC_PG_FIELDS, SONIC_PORT_FIELDS, SONIC_PORT_SUMS, SONIC_QUEUE_FIELDS, WATERMARK_LEAF,
-                       Dialect)
+from .dialects import DIALECTS, DIRECT, ENUM, SUM, Dialect
 
 _new = tuple.__new__  # a NamedTuple built from a tuple without its Python-level __new__ (per leaf)
+SONIC_TABLES = DIALECTS["sonic"].tables
+# table word -> its compiled rows, unpacked once per entry in the loop below
+_SONIC_LOOPS = {word: (t.direct, t.scaled, t.sums, t.enums) for word, t in SONIC_TABLES.items()}
+# table word -> each group's extra labels as a dict; None when the table has only the entry's own labels
+_SONIC_EXTRAS = {word: None if t.extras in ((), ((),)) else tuple(dict(e) for e in t.extras)
+                 for word, t in SONIC_TABLES.items()}
 
 
 def sonic_samples(state: SonicState, switch: str, wanted: Callable[[str], bool]) -> list[Sample]:
@@ -33,136 +37,115 @@ def sonic_samples(state: SonicState, switch: str, wanted: Callable[[str], bool])
             labels_of[entry] = cached
         if cached is False:
             continue
-        word = entry[0]
-        if word == "ports":
-            labels, by_priority = cached
-            for field, metric in SONIC_PORT_FIELDS.items():
-                v = nums.get(field)
-                if v is not None:
-                    append(_new(Sample, (metric, labels, float(v))))
-            for metric, parts in SONIC_PORT_SUMS.items():
-                if all(f in nums for f in parts):
-                    append(_new(Sample, (metric, labels, float(sum(nums[f] for f in parts)))))
-            for field, (metric, prio) in SONIC_PFC_FIELDS.items():
-                v = nums.get(field)
-                if v is not None:
-                    append(_new(Sample, (metric, by_priority[prio], float(v))))
-        elif word == "queues":
-            for field, metric in SONIC_QUEUE_FIELDS.items():
-                v = nums.get(field)
-                if v is not None:
-                    append(_new(Sample, (metric, cached, float(v))))
-        elif word == "pfcwd":
-            for field, metric in SONIC_PFCWD_FIELDS.items():
-                v = nums.get(field)
-                if v is not None:
-                    append(_new(Sample, (metric, cached, float(v))))
-            status = PFCWD_STATUS.get(text.get("PFC_WD_STATUS", ""))
+        # ``cached``: this entry's labels for each group of its table's values (ContainerTable.extras)
+        direct, scaled, sums, enums = _SONIC_LOOPS[entry[0]]
+        for field, metric, group in direct:
+            v = nums.get(field)
+            if v is not None:
+                append(_new(Sample, (metric, cached[group], float(v))))
+        for field, metric, scale, group in scaled:
+            v = nums.get(field)
+            if v is not None:
+                append(_new(Sample, (metric, cached[group], float(v) * scale)))
+        for metric, parts, group in sums:
+            if all(f in nums for f in parts):
+                append(_new(Sample, (metric, cached[group], float(sum(nums[f] for f in parts)))))
+        for field, metric, enum, group in enums:
+            status = enum.get(text.get(field, ""))
             if status is not None:
-                append(Sample("fabric_roce_switch_pfcwd_storm_active", cached, status))
-        elif word == "pg_watermarks":
-            for field, region in SONIC_PG_FIELDS.items():
-                v = nums.get(field)
-                if v is not None:
-                    append(_new(Sample, ("fabric_roce_switch_pg_watermark_bytes", cached[region], float(v))))
+                append(Sample(metric, cached[group], status))
     return out
 
 
 def _sonic_labels(state: SonicState, entry: tuple[str, str], switch: str, wanted: Callable[[str], bool]) -> Any:
-    """The labels of one COUNTERS_DB entry's samples, worked out once per entry (False: not
-    published, a port left out by the interface filters; None: a key without its index)."""
+    """The labels of one COUNTERS_DB entry's samples, one dict per group of its table (the entry's
+    keys plus the group's extra labels), worked out once per entry (False: not published, a port left
+    out by the interface filters; None: a key without its index)."""
     word, key = entry
     if word == "ports":
         port = state.port(key)
         if not wanted(port):
             return False
         labels = {"switch": switch, "interface": port}
-        return labels, {str(prio): {**labels, "priority": str(prio)} for prio in range(8)}
-    split = p.split_indexed(key)
-    if split is None:
-        state.unknown_keys += 1
-        return None
-    port, index = state.port(split[0]), split[1]
-    if not wanted(port):
-        return False
-    if word == "queues":
-        return {"switch": switch, "interface": port, "queue": state.queue_label(port, index)}
-    if word == "pfcwd":
-        return {"switch": switch, "interface": port, "queue": f"UC{index}"}
-    if word == "pg_watermarks":
-        return {region: {"switch": switch, "interface": port, "pg": str(index), "region": region}
-                for region in SONIC_PG_FIELDS.values()}
-    return False
+    else:
+        split = p.split_indexed(key)
+        if split is None:
+            state.unknown_keys += 1
+            return None
+        port, index = state.port(split[0]), split[1]
+        if not wanted(port):
+            return False
+        if word == "queues":
+            labels = {"switch": switch, "interface": port, "queue": state.queue_label(port, index)}
+        elif word == "pfcwd":
+            labels = {"switch": switch, "interface": port, "queue": f"UC{index}"}
+        elif word == "pg_watermarks":
+            labels = {"switch": switch, "interface": port, "pg": str(index)}
+        else:
+            return False
+    extras = _SONIC_EXTRAS[word]
+    return (labels,) if extras is None else tuple([{**labels, **extra} if extra else labels for extra in extras])
 
 
 def _queue_label(name: str) -> str:
     return f"UC{name}" if name.isdigit() else name
 
 
+def _oc_labels(kind: str, switch: str, intf: str, index: str, extra: tuple) -> dict[str, str]:
+    """A leaf's labels: its record's keys (by kind) and its row's extra labels."""
+    labels = {"switch": switch, "interface": intf}
+    if kind == "queue":
+        labels["queue"] = _queue_label(index)
+    elif kind == "priority":
+        labels["priority"] = index
+    elif kind == "pg":
+        labels["pg"] = index
+    labels.update(extra)
+    return labels
+
+
 def oc_samples(dialect: Dialect, leaves: list[p.OcRecord], switch: str, wanted: Callable[[str], bool]) -> list[Sample]:
+    """The reference mapping of OpenConfig records (``OcEmit`` is the compiled one the collector uses)."""
     out: list[Sample] = []
     append = out.append
-    sums: dict[str, dict[str, float]] = {}
+    # (kind, interface, index, group) -> [labels, the group's sums, the parts' values]
+    sums: dict[tuple, list] = {}
     labels_of: dict[tuple, dict[str, str]] = {}  # one labels dict per series identity (formatted once)
     passes: dict[str, bool] = {}
-    interface_leaves, queue_leaves, priority_leaves = (dialect.interface_leaves, dialect.queue_leaves,
-                                                       dialect.priority_leaves)
+    tables = dialect.tables
     for kind, intf, index, leaf, value in leaves:
         ok = passes.get(intf)
         if ok is None:
             ok = passes[intf] = wanted(intf)
         if not ok:
             continue
-        text = value.__class__ is str
-        if kind == "interface":
-            labels = labels_of.get((intf,))
-            if labels is None:
-                labels = labels_of[(intf,)] = {"switch": switch, "interface": intf}
-            if leaf == "oper-status":
-                code = OPER_STATUS.get(str(value))
-                if code is not None:
-                    append(Sample("fabric_roce_switch_if_oper_status", labels, float(code)))
-                continue
-            if text:
-                continue
-            metric = interface_leaves.get(leaf)
-            if metric is not None:
-                append(_new(Sample, (metric, labels, float(value))))
-            else:
-                sums.setdefault(intf, {})[leaf] = float(value)
-        elif text:
+        table = tables.get(kind)
+        use = table.by_name.get(leaf) if table is not None else None
+        if use is None:
             continue
-        elif kind == "queue":
-            labels = labels_of.get((intf, "q", index))
-            if labels is None:
-                labels = labels_of[(intf, "q", index)] = {"switch": switch, "interface": intf,
-                                                         "queue": _queue_label(index)}
-            if leaf == WATERMARK_LEAF:
-                append(Sample("fabric_roce_switch_queue_watermark_bytes", {**labels, "kind": "periodic"},
-                              float(value)))
-                continue
-            hit = queue_leaves.get(leaf)
-            if hit is not None:
-                append(_new(Sample, (hit[0], labels, float(value) * hit[1])))
-        elif kind == "priority":
-            hit = priority_leaves.get(leaf)
-            if hit is not None:
-                labels = labels_of.get((intf, "p", index))
-                if labels is None:
-                    labels = labels_of[(intf, "p", index)] = {"switch": switch, "interface": intf, "priority": index}
-                append(_new(Sample, (hit[0], labels, float(value) * hit[1])))
-        elif kind == "pg" and leaf == WATERMARK_LEAF:
-            append(Sample("fabric_roce_switch_pg_watermark_bytes",
-                          {"switch": switch, "interface": intf, "pg": index, "region": "shared"}, float(value)))
-    for intf, values in sums.items():
-        for metric, parts in OC_INTERFACE_SUMS.items():
+        how, metric, extra, arg, group = use
+        labels = labels_of.get((kind, intf, index, extra))
+        if labels is None:
+            labels = labels_of[(kind, intf, index, extra)] = _oc_labels(kind, switch, intf, index, extra)
+        if how == ENUM:
+            code = arg.get(str(value))
+            if code is not None:
+                append(Sample(metric, labels, float(code)))
+        elif value.__class__ is str:
+            continue
+        elif how == DIRECT:
+            append(_new(Sample, (metric, labels, float(value) * arg)))
+        else:
+            slot = sums.get((kind, intf, index, group))
+            if slot is None:
+                slot = sums[(kind, intf, index, group)] = [labels, table.sums_of(group), {}]
+            slot[2][leaf] = float(value)
+    for labels, group_sums, values in sums.values():
+        for metric, parts in group_sums:
             if all(x in values for x in parts):
-                append(Sample(metric, labels_of[(intf,)], sum(values[x] for x in parts)))
+                append(Sample(metric, labels, sum(values[x] for x in parts)))
     return out
 
-
-_DIRECT, _OPER, _SUM = 0, 1, 2
-_SUM_PARTS = frozenset(x for parts in OC_INTERFACE_SUMS.values() for x in parts)
 
 
 class OcEmit:
@@ -177,78 +160,61 @@ class OcEmit:
         self.dialect, self.switch, self.wanted = dialect, switch, wanted
         self._labels: dict[tuple, dict[str, str]] = {}  # one labels dict per series identity
 
-    def _label(self, ident: tuple, make: Callable[[], dict[str, str]]) -> dict[str, str]:
-        got = self._labels.get(ident)
-        if got is None:
-            got = self._labels[ident] = make()
-        return got
-
     def compile(self, fields: tuple) -> list | None:
-        """A mutable emit spec for one leaf shape: [_DIRECT, metric, labels, scale, last value, its
-        sample], [_OPER, labels, last value, its sample], [_SUM, interface, leaf]; None: unpublished."""
+        """A mutable emit spec for one leaf shape: [DIRECT, metric, labels, scale, last value, its
+        sample], [ENUM, metric, labels, enumeration, last value, its sample], [SUM, series identity,
+        leaf, labels, the group's sums]; None: unpublished."""
         kind, intf, index, leaf = fields
         if not self.wanted(intf):
             return None
-        sw, d = self.switch, self.dialect
-        intf_labels = self._label((intf,), lambda: {"switch": sw, "interface": intf})
-        if kind == "interface":
-            if leaf == "oper-status":
-                return [_OPER, intf_labels, None, None]
-            metric = d.interface_leaves.get(leaf)
-            if metric is not None:
-                return [_DIRECT, metric, intf_labels, 1.0, None, None]
-            return [_SUM, intf, leaf] if leaf in _SUM_PARTS else None
-        if kind == "queue":
-            labels = self._label((intf, "q", index), lambda: {"switch": sw, "interface": intf,
-                                                               "queue": _queue_label(index)})
-            if leaf == WATERMARK_LEAF:
-                return [_DIRECT, "fabric_roce_switch_queue_watermark_bytes",
-                        self._label((intf, "qw", index), lambda: {**labels, "kind": "periodic"}), 1.0, None, None]
-            hit = d.queue_leaves.get(leaf)
-            return [_DIRECT, hit[0], labels, hit[1], None, None] if hit is not None else None
-        if kind == "priority":
-            hit = d.priority_leaves.get(leaf)
-            if hit is None:
-                return None
-            labels = self._label((intf, "p", index), lambda: {"switch": sw, "interface": intf, "priority": index})
-            return [_DIRECT, hit[0], labels, hit[1], None, None]
-        if kind == "pg" and leaf == WATERMARK_LEAF:
-            labels = self._label((intf, "pg", index), lambda: {"switch": sw, "interface": intf, "pg": index,
-                                                                "region": "shared"})
-            return [_DIRECT, "fabric_roce_switch_pg_watermark_bytes", labels, 1.0, None, None]
-        return None
+        table = self.dialect.tables.get(kind)
+        use = table.by_name.get(leaf) if table is not None else None
+        if use is None:
+            return None
+        how, metric, extra, arg, group = use
+        ident = (kind, intf, index, extra)
+        labels = self._labels.get(ident)
+        if labels is None:
+            labels = self._labels[ident] = _oc_labels(kind, self.switch, intf, index, extra)
+        if how == ENUM:
+            return [ENUM, metric, labels, arg, None, None]
+        if how == DIRECT:
+            return [DIRECT, metric, labels, arg, None, None]
+        return [SUM, (kind, intf, index, group), leaf, labels, table.sums_of(group)]
 
     def samples(self, state: OcState) -> list[Sample]:
         out: list[Sample] = []
         append = out.append
         by_slot = state.shapes.by_slot
-        sums: dict[str, dict[str, float]] = {}
+        sums: dict[tuple, list] = {}
         for slot, v in state.values.items():
             shape = by_slot.get(slot)
             e = shape[4] if shape is not None else None
             if e is None:
                 continue
             how = e[0]
-            if how == _DIRECT:
+            if how == DIRECT:
                 if v.__class__ is str:
                     continue
                 if v != e[4] or e[5] is None:
                     e[4] = v
                     e[5] = _new(KeptSample, (e[1], e[2], float(v) * e[3]))
                 append(e[5])
-            elif how == _OPER:
-                if v != e[2] or e[3] is None:
-                    code = OPER_STATUS.get(str(v))
-                    e[2] = v
-                    e[3] = None if code is None else _new(KeptSample, ("fabric_roce_switch_if_oper_status", e[1],
-                                                                       float(code)))
-                    if e[3] is None:
+            elif how == ENUM:
+                if v != e[4] or e[5] is None:
+                    code = e[3].get(str(v))
+                    e[4] = v
+                    e[5] = None if code is None else _new(KeptSample, (e[1], e[2], float(code)))
+                    if e[5] is None:
                         continue
-                append(e[3])
+                append(e[5])
             elif v.__class__ is not str:
-                sums.setdefault(e[1], {})[e[2]] = float(v)
-        for intf, values in sums.items():
-            for metric, parts in OC_INTERFACE_SUMS.items():
+                got = sums.get(e[1])
+                if got is None:
+                    got = sums[e[1]] = [e[3], e[4], {}]
+                got[2][e[2]] = float(v)
+        for labels, group_sums, values in sums.values():
+            for metric, parts in group_sums:
                 if all(x in values for x in parts):
-                    append(Sample(metric, self._labels[(intf,)], sum(values[x] for x in parts)))
+                    append(Sample(metric, labels, sum(values[x] for x in parts)))
         return out

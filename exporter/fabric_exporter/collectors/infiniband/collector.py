@@ -29,7 +29,7 @@ from .join import PortKey, SweptPort, join_sweeps
 from .mapping import samples_from_sweep
 from .options import InfinibandOptions
 from .state import FabricState
-from .tools import IbTools, discovery_cache_path
+from .tools import IbPoll, IbTools, discovery_cache_path
 
 log = logging.getLogger("fabric_exporter.infiniband")
 
@@ -78,7 +78,6 @@ class InfinibandCollector(Collector):
             self.options = InfinibandOptions()
         self.state = FabricState(self.options.forget_missing_after)
         self.tools = IbTools(self.options, lambda: self.ctx.runner())
-        self._skipped: list = []
         self.focus = FocusState()
         self._focus_task: asyncio.Task | None = None
 
@@ -88,53 +87,47 @@ class InfinibandCollector(Collector):
     # -- poll -------------------------------------------------------------------------------------
 
     async def poll(self) -> PollResult:
-        deadline = self.ctx.deadline()
-        problems: list[str] = []
-        durations: dict[str, float] = {}
-        self._skipped = []  # lines the parsers skipped this poll (skip-and-count rule)
-        self.state.load_name_map(self.options.node_name_map, problems)
-        now = time.monotonic()
+        poll = IbPoll.start(self.ctx)
+        self.state.load_name_map(self.options.node_name_map, poll.problems)
         self.focus.sweep_started()  # the focus reads wait while the sweep's tools run (focus_yield_to_sweep)
         try:
-            return await self._poll(deadline, problems, durations, now)
+            return await self._poll(poll)
         finally:
             self.focus.sweep_done()
 
-    async def _poll(self, deadline: float, problems: list[str], durations: dict[str, float], now: float) -> PollResult:
-        counters, errors_run, cached_nodes = await self._sweeps(now, deadline, durations, problems)
+    async def _poll(self, poll: IbPoll) -> PollResult:
+        counters, errors_run, cached_nodes = await self._sweeps(poll)
         with _gc_paused():
-            errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=self._skipped,
+            errors = await parse_off_loop(ib_queryerrors.parse, errors_run.stdout, skipped=poll.skipped,
                                           memo=self.state.error_lines)
-            joined = join_sweeps(counters, errors, errors_run.stderr, self.state.owners, problems, cached_nodes)
+            joined = join_sweeps(counters, errors, errors_run.stderr, self.state.owners, poll.problems, cached_nodes)
             self.state.sweep_names = joined.sweep_names
             if self.state.sweep_shows_change(counters):
                 self.state.topology_stale = True
         ports = joined.ports
-        await self._optional_reads(ports, now, deadline, durations, problems)
+        await self._optional_reads(ports, poll)
         latched = latched_ports(ports)  # only the ports with a latched counter (few, most polls none)
         if self.options.reset_latched_counters and latched:
-            await self.tools.reset_latched(ports, latched, deadline, durations, problems)
-        details = (await read_error_details(self.tools, ports, self.options.error_details_max_ports, deadline,
-                                            durations, problems, self._skipped)
+            await self.tools.reset_latched(ports, latched, poll)
+        details = (await read_error_details(self.tools, ports, self.options.error_details_max_ports, poll)
                    if self.options.error_details else {})
         with _gc_paused():
-            samples = self._samples(ports, latched, problems, durations)
+            samples = self._samples(ports, latched, poll)
             if self.options.focus:
-                samples += self._focus(ports, now)
+                samples += self._focus(ports, poll)
             samples += detail_samples(details, self.state)
             # The sweeps' records (~10k objects) are freed here by their reference counts, before
             # the GC that resumes after the pause would walk them only to find them gone.
             del counters, errors, joined, ports, latched
         if self.options.ibdiagnet_dir:
-            samples += await read_ibdiagnet(self.tools, self.options.ibdiagnet_dir, self.state, deadline, durations,
-                                            problems, self._skipped)
-        return PollResult(samples, problems, self._skipped)
+            samples += await read_ibdiagnet(self.tools, self.options.ibdiagnet_dir, self.state, poll)
+        return PollResult(samples, poll.problems, poll.skipped)
 
-    async def _sweeps(self, now: float, deadline: float, durations: dict[str, float], problems: list[str]):
+    async def _sweeps(self, poll: IbPoll):
         """Run both sweeps side by side (and a discovery when due): the parsed counter sweep, the
         error sweep's run, and the nodes of the discovery cache the error sweep loaded (None: live)."""
         state, tools = self.state, self.tools
-        refresh = state.needs_discovery(now, self.options.topology_interval)
+        refresh = state.needs_discovery(poll.now, self.options.topology_interval)
         cache = self.discovery_cache_path()
         cached_nodes: frozenset[int] | None = None
         tasks: list[asyncio.Task] = []
@@ -154,25 +147,25 @@ class InfinibandCollector(Collector):
                 # on topology_interval and at once when the live sweep shows a change.
                 # That discovery runs beside the counter sweep (which does not read the cache), the
                 # error sweep after it: a rediscovery poll then takes about as long as a plain one.
-                counters_task = start(tools.counter_sweep(deadline, durations))
+                counters_task = start(tools.counter_sweep(poll))
                 if refresh or state.cache_nodes is None:
-                    disc = await tools.discover(deadline, durations, cache)
+                    disc = await tools.discover(poll, cache)
                     with _gc_paused():
                         state.apply_topology(await parse_off_loop(ib_netdiscover.parse, disc.stdout,
-                                                                  skipped=self._skipped))
+                                                                  skipped=poll.skipped))
                     state.cache_nodes = frozenset(state.topology.nodes)
                 cached_nodes = state.cache_nodes
-                errors_task = start(tools.error_sweep(deadline, durations, cache))
+                errors_task = start(tools.error_sweep(poll, cache))
                 topo_task = None
             else:
                 # No writable cache on the tool host: two live sweeps side by side, topology on its
                 # own interval (and at once when a sweep shows something it does not know).
-                counters_task = start(tools.counter_sweep(deadline, durations))
-                errors_task = start(tools.error_sweep(deadline, durations, None))
-                topo_task = start(self._refresh_topology(deadline, durations, problems)) if refresh else None
+                counters_task = start(tools.counter_sweep(poll))
+                errors_task = start(tools.error_sweep(poll, None))
+                topo_task = start(self._refresh_topology(poll)) if refresh else None
             counters_run = await counters_task
             with _gc_paused():
-                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=self._skipped,
+                counters = await parse_off_loop(ib_queryerrors.parse, counters_run.stdout, skipped=poll.skipped,
                                                 memo=state.counter_lines)
             errors_run = await errors_task
             if topo_task is not None:
@@ -188,41 +181,40 @@ class InfinibandCollector(Collector):
                     t.exception()
         return counters, errors_run, cached_nodes
 
-    async def _refresh_topology(self, deadline: float, durations: dict[str, float], problems: list[str]) -> None:
+    async def _refresh_topology(self, poll: IbPoll) -> None:
         try:
-            run = await self.tools.discover(deadline, durations)
-            topology = await parse_off_loop(ib_netdiscover.parse, run.stdout, skipped=self._skipped)
+            run = await self.tools.discover(poll)
+            topology = await parse_off_loop(ib_netdiscover.parse, run.stdout, skipped=poll.skipped)
         except PollError as e:
             if self.state.topology is None:
                 raise
-            problems.append(f"topology refresh failed, using the previous one: {e}")
+            poll.problems.append(f"topology refresh failed, using the previous one: {e}")
             return
         self.state.apply_topology(topology)
 
-    async def _optional_reads(self, ports: dict[PortKey, SweptPort], now: float, deadline: float,
-                              durations: dict[str, float], problems: list[str]) -> None:
+    async def _optional_reads(self, ports: dict[PortKey, SweptPort], poll: IbPoll) -> None:
         if self.options.qp1_dropped:
-            await self.tools.read_qp1_dropped(ports, self.state, deadline, durations, problems, self._skipped)
+            await self.tools.read_qp1_dropped(ports, self.state, poll)
         if self.options.read_tick_multiplier and (self.state.ticks_at is None
-                                                   or now - self.state.ticks_at >= self.options.topology_interval):
-            self.state.ticks_at = now
-            await self.tools.read_ticks(self.state, deadline, durations, self._skipped)
+                                                   or poll.now - self.state.ticks_at >= self.options.topology_interval):
+            self.state.ticks_at = poll.now
+            await self.tools.read_ticks(self.state, poll)
 
-    def _samples(self, ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], problems: list[str],
-                 durations: dict[str, float]) -> list[Sample]:
+    def _samples(self, ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]],
+                 poll: IbPoll) -> list[Sample]:
         """Record the sweep in the fabric state, then map it (pure) to samples."""
-        now = time.monotonic()
+        now = time.monotonic()  # after the sweeps: when the ports were last seen
         self.state.record_sweep(ports, now)
         self.state.forget_gone(ports, now)
-        return samples_from_sweep(ports, latched, self.state, durations, now, problems,
+        return samples_from_sweep(ports, latched, self.state, poll.durations, now, poll.problems,
                                   self.options.host_from_node_name)
 
-    def _focus(self, ports: dict[PortKey, SweptPort], now: float) -> list[Sample]:
+    def _focus(self, ports: dict[PortKey, SweptPort], poll: IbPoll) -> list[Sample]:
         """Publish the focus windows since the previous sweep, pick the next focus set from this
         sweep (published as fabric_ib_port_focus_info), and make sure the focus task runs (focus.py)."""
-        focus, o = self.focus, self.options
+        focus, o, now = self.focus, self.options, poll.now
         out = focus_samples(focus, self.state.port_static)
-        self._skipped += focus.skipped
+        poll.skipped += focus.skipped
         focus.skipped = []
         waits = sweep_waits(ports)
         seconds = now - focus.sweep_at if focus.sweep_at is not None else None

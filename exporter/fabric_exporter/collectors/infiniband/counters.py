@@ -18,11 +18,15 @@ DATA_COUNTERS = {name: (spec.name, raw.width) for name, (spec, raw) in _raw_coun
 ERROR_COUNTERS = {name: (spec.name, raw.width) for name, (spec, raw) in _raw_counters(ib_catalog.ERROR_SWEEP).items()}
 QP1_DROPPED = next((spec.name, raw.width) for spec, raw in _raw_counters(ib_catalog.PERFQUERY).values())
 # PortCounters CounterSelect bits (perfquery -R reset mask); PortXmitWait is bit 16 (CounterSelect2).
-RESET_BITS = {raw.name: raw.reset_bit for spec in ib_catalog.METRICS for raw in spec.raw if raw.reset_bit is not None}
+RESET_BITS = {raw.name: raw.reset_bit for spec in ib_catalog.METRICS for raw in spec.raw
+              if raw.reset_bit is not None and raw.source in (ib_catalog.COUNTER_SWEEP, ib_catalog.ERROR_SWEEP)}
 # Per-sample lookups, prepared once: raw name -> (metric, multiplier); error counters in catalog order.
 DATA_METRICS = {name: (spec.name, raw.scale) for name, (spec, raw) in _raw_counters(ib_catalog.COUNTER_SWEEP).items()}
 ERROR_METRICS = tuple((raw, metric) for raw, (metric, _w) in ERROR_COUNTERS.items())
 ERROR_NAMES = frozenset(ERROR_COUNTERS)
+# The counters only PortCountersExtended has (64 bits wide): a port printing one has extended counters.
+EXTENDED_ONLY = tuple(name for name, (_metric, width) in DATA_COUNTERS.items() if width == 64)
+_EXTENDED_MARK = EXTENDED_ONLY[0]  # one of them, for the per-port fast path (the sweep prints all or none)
 _ALL_ONES_32 = (1 << 32) - 1
 
 
@@ -31,7 +35,7 @@ def data_counters_64bit(entry: ib_queryerrors.PortCounters) -> bool:
     PortCounters, or the 64-bit "NOIETF" extended set, told apart only by a value above 32 bits.
     (A 64-bit counter sitting exactly at 2^32-1 is then taken as latched: unlikely and harmless.)"""
     counters = entry.counters
-    if "PortUnicastXmitPkts" in counters:
+    if any(name in counters for name in EXTENDED_ONLY):
         return True
     return any(v > _ALL_ONES_32 for v in counters.values())
 
@@ -53,7 +57,7 @@ def latched_counters(data: ib_queryerrors.PortCounters, errors: dict[str, int] |
         if name not in errors_extended and value == (1 << width) - 1:
             out.append(name)
     if qp1_dropped == (1 << QP1_DROPPED[1]) - 1:
-        out.append("QP1Dropped")
+        out.append(ib_catalog.QP1_DROPPED.name)
     return out
 
 
@@ -63,7 +67,7 @@ def latched_ports(ports: dict) -> dict:
     counter and no QP1Dropped read has none: that check is made without a call."""
     out = {}
     for key, p in ports.items():
-        if not p.errors and p.qp1_dropped is None and "PortUnicastXmitPkts" in p.entry.counters:
+        if not p.errors and p.qp1_dropped is None and _EXTENDED_MARK in p.entry.counters:
             continue
         names = latched_counters(p.entry, p.errors, p.errors_extended, p.qp1_dropped)
         if names:

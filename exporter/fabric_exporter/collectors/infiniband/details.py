@@ -12,12 +12,14 @@ detail series (nothing is invented for it); a failed read publishes none for tha
 from __future__ import annotations
 
 from ...catalog import infiniband_detail as catalog
+from ...catalog.infiniband import RCV_ERRORS, XMIT_DISCARDS
 from ...errors import ParseError, PollError
 from ...parsers import ib_perfquery
 from ...parsers.skipped import SkippedLine
 from ...samples import Sample
 from .join import PortKey, SweptPort
 from .state import FabricState
+from .tools import IbPoll
 
 # perfquery flag, the aggregate counter it details, the header kind the parser files it under,
 # and raw name -> metric (from the catalog).
@@ -25,8 +27,8 @@ READS = tuple(
     (flag, aggregate, kind, {raw.name: spec.name for spec in catalog.METRICS for raw in spec.raw
                              if raw.source == source})
     for flag, aggregate, kind, source in (
-        ("-E", "PortRcvErrors", "portrcverrordetails counters", catalog.RCV_ERROR_DETAILS),
-        ("-D", "PortXmitDiscards", "portxmitdiscarddetails counters", catalog.XMIT_DISCARD_DETAILS),
+        ("-E", RCV_ERRORS.name, "portrcverrordetails counters", catalog.RCV_ERROR_DETAILS),
+        ("-D", XMIT_DISCARDS.name, "portxmitdiscarddetails counters", catalog.XMIT_DISCARD_DETAILS),
     )
 )
 
@@ -51,29 +53,28 @@ def read_block(text: str, port: int, kind: str, metrics: dict[str, str],
     return {metric: float(values[raw]) for raw, metric in metrics.items()}
 
 
-async def read_error_details(tools, ports: dict[PortKey, SweptPort], max_ports: int, deadline: float,
-                             durations: dict[str, float], problems: list[str],
-                             skipped: list[SkippedLine] | None) -> dict[PortKey, dict[str, float]]:
+async def read_error_details(tools, ports: dict[PortKey, SweptPort], max_ports: int,
+                             poll: IbPoll) -> dict[PortKey, dict[str, float]]:
     """perfquery -E / -D on the erroring ports (at most max_ports per attribute): port -> metric -> value."""
     out: dict[PortKey, dict[str, float]] = {}
     for flag, aggregate, kind, metrics in READS:
         keys = ports_to_read(ports, aggregate)
         if len(keys) > max_ports:
-            problems.append(f"error details ({flag}): {len(keys)} ports with {aggregate}, read the first "
+            poll.problems.append(f"error details ({flag}): {len(keys)} ports with {aggregate}, read the first "
                             f"{max_ports} (error_details_max_ports)")
             keys = keys[:max_ports]
         jobs = [(key, tools.argv("perfquery", flag, str(ports[key].entry.link.lid), str(key[1]))) for key in keys]
-        results = await tools.batch(jobs, deadline, durations, f"perfquery_{flag.lstrip('-')}")
+        results = await tools.batch(jobs, poll, f"perfquery_{flag.lstrip('-')}")
         failed = 0
         for key, res in results.items():
             try:
                 if isinstance(res, PollError) or res.exit_status != 0:
                     raise ParseError("perfquery failed")
-                out.setdefault(key, {}).update(read_block(res.stdout, key[1], kind, metrics, skipped))
+                out.setdefault(key, {}).update(read_block(res.stdout, key[1], kind, metrics, poll.skipped))
             except ParseError:
                 failed += 1
         if failed:
-            problems.append(f"error details ({flag}): perfquery failed on {failed} of {len(jobs)} port(s)")
+            poll.problems.append(f"error details ({flag}): perfquery failed on {failed} of {len(jobs)} port(s)")
     return out
 
 

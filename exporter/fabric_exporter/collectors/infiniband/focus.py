@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from prometheus_client.utils import floatToGoString
 
 from ...catalog import infiniband as ib_catalog
-from ...catalog.infiniband import FOCUS_RATIO_BUCKETS
+from ...catalog.infiniband import FOCUS_RATIO_BUCKETS, XMIT_WAIT
 from ...errors import ParseError, PollError
 from ...parsers import ib_perfquery
 from ...parsers.ib_common import SPEEDS, WIDTH_LANES
@@ -47,6 +47,7 @@ log = logging.getLogger("fabric_exporter.infiniband.focus")
 _ALL_ONES_32 = (1 << 32) - 1
 # The per-VL wait counter as the catalog declares it: raw name prefix (PortVLXmitWait<vl>) and width.
 _VL_RAW = next(raw for spec in ib_catalog.METRICS for raw in spec.raw if raw.source == ib_catalog.VL_XMIT_WAIT)
+_XMIT_WAIT = XMIT_WAIT.name  # the stall counter the focus set reads
 _VL_LATCHED = (1 << _VL_RAW.width) - 1
 _LE = tuple(floatToGoString(b) for b in FOCUS_RATIO_BUCKETS)
 READ_RESULTS = ("ok", "failed", "latched")
@@ -126,8 +127,8 @@ def sweep_waits(ports: dict[PortKey, SweptPort]) -> dict[PortKey, int]:
     for key, p in ports.items():
         if p.errors is None:
             continue
-        value = p.errors.get("PortXmitWait", 0)
-        if value == _ALL_ONES_32 and "PortXmitWait" not in p.errors_extended:
+        value = p.errors.get(_XMIT_WAIT, 0)
+        if value == _ALL_ONES_32 and _XMIT_WAIT not in p.errors_extended:
             continue  # latched: no rate until it is reset
         out[key] = value
     return out
@@ -193,7 +194,8 @@ def vl_xmit_wait(block: ib_perfquery.PerfBlock) -> dict[int, int]:
     prefix = _VL_RAW.name
     for name, value in block.values.items():
         vl = name[len(prefix):]
-        if name.startswith(prefix) and vl.isdigit() and int(vl) <= 15:
+        # VLs are 0-15: a longer or non-ASCII suffix is no VL (int() refuses a 5,000-digit one and "²")
+        if name.startswith(prefix) and len(vl) <= 2 and vl.isascii() and vl.isdigit() and int(vl) <= 15:
             out[int(vl)] = value
     return out
 
@@ -367,7 +369,7 @@ class FocusTask:
             if w is None or focus.ports.get(fp.key) is not fp:
                 continue  # the sweep changed the set while this read ran
             block = found.get(fp.key[1])
-            value = block.values.get("PortXmitWait") if block is not None else None
+            value = block.values.get(_XMIT_WAIT) if block is not None else None
             if value is None:
                 if block is not None and not basic:
                     # This device's extended counters lack PortXmitWait: read PortCounters from now on.

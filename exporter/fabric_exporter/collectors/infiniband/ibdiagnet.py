@@ -6,16 +6,40 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ...catalog.infiniband import COUNTER_SWEEP, ERROR_SWEEP, IBDIAGNET_PM, PERFQUERY, pm_field_in_bytes
 from ...commands import Files, Shape, Value
 from ...errors import CommandError, PollError
 from ...parsers import ib_diagnet
 from ...parsers.ib_common import guid_str
 from ...parsers.skipped import SkippedLine
+from ...mapping import RawTable
 from ...samples import Sample
 from .state import FabricState
-from .tools import IbTools
+from .tools import IbPoll, IbTools
 
 DB_CSV, PM = "ibdiagnet2.db_csv", "ibdiagnet2.pm"
+
+
+def pm_fields(table: RawTable) -> ib_diagnet.PmFields:
+    """What the catalog's rows say about ibdiagnet's PM counter names: fixed-width fields (64-bit
+    ones do not latch), word counters (scale 4, published in bytes: ``pm_field_in_bytes``), and
+    two spellings of one field (rows of one source with one CounterSelect bit; the first is preferred)."""
+    widths: dict[str, int] = {}
+    in_bytes: dict[str, str] = {}
+    by_field: dict[tuple[str, int], list[str]] = {}
+    for _metric, row in table.rows:
+        if row.width is not None and row.width < 64:
+            widths[row.name] = row.width
+        if row.scale == 4:
+            in_bytes[row.name] = pm_field_in_bytes(row.name)
+        if row.reset_bit is not None:
+            by_field.setdefault((row.source, row.reset_bit), []).append(row.name)
+    spellings = {names[0]: tuple(names[1:]) for names in by_field.values() if len(names) > 1}
+    return ib_diagnet.PmFields(widths, spellings, in_bytes)
+
+
+# ibdiagnet's snake_case names are rows of their own; its CamelCase PM_INFO columns are the sweep's names.
+PM_FIELDS = pm_fields(RawTable.for_source(IBDIAGNET_PM, COUNTER_SWEEP, ERROR_SWEEP, PERFQUERY))
 
 
 def find_argv(directory: str) -> list[str]:
@@ -33,26 +57,23 @@ SSH_COMMANDS = (
 )
 
 
-async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, deadline: float,
-                         durations: dict[str, float], problems: list[str],
-                         skipped: list[SkippedLine] | None = None) -> list[Sample]:
-    loop = asyncio.get_running_loop()
+async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, poll: IbPoll) -> list[Sample]:
     argv = find_argv(directory)
-    started = loop.time()
+    started = asyncio.get_running_loop().time()
     try:
-        found = await tools.run_plain(argv, timeout=max(0.1, deadline - loop.time()))
+        found = await tools.run_plain(argv, timeout=poll.remaining())
     except PollError as e:
-        problems.append(f"ibdiagnet files: {e}")
+        poll.problems.append(f"ibdiagnet files: {e}")
         return []
     # Age on the exporter's clock: hosts are NTP-synced, ibdiagnet runs are minutes to hours
     # apart, and one command less (the SSH guard allows only find and cat here).
     now_wall = time.time()
     if found.exit_status != 0 and not found.stdout.strip():
-        problems.append(f"ibdiagnet files: {found.describe_failure()}")
+        poll.problems.append(f"ibdiagnet files: {found.describe_failure()}")
         return []
     newest = newest_files(found.stdout)
     if not newest:
-        problems.append(f"ibdiagnet files: no {DB_CSV} or {PM} under {directory}")
+        poll.problems.append(f"ibdiagnet files: no {DB_CSV} or {PM} under {directory}")
         return []
     out: list[Sample] = []
     pm_published = False
@@ -60,17 +81,17 @@ async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, dea
         if base == PM and pm_published:
             continue  # PM_INFO in the db_csv already holds these counters: the .pm is not read
         try:
-            res = await tools.run_plain(["cat", "--", path], timeout=max(0.1, deadline - loop.time()))
+            res = await tools.run_plain(["cat", "--", path], timeout=poll.remaining())
             if res.exit_status != 0:
                 raise CommandError(res.describe_failure())
-            samples, had_pm = ibdiagnet_samples(base, res.stdout, state, skip_pm=pm_published, skipped=skipped)
+            samples, had_pm = ibdiagnet_samples(base, res.stdout, state, skip_pm=pm_published, skipped=poll.skipped)
         except PollError as e:
-            problems.append(f"ibdiagnet file {path}: {e}")
+            poll.problems.append(f"ibdiagnet file {path}: {e}")
             continue
         pm_published = pm_published or had_pm
         out += samples
         out.append(Sample("fabric_ib_ibdiagnet_file_age_seconds", {"file": base}, max(0.0, now_wall - mtime)))
-    durations["ibdiagnet_files"] = loop.time() - started
+    poll.took("ibdiagnet_files", started)
     return out
 
 
@@ -115,7 +136,7 @@ def ibdiagnet_samples(base: str, text: str, state: FabricState, skip_pm: bool,
     # The .pm and PM_INFO carry the same counters: publish PM_INFO when both exist.
     if skip_pm:
         return out, False
-    for pm in pms:
+    for pm in ib_diagnet.normalised(pms, PM_FIELDS):
         labels = {**node_labels(pm.node_guid), "port": str(pm.port)}
         for name, value in sorted(pm.counters.items()):
             out.append(Sample("fabric_ib_ibdiagnet_pm_counter", {**labels, "counter": name}, float(value)))

@@ -1,4 +1,5 @@
-"""Running the stock tools: argv building, the retry rule, bounded batches of per-node perfquery runs.
+"""Running the stock tools: argv building, the retry rule, bounded batches of per-node perfquery runs,
+and the poll they run in (IbPoll, handed down the collector's calls).
 
 A crashed tool (killed by a signal, ibsim's occasional segfault) or empty output is retried once,
 then fails the poll; it is never read as "no errors"."""
@@ -10,13 +11,17 @@ import logging
 import os
 import re
 import socket
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from ...catalog.infiniband import QP1_DROPPED
 from ...commands import Getopt, Shape, Value
 from ...errors import CommandError, ParseError, PollError, PollTimeoutError
 from ...parsers import ib_perfquery
 from ...parsers.skipped import SkippedLine
 from ...transport.base import CommandResult
+from ..base import PollContext
 from .counters import reset_mask
 from .join import PortKey, SweptPort
 from .options import InfinibandOptions
@@ -56,6 +61,41 @@ def discovery_cache_path(options: InfinibandOptions, who: str) -> str | None:
     return f"/tmp/fabric-exporter-ib-{re.sub(r'[^A-Za-z0-9_.-]', '_', who)}.ibnetdiscover-cache"
 
 
+@dataclass
+class IbPoll:
+    """One poll of the collector, handed down its calls (sweeps, optional perfquery reads, ibdiagnet
+    files) instead of the same four loose arguments at every level."""
+
+    ctx: PollContext
+    #: event-loop time by which the poll's tools must be done: ``ctx.deadline()`` read once at the
+    #: start, so a poll without the scheduler also shares one budget across its commands
+    deadline: float
+    #: time.monotonic() at the start: what the topology and tick intervals and the focus count from
+    now: float
+    #: tool (label) -> loop seconds its runs took this poll: fabric_ib_sweep_duration_seconds
+    durations: dict[str, float] = field(default_factory=dict)
+    #: why the poll is partial, if it is (PollResult.problems)
+    problems: list[str] = field(default_factory=list)
+    #: lines the parsers skipped this poll (the skip-and-count rule: PollResult.skipped)
+    skipped: list[SkippedLine] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, ctx: PollContext) -> IbPoll:
+        return cls(ctx, ctx.deadline(), time.monotonic())
+
+    def time_left(self) -> float:
+        """Seconds until the deadline, negative past it: a tool is not started with 0.05 s or less."""
+        return self.deadline - asyncio.get_running_loop().time()
+
+    def remaining(self) -> float:
+        """A helper command's ``timeout=``: the context's floored time left, to this poll's deadline."""
+        return self.ctx.remaining(self.deadline)
+
+    def took(self, label: str, started: float) -> None:
+        """Add the loop time since ``started`` to ``label``'s duration (a tool may run twice a poll)."""
+        self.durations[label] = self.durations.get(label, 0.0) + asyncio.get_running_loop().time() - started
+
+
 class IbTools:
     """The tools of one target, run through its transport (local or SSH)."""
 
@@ -85,18 +125,18 @@ class IbTools:
             argv += ["-t", str(o.mad_timeout_ms)]
         return argv + list(args)
 
-    async def run(self, argv: list[str], deadline: float, ok_status: tuple[int, ...],
-                  durations: dict[str, float], label: str, retry: bool = True) -> CommandResult:
+    async def run(self, argv: list[str], poll: IbPoll, ok_status: tuple[int, ...], label: str,
+                  retry: bool = True) -> CommandResult:
         """Run a tool; a crash or empty output is retried once (time permitting), then raised."""
         loop = asyncio.get_running_loop()
         attempts = 2 if retry else 1
         for attempt in range(attempts):
-            remaining = deadline - loop.time()
+            remaining = poll.time_left()
             if remaining <= 0.05:
                 raise PollTimeoutError(f"{label}: no time left in the poll deadline")
             started = loop.time()
             result = await self._runner().run(argv, timeout=remaining)
-            durations[label] = durations.get(label, 0.0) + loop.time() - started
+            poll.took(label, started)
             crashed = result.exit_status < 0 or result.exit_status >= 128
             if result.exit_status in ok_status and result.stdout.strip():
                 return result
@@ -115,32 +155,32 @@ class IbTools:
 
     # -- the sweeps -----------------------------------------------------------------------------
 
-    def counter_sweep(self, deadline: float, durations: dict[str, float]):
+    def counter_sweep(self, poll: IbPoll):
         """Live: every port's data counters and link info (it discovers the fabric itself)."""
-        return self.run(self.argv("ibqueryerrors", "--counters", "--report-port"), deadline, (0,), durations,
+        return self.run(self.argv("ibqueryerrors", "--counters", "--report-port"), poll, (0,),
                         "ibqueryerrors_counters")
 
-    def error_sweep(self, deadline: float, durations: dict[str, float], cache: str | None):
+    def error_sweep(self, poll: IbPoll, cache: str | None):
         """Every non-zero error counter: an empty threshold file makes every threshold 0. Exit
         status 1 means "errors found", not a failure."""
         load = ("--load-cache", cache) if cache is not None else ()
-        return self.run(self.argv("ibqueryerrors", *load, "--threshold-file", "/dev/null"), deadline, (0, 1),
-                        durations, "ibqueryerrors_errors")
+        return self.run(self.argv("ibqueryerrors", *load, "--threshold-file", "/dev/null"), poll, (0, 1),
+                        "ibqueryerrors_errors")
 
-    def discover(self, deadline: float, durations: dict[str, float], cache: str | None = None):
+    def discover(self, poll: IbPoll, cache: str | None = None):
         args = ("--cache", cache) if cache is not None else ()
-        return self.run(self.argv("ibnetdiscover", *args), deadline, (0,), durations, "ibnetdiscover")
+        return self.run(self.argv("ibnetdiscover", *args), poll, (0,), "ibnetdiscover")
 
     # -- optional per-device queries (bounded concurrency, one process per node, never per port) --
 
-    async def batch(self, argvs: list[tuple[object, list[str]]], deadline: float, durations: dict[str, float],
+    async def batch(self, argvs: list[tuple[object, list[str]]], poll: IbPoll,
                     label: str) -> dict[object, CommandResult | PollError]:
         sem = asyncio.Semaphore(self.options.max_concurrency)
         out: dict[object, CommandResult | PollError] = {}
 
         async def one(key, argv):
             async with sem:
-                remaining = deadline - asyncio.get_running_loop().time()
+                remaining = poll.time_left()
                 if remaining <= 0.05:
                     out[key] = PollTimeoutError(f"{label}: no time left")
                     return
@@ -151,12 +191,10 @@ class IbTools:
 
         started = asyncio.get_running_loop().time()
         await asyncio.gather(*(one(k, a) for k, a in argvs))
-        durations[label] = durations.get(label, 0.0) + asyncio.get_running_loop().time() - started
+        poll.took(label, started)
         return out
 
-    async def read_qp1_dropped(self, ports: dict[PortKey, SweptPort], state: FabricState, deadline: float,
-                               durations: dict[str, float], problems: list[str],
-                               skipped: list[SkippedLine] | None) -> None:
+    async def read_qp1_dropped(self, ports: dict[PortKey, SweptPort], state: FabricState, poll: IbPoll) -> None:
         """QP1Dropped is in PortCounters but no sweep prints it: one perfquery per node (-l: all ports)."""
         by_node: dict[int, list[SweptPort]] = {}
         for p in ports.values():
@@ -168,13 +206,13 @@ class IbTools:
                 jobs.append((guid, self.argv("perfquery", "-l", str(plist[0].entry.link.lid), "255")))
             else:
                 jobs += [((guid, p.port), self.argv("perfquery", str(p.entry.link.lid), str(p.port))) for p in plist]
-        results = await self.batch(jobs, deadline, durations, "perfquery_qp1")
+        results = await self.batch(jobs, poll, "perfquery_qp1")
         failed = 0
         for key, res in results.items():
             try:
                 if isinstance(res, PollError) or res.exit_status != 0:
                     raise ParseError("perfquery failed")
-                blocks = ib_perfquery.parse(res.stdout, skipped=skipped)
+                blocks = ib_perfquery.parse(res.stdout, skipped=poll.skipped)
             except ParseError:
                 failed += 1
                 continue
@@ -182,13 +220,12 @@ class IbTools:
             for b in blocks:
                 p = ports.get((guid, b.port))
                 # basic PortCounters; perfquery -x prints it in the extended block too (real captures)
-                if p is not None and b.kind in ("counters", "extended") and "QP1Dropped" in b.values:
-                    p.qp1_dropped = b.values["QP1Dropped"]
+                if p is not None and b.kind in ("counters", "extended") and QP1_DROPPED.name in b.values:
+                    p.qp1_dropped = b.values[QP1_DROPPED.name]
         if failed:
-            problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
+            poll.problems.append(f"QP1Dropped: perfquery failed on {failed} of {len(jobs)} node(s)/port(s)")
 
-    async def read_ticks(self, state: FabricState, deadline: float, durations: dict[str, float],
-                         skipped: list[SkippedLine] | None) -> None:
+    async def read_ticks(self, state: FabricState, poll: IbPoll) -> None:
         """PortSamplesControl.Tick per switch, where the device answers (perfquery -c)."""
         topo = state.topology
         if topo is None:
@@ -198,18 +235,18 @@ class IbTools:
             if node.type == "switch" and node.lid:
                 port = min(node.ports) if node.ports else 1
                 jobs.append((node.guid, self.argv("perfquery", "-c", str(node.lid), str(port))))
-        results = await self.batch(jobs, deadline, durations, "perfquery_tick")
+        results = await self.batch(jobs, poll, "perfquery_tick")
         for guid, res in results.items():
             try:
                 if isinstance(res, PollError) or res.exit_status != 0:
                     raise ParseError("no PortSamplesControl")
-                blocks = ib_perfquery.parse(res.stdout, skipped=skipped)
+                blocks = ib_perfquery.parse(res.stdout, skipped=poll.skipped)
                 state.ticks[guid] = next(b.values["Tick"] for b in blocks if "Tick" in b.values)
             except (ParseError, StopIteration):
                 state.ticks.pop(guid, None)  # not readable on this device: publish nothing
 
-    async def reset_latched(self, ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]], deadline: float,
-                            durations: dict[str, float], problems: list[str]) -> None:
+    async def reset_latched(self, ports: dict[PortKey, SweptPort], latched: dict[PortKey, list[str]],
+                            poll: IbPoll) -> None:
         """perfquery -R on the latched counters only (reset_latched_counters)."""
         jobs = []
         for key, names in latched.items():
@@ -217,8 +254,8 @@ class IbTools:
             mask = reset_mask(names)
             if mask and p.entry.link is not None and p.entry.link.lid:
                 jobs.append((key, self.argv("perfquery", "-R", str(p.entry.link.lid), str(p.port), hex(mask))))
-        results = await self.batch(jobs, deadline, durations, "perfquery_reset")
+        results = await self.batch(jobs, poll, "perfquery_reset")
         failed = [k for k, r in results.items() if isinstance(r, PollError) or r.exit_status != 0]
         log.warning("reset latched counters on %d port(s)", len(jobs) - len(failed))
         if failed:
-            problems.append(f"reset of latched counters failed on {len(failed)} port(s)")
+            poll.problems.append(f"reset of latched counters failed on {len(failed)} port(s)")

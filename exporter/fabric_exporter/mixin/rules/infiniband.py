@@ -9,20 +9,19 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from ...catalog import CATALOG
 from .base import EXAMPLE, IB_PORT, WARNING, AlertRule, Ctx, Recording, Scenario, fmt, minutes
 
 
 # Where an alert's description says the series is, from its labels.
 IB_WHERE = ("fabric {{ $labels.fabric }}: {{ $labels.node_name }} ({{ $labels.node_guid }}) port {{ $labels.port }}"
             " -> {{ $labels.peer_node_name }} port {{ $labels.peer_port }}")
-# The error counters fabric:ib_port_errors:rate adds up, with the name its counter label gives each.
-ERROR_COUNTERS = (
-    ("fabric_ib_port_receive_errors_total", "PortRcvErrors"),
-    ("fabric_ib_port_receive_remote_physical_errors_total", "PortRcvRemotePhysicalErrors"),
-    ("fabric_ib_local_link_integrity_errors_total", "LocalLinkIntegrityErrors"),
-    ("fabric_ib_excessive_buffer_overrun_errors_total", "ExcessiveBufferOverrunErrors"),
-    ("fabric_ib_link_error_recovery_total", "LinkErrorRecoveryCounter"),
-)
+# The error counters fabric:ib_port_errors:rate adds up, with the name its counter label gives each:
+# the raw counter's name, from the catalog's row.
+ERROR_COUNTERS = tuple((metric, CATALOG[metric].raw[0].name) for metric in (
+    "fabric_ib_port_receive_errors_total", "fabric_ib_port_receive_remote_physical_errors_total",
+    "fabric_ib_local_link_integrity_errors_total", "fabric_ib_excessive_buffer_overrun_errors_total",
+    "fabric_ib_link_error_recovery_total"))
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def port_errors_rate(c: Ctx, s: IbSeries) -> Recording:
     return Recording(
         "fabric:ib_port_errors:rate",
         " or ".join(f'label_replace(rate({m}{sel()}[{w}]), "counter", "{cn}", "", "")' for m, cn in ERROR_COUNTERS),
-        ((s.receive_errors, "0+120x20"),), 10, (({**s.port, "counter": "PortRcvErrors"}, 2.0),))
+        ((s.receive_errors, "0+120x20"),), 10, (({**s.port, "counter": ERROR_COUNTERS[0][1]}, 2.0),))
 
 
 def transmit_discards_rate(c: Ctx, s: IbSeries) -> Recording:

@@ -282,3 +282,13 @@ def test_a_port_without_vl_xmit_wait_counters_is_not_asked_again():
     _one_round(runner, st)
     assert runner.calls == [["perfquery", "-x", "1", "1"]]
     assert not st.windows[fp.key].vl
+
+
+def test_vl_xmit_wait_takes_vls_0_to_15_and_skips_any_other_suffix():
+    """A hostile or unknown perfquery field that starts like a VL counter is no VL: not a crash
+    (int() refuses 5,000 digits and "²" with ValueError), not a made-up VL."""
+    prefix = "PortVLXmitWait"
+    block = ib_perfquery.PerfBlock("PortVLXmitWaitCounters", 1, 1, None, None, {
+        f"{prefix}0": 5, f"{prefix}15": 7, f"{prefix}16": 9, f"{prefix}{'9' * 5000}": 1,
+        f"{prefix}\u00b2": 2, f"{prefix}07": 3, "PortXmitWait": 11})
+    assert f.vl_xmit_wait(block) == {0: 5, 15: 7, 7: 3}
