@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric  # noqa: E402
-from tests.infiniband.conftest import CollectorHarness, group_for  # noqa: E402
+from tests.harness.infiniband import CollectorHarness, group_for  # noqa: E402
 
 from cputime import children_cpu  # noqa: E402
 

@@ -34,7 +34,7 @@ from fabric_exporter.collectors.infiniband import InfinibandCollector  # noqa: E
 from fabric_exporter.collectors.infiniband.focus import FocusTask  # noqa: E402
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric  # noqa: E402
 from fabric_exporter.transport.factory import Transports  # noqa: E402
-from tests.infiniband.conftest import group_for  # noqa: E402
+from tests.harness.infiniband import group_for  # noqa: E402
 
 
 async def _stop(col: InfinibandCollector) -> None:

@@ -56,7 +56,7 @@ from fabric_exporter.transport.base import CommandResult  # noqa: E402
 from fabric_exporter.lab.ibsim import FatTree, IbsimFabric  # noqa: E402
 from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors  # noqa: E402
 from fabric_exporter.serving.store import build_snapshot  # noqa: E402
-from tests.infiniband.conftest import CollectorHarness, group_for  # noqa: E402
+from tests.harness.infiniband import CollectorHarness, group_for  # noqa: E402
 
 from cputime import children_cpu, process_cpu as proc_cpu  # noqa: E402
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.harness.paths import EXAMPLES, ROOT
+
 if str(ROOT / "exporter") not in sys.path:
     sys.path.insert(0, str(ROOT / "exporter"))
 
@@ -24,9 +25,6 @@ def require_tool(name: str) -> str:
             pytest.fail(f"{name} is not installed: .ci/run should have installed it")
         pytest.skip(f"{name} is not installed (run .ci/run to install the test dependencies)")
     return path
-
-
-EXAMPLES = ROOT / "examples"
 
 
 def load_example(name: str, tmp_path: Path, *, base_dir: Path | None = None):
@@ -49,6 +47,12 @@ def load_example(name: str, tmp_path: Path, *, base_dir: Path | None = None):
 # lane cannot start a process at all: the guard makes a start the walk missed fail loudly.
 from tests.harness.lanes import (  # noqa: E402
     MARKER, ProcessFinder, ProcessGuard, build_library_caches, classify, starts_processes)
+
+# Fixtures that tests in several folders use, each defined once in tests/harness/ and registered here by
+# being imported (a fixture that one folder alone uses lives in that folder's conftest.py).
+from tests.harness.mixin import promtool, repo  # noqa: E402,F401
+from tests.harness.roce_nic import fixture_text, lab_factory  # noqa: E402,F401
+from tests.harness.switch import hostile_snmp, snmpsim, switches  # noqa: E402,F401
 
 # matplotlib writes its font list to $MPLCONFIGDIR (else ~/.cache/matplotlib): tests write only in their
 # own directories and the temp dir. Inherited by the subprocesses tests start.

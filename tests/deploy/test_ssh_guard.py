@@ -216,14 +216,15 @@ def guarded_roce_host(tmp_path):
 
 
 def test_roce_nic_collector_polls_through_the_guard(guarded_roce_host):
-    from tests.roce_nic.conftest import Poller, group, one, run
+    from tests.harness.roce_nic import group, run
+    from tests.harness.polling import Poller, one
 
     model, sshd = guarded_roce_host
     raw = {"credentials": {"lab": sshd.credential()},
            "targets": [group("gpu", [{"name": "gpu-001", "address": "127.0.0.1", "port": sshd.port}])]}
     poller = Poller(raw)
 
-    states, samples = run(poller.poll_once())
+    states, samples = run(poller.poll_once(by_host=True))
     assert states["gpu-001"].state == "ok", states["gpu-001"].last_error
     port = model.ports[0]
     labels = {"fabric": "f1", "host": "gpu-001", "device": port.device, "port": "1", "netdev": port.netdev}
@@ -245,8 +246,8 @@ def test_infiniband_collector_polls_through_the_guard(tmp_path_factory):
     """A management node whose perfquery/ibqueryerrors/ibnetdiscover are the real tools on an ibsim
     fabric; the collector's whole sweep must pass the guard, and a counter reset must not."""
     if shutil.which("ibsim") is None:
-        pytest.skip("ibsim not installed")  # tests/infiniband fails loudly for that in CI
-    from tests.infiniband.conftest import CollectorHarness, group_for, make_fabric, values
+        pytest.skip("ibsim not installed")  # tests/e2e/infiniband fails loudly for that in CI
+    from tests.harness.infiniband import CollectorHarness, group_for, make_fabric, values
 
     fabric = make_fabric(tmp_path_factory, "guard")
     fabric.start()
@@ -302,7 +303,8 @@ def test_burst_sampler_streams_through_the_guard(tmp_path):
     from fabric_exporter.serving.store import SnapshotStore
     from fabric_exporter.transport.factory import Transports
     from tests.harness.configs import parse_config
-    from tests.roce_nic.conftest import group, one, samples_of
+    from tests.harness.roce_nic import group
+    from tests.harness.polling import one, parse_exposition
 
     model = RoceHost.build("gpu-001", "mlx5", nics=1, pfc_priorities=(3,))
     sysfs, data, bin_dir = tmp_path / "sys", tmp_path / "data", tmp_path / "bin"
@@ -331,7 +333,7 @@ def test_burst_sampler_streams_through_the_guard(tmp_path):
                     await sched.poll(("gpu", "gpu-001"), collector)
                     await asyncio.sleep(1.5)
                     state = await sched.poll(("gpu", "gpu-001"), collector)
-                    return state, samples_of(sched.store.render().decode())
+                    return state, parse_exposition(sched.store.render().decode())
                 finally:
                     await collector.close()
                     await transports.close()

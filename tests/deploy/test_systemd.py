@@ -284,7 +284,7 @@ def test_polls_work_under_the_units_sandbox(unit_sandbox, tmp_path: Path, tmp_pa
     targets = []
     fabric = None
     if shutil.which("ibsim"):
-        from tests.infiniband.conftest import make_fabric
+        from tests.harness.infiniband import make_fabric
 
         fabric = make_fabric(tmp_path_factory, "sandbox")
         fabric.start()

@@ -83,7 +83,7 @@ def test_shards_started_as_the_template_does_split_the_targets(tmp_path: Path):
     for index in range(2):
         argv = _shard_argv({"SHARD": f"{index}/2", "LISTEN_ADDRESS": "unused"})
         shard_args = argv[argv.index("--shard"):argv.index("--shard") + 2]
-        with DaemonProcess(config, plugins="tests.core.plugin_collectors", args=tuple(shard_args)) as d:
+        with DaemonProcess(config, plugins="tests.harness.plugin_collectors", args=tuple(shard_args)) as d:
             d.wait_http()
             text = d.wait_for(lambda s, b: "fabric_up{" in b and " 0.0" not in
                               "".join(line for line in b.splitlines() if line.startswith("fabric_up{")), deadline=20)

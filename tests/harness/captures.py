@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.harness import paths
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = paths.FIXTURES / "real"
 
 
 def real_capture(name: str) -> str:

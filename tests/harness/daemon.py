@@ -14,7 +14,9 @@ from fabric_exporter.lab.ports import free_tcp_port as free_port
 
 from .processes import stop_process
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.harness import paths
+
+ROOT = paths.ROOT
 
 
 def package_env(**extra: str) -> dict:

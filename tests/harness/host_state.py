@@ -1,7 +1,7 @@
 """What a run leaves on the host outside its own directories: a listing of system directories with a
 sha256 of every file's content, taken before and after, and the paths that differ.
 
-Used by the isolation tests (tests/lab/test_isolation.py, tests/infiniband/test_isolation.py): the
+Used by the isolation tests (tests/e2e/lab/test_isolation.py, tests/unit/lab/test_ibsim_isolation.py): the
 lab, the tests and the benchmarks may write only inside their work directory and the temp dir.
 """
 

@@ -19,7 +19,7 @@ requests for OIDs under ``under`` (default: every GETBULK) get the ``mode``'s mi
 with its misbehaviour), ``bytes_sent`` what it sent back.
 
 Use it in a test's own loop (``agent = await start_agent(...)``), in a thread for code that runs
-its own loops (``with ThreadedAgent(...) as agent:``; tests/switch/conftest.py's ``hostile_snmp``
+its own loops (``with ThreadedAgent(...) as agent:``; tests/harness/switch.py's ``hostile_snmp``
 fixture), or as a separate process, so its memory is not counted with the client's::
 
     python -m tests.harness.hostile_snmp huge_strings --port 0   # prints the port, serves until killed

@@ -118,7 +118,7 @@ class Collector(abc.ABC):
     #: tests/deploy/test_ssh_guard_generated.py does that instead (or it runs nothing over SSH)
     command_variants: ClassVar[tuple[dict[str, Any], ...]] = ()
     #: real captures of what its commands print (paths under tests/fixtures), one group per kind of
-    #: output: tests/core/test_fuzz_through_collectors.py polls it, once per ``command_variants``
+    #: output: tests/unit/test_collectors_fuzz.py polls it, once per ``command_variants``
     #: entry, with every command answered by a mutated group; empty when a hand-written test there does
     captures: ClassVar[tuple[tuple[str, ...], ...]] = ()
     #: seconds the collector needs after its I/O, before the poll's timeout (see ``work_budget``)

@@ -5,7 +5,7 @@
 Modules of the package import the part they need; this module is for tools and tests. Loading
 needs the collectors to validate each group's ``options:``; the caller passes them
 (``load_config(path, options_parsers=collectors.registry())``), so no config module imports a
-collector (tests/core/test_no_import_cycle.py).
+collector (tests/meta/test_no_import_cycle.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ at once (``ConfigError.problems``). Unknown keys are errors: a typo must never b
 
 Which collectors exist is the caller's to say (``options_parsers``: the daemon and the CLI pass
 ``collectors.registry()``): this module imports no collector, so the collectors can import the
-config model without a cycle (tests/core/test_no_import_cycle.py).
+config model without a cycle (tests/meta/test_no_import_cycle.py).
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def _data_links(links: list[tuple[str, str]]) -> list[dict]:
 
 
 # Keys grafanalib writes that Grafana's dashboard schema (@grafana/schema) has no place for; Grafana
-# ignores them, and tests/mixin/test_grafana_schema.py type-checks the result without them.
+# ignores them, and tests/unit/mixin/test_dashboards_grafana_schema.py type-checks the result without them.
 _LEGACY_PANEL_KEYS = ("editable", "error", "height", "span", "minSpan")
 _LEGACY_DASHBOARD_KEYS = ("hideControls", "rows", "sharedCrosshair", "gnetId", "style")
 _LEGACY_VARIABLE_KEYS = ("auto", "auto_count", "auto_min", "tagValuesQuery", "tagsQuery", "useTags", "tags")

@@ -268,7 +268,7 @@ __all__ = ["Discards", "EcnMarked", "PfcFrames", "QueueCounters", "long_name", "
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_queue_counters": ("real/eos_queue_counters_detail_egress_nz.txt",
                              "real/eos_queue_counters_nz_7280sr3e.txt"),

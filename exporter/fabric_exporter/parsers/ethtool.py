@@ -124,7 +124,7 @@ __all__ = ["EthtoolStats", "parse_ethtool_stats", "parse_u64", "HEADER"]
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_ethtool_stats": ("roce_nic/ethtool_mlx5_pfc3.txt", "roce_nic/ethtool_bnxt.txt"),
 }

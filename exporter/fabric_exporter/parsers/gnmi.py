@@ -258,7 +258,7 @@ def parse_sonic_port_aliases(data: bytes | str) -> dict[str, str]:
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_sonic_blob": ("switch/gnmi/sonic/COUNTERS+Ethernet68+Queues_alias.txt",
                          "switch/gnmi/sonic/COUNTERS+Ethernet68.txt",

@@ -2,7 +2,7 @@
 
 Our own expander (python-hostlist is GPL-2.0+), written to give exactly what Slurm's
 ``scontrol show hostnames`` gives (checked against it on generated expressions,
-tests/slurm/test_hostlist_vs_scontrol.py):
+tests/unit/parsers/test_hostlist_vs_scontrol.py):
 
 * top-level commas separate host expressions; order and duplicates are kept;
 * ``[...]`` holds comma-separated numbers and ``lo-hi`` ranges; the numbers are zero-padded to

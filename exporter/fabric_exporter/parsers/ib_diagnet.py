@@ -300,7 +300,7 @@ __all__ = ["parse_db_csv", "parse_pm", "pm_info", "cable_info", "node_temperatur
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_db_csv": ("infiniband/ibdiagnet2.db_csv",),
     "parse_pm": ("infiniband/ibdiagnet2.pm",),

@@ -205,7 +205,7 @@ __all__ = ["parse", "Topology", "TopoNode", "TopoPort"]
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse": ("infiniband/ibsim_ibnetdiscover.txt", "infiniband/edge_ibnetdiscover.txt"),
 }

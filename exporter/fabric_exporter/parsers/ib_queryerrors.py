@@ -361,7 +361,7 @@ __all__ = ["parse", "failed_queries", "PortLineMemo", "QueryErrorsReport", "Node
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse": ("infiniband/hdr_ibqueryerrors_errors_report_port.txt",
               "infiniband/ndr_ibqueryerrors_counters_report_port.txt"),

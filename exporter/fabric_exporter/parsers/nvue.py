@@ -135,7 +135,7 @@ __all__ = ["COUNTS", "RoceCounters", "SOURCE_ROCE", "parse_roce_counters"]
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_roce_counters": ("real/nvue_qos_roce_counters_swp16.txt",),
 }

@@ -272,7 +272,7 @@ __all__ = ["LatencyReport", "parse_text", "parse_json", "parse_report"]
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_text": ("latency/write_lat_ib.txt",
                    "latency/send_lat_roce_cpu_warning.txt",

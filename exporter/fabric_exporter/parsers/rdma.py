@@ -419,7 +419,7 @@ __all__ = [
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_hw_counters": ("roce_nic/hw_counters_mlx5.txt",),
     "parse_rdma_statistic": ("roce_nic/rdma_statistic_mlx5.txt", "roce_nic/rdma_statistic_mlx5.json"),

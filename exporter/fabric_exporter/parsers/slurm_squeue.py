@@ -166,7 +166,7 @@ def parse_squeue_text(text: str, skipped: list[SkippedLine] | None = None) -> li
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_squeue_json": ("slurm/slurm-22.05.8-squeue.json", "slurm/rivosinc_squeue_out.json"),
     "parse_squeue_text": ("slurm/slurm-22.05.8-squeue-format.txt",),

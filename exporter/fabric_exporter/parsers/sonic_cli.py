@@ -512,7 +512,7 @@ def parse_pfc_history(text: str, skipped: list[SkippedLine] | None = None) -> li
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_tables": ("switch/sonic/show_pfc_counters.txt",
                      "switch/sonic/show_pfcwd_stats.txt",

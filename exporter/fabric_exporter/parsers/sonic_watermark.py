@@ -276,7 +276,7 @@ __all__ = ["NA", "PgWatermark", "PoolWatermark", "QueueWatermark", "parse_pg_wat
 
 
 # Real captures of each entry point's input (paths under tests/fixtures): the fuzz tests
-# (tests/core/test_fuzz_through_collectors.py) mutate them; a public parse* function not here fails there.
+# (tests/unit/test_collectors_fuzz.py) mutate them; a public parse* function not here fails there.
 FUZZ = {
     "parse_queue_watermark": ("real/sonic_queue_watermark_unicast_masic_all.txt",
                               "real/sonic_queue_watermark_unicast.txt",

@@ -6,7 +6,7 @@ one for after ``stale_after`` (``fabric_up 0``, ``fabric_samples 0``, ``fabric_t
 a scrape only picks a variant per target and joins cached bytes. The lines shown are kept also as
 raw deflate pieces, each compressed against the line before it (gzipstream.py), so a gzip scrape
 joins too and its body is one gzip stream.
-The output is byte-identical to prometheus_client's for the same state (tests/core check it).
+The output is byte-identical to prometheus_client's for the same state (tests/unit/serving/test_selfmetrics.py checks it).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ truncation, a length past its container, trailing bytes, a tag we do not expect,
 SNMP range -- raises ``BerError`` (a PollError, reason ``parse``), never anything else.
 
 It accepts what pysnmp/pyasn1 accept for these messages and decodes it to the same values
-(tests/switch/test_snmp_ber.py proves it with a hypothesis differential test), except that it is
+(tests/unit/transport/test_snmp_ber.py proves it with a hypothesis differential test), except that it is
 stricter in three documented ways, raising ``BerStrictnessError``: indefinite lengths, constructed
 (segmented) encodings of strings, and INTEGERs of more than 9 octets (no SNMP value needs more than
 Counter64's 9; pyasn1 decodes an error-status of any size, and one of thousands of digits cannot even

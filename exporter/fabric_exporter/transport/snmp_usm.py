@@ -6,7 +6,7 @@ Authentication: HMAC-MD5-96 and HMAC-SHA-96 (RFC 3414), HMAC-192-SHA-256 and HMA
 ``usmAesCfb256Protocol`` uses -- the Reeder draft (Cisco's): each extension block is the
 password-to-key algorithm run again on the key so far, then localised. (pysnmp's
 ``usmAesBlumenthalCfb256Protocol`` hashes the key so far once instead; our config does not offer it.)
-tests/switch/test_snmp_usm.py checks every key, digest and cipher against pysnmp's own services.
+tests/unit/transport/test_snmp_usm.py checks every key, digest and cipher against pysnmp's own services.
 
 Password-to-key (one MiB hashed per password) is cached per (hash, password), and localised keys per
 engine ID, so 800 switches sharing a credential cost one MiB hash plus a short one per engine. Per

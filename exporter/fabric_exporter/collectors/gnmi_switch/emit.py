@@ -154,7 +154,7 @@ class OcEmit:
     worked out once per shape (``compile``, handed to OcShapes). ``samples`` then turns a state's
     values into samples, and hands out the very same KeptSample again while a value has not moved,
     so that the store renders only the lines that changed. ``oc_samples`` stays the reference:
-    the two agree on every leaf (tests/switch/test_gnmi_parsers.py)."""
+    the two agree on every leaf (tests/unit/parsers/test_gnmi.py)."""
 
     def __init__(self, dialect: Dialect, switch: str, wanted: Callable[[str], bool]) -> None:
         self.dialect, self.switch, self.wanted = dialect, switch, wanted

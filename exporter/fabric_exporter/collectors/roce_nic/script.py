@@ -86,8 +86,8 @@ fi
 # host saves the daemon ciphering, splitting and parsing them.
 #
 # It drops a line only when the daemon's parsers would read it as a counter no rule maps, so the
-# published series, problems and skipped lines are those of the whole dump (tests/roce_nic/
-# test_mapped_only.py runs this program on every real capture and compares):
+# published series, problems and skipped lines are those of the whole dump (tests/unit/
+# collectors/roce_nic/test_script_mapped_only.py runs this program on every real capture and compares):
 # - only in ``@@hw_counters`` sections and in ``@@ethtool`` sections that exited 0 (an error's text
 #   is kept for the problem it becomes), there only after the ``NIC statistics:`` header;
 # - only lines of the parsers' one-pass counter shape (``name:digits``, ``  name: digits``) with a
