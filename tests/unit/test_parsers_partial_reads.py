@@ -34,7 +34,8 @@ FIXTURES = paths.FIXTURES
 REAL = FIXTURES / "real"
 PER_FILE = 12  # data lines mutated per capture (spread over the file); every line in small files
 
-# capture file name -> its parser (the function the collector calls on that tool's output)
+# capture file name -> its parser (the function the collector calls on that tool's output); a capture
+# no pattern matches goes to the entry point whose FUZZ table lists it (declared_captures)
 PARSERS: list[tuple[str, Callable]] = [
     (r"^eos_queue_counters", eos_cli.parse_queue_counters),
     (r"^eos_interfaces_counters_discards.*\.json$", eos_cli.parse_discards_json),
@@ -105,11 +106,31 @@ ALL_NA = {"sonic_queue_watermark_multicast_na.json", "sonic_queue_watermark_mult
           "sonic_queue_watermark_multicast_unconfigured.txt"}
 
 
+def declared_captures() -> dict[str, Callable]:
+    """Capture (as CAPTURES names it) -> the entry point whose ``FUZZ`` table lists it: a new
+    parser's real captures are fed without a PARSERS row."""
+    import importlib
+    import pkgutil
+
+    from fabric_exporter import parsers
+
+    out: dict[str, Callable] = {}
+    for info in pkgutil.iter_modules(parsers.__path__):
+        module = importlib.import_module(f"{parsers.__name__}.{info.name}")
+        for entry, paths in getattr(module, "FUZZ", {}).items():
+            for path in paths:
+                out.setdefault(path.removeprefix("real/"), getattr(module, entry))
+    return out
+
+
 def parser_for(name: str) -> Callable:
     for pattern, parse in PARSERS:
         if re.search(pattern, name):
             return parse
-    raise AssertionError(f"{name}: no parser mapped (add it to PARSERS)")
+    declared = declared_captures().get(name)
+    if declared is not None:
+        return declared
+    raise AssertionError(f"{name}: no parser mapped (list it in its parser's FUZZ table, or add it to PARSERS)")
 
 
 # Captures that are not a tool's text output for a parser: SNMP walks are varbinds, read by the SNMP

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .spec import GNMI_SOURCE, RawCounter
 
 SONIC, OPENCONFIG = "sonic", "openconfig"  # the schema families (RawCounter.vendor)
+SHOWN = {SONIC: "gNMI SONiC", OPENCONFIG: "gNMI OpenConfig"}  # how HELP names them
 CUMULUS = frozenset({"cumulus"})  # NVIDIA Cumulus' leaves: its dialect only (RawCounter.families)
 OPENCONFIG_ONLY = frozenset({"openconfig"})  # a standard leaf Cumulus answers otherwise
 
@@ -38,7 +39,8 @@ class GnmiContainer:
     def field(self, name: str, scale: float = 1.0, dialects: frozenset[str] | None = None,
               labels: tuple[tuple[str, str], ...] = ()) -> RawCounter:
         """The value ``name`` of this container (a field, or a leaf path below it)."""
-        return RawCounter(name, self.source, scale=scale, vendor=self.vendor, families=dialects, labels=labels)
+        return RawCounter(name, self.source, scale=scale, vendor=self.vendor, families=dialects, labels=labels,
+                          shown=SHOWN[self.vendor])
 
 
 # sonic-gnmi's COUNTERS_DB tables (sonic-net/sonic-gnmi testdata/COUNTERS:*): SAI stat names

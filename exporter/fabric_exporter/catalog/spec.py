@@ -32,6 +32,8 @@ class RawCounter:
     families   driver families where the name means what the metric says; None: every family.
     oid        the SNMP column's numeric OID, for SNMP sources.
     labels     labels every value of this name carries, as (name, value) pairs (gNMI: region="headroom").
+    shown      what HELP and the docs put before the name, when the module declaring the row says
+               (a CLI dialect and its command, gNMI and the schema); else derived (driver, MIB).
     """
 
     name: str
@@ -43,6 +45,7 @@ class RawCounter:
     families: frozenset[str] | None = None
     oid: tuple[int, ...] | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    shown: str = ""
 
     @property
     def is_pattern(self) -> bool:
@@ -56,27 +59,22 @@ class RawCounter:
         return text
 
 
-#: how HELP names each switch CLI dialect (RawCounter.vendor of the switch_commands rows)
-CLI_DIALECTS = {"sonic": "SONiC", "eos": "EOS", "cumulus": "Cumulus", "nvue": "NVUE"}
 NIC_SOURCES = ("ethtool", "hw_counters")
 MICROSECONDS = 1e-6
 
 
 GNMI_SOURCE = "gnmi "  # how a gNMI row's source starts (catalog/gnmi_paths.py)
-GNMI_SHOWN = {"sonic": "gNMI SONiC", "openconfig": "gNMI OpenConfig"}
 
 
 def _shown_under(row: RawCounter) -> str:
     """What HELP puts before a row's name: the NIC driver, the MIB, gNMI and the schema, the CLI
     dialect and command; nothing for the InfiniBand tools' names (they are the IBA field names)."""
+    if row.shown:
+        return row.shown
     if row.oid is not None:
         return row.source.split()[0]
     if row.source in NIC_SOURCES:
         return row.vendor
-    if row.source.startswith(GNMI_SOURCE):
-        return GNMI_SHOWN.get(row.vendor, "gNMI")
-    if row.vendor in CLI_DIALECTS:
-        return f"{CLI_DIALECTS[row.vendor]} '{row.source}'"
     return ""
 
 

@@ -37,11 +37,15 @@ VENDOR = {SONIC_PFC_RX: "sonic", SONIC_PFC_TX: "sonic", SONIC_PFC_HISTORY: "soni
           SONIC_PFCWD: "sonic", EOS_DISCARDS: "eos", EOS_PFC: "eos", EOS_ECN: "eos", EOS_QUEUE: "eos", EOS_VOQ: "eos",
           CUMULUS_ETHTOOL: "cumulus", NVUE_ROCE: "nvue"}
 SOURCES = tuple(VENDOR)
+#: how HELP and the docs name each dialect
+DIALECT_NAMES = {"sonic": "SONiC", "eos": "EOS", "cumulus": "Cumulus", "nvue": "NVUE"}
 
 
 def printed(source: str, *names: str, scale: float = 1) -> tuple[RawCounter, ...]:
     """Rows for counters ``source`` prints under ``names`` (several: one metric, several spellings)."""
-    return tuple(RawCounter(name, source, scale=scale, vendor=VENDOR[source]) for name in names)
+    vendor = VENDOR[source]
+    shown = f"{DIALECT_NAMES[vendor]} '{source}'"
+    return tuple(RawCounter(name, source, scale=scale, vendor=vendor, shown=shown) for name in names)
 
 
 def nvue_traffic(path: str) -> str:
