@@ -140,6 +140,34 @@ def test_a_pysnmp_engine_answers_its_first_request_without_building_a_mib_compil
     assert mib_compiler is None
 
 
+def test_closing_with_a_cancelled_requests_answer_queued_raises_nothing_in_the_loop(tmp_path):
+    """A poll cancelled by its deadline, then the transports closed (shutdown, a test's end) while the
+    agent's answer waits in the loop's queue: before, pysnmp raised "Unregistered transport" there."""
+
+    async def go():
+        errors = []
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+        agent = await start_agent("honest")
+        transports = Transports()
+        try:
+            session = transports.snmp(group_config(tmp_path, agent.port, "pysnmp").targets[0],
+                                      Host("sw1", "127.0.0.1", agent.port))
+            await session.walk(IF_NAME + (9,))  # the engine and its socket exist
+            walk = asyncio.create_task(session.walk(IF_NAME))
+            while agent.requests["getbulk"] < 2:  # the agent answers as it reads the request
+                await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the client read the answer: its callback is queued behind us
+            walk.cancel()
+            await transports.close()
+            await asyncio.sleep(0.05)
+            return walk.cancelled(), errors
+        finally:
+            agent.transport.close()
+
+    cancelled, errors = asyncio.run(go())
+    assert cancelled and errors == []
+
+
 def test_a_poll_past_its_budget_publishes_nothing_and_the_next_poll_starts_afresh(tmp_path, caplog):
     """Through the scheduler: one column of 60 kB strings fails the whole poll (no table of it
     published as fresh), counted as output_too_large and logged once; the budget is per poll, so

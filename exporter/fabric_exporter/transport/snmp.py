@@ -23,6 +23,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from pysnmp.entity import config as pysnmp_config
 from pysnmp.entity.rfc3413 import cmdgen
 from pysnmp.hlapi.v3arch.asyncio import (
     CommunityData,
@@ -165,6 +166,14 @@ def _close_engine(engine: SnmpEngine) -> None:
 
 async def close_state(state: _SnmpState) -> None:
     """Close the engines' dispatchers (their UDP sockets and timer tasks) at shutdown."""
+    # Stop reading first and let answers already read reach their engine: a dispatcher closed with
+    # an answer's callback queued (a request just cancelled by its deadline) makes pysnmp raise
+    # "Unregistered transport" in the event loop.
+    for engine in state.engines.values():
+        udp = pysnmp_config.get_transport(engine, UdpTransportTarget.TRANSPORT_DOMAIN)
+        if udp is not None and udp.transport is not None:
+            udp.transport.close()
+    await asyncio.sleep(0)
     for engine in state.engines.values():
         _close_engine(engine)
     state.engines.clear()
