@@ -4,6 +4,11 @@ One SnmpEngine per event loop, kept in ``Transports._snmp_state`` and shared by 
 engine owns the UDP dispatcher; one per session would cost a socket and a task each). Sessions are
 cheap: credentials, address, timeout/retries and max-repetitions; the UDP target is resolved lazily.
 
+Requests go to pysnmp's command generators with numeric varbinds, not through ``get_cmd``/``bulk_cmd``:
+those resolve every varbind through a MIB view, and the first resolution in an engine builds pysmi's
+MIB compiler (its LALR parser), 1-3 s of CPU in the event loop per engine -- every other target's
+polls stalled, and a pysnmp walk timed out on its own first request on a loaded host.
+
 Walks are our own GETBULK loop rather than ``bulk_walk_cmd``: it stops at the end of the subtree
 (``lexicographicMode=False`` semantics), refuses non-increasing OIDs, bounds the number of varbinds,
 and raises a PollError subclass on every failure so a walk that stops half-way is never returned as
@@ -18,14 +23,14 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from pysnmp.entity import config as pysnmp_config
+from pysnmp.entity.rfc3413 import cmdgen
 from pysnmp.hlapi.v3arch.asyncio import (
     CommunityData,
     ContextData,
     SnmpEngine,
     UdpTransportTarget,
     UsmUserData,
-    bulk_cmd,
-    get_cmd,
     usmAesCfb128Protocol,
     usmAesCfb256Protocol,
     usmDESPrivProtocol,
@@ -36,10 +41,10 @@ from pysnmp.hlapi.v3arch.asyncio import (
     usmNoAuthProtocol,
     usmNoPrivProtocol,
 )
+from pysnmp.hlapi.v3arch.asyncio.lcd import CommandGeneratorLcdConfigurator
 from pysnmp.proto import errind, rfc1902, rfc1905
 from pysnmp.proto.mpmod.rfc3412 import SnmpV3MessageProcessingModel
 from pysnmp.proto.secmod.rfc3414.service import SnmpUSMSecurityModel
-from pysnmp.smi.rfc1902 import ObjectIdentity, ObjectType
 
 from ..config import SNMPV3_MIN_KEY_LENGTH, Host, SNMPCredential, TargetGroup
 from ..errors import AuthError, ConnectError, PollError
@@ -72,6 +77,9 @@ _AUTH = {"md5": usmHMACMD5AuthProtocol, "sha": usmHMACSHAAuthProtocol,
          "sha256": usmHMAC192SHA256AuthProtocol, "sha512": usmHMAC384SHA512AuthProtocol}
 _PRIV = {"des": usmDESPrivProtocol, "aes": usmAesCfb128Protocol, "aes128": usmAesCfb128Protocol,
          "aes256": usmAesCfb256Protocol}
+
+#: adds our targets, credentials and the UDP transport to an engine (its bookkeeping lives in the engine)
+_LCD = CommandGeneratorLcdConfigurator()
 
 # SNMPv3 USM failures: the agent told us (in a report PDU) why it refused the request.
 _AUTH_FAILURES = (errind.WrongDigest, errind.UnknownUserName, errind.DecryptionError,
@@ -158,6 +166,14 @@ def _close_engine(engine: SnmpEngine) -> None:
 
 async def close_state(state: _SnmpState) -> None:
     """Close the engines' dispatchers (their UDP sockets and timer tasks) at shutdown."""
+    # Stop reading first and let answers already read reach their engine: a dispatcher closed with
+    # an answer's callback queued (a request just cancelled by its deadline) makes pysnmp raise
+    # "Unregistered transport" in the event loop.
+    for engine in state.engines.values():
+        udp = pysnmp_config.get_transport(engine, UdpTransportTarget.TRANSPORT_DOMAIN)
+        if udp is not None and udp.transport is not None:
+            udp.transport.close()
+    await asyncio.sleep(0)
     for engine in state.engines.values():
         _close_engine(engine)
     state.engines.clear()
@@ -326,17 +342,30 @@ class SnmpSession(SnmpSessionBase):
             raise
         return [_convert_any(name, value) for name, value in vbs]
 
+    def _send(self, target: UdpTransportTarget, generator: Any, *args: Any) -> asyncio.Future:
+        """Send a request with ``generator``'s ``send_varbinds`` (``args``: what follows the context
+        name); the future gets (errorIndication, errorStatus, errorIndex, [(name, value)])."""
+        addr_name, _ = _LCD.configure(self.engine, self.auth, target, self.context.contextName)
+        future = asyncio.get_running_loop().create_future()
+
+        def done(_engine, _handle, error_indication, error_status, error_index, var_binds, _ctx):
+            if not future.done():  # cancelled by the poll's deadline
+                future.set_result((error_indication, error_status, error_index, var_binds))
+
+        generator.send_varbinds(self.engine, addr_name, self.context.contextEngineId, self.context.contextName,
+                                *args, done, None)
+        return future
+
     async def _get_request(self, what: str, oids: list[tuple[int, ...]]) -> list[Varbind]:
         target = await self._get_target()
-        objects = [ObjectType(ObjectIdentity(format_oid(o))) for o in oids]
-        return await self._call(what, lambda: get_cmd(self.engine, self.auth, target, self.context, *objects,
-                                                      lookupMib=False))
+        var_binds = [(rfc1902.ObjectName(o), rfc1902.Null()) for o in oids]
+        return await self._call(what, lambda: self._send(target, cmdgen.GetCommandGenerator(), var_binds))
 
     async def _bulk_request(self, what: str, oid: tuple[int, ...], max_repetitions: int) -> list[Varbind]:
         target = await self._get_target()
-        obj = ObjectType(ObjectIdentity(format_oid(oid)))
-        return await self._call(what, lambda: bulk_cmd(self.engine, self.auth, target, self.context, 0,
-                                                       max_repetitions, obj, lookupMib=False))
+        var_binds = [(rfc1902.ObjectName(oid), rfc1902.Null())]
+        return await self._call(what, lambda: self._send(target, cmdgen.BulkCommandGenerator(), 0,
+                                                         max_repetitions, var_binds))
 
 
 #: ``snmp_engine`` option values: "fast" serves SNMPv2c with snmp_fast and SNMPv3 with snmp_fast_v3

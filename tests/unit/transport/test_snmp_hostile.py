@@ -116,6 +116,59 @@ def test_an_honest_agent_still_walks(tmp_path, engine):
     assert [vb.value for vb in vbs] == [b"Ethernet1", b"Ethernet2", b"Ethernet3", b"Ethernet4"]
 
 
+def test_a_pysnmp_engine_answers_its_first_request_without_building_a_mib_compiler(tmp_path):
+    """pysnmp's get_cmd/bulk_cmd resolve even numeric OIDs through the engine's MIB view, whose first
+    use builds pysmi's MIB compiler (where pysmi is installed, as the lab extra does): 1-3 s of CPU
+    inside the event loop per engine, every other target stalled meanwhile, and this file's pysnmp
+    walks timed out on their first request on a loaded host. Our requests skip the MIB view."""
+
+    async def go():
+        agent = await start_agent("honest")
+        transports = Transports()
+        try:
+            session = transports.snmp(group_config(tmp_path, agent.port, "pysnmp").targets[0],
+                                      Host("sw1", "127.0.0.1", agent.port))
+            vbs = await session.walk(IF_NAME)
+            value = await session.get([IF_NAME + (2,)])
+            return vbs, value, session.engine.get_mib_builder().get_mib_compiler()
+        finally:
+            await transports.close()
+            agent.transport.close()
+
+    vbs, value, mib_compiler = asyncio.run(go())
+    assert [vb.value for vb in vbs] == [b"Ethernet1", b"Ethernet2", b"Ethernet3", b"Ethernet4"]
+    assert value[IF_NAME + (2,)].value == b"Ethernet2"
+    assert mib_compiler is None
+
+
+def test_closing_with_a_cancelled_requests_answer_queued_raises_nothing_in_the_loop(tmp_path):
+    """A poll cancelled by its deadline, then the transports closed (shutdown, a test's end) while the
+    agent's answer waits in the loop's queue: before, pysnmp raised "Unregistered transport" there."""
+
+    async def go():
+        errors = []
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+        agent = await start_agent("honest")
+        transports = Transports()
+        try:
+            session = transports.snmp(group_config(tmp_path, agent.port, "pysnmp").targets[0],
+                                      Host("sw1", "127.0.0.1", agent.port))
+            await session.walk(IF_NAME + (9,))  # the engine and its socket exist
+            walk = asyncio.create_task(session.walk(IF_NAME))
+            while agent.requests["getbulk"] < 2:  # the agent answers as it reads the request
+                await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the client read the answer: its callback is queued behind us
+            walk.cancel()
+            await transports.close()
+            await asyncio.sleep(0.05)
+            return walk.cancelled(), errors
+        finally:
+            agent.transport.close()
+
+    cancelled, errors = asyncio.run(go())
+    assert cancelled and errors == []
+
+
 def test_a_poll_past_its_budget_publishes_nothing_and_the_next_poll_starts_afresh(tmp_path, caplog):
     """Through the scheduler: one column of 60 kB strings fails the whole poll (no table of it
     published as fresh), counted as output_too_large and logged once; the budget is per poll, so
