@@ -97,3 +97,13 @@ def test_the_command_line_refuses_a_subset_outside_the_modules_tests(mutation, c
         mutation.main(["scheduler", "--tests", "tests/unit/serving/test_exposition.py"])
     assert exit_info.value.code == 2
     assert "scheduler: none of --tests" in capsys.readouterr().err
+
+
+def test_every_parser_and_the_fast_snmp_decoders_are_mutated(mutation):
+    """Every module that parses untrusted bytes is a subject (issue 21 item 6): each parsers/*.py,
+    the fast SNMP path's BER codec and USM. A merge once dropped ib_common's entry unnoticed."""
+    pkg = ROOT / mutation.PKG
+    subjects = {rel for rel, _tests in mutation.MODULES.values()}
+    wanted = {f"parsers/{p.name}" for p in (pkg / "parsers").glob("*.py") if p.name != "__init__.py"}
+    wanted |= {"transport/snmp_ber.py", "transport/snmp_usm.py"}
+    assert wanted - subjects == set()

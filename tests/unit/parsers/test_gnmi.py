@@ -123,6 +123,27 @@ def test_non_numeric_counter_is_skipped_and_counted_never_guessed():
     assert len(skipped) == 4 and all(s.source == p.SOURCE_SONIC for s in skipped)
 
 
+
+def test_sonic_counters_are_read_up_to_uint64_max_and_skipped_one_past_it():
+    skipped: list = []
+    blob = p.parse_sonic_blob(b'{"Ethernet0": {"SAI_PORT_STAT_IF_IN_OCTETS": "18446744073709551615",'
+                              b' "SAI_PORT_STAT_IF_OUT_OCTETS": "18446744073709551616"}}', skipped=skipped)
+    assert blob.numbers == {"Ethernet0": {"SAI_PORT_STAT_IF_IN_OCTETS": (1 << 64) - 1}}
+    assert [s.source for s in skipped] == ["gnmi_sonic"]
+    # an OpenConfig uint64 sent as a JSON string: the same bound
+    leaf = "/interfaces/interface[name=swp1]/state/counters/in-octets"
+    skipped = []
+    records = p.oc_records([(leaf, "18446744073709551615"), (leaf, "18446744073709551616")], skipped=skipped)
+    assert [r.value for r in records] == [(1 << 64) - 1]
+    assert [s.text for s in skipped] == [f"{leaf}=18446744073709551616"]
+
+
+def test_openconfig_leaves_skipped_are_counted_under_the_source_the_skip_series_names():
+    """``fabric_parse_skipped_lines_total{source="gnmi_openconfig"}``: the label value is the contract."""
+    skipped: list = []
+    assert p.oc_records([("/system/state/boot-time", 1)], skipped=skipped) == []
+    assert [(s.source, s.text) for s in skipped] == [("gnmi_openconfig", "/system/state/boot-time=1")]
+
 def test_sonic_blob_that_is_not_an_object_is_a_parse_error():
     for bad in (b"[1, 2]", b"not json", b'"x"'):
         with pytest.raises(ParseError):

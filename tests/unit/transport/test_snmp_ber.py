@@ -265,3 +265,58 @@ def test_a_name_with_a_long_form_length_reads_as_the_short_form_does():
     long_name = bytes((0x06, 0x81, 0x04)) + snmp_ber.encode_oid((1, 3, 6, 1, 2))[2:]
     data = _tlv(0x30, _tlv(0x30, long_name + bytes((0x04, 0x01, 0x41))))
     assert snmp_ber.decode_varbinds(data, 0, len(data)) == [snmp_ber.Varbind((1, 3, 6, 1, 2), snmp_ber.STRING, b"A")]
+
+
+def _response_with(varbinds: bytes) -> bytes:
+    """A v2c Response (request-id 1, no error) around these encoded varbinds."""
+    pdu = _tlv(0xA2, _tlv(0x02, b"\x01") + _tlv(0x02, b"\x00") + _tlv(0x02, b"\x00") + _tlv(0x30, varbinds))
+    return _tlv(0x30, _tlv(0x02, b"\x01") + _tlv(0x04, b"public") + pdu)
+
+
+@pytest.mark.parametrize("tag, largest", [(0x41, U32), (0x42, U32), (0x43, U32), (0x46, (1 << 64) - 1)],
+                         ids=["Counter32", "Gauge32", "TimeTicks", "Counter64"])
+def test_unsigned_values_are_read_up_to_their_largest_and_refused_one_past_it(tag, largest):
+    name = snmp_ber.encode_oid((1, 3, 6, 1, 2, 1, 2, 2, 1, 10, 1))
+    for value, accepted in ((largest, True), (largest + 1, False)):
+        data = _response_with(_tlv(0x30, name + _tlv(tag, value.to_bytes(value.bit_length() // 8 + 1, "big"))))
+        assert (reference_decode(data) is not None) == accepted, value  # pysnmp draws the same line
+        check_agrees(data)
+        if accepted:
+            assert ours(data)[4][0].value == largest
+
+
+def test_a_datagram_ending_inside_a_varbind_or_before_its_pdu_is_refused_as_ber():
+    """Three datagrams whose last byte is a tag with nothing after it (a value's, the PDU's missing
+    altogether): each is a BerError, never an IndexError from reading past the bytes."""
+    name = snmp_ber.encode_oid((1, 3, 6, 1, 2))
+    value_tag_last = _response_with(_tlv(0x30, name + b"\x04"))
+    assert isinstance(ours(value_tag_last), snmp_ber.BerError) and reference_decode(value_tag_last) is None
+    no_pdu = _tlv(0x30, _tlv(0x02, b"\x01") + _tlv(0x04, b"public"))
+    assert isinstance(ours(no_pdu), snmp_ber.BerError) and reference_decode(no_pdu) is None
+    with pytest.raises(snmp_ber.BerError, match="PDU missing"):  # a scopedPDU with its contexts only
+        snmp_ber.decode_scoped_pdu(_tlv(0x30, _tlv(0x04, b"engine") + _tlv(0x04, b"")))
+
+
+def test_a_name_of_indefinite_length_is_refused_even_when_128_octets_follow():
+    """``06 80``: an OBJECT IDENTIFIER may not have an indefinite length (pysnmp refuses it too), and
+    0x80 is not a short-form length of 128 -- not even when 128 octets of arcs and a value follow."""
+    arcs = bytes((43,)) + bytes((6,)) * 127
+    data = _response_with(_tlv(0x30, b"\x06\x80" + arcs + b"\x05\x00"))
+    assert reference_decode(data) is None
+    got = ours(data)
+    assert isinstance(got, snmp_ber.BerStrictnessError) and "indefinite" in str(got)
+    check_agrees(data)
+
+
+def test_request_oids_under_every_root_arc_encode_as_pyasn1_reads_them():
+    """Roots 0 and 1 take 40 second arcs, root 2 any number (2.999 is in use); any other OID is
+    refused before a request is sent."""
+    from pyasn1.type import univ
+
+    for oid in ((0, 0), (1, 39, 7), (2, 0), (2, 999, 3), (2, 100, 1, U32)):
+        encoded = snmp_ber.encode_oid(oid)
+        assert tuple(decoder.decode(encoded, asn1Spec=univ.ObjectIdentifier())[0]) == oid
+        assert snmp_ber.decode_oid(encoded, 2, len(encoded)) == oid
+    for bad in ((1,), (3, 1), (0, 40), (1, 40, 1), (1, 3, -1)):
+        with pytest.raises(ValueError, match="not an encodable"):
+            snmp_ber.encode_oid(bad)
