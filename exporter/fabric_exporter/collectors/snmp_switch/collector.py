@@ -7,7 +7,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, NamedTuple
 
 from ...errors import AuthError, OutputTooLargeError, PollError
 from ...samples import KeptSample, LabelSet, PollResult, Sample
@@ -28,6 +29,17 @@ class _Labels:
     if_number: int | None
     names: dict[int, str]
     aliases: dict[int, str]
+
+
+class _Walked(NamedTuple):
+    """One poll's walks: each table column's varbinds (or its failure), the LLDP columns', the
+    ifOperStatus walk when oper_up_only needs it, the failures, and whether the names were loaded."""
+
+    by_column: dict[tuple[int, ...], Any]
+    lldp: dict[tuple[int, ...], Any]
+    oper: Any
+    errors: list[BaseException]
+    labels_loaded: bool
 
 
 def _text(vb: Varbind) -> str:
@@ -82,6 +94,41 @@ class SnmpSwitchCollector(Collector):
         session = self._get_session()
         before, requests_before = session.varbinds, session.requests
         problems: list[str] = []
+        uptime, if_number = await self._read_scalars(session)
+        walk = self._walker(session)
+        walked = await self._walk_columns(walk, uptime, if_number)
+
+        # ifIndexes the tables mention but the name cache lacks: refresh once.
+        seen_ifindexes: set[int] = set()
+        mapped = [self.rows.map_table(table, walked.by_column, seen_ifindexes) for table in self.tables]
+        if not walked.labels_loaded and self._labels is not None and \
+                not seen_ifindexes <= self._labels.names.keys():
+            await self._load_labels(walk, uptime, if_number)
+        labels = self._labels
+        assert labels is not None
+        wanted = self._wanted_interfaces(labels, self._oper_status(session, walked.oper))
+
+        switch = self.host.name if self.host else ""
+        switch_labels = self.rows.switch_labels(switch)
+        samples: list[Sample] = [Sample("fabric_roce_switch_agent_uptime_seconds", switch_labels, uptime / 100.0)]
+        samples += self._info_samples(switch, wanted, labels)
+        failed_tables = self.rows.tables_samples(mapped, walked.by_column, wanted, switch, samples, problems)
+        failed_tables += self._neighbor_samples(walked.lldp, labels, wanted, switch, samples, problems)
+        unknown = seen_ifindexes - labels.names.keys()
+        if unknown:
+            problems.append(f"rows for ifIndex {', '.join(map(str, sorted(unknown)[:10]))} skipped: "
+                            f"no ifName for them")
+        if failed_tables == len(self.tables) + len(self.lldp_tables) and walked.errors:
+            raise walked.errors[0]
+        self.last_varbinds = session.varbinds - before
+        samples.append(Sample("fabric_roce_switch_snmp_poll_varbinds", switch_labels, float(self.last_varbinds)))
+        samples.append(Sample("fabric_roce_switch_snmp_poll_requests", switch_labels,
+                              float(session.requests - requests_before)))
+        return PollResult(samples, problems)
+
+    async def _read_scalars(self, session: Any) -> tuple[int, int | None]:
+        """sysUpTime.0 and ifNumber.0; an agent restart (uptime back) drops the counters' state and
+        the name cache, a changed ifNumber the name cache."""
         now = time.monotonic()
         scalars = await session.get([SYS_UPTIME, IF_NUMBER])
         uptime_vb = scalars.get(SYS_UPTIME)
@@ -91,14 +138,17 @@ class SnmpSwitchCollector(Collector):
         uptime = uptime_vb.value
         if_number_vb = scalars.get(IF_NUMBER)
         if_number = if_number_vb.value if if_number_vb is not None else None
-
         if self._restarted(uptime, now):
             self.rows.forget_counters()
             self._labels = None
         self._last_uptime, self._last_poll_monotonic = uptime, now
         if self._labels is not None and self._labels.if_number != if_number:
             self._labels = None
+        return uptime, if_number
 
+    def _walker(self, session: Any) -> Callable[[tuple[int, ...]], Awaitable[list[Varbind]]]:
+        """A walk of one column, at most ``max_concurrent_walks`` at once, its GETBULK pages sized by
+        the rows the column had last poll."""
         sem = asyncio.Semaphore(self.options.max_concurrent_walks)
 
         async def walk(oid: tuple[int, ...]) -> list[Varbind]:
@@ -106,7 +156,13 @@ class SnmpSwitchCollector(Collector):
                 result = await session.walk(oid, expected_rows=self._rows.get(oid))
             self._rows[oid] = len(result)
             return result
+        return walk
 
+    async def _walk_columns(self, walk: Any, uptime: int, if_number: int | None) -> _Walked:
+        """Every column of the selected tables and LLDP MIBs (and ifOperStatus when oper_up_only
+        needs it), and the interface names when the cache is empty, in one gather: a cancelled poll
+        (deadline) cancels them all. A column's failure is its result; a failure that must fail the
+        whole poll (auth, the byte budget, a bug) is raised."""
         columns = [c for t in self.tables for c in t.columns]
         need_oper = self.options.oper_up_only and not any(c.oid == IF_OPER_STATUS for c in columns)
         walks = [walk(c.oid) for c in columns]
@@ -114,7 +170,6 @@ class SnmpSwitchCollector(Collector):
         walks += [walk(oid) for oid in lldp_columns]
         if need_oper:
             walks.append(walk(IF_OPER_STATUS))
-        # The name walk joins the same gather, so a cancelled poll (deadline) cancels it too.
         labels_loaded = self._labels is None
         if labels_loaded:
             walks.append(self._load_labels(walk, uptime, if_number))
@@ -126,9 +181,6 @@ class SnmpSwitchCollector(Collector):
 
         by_column: dict[tuple[int, ...], list[Varbind] | BaseException] = {
             c.oid: r for c, r in zip(columns, results)}
-        lldp_walks = dict(zip(lldp_columns, results[len(columns):len(columns) + len(lldp_columns)]))
-        oper_walk = results[-1] if need_oper else by_column.get(IF_OPER_STATUS)
-
         errors = [r for r in results if isinstance(r, BaseException)]
         for e in errors:
             # a wrong password, or a poll past its byte budget: nothing of it is published
@@ -136,28 +188,23 @@ class SnmpSwitchCollector(Collector):
                 raise e
             if not isinstance(e, PollError):
                 raise e  # a bug, not a switch problem: let the scheduler count it as internal
+        return _Walked(by_column, dict(zip(lldp_columns, results[len(columns):len(columns) + len(lldp_columns)])),
+                       results[-1] if need_oper else by_column.get(IF_OPER_STATUS), errors, labels_loaded)
 
-        # ifIndexes the tables mention but the name cache lacks: refresh once.
-        seen_ifindexes: set[int] = set()
-        mapped = [self.rows.map_table(table, by_column, seen_ifindexes) for table in self.tables]
-        if not labels_loaded and self._labels is not None and not seen_ifindexes <= self._labels.names.keys():
-            await self._load_labels(walk, uptime, if_number)
-        labels = self._labels
-        assert labels is not None
+    def _oper_status(self, session: Any, oper_walk: Any) -> dict[int, int] | None:
+        """ifIndex -> ifOperStatus when oper_up_only is set (its walk must have worked), else None."""
+        if not self.options.oper_up_only:
+            return None
+        if isinstance(oper_walk, BaseException) or oper_walk is None:
+            raise PollError(f"{session.description}: oper_up_only is set but ifOperStatus could not be "
+                            f"read: {oper_walk}", reason="partial")
+        return {vb.oid[-1]: vb.value for vb in oper_walk if len(vb.oid) == len(IF_OPER_STATUS) + 1}
 
-        oper: dict[int, int] | None = None
-        if self.options.oper_up_only:
-            if isinstance(oper_walk, BaseException) or oper_walk is None:
-                raise PollError(f"{session.description}: oper_up_only is set but ifOperStatus could not be "
-                                f"read: {oper_walk}", reason="partial")
-            oper = {vb.oid[-1]: vb.value for vb in oper_walk if len(vb.oid) == len(IF_OPER_STATUS) + 1}
-        wanted = self._wanted_interfaces(labels, oper)
-
-        switch = self.host.name if self.host else ""
-        switch_labels = self.rows.switch_labels(switch)
-        samples: list[Sample] = [Sample("fabric_roce_switch_agent_uptime_seconds", switch_labels, uptime / 100.0)]
+    def _info_samples(self, switch: str, wanted: dict[int, str], labels: _Labels) -> list[Sample]:
+        """fabric_roce_switch_if_info per selected interface, kept while its name and alias stay."""
         if len(self._info) > MAX_CACHED_LABELS:
             self._info.clear()
+        out: list[Sample] = []
         for ifindex in sorted(wanted):
             info = self._info.get(ifindex)
             name, alias = wanted[ifindex], labels.aliases.get(ifindex, "")
@@ -166,20 +213,8 @@ class SnmpSwitchCollector(Collector):
                 info = self._info[ifindex] = KeptSample(
                     "fabric_roce_switch_if_info",
                     LabelSet({"switch": switch, "interface": name, "ifindex": str(ifindex), "alias": alias}), 1.0)
-            samples.append(info)
-        failed_tables = self.rows.tables_samples(mapped, by_column, wanted, switch, samples, problems)
-        failed_tables += self._neighbor_samples(lldp_walks, labels, wanted, switch, samples, problems)
-        unknown = seen_ifindexes - labels.names.keys()
-        if unknown:
-            problems.append(f"rows for ifIndex {', '.join(map(str, sorted(unknown)[:10]))} skipped: "
-                            f"no ifName for them")
-        if failed_tables == len(self.tables) + len(self.lldp_tables) and errors:
-            raise errors[0]
-        self.last_varbinds = session.varbinds - before
-        samples.append(Sample("fabric_roce_switch_snmp_poll_varbinds", switch_labels, float(self.last_varbinds)))
-        samples.append(Sample("fabric_roce_switch_snmp_poll_requests", switch_labels,
-                              float(session.requests - requests_before)))
-        return PollResult(samples, problems)
+            out.append(info)
+        return out
 
     def _neighbor_samples(self, walks: dict[tuple[int, ...], Any], labels: _Labels, wanted: dict[int, str],
                           switch: str, samples: list[Sample], problems: list[str]) -> int:
