@@ -3,8 +3,10 @@ or check that the committed copy is current."""
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -19,3 +21,16 @@ def write_or_check(path: Path, text: str, new: str, write: bool) -> int:
                                                    f"{path} (generated)"))
         return 1
     return 0
+
+
+def main(argv: list[str] | None, prog: str, description: str, what: str, render: Callable[[str], str]) -> int:
+    """The ``--write FILE | --check FILE`` command line of a generated ``what``: ``render`` makes the
+    new text from the file's current one."""
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar=what, type=Path, help="regenerate it in place")
+    mode.add_argument("--check", metavar=what, type=Path, help="exit 1 (with a diff) if it is not current")
+    args = ap.parse_args(argv)
+    path = args.write or args.check
+    text = path.read_text()
+    return write_or_check(path, text, render(text), bool(args.write))

@@ -7,12 +7,9 @@ the doc equal to them):
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
+from ... import generated
 from ...catalog import gnmi_paths as gp
 from ...catalog.spec import CAPTURES
-from ...generated import write_or_check
 from ...mapping import rows_of
 from .dialects import DIALECTS, TEXT_ENUMS
 
@@ -86,14 +83,8 @@ def render(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="docs/collectors/gnmi_switch.md's path tables, from the catalog rows")
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="MD", type=Path, help="regenerate the tables in place")
-    mode.add_argument("--check", metavar="MD", type=Path, help="exit 1 (with a diff) if the tables are not current")
-    args = ap.parse_args(argv)
-    path = args.write or args.check
-    text = path.read_text()
-    return write_or_check(path, text, render(text), bool(args.write))
+    return generated.main(argv, "python -m fabric_exporter.collectors.gnmi_switch.docs",
+                          "docs/collectors/gnmi_switch.md's path tables, from the catalog rows", "MD", render)
 
 
 if __name__ == "__main__":
