@@ -350,3 +350,50 @@ def test_snmp_oper_up_only_keeps_neighbours_of_up_interfaces(tmp_path):
         states, samples = run(poll_once(cfg))
     assert [s.state for s in states.values()] == ["ok"]
     assert neighbors(samples, "updown") == {n for n in expected if n[0] != sw.interfaces[1].name}
+
+
+def test_lldp_v2_bad_indexes_counted_and_unnamed_ports_said_by_the_mib_name():
+    """LLDP-V2-MIB: the local port is an ifIndex (index position 1 of 4); a varbind with a short index
+    is counted once, and the problems name the MIB they come from."""
+    walks = _walks({lldp.LLDP_V2_REM_SYS_NAME: {(0, 7, 1, 1): b"gpu-node-101", (0, 8, 1, 1): b"gpu-node-102",
+                                                (0, 7, 1): b"short-index"},
+                    lldp.LLDP_V2_REM_PORT_ID_SUBTYPE: {(0, 7, 1, 1): 5},
+                    lldp.LLDP_V2_REM_PORT_ID: {(0, 7, 1, 1): b"ens1f0np0"}})
+    problems: list[str] = []
+    found = lldp.neighbors_from_walks(lldp.LLDP_V2_MIB, walks, {7: "Ethernet7"}, problems)
+    assert found == [lldp.Neighbor("Ethernet7", "gpu-node-101", "ens1f0np0")]
+    assert problems == ["LLDP-V2-MIB: 1 varbinds with an unexpected index skipped",
+                        "LLDP-V2-MIB: neighbours on local port(s) 8 left out: no interface name for them "
+                        "(neither lldpLocPortId nor ifName)"]
+
+
+def test_lldp_mib_port_ids_by_subtype_and_wrong_types():
+    """A macAddress port ID of 6 bytes is written as a MAC even when its bytes happen to be printable;
+    one of another length (an agent sending the MAC as text) is kept as text; a port ID that is not
+    an OCTET STRING names no port ("")."""
+    rows = {(0, 1, 1): (3, b"abcdef"), (0, 2, 1): (3, b"0c:42:a1:00:00:04"), (0, 3, 1): (5, 42)}
+    walks = _walks({lldp.LLDP_REM_SYS_NAME: {i: f"gpu-node-00{i[1]}".encode() for i in rows},
+                    lldp.LLDP_REM_PORT_ID_SUBTYPE: {i: subtype for i, (subtype, _v) in rows.items()},
+                    lldp.LLDP_REM_PORT_ID: {i: value for i, (_s, value) in rows.items()},
+                    lldp.LLDP_REM_PORT_DESC: {i: 7 for i in rows}})  # a description of the wrong type: none
+    problems: list[str] = []
+    found = lldp.neighbors_from_walks(lldp.LLDP_MIB, walks, {1: "Ethernet0", 2: "Ethernet4", 3: "Ethernet8"},
+                                      problems)
+    assert found == [lldp.Neighbor("Ethernet0", "gpu-node-001", "61:62:63:64:65:66"),
+                     lldp.Neighbor("Ethernet4", "gpu-node-002", "0c:42:a1:00:00:04"),
+                     lldp.Neighbor("Ethernet8", "gpu-node-003", "")]
+    assert problems == []
+
+
+def test_lldp_table_mac_port_ids_named_by_their_description():
+    """``show lldp table``: a MAC-shaped port ID (lldpd on a Linux host) with a description -> the
+    description (the NIC's netdev); without one -> the MAC; a name-shaped ID stays."""
+    text = HEADER + ("Ethernet0    gpu-node-001    0c:42:a1:00:00:00  O             ens1f0np0\n"
+                     "Ethernet4    gpu-node-002    0C-42-A1-00-00-04  O\n"
+                     "Ethernet8    gpu-node-003    ens3f0np0          O             Mellanox\n") + FOOTER.format(3)
+    found = lldp.neighbors_from_cli(parse_lldp_table(text))
+    assert found == [lldp.Neighbor("Ethernet0", "gpu-node-001", "ens1f0np0"),
+                     lldp.Neighbor("Ethernet4", "gpu-node-002", "0C-42-A1-00-00-04"),
+                     lldp.Neighbor("Ethernet8", "gpu-node-003", "ens3f0np0")]
+    assert [lldp.looks_like_mac(t) for t in ("0c:42:a1:00:00:00", "0c:42-a1:00:00:00", "ens1f0np0")] == \
+        [True, False, False]
