@@ -51,7 +51,7 @@ from ..parsers import eos_cli, nvue
 from ..parsers import sonic_cli as p
 from ..parsers import sonic_watermark as wm
 from ..parsers.batched import Section, split_sections
-from ..samples import PollResult, Sample
+from ..samples import LabelSet, PollResult, Sample
 from ..hostnames import NameRule, read_name_rule
 from ..mapping import RawTable, exact_metrics
 from . import lldp
@@ -100,6 +100,39 @@ def _scaled(value: int, scale: float) -> float:
 
 Wanted = Callable[[str], bool]
 
+# label names -> (their values -> the LabelSet a row's samples share), kept across polls: the
+# renderer keys lines on labels objects (a LabelSet cannot change under one), and a poll looks a
+# row's labels up rather than building them (a LabelSet costs ~1 us more than a dict; the hot loops
+# look up inline). Cleared when full: LabelSets are interned, so the ones made again are the
+# objects the snapshots hold.
+_ROW_LABELS: dict[tuple[str, ...], dict[tuple[str, ...], LabelSet]] = {}
+_ROW_LABELS_MAX = 65536
+
+
+def _kept_labels(names: tuple[str, ...]) -> dict[tuple[str, ...], LabelSet]:
+    kept = _ROW_LABELS.get(names)
+    if kept is None:
+        kept = _ROW_LABELS[names] = {}
+    return kept
+
+
+def _made(kept: dict[tuple[str, ...], LabelSet], names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
+    if len(kept) >= _ROW_LABELS_MAX:
+        kept.clear()
+    labels = kept[values] = LabelSet(dict(zip(names, values)))
+    return labels
+
+
+def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
+    kept = _kept_labels(names)
+    labels = kept.get(values)
+    return _made(kept, names, values) if labels is None else labels
+
+
+_QUEUE = ("switch", "interface", "queue")
+_PORT = ("switch", "interface")
+_PRIORITY = ("switch", "interface", "priority")
+
 
 @functools.lru_cache(maxsize=256)  # a switch prints the same columns for every port, poll after poll
 def _pfc_plan(direction: int, columns: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
@@ -111,19 +144,23 @@ def _pfc_plan(direction: int, columns: tuple[str, ...]) -> tuple[tuple[str, str,
 
 def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
+    kept = _kept_labels(_PRIORITY)
     for direction, table in enumerate((counters.rx, counters.tx)):
         for port, columns in table.items():
             if wanted(port):
-                out.extend(Sample(metric, {"switch": switch, "interface": port, label: priority},
-                                  float(columns[column]))
-                           for column, metric, label, priority in _pfc_plan(direction, tuple(columns)))
+                for column, metric, label, priority in _pfc_plan(direction, tuple(columns)):
+                    values = (switch, port, priority)
+                    labels = kept.get(values) if label == "priority" else None  # the rows' capture, always so far
+                    if labels is None:
+                        labels = _row_labels((*_PORT, label), values)
+                    out.append(Sample(metric, labels, float(columns[column])))
     return out
 
 
 Metrics = dict[str, tuple[str, ...]]  # raw name -> metrics (mapping.exact_metrics)
 
 
-def _mapped(metrics: Metrics, values: dict[str, int], labels: dict[str, str]) -> list[Sample]:
+def _mapped(metrics: Metrics, values: dict[str, int], labels: LabelSet) -> list[Sample]:
     """One sample per counter of ``values`` a row of ``metrics`` reads."""
     return [Sample(metric, labels, float(value)) for name, value in values.items() for metric in metrics.get(name, ())]
 
@@ -131,9 +168,13 @@ def _mapped(metrics: Metrics, values: dict[str, int], labels: dict[str, str]) ->
 def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
     append = out.append
+    kept = _kept_labels(_QUEUE)
     for row in rows:
         if wanted(row.port):
-            labels = {"switch": switch, "interface": row.port, "queue": row.queue}
+            values = (switch, row.port, row.queue)
+            labels = kept.get(values)
+            if labels is None:
+                labels = _made(kept, _QUEUE, values)
             for name, value in row.values.items():
                 for metric in metrics.get(name, ()):
                     append(Sample(metric, labels, float(value)))
@@ -142,11 +183,15 @@ def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wa
 
 def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
+    kept = _kept_labels(_QUEUE)
     for row in rows:
         if not wanted(row.port):
             continue
         # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
-        labels = {"switch": switch, "interface": row.port, "queue": f"UC{row.queue}"}
+        values = (switch, row.port, f"UC{row.queue}")
+        labels = kept.get(values)
+        if labels is None:
+            labels = _made(kept, _QUEUE, values)
         out += _mapped(PFCWD_METRICS, row.values, labels)
         if row.status is not None:
             out.append(Sample("fabric_roce_switch_pfcwd_storm_active", labels,
@@ -156,18 +201,18 @@ def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list
 
 def queue_watermark_samples(kind: str, switch: str, rows: list[wm.QueueWatermark], wanted: Wanted) -> list[Sample]:
     # the queue label is the column as printed (UC0, MC8, ALL20): the row's capture only finds the metric
-    return [Sample(metric, {"switch": switch, "interface": r.port, "queue": r.queue, "kind": kind}, float(r.bytes))
+    return [Sample(metric, _row_labels((*_QUEUE, "kind"), (switch, r.port, r.queue, kind)), float(r.bytes))
             for r in rows if wanted(r.port) for _o, metric, _row, _c in QUEUE_WATERMARK_METRICS.matches(r.queue)]
 
 
 def pg_watermark_samples(region: str, switch: str, rows: list[wm.PgWatermark], wanted: Wanted) -> list[Sample]:
-    return [Sample(metric, {"switch": switch, "interface": r.port, "pg": str(r.pg), "region": region}, float(r.bytes))
+    return [Sample(metric, _row_labels((*_PORT, "pg", "region"), (switch, r.port, str(r.pg), region)), float(r.bytes))
             for r in rows if wanted(r.port) for _o, metric, _row, _c in PG_WATERMARK_METRICS.matches(r.column)]
 
 
 def pool_watermark_samples(metric: str, switch: str, rows: list[wm.PoolWatermark], wanted: Wanted) -> list[Sample]:
     # a multi-ASIC switch has one pool of each name per ASIC: the namespace keeps them apart
-    return [Sample(metric, {"switch": switch, "pool": f"{r.namespace}/{r.pool}" if r.namespace else r.pool},
+    return [Sample(metric, _row_labels(("switch", "pool"), (switch, f"{r.namespace}/{r.pool}" if r.namespace else r.pool)),
                    float(r.bytes)) for r in rows]
 
 
@@ -178,10 +223,14 @@ def lldp_samples(switch: str, rows: list[p.LldpNeighbor], wanted: Wanted) -> lis
 
 def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -> list[Sample]:
     out = []
+    kept = _kept_labels(_PRIORITY)
     for r in rows:
         if not wanted(r.port):
             continue
-        labels = {"switch": switch, "interface": r.port, "priority": str(r.priority)}
+        values = (switch, r.port, str(r.priority))
+        labels = kept.get(values)
+        if labels is None:
+            labels = _made(kept, _PRIORITY, values)
         for metric, row in PFC_HISTORY_METRICS.rows:  # catalog order
             if row.name in r.values:
                 out.append(Sample(metric, labels, _scaled(r.values[row.name], row.scale)))
@@ -190,7 +239,7 @@ def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -
 
 def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
     """switchd's counters of one interface: drops, PFC frames per priority, WRED drops per (unicast) queue."""
-    base = {"switch": switch, "interface": interface}
+    base = _row_labels(_PORT, (switch, interface))
     found = []
     for name, value in c.raw.items():
         for order, metric, _row, captures in CUMULUS_METRICS.matches(name):
@@ -198,7 +247,7 @@ def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> li
             if captures:
                 (label, text), = captures
                 number = int(text)
-                labels = {**base, label: f"UC{number}" if label == "queue" else str(number)}
+                labels = _row_labels((*_PORT, label), (switch, interface, f"UC{number}" if label == "queue" else str(number)))
             found.append((order, number, Sample(metric, labels, float(value))))
     found.sort(key=lambda f: f[:2])  # catalog order, then priority/queue number
     return [sample for _order, _number, sample in found]
@@ -208,9 +257,10 @@ def nvue_roce_samples(switch: str, interface: str, c: nvue.RoceCounters) -> list
     out = []
     for metric, row in NVUE_ROCE_METRICS.rows:
         if row.name in c.values:
-            labels = {"switch": switch, "interface": interface}
             if "traffic" in CATALOG[metric].label_sets[0]:
-                labels["traffic"] = cmd.nvue_traffic(row.name)
+                labels = _row_labels((*_PORT, "traffic"), (switch, interface, cmd.nvue_traffic(row.name)))
+            else:
+                labels = _row_labels(_PORT, (switch, interface))
             out.append(Sample(metric, labels, float(c.values[row.name])))
     return out
 
@@ -225,12 +275,12 @@ def eos_port_samples(metrics: Metrics, switch: str, rows: list[eos_cli.Discards 
     out: list[Sample] = []
     for row in rows:
         if wanted(row.port):
-            out += _mapped(metrics, row.values, {"switch": switch, "interface": row.port})
+            out += _mapped(metrics, row.values, _row_labels(_PORT, (switch, row.port)))
     return out
 
 
 def eos_ecn_samples(switch: str, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
-    return [Sample(EOS_ECN_METRIC, {"switch": switch, "interface": r.port, "queue": r.queue},
+    return [Sample(EOS_ECN_METRIC, _row_labels(_QUEUE, (switch, r.port, r.queue)),
                    float(r.packets)) for r in rows if wanted(r.port)]
 
 

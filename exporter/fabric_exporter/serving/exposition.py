@@ -21,7 +21,7 @@ from math import copysign
 from prometheus_client.utils import floatToGoString
 
 from ..catalog import MetricSpec, family_of
-from ..samples import KeptSample
+from ..samples import KeptSample, LabelSet
 
 
 log = logging.getLogger("fabric_exporter.exposition")
@@ -539,6 +539,8 @@ def _render_lines(samples: Iterable[tuple[str, Mapping[str, str], float]], extra
 
 def _label_text(labels: Mapping[str, str], extra_label: tuple[str, str] | None) -> tuple[tuple[str, ...], str]:
     """(label names as given, extra first; the rendered ``k="v",...`` in sorted name order)."""
+    if type(labels) is LabelSet:
+        labels = labels.as_dict()  # reads below as fast as a dict's
     if extra_label is not None:
         labels = {extra_label[0]: extra_label[1], **labels}
     # Sorted label names, as prometheus_client writes them.

@@ -52,3 +52,44 @@ def test_exact_metrics_is_the_table_as_a_dict_and_refuses_captures():
     assert exact_metrics(RawTable(rows)) == {"x": ("fabric_a_total", "fabric_b_total"), "y": ("fabric_c_total",)}
     with pytest.raises(ValueError):
         exact_metrics(RawTable([("fabric_a_total", RawCounter("x{p}", "s"))]))
+
+
+def test_every_dialects_samples_share_kept_label_sets():
+    """The renderer keys lines on labels objects: every command's samples carry immutable LabelSets,
+    the same objects on the next poll of the same rows."""
+    from fabric_exporter.lab import eos_cli as eos_lab
+    from fabric_exporter.lab import sonic_cli as lab
+    from fabric_exporter.lab.snmp import SimulatedSwitch
+    from fabric_exporter.parsers import eos_cli
+    from fabric_exporter.parsers import sonic_watermark as wm
+    from fabric_exporter.samples import LabelSet
+
+    sw = SimulatedSwitch("leaf1", "sonic", ports=4, queues=4, seed=1)
+    yes = lambda _port: True  # noqa: E731
+    polls = [
+        lambda: switch_cli.pfc_samples("sw", p.parse_pfc_counters(lab.render_pfc_counters(sw)), yes),
+        lambda: switch_cli.queue_samples(switch_cli.QUEUE_METRICS, "sw",
+                                         p.parse_queue_counters(lab.render_queue_counters(sw)), yes),
+        lambda: switch_cli.pfcwd_samples("sw", p.parse_pfcwd_stats(lab.render_pfcwd_stats(sw)), yes),
+        lambda: switch_cli.pfc_history_samples("sw", p.parse_pfc_history(lab.render_pfc_history(sw)), yes),
+        lambda: switch_cli.queue_watermark_samples(
+            "watermark", "sw", wm.parse_queue_watermark(lab.render_queue_watermark(sw, "user", "unicast")), yes),
+        lambda: switch_cli.pg_watermark_samples(
+            "shared", "sw", wm.parse_pg_watermark(lab.render_pg_watermark(sw, "user", "shared")), yes),
+        lambda: switch_cli.pool_watermark_samples(
+            switch_cli.POOL_WATERMARKS["buffer_pool"][1], "sw",
+            wm.parse_pool_watermark(lab.render_pool_watermark(sw, "user")), yes),
+        lambda: switch_cli.eos_queue_samples("sw", eos_cli.parse_queue_counters(eos_lab.render_queue_counters(sw)), yes),
+        lambda: switch_cli.eos_port_samples(switch_cli.EOS_DISCARD_METRICS, "sw",
+                                            eos_cli.parse_discards_json(eos_lab.render_discards_json(sw)), yes),
+        lambda: switch_cli.eos_ecn_samples(
+            "sw", eos_cli.parse_ecn_counters_json(eos_lab.render_ecn_counters_json(sw, frozenset({3}))), yes),
+        lambda: switch_cli.cumulus_samples("sw", "swp1", p.parse_cumulus_ethtool(
+            "NIC statistics:\n     HwIfInPfc3Pkt: 5\n     HwIfOutQ12WredDrops: 9\n     HwIfInDiscards: 2\n")),
+        lambda: switch_cli.nvue_roce_samples("sw", "swp1", nvue.RoceCounters(
+            {"rx-stats/rx-non-roce-stats/non-roce-packets": 7, "tx-stats/tx-ecn-stats/ecn-marked-packets": 3})),
+    ]
+    for poll in polls:
+        first, again = poll(), poll()
+        assert first and all(type(s.labels) is LabelSet for s in first)
+        assert all(a.labels is b.labels for a, b in zip(first, again))

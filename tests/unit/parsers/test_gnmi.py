@@ -15,6 +15,7 @@ from fabric_exporter.collectors.gnmi_switch import (DIALECTS, SonicState, error_
                                                     sonic_samples)
 from fabric_exporter.errors import ParseError
 from fabric_exporter.parsers import gnmi as p
+from fabric_exporter.samples import LabelSet
 
 from tests.harness import paths
 
@@ -308,6 +309,8 @@ def test_compiled_openconfig_samples_equal_the_reference_and_keep_unmoved_sample
 
     first, ref, skipped = both(1)
     assert len(first) > 100 and sorted(map(key, first)) == sorted(map(key, ref))
+    # OcEmit keeps each series' labels across polls and the renderer keys lines on them: immutable
+    assert all(type(s.labels) is LabelSet for s in first + ref)
     assert not any(s.labels.get("interface") == "Ethernet8" for s in first)
     assert len(skipped) == 2  # the published counter sent as text and up-time, as oc_records counts them
     sw.advance()

@@ -249,6 +249,22 @@ def test_label_sets_are_immutable_interned_and_read_like_dicts():
         render_chunks([Sample("fabric_ib_port_state_id", dict(LABELS), 4.0)], ("fabric", "ib"))
 
 
+def test_label_sets_merge_into_interned_label_sets_and_copy_out_as_dicts():
+    from fabric_exporter.samples import LabelSet
+    labels = LabelSet(LABELS)
+    merged = labels.merged({"priority": "3", "port": "2"})
+    assert merged is LabelSet({**LABELS, "priority": "3", "port": "2"})  # extra names win, order kept
+    assert list(merged) == [*LABELS, "priority"] and labels == LABELS
+    copy = labels.as_dict()
+    assert type(copy) is dict and copy == LABELS
+    copy["port"] = "9"  # a copy: the label set is unchanged
+    assert labels["port"] == "1"
+    # with the exposition's extra label in front, as the renderer reads it
+    port2 = labels.merged({"port": "2"})
+    assert render_chunks([Sample("fabric_ib_port_state_id", port2, 4.0)], ("fabric", "ib")) == \
+        render_chunks([Sample("fabric_ib_port_state_id", dict(port2), 4.0)], ("fabric", "ib"))
+
+
 def test_a_port_whose_kept_samples_are_made_again_under_interned_labels_keeps_its_place(monkeypatch):
     """A memo rebuilt (after a rediscovery) makes new KeptSamples, but under the same interned
     label set: the samples stay aligned and only lines whose value changed are formatted."""

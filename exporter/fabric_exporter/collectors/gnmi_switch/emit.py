@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...parsers import gnmi as p
-from ...samples import KeptSample, Sample
+from ...samples import KeptSample, LabelSet, Sample
 from .decode import OcState, SonicState
 from .dialects import DIALECTS, DIRECT, ENUM, SUM, Dialect
 
@@ -91,8 +91,9 @@ def _queue_label(name: str) -> str:
     return f"UC{name}" if name.isdigit() else name
 
 
-def _oc_labels(kind: str, switch: str, intf: str, index: str, extra: tuple) -> dict[str, str]:
-    """A leaf's labels: its record's keys (by kind) and its row's extra labels."""
+def _oc_labels(kind: str, switch: str, intf: str, index: str, extra: tuple) -> LabelSet:
+    """A leaf's labels: its record's keys (by kind) and its row's extra labels (kept by OcEmit
+    across polls: immutable)."""
     labels = {"switch": switch, "interface": intf}
     if kind == "queue":
         labels["queue"] = _queue_label(index)
@@ -101,7 +102,7 @@ def _oc_labels(kind: str, switch: str, intf: str, index: str, extra: tuple) -> d
     elif kind == "pg":
         labels["pg"] = index
     labels.update(extra)
-    return labels
+    return LabelSet(labels)
 
 
 def oc_samples(dialect: Dialect, leaves: list[p.OcRecord], switch: str, wanted: Callable[[str], bool]) -> list[Sample]:
@@ -110,7 +111,7 @@ def oc_samples(dialect: Dialect, leaves: list[p.OcRecord], switch: str, wanted: 
     append = out.append
     # (kind, interface, index, group) -> [labels, the group's sums, the parts' values]
     sums: dict[tuple, list] = {}
-    labels_of: dict[tuple, dict[str, str]] = {}  # one labels dict per series identity (formatted once)
+    labels_of: dict[tuple, LabelSet] = {}  # one per series identity (formatted once)
     passes: dict[str, bool] = {}
     tables = dialect.tables
     for kind, intf, index, leaf, value in leaves:
@@ -158,7 +159,7 @@ class OcEmit:
 
     def __init__(self, dialect: Dialect, switch: str, wanted: Callable[[str], bool]) -> None:
         self.dialect, self.switch, self.wanted = dialect, switch, wanted
-        self._labels: dict[tuple, dict[str, str]] = {}  # one labels dict per series identity
+        self._labels: dict[tuple, LabelSet] = {}  # one per series identity
 
     def compile(self, fields: tuple) -> list | None:
         """A mutable emit spec for one leaf shape: [DIRECT, metric, labels, scale, last value, its

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...catalog.roce_nic import ETHTOOL, HW_COUNTERS
 from ...mapping import RawTable, Step
-from ...samples import Sample
+from ...samples import LabelSet, Sample
 
 _new = tuple.__new__  # Sample(...) without the NamedTuple's Python-level __new__ (~700 per host poll)
 
@@ -25,13 +25,13 @@ class CounterMapper:
         """(name, metric, extra labels, scale) per mapped slot, and the names no row knows."""
         return self.table.plan(names, family)
 
-    def map(self, counters: dict[str, int], family: str | None, base: dict[str, str],
-            unmapped: list[str] | None, labels_of: dict[tuple, dict[str, str]] | None = None) -> list[Sample]:
+    def map(self, counters: dict[str, int], family: str | None, base: LabelSet,
+            unmapped: list[str] | None, labels_of: dict[tuple, LabelSet] | None = None) -> list[Sample]:
         """Samples for ``counters``; names no rule knows are appended to ``unmapped`` if given.
 
-        Samples with the same extra labels share one labels dict (``base`` itself when there are
-        none), kept in ``labels_of`` (extra labels -> dict; the port's, when given): the renderer
-        formats each dict's text once."""
+        Samples with the same extra labels share one LabelSet (``base`` itself when there are
+        none), kept in ``labels_of`` (extra labels -> LabelSet; the port's, when given): the renderer
+        formats each one's text once, and nothing can change it under the line it keyed on."""
         names = tuple(counters)
         compiled = self._compiled.get((names, family))
         if compiled is None:
@@ -51,7 +51,7 @@ class CounterMapper:
         for extra in extras:
             labels = labels_of.get(extra)
             if labels is None:
-                labels = labels_of[extra] = {**base, **dict(extra)}
+                labels = labels_of[extra] = base.merged(dict(extra))
             slots.append(labels)
         value = counters.__getitem__
         return [_new(Sample, (metric, slots[slot], value(name) if scale == 1.0 else value(name) * scale))

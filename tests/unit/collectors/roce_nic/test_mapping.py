@@ -12,6 +12,7 @@ from fabric_exporter.collectors.roce_nic.docs import mapping_table_markdown
 from fabric_exporter.errors import CommandError
 from fabric_exporter.mapping import rows_of
 from fabric_exporter.parsers.rdma import parse_host_dump
+from fabric_exporter.samples import LabelSet
 
 from tests.harness import paths
 
@@ -102,6 +103,11 @@ def test_mlx5_pfc_priority_3_exact(fixture_text):
             expected[key(f"fabric_roce_nic_priority_{metric}_total", priority=str(p))] = value
     assert got == pytest.approx(expected)
     assert r.problems == []
+    # the renderer keys lines on labels objects: immutable ones, the same objects on the next poll
+    assert all(type(s.labels) is LabelSet for s in r.samples)
+    again = poll(dump_text(fixture_text, "mlx5_0", "mlx5_core", "ens1f0np0", "hw_counters_mlx5.txt", "ethtool_mlx5_pfc3.txt"))
+    assert [s.labels for s in again.samples] == [s.labels for s in r.samples]
+    assert all(a.labels is b.labels for a, b in zip(again.samples, r.samples))
     # PFC is enabled on priority 3 only: no pause series for other priorities (absent, not 0)
     assert not [k for k in got if "pause" in k[0] and ("priority", "3") not in k[1] and "priority" in dict(k[1])]
 
@@ -253,7 +259,7 @@ def test_vendor_counters_from_the_driver_documentation():
             "pfc_pri3_tx_transitions": 9, "rx_pcs_symbol_err": 10, "rx_fec_corrected_blocks": 11,
             "rx_fec_uncorrectable_blocks": 12}
     from fabric_exporter.collectors.roce_nic import ETHTOOL_MAPPER, HW_MAPPER
-    got = {(s.name, s.labels.get("priority")): s.value for s in ETHTOOL_MAPPER.map(bnxt, "bnxt", {}, None)}
+    got = {(s.name, s.labels.get("priority")): s.value for s in ETHTOOL_MAPPER.map(bnxt, "bnxt", LabelSet({}), None)}
     assert got == {("fabric_roce_rx_discards_total", None): 5, ("fabric_roce_tx_discards_total", None): 6,
                    ("fabric_roce_nic_rx_out_of_buffer_packets_total", None): 7,
                    ("fabric_roce_nic_pfc_rx_pause_transitions_total", "3"): 8,
@@ -263,19 +269,19 @@ def test_vendor_counters_from_the_driver_documentation():
                    ("fabric_roce_nic_rx_fec_uncorrectable_errors_total", None): 12}
     # bits where the driver has them: rx_corrected_bits shadows the block count
     got = {s.name: s.value for s in ETHTOOL_MAPPER.map({"rx_corrected_bits": 99, "rx_fec_corrected_blocks": 11},
-                                                      "bnxt", {}, None)}
+                                                      "bnxt", LabelSet({}), None)}
     assert got == {"fabric_roce_nic_rx_fec_corrected_errors_total": 99}
     # bnxt-only names mean something else elsewhere: not mapped for another driver
-    assert ETHTOOL_MAPPER.map({"rx_stat_discard": 5}, "mlx5", {}, None) == []
+    assert ETHTOOL_MAPPER.map({"rx_stat_discard": 5}, "mlx5", LabelSet({}), None) == []
     ice = {"rx_dropped.nic": 3, "rx_dropped": 999, "tx_dropped_link_down.nic": 4, "port-rx-xoff_prio-3_events": 5,
            "port-rx_bytes": 6}
-    got = {(s.name, s.labels.get("priority")): s.value for s in ETHTOOL_MAPPER.map(ice, "intel", {}, None)}
+    got = {(s.name, s.labels.get("priority")): s.value for s in ETHTOOL_MAPPER.map(ice, "intel", LabelSet({}), None)}
     assert got == {("fabric_roce_rx_discards_total", None): 3, ("fabric_roce_tx_discards_total", None): 4,
                    ("fabric_roce_pfc_rx_pause_frames_total", "3"): 5, ("fabric_roce_rx_bytes_total", None): 6}
     mlx5 = {"rx_global_pause_transition": 7, "rx_pause_ctrl_phy": 8, "tx_pause_ctrl_phy": 9}
-    got = {s.name: s.value for s in ETHTOOL_MAPPER.map(mlx5, "mlx5", {}, None)}
+    got = {s.name: s.value for s in ETHTOOL_MAPPER.map(mlx5, "mlx5", LabelSet({}), None)}
     assert got == {"fabric_roce_nic_link_pause_rx_transitions_total": 7}  # pause_ctrl_phy counts PFC too
-    assert {s.name: s.value for s in HW_MAPPER.map({"rx_icrc_encapsulated": 2}, "mlx5", {}, None)} == {
+    assert {s.name: s.value for s in HW_MAPPER.map({"rx_icrc_encapsulated": 2}, "mlx5", LabelSet({}), None)} == {
         "fabric_roce_nic_rx_icrc_errors_total": 2}
 
 

@@ -10,6 +10,7 @@ import re
 
 from fabric_exporter.collectors.roce_nic import RoceNicOptions, result_from_dump
 from fabric_exporter.parsers.rdma import parse_host_dump
+from fabric_exporter.samples import LabelSet
 from fabric_exporter.serving.store import build_snapshot
 from tests.harness.captures import real_capture as text
 
@@ -94,7 +95,7 @@ def test_bnxt_re_completion_errors_under_both_generations_of_names():
     from fabric_exporter.collectors.roce_nic import HW_MAPPER
     older = {"remote_access_err": 3, "remote_invalid_req_err": 4, "res_length_mismatch": 5, "rnr_naks_rcvd": 6,
              "missing_resp": 7, "bad_resp_err": 8}
-    got = {s.name: s.value for s in HW_MAPPER.map(older, "bnxt", {}, None)}
+    got = {s.name: s.value for s in HW_MAPPER.map(older, "bnxt", LabelSet({}), None)}
     assert got == {"fabric_roce_nic_requester_remote_access_errors_total": 3,
                    "fabric_roce_nic_requester_remote_invalid_requests_total": 4,
                    "fabric_roce_nic_responder_local_length_errors_total": 5,
@@ -102,7 +103,7 @@ def test_bnxt_re_completion_errors_under_both_generations_of_names():
                    "fabric_roce_nic_implied_nak_sequence_errors_total": 7}  # bad_resp_err: one cause of many
     newer = {"req_cqe_error": 9, "resp_cqe_error": 10, "resp_remote_access_errors": 11,
              "req_remote_access_errors": 12, "remote_access_err": 99}
-    got = {s.name: s.value for s in HW_MAPPER.map(newer, "bnxt", {}, None)}
+    got = {s.name: s.value for s in HW_MAPPER.map(newer, "bnxt", LabelSet({}), None)}
     assert got == {"fabric_roce_nic_requester_cqe_errors_total": 9, "fabric_roce_nic_responder_cqe_errors_total": 10,
                    "fabric_roce_nic_responder_remote_access_errors_total": 11,
                    "fabric_roce_nic_requester_remote_access_errors_total": 12}  # the newer name wins
