@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from fabric_exporter.collectors import switch_cli
+from fabric_exporter.collectors.switch_cli import collector as switch_cli_collector
 from fabric_exporter.collectors.base import PollContext
 from fabric_exporter.collectors.infiniband import InfinibandCollector, details, focus
 from fabric_exporter.collectors.latency_probe import LatencyProbeCollector
@@ -177,14 +178,14 @@ def test_reset_only_in_its_exact_shape_when_allowed():
 
 
 def test_guard_knows_exactly_the_collectors_sonic_sections():
-    assert guard.SONIC_SECTIONS == switch_cli._SONIC_ARGV
+    assert guard.SONIC_SECTIONS == switch_cli_collector._SONIC_ARGV
 
 
 def test_switch_scripts_pass_only_as_built():
     nonce = "0123456789abcdef"
-    names = list(switch_cli._SONIC_ARGV)
-    good = [switch_cli.build_script([(n, switch_cli._SONIC_ARGV[n]) for n in names], nonce),
-            switch_cli.build_script([(n, switch_cli._SONIC_ARGV[n] + ("--json",)) for n in names[1:3]], nonce),
+    names = list(switch_cli_collector._SONIC_ARGV)
+    good = [switch_cli.build_script([(n, switch_cli_collector._SONIC_ARGV[n]) for n in names], nonce),
+            switch_cli.build_script([(n, switch_cli_collector._SONIC_ARGV[n] + ("--json",)) for n in names[1:3]], nonce),
             switch_cli.build_cumulus_script(nonce),
             switch_cli.build_cumulus_script(nonce, ("ethtool", "nvue_roce")),
             switch_cli.build_cumulus_script(nonce, ("nvue_roce",))]

@@ -32,7 +32,7 @@ NOT_RAW = {(PACKAGE + "collectors/infiniband/options.py", "qp1_dropped"),
            (PACKAGE + "mixin/rules/roce.py", "duplicate_request"),
            (PACKAGE + "mixin/settings.py", "UC3")}
 # Words that are a NIC raw name and also a SONiC queue-counter record field.
-NOT_NIC = {(PACKAGE + "parsers/sonic_cli.py", "tx_bytes"), (PACKAGE + "collectors/switch_cli.py", "tx_bytes")}
+NOT_NIC = {(PACKAGE + "parsers/sonic_cli.py", "tx_bytes")}
 
 
 def all_rows() -> list[RawCounter]:

@@ -210,7 +210,8 @@ def test_cumulus_nvue_roce_counters_beside_ethtool(tmp_path):
 
 
 def test_batched_script_sections_roundtrip():
-    from fabric_exporter.collectors.switch_cli import build_script, split_sections
+    from fabric_exporter.collectors.switch_cli import build_script
+    from fabric_exporter.parsers.batched import split_sections
     from fabric_exporter.errors import ParseError
 
     script = build_script([("a", ("printf", "x\\ny")), ("b", ("sh", "-c", "echo hi; exit 3"))], "n0nce")
