@@ -93,3 +93,19 @@ def test_every_dialects_samples_share_kept_label_sets():
         first, again = poll(), poll()
         assert first and all(type(s.labels) is LabelSet for s in first)
         assert all(a.labels is b.labels for a, b in zip(first, again))
+
+
+def test_kept_label_sets_are_bounded_per_switch_not_across_the_fleet(monkeypatch):
+    """Each switch keeps its own rows' label sets: another switch's rows never push them out (a
+    fleet-wide bound that 800 switches' queues pass would rebuild every label set every poll)."""
+    from fabric_exporter.collectors.switch_cli import samples
+
+    monkeypatch.setattr(samples, "_ROW_LABELS", {})
+    monkeypatch.setattr(samples, "_ROW_LABELS_MAX", 4)
+    rows = [p.PfcwdStats(f"Ethernet{n}", 3, "operational", {"STORM DETECTED": 1}) for n in range(3)]
+    switch_cli.pfcwd_samples("sw-a", rows, lambda port: True)
+    kept_a = dict(samples._ROW_LABELS[("sw-a", samples._QUEUE)])
+    for n in range(10):
+        switch_cli.pfcwd_samples(f"sw-{n}", rows, lambda port: True)
+    assert len(kept_a) == 3
+    assert samples._ROW_LABELS[("sw-a", samples._QUEUE)] == kept_a

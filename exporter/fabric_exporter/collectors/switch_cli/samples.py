@@ -59,19 +59,25 @@ def _scaled(value: int, scale: float) -> float:
 
 Wanted = Callable[[str], bool]
 
-# label names -> (their values -> the LabelSet a row's samples share), kept across polls: the
-# renderer keys lines on labels objects (a LabelSet cannot change under one), and a poll looks a
+# (switch, label names) -> (their values -> the LabelSet a row's samples share), kept across polls:
+# the renderer keys lines on labels objects (a LabelSet cannot change under one), and a poll looks a
 # row's labels up rather than building them (a LabelSet costs ~1 us more than a dict; the hot loops
-# look up inline). Cleared when full: LabelSets are interned, so the ones made again are the
-# objects the snapshots hold.
-_ROW_LABELS: dict[tuple[str, ...], dict[tuple[str, ...], LabelSet]] = {}
-_ROW_LABELS_MAX = 65536
+# look up inline). Kept per switch so that the bound is one switch's rows (64 ports x 16 queues is
+# ~1,000 label sets), not the whole fleet's: a fleet-wide bound that 800 switches' queues pass
+# would be cleared, and every label set built again, on every poll cycle. Cleared when full:
+# LabelSets are interned, so the ones made again are the objects the snapshots hold.
+_ROW_LABELS: dict[tuple[str, tuple[str, ...]], dict[tuple[str, ...], LabelSet]] = {}
+_ROW_LABELS_MAX = 65536  # label sets kept per (switch, label names)
+_KEPT_MAX = 65536  # (switch, label names) kept: switches retired by a reload go when it is full
 
 
-def _kept_labels(names: tuple[str, ...]) -> dict[tuple[str, ...], LabelSet]:
-    kept = _ROW_LABELS.get(names)
+def _kept_labels(switch: str, names: tuple[str, ...]) -> dict[tuple[str, ...], LabelSet]:
+    key = (switch, names)
+    kept = _ROW_LABELS.get(key)
     if kept is None:
-        kept = _ROW_LABELS[names] = {}
+        if len(_ROW_LABELS) >= _KEPT_MAX:
+            _ROW_LABELS.clear()
+        kept = _ROW_LABELS[key] = {}
     return kept
 
 
@@ -83,7 +89,8 @@ def _made(kept: dict[tuple[str, ...], LabelSet], names: tuple[str, ...], values:
 
 
 def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
-    kept = _kept_labels(names)
+    """The LabelSet of ``names`` = ``values`` (names start with "switch", values with its name)."""
+    kept = _kept_labels(values[0], names)
     labels = kept.get(values)
     return _made(kept, names, values) if labels is None else labels
 
@@ -103,7 +110,7 @@ def _pfc_plan(direction: int, columns: tuple[str, ...]) -> tuple[tuple[str, str,
 
 def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
-    kept = _kept_labels(_PRIORITY)
+    kept = _kept_labels(switch, _PRIORITY)
     for direction, table in enumerate((counters.rx, counters.tx)):
         for port, columns in table.items():
             if wanted(port):
@@ -127,7 +134,7 @@ def _mapped(metrics: Metrics, values: dict[str, int], labels: LabelSet) -> list[
 def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
     append = out.append
-    kept = _kept_labels(_QUEUE)
+    kept = _kept_labels(switch, _QUEUE)
     for row in rows:
         if wanted(row.port):
             values = (switch, row.port, row.queue)
@@ -142,7 +149,7 @@ def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wa
 
 def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
-    kept = _kept_labels(_QUEUE)
+    kept = _kept_labels(switch, _QUEUE)
     for row in rows:
         if not wanted(row.port):
             continue
@@ -182,7 +189,7 @@ def lldp_samples(switch: str, rows: list[p.LldpNeighbor], wanted: Wanted) -> lis
 
 def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -> list[Sample]:
     out = []
-    kept = _kept_labels(_PRIORITY)
+    kept = _kept_labels(switch, _PRIORITY)
     for r in rows:
         if not wanted(r.port):
             continue
