@@ -2,7 +2,7 @@
 
 Each snapshot is rendered once, when its poll lands, into per-family chunks of sample lines; a scrape
 only joins cached bytes. The output is byte-identical to prometheus_client's for the same samples
-(tests/core/test_exposition.py checks this), at a fraction of its cost per sample.
+(tests/unit/serving/test_exposition.py checks this), at a fraction of its cost per sample.
 """
 
 from __future__ import annotations
