@@ -5,9 +5,11 @@ error. Real processes and a real OpenSSH sshd on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import resource
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,35 @@ def test_ssh_output_over_the_cap_fails_clearly_and_the_connection_stays_usable(t
     before = _maxrss_mb()
     asyncio.run(scenario())
     assert _maxrss_mb() - before < 40
+
+
+def test_ssh_output_over_the_cap_is_freed_when_its_error_is_dropped(tools_sshd):
+    """The read buffers go with the error, not with the cycle collector: a reference cycle through
+    the failed read's frame kept ~limit bytes per failed poll alive until a full gc pass, and the
+    soak's flooding host grew the daemon by ~8 MiB a poll."""
+    limit = 8 << 20
+    conn = _connection(tools_sshd, limit)
+
+    async def scenario():
+        try:
+            await conn.run(["small"], timeout=10)  # connected, asyncssh's own buffers allocated
+            gc.collect()
+            gc.disable()
+            tracemalloc.start()
+            try:
+                with pytest.raises(OutputTooLargeError):
+                    await conn.run(["huge"], timeout=20)
+                await asyncio.sleep(0.2)  # the channel's close settles
+                kept, _ = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+                gc.enable()
+            return kept
+        finally:
+            await conn.close()
+
+    kept = asyncio.run(scenario())
+    assert kept < limit // 4, f"{kept} bytes still held after the over-limit read's error was dropped"
 
 
 def test_ssh_output_under_the_cap_is_whole(tools_sshd):

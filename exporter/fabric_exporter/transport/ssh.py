@@ -200,6 +200,11 @@ class SSHConnection:
         finally:
             if not completed:
                 process.close()
+                # A failed read's traceback outlives it in a reference cycle (Python 3.11's
+                # TaskGroup.__aexit__ keeps its exception group in a local, and the group's
+                # traceback holds this frame) until a full gc pass; free the output now.
+                for buf in buffers:
+                    buf.clear()
         if process.exit_status is None and process.exit_signal is None:
             # The channel closed without an exit status: sshd (or the connection) died mid-command.
             # Whatever output arrived is cut short; it is a connection failure, not a parse error.
