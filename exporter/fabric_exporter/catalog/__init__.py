@@ -12,7 +12,7 @@ import pkgutil
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
-from .spec import PREFIX, MetricSpec
+from .spec import PREFIX, MetricSpec, RawCounter
 
 #: installed plugins add metrics with an entry point in this group whose value is a list of MetricSpec
 ENTRY_POINT_GROUP = "fabric_exporter.metrics"
@@ -33,6 +33,7 @@ def register(specs: Iterable[MetricSpec]) -> None:
     for spec in specs:
         if not isinstance(spec, MetricSpec):
             raise TypeError(f"catalog: expected MetricSpec, got {type(spec).__name__}")
+        spec.check_complete()
         if spec.name in CATALOG:
             raise ValueError(f"catalog: {spec.name} declared twice")
     for spec in specs:
@@ -45,11 +46,23 @@ def _catalog_modules() -> list[str]:
     return [m for m in _FIRST if m in found] + [m for m in found if m not in _FIRST]
 
 
+def _attach(specs: list[MetricSpec], rows: dict[str, tuple[RawCounter, ...]], collector: str) -> list[MetricSpec]:
+    """``specs`` with the rows a module declares beside its source (``ROWS``: metric -> rows, read by
+    ``ROWS_COLLECTOR``), so a new source's rows are one file; a row naming no metric is an error."""
+    unknown = set(rows) - {spec.name for spec in specs}
+    if unknown:
+        raise ValueError(f"catalog: rows for metrics that are not declared: {sorted(unknown)}")
+    return [spec.with_rows(rows[spec.name], collector) if spec.name in rows else spec for spec in specs]
+
+
 def _build() -> None:
-    for name in _catalog_modules():
-        module = importlib.import_module(f"{__name__}.{name}")
-        if isinstance(getattr(module, "METRICS", None), list):
-            register(module.METRICS)
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in _catalog_modules()]
+    specs = [spec for module in modules if isinstance(getattr(module, "METRICS", None), list)
+             for spec in module.METRICS]
+    for module in modules:
+        if isinstance(getattr(module, "ROWS", None), dict):
+            specs = _attach(specs, module.ROWS, module.ROWS_COLLECTOR)
+    register(specs)
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         register(ep.load())
 

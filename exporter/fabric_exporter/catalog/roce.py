@@ -10,16 +10,6 @@ from .labels import NIC_PORT, NIC_PORT_PRIORITY, SWITCH_IF, SWITCH_IF_PRIORITY, 
 from .mib import ARISTA_PFC_PRIORITY, CISCO_PFC_PRIORITY, IF, IF_X
 from .roce_nic import BNXT, bnxt_en, bnxt_re, ice, irdma, mlx5, mlx5_rdma, nic_help
 from .spec import MetricSpec, RawCounter
-from .switch_commands import (
-    CUMULUS_ETHTOOL,
-    EOS_DISCARDS,
-    EOS_ECN,
-    SONIC_PFC_RX,
-    SONIC_PFC_TX,
-    SONIC_WRED,
-    SONIC_WRED_JSON,
-    printed,
-)
 
 NIC = "roce_nic"
 SNMP = "snmp_switch"
@@ -41,8 +31,7 @@ METRICS = [
              SONIC_PORTS.field("SAI_PORT_STAT_PFC_{p}_RX_PKTS"),
              OC_PRIORITY.field("counters/in-pause-pkts", dialects=CUMULUS),
              CISCO_PFC_PRIORITY.column("cpfcIfPriorityIndications", 3),
-             ARISTA_PFC_PRIORITY.column("aristaPfcPriorityIndications", 4),
-             *printed(CUMULUS_ETHTOOL, "HwIfInPfc{p}Pkt"), *printed(SONIC_PFC_RX, "PFC{p}"))),
+             ARISTA_PFC_PRIORITY.column("aristaPfcPriorityIndications", 4))),
     _shared("fabric_roce_pfc_tx_pause_frames_total", "frames",
             "PFC pause frames sent per priority ({raw}).",
             (NIC_PORT_PRIORITY, SWITCH_IF_PRIORITY), (NIC, SNMP, CLI, GNMI),
@@ -51,8 +40,7 @@ METRICS = [
              SONIC_PORTS.field("SAI_PORT_STAT_PFC_{p}_TX_PKTS"),
              OC_PRIORITY.field("counters/out-pause-pkts", dialects=CUMULUS),
              CISCO_PFC_PRIORITY.column("cpfcIfPriorityRequests", 2),
-             ARISTA_PFC_PRIORITY.column("aristaPfcPriorityRequests", 3),
-             *printed(CUMULUS_ETHTOOL, "HwIfOutPfc{p}Pkt"), *printed(SONIC_PFC_TX, "PFC{p}"))),
+             ARISTA_PFC_PRIORITY.column("aristaPfcPriorityRequests", 3))),
     # mlx5's rx_bytes is the netdev's software count, ice's too: only bnxt_en's plain name is the port's.
     _shared("fabric_roce_rx_bytes_total", "bytes",
             "Bytes received on the port ({raw}).",
@@ -95,23 +83,19 @@ METRICS = [
             (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI, GNMI),
             (*mlx5("rx_discards_phy"), *bnxt_en("rx_stat_discard", families=BNXT),
              *ice("rx_dropped.nic", "port-rx-dropped_pkts"),
-             IF.column("ifInDiscards", 13), *printed(EOS_DISCARDS, "inDiscards"),
-             *printed(CUMULUS_ETHTOOL, "HwIfInDiscards"),
+             IF.column("ifInDiscards", 13),
              SONIC_PORTS.field("SAI_PORT_STAT_IF_IN_DISCARDS"), OC_INTERFACE.field("counters/in-discards"))),
     _shared("fabric_roce_tx_discards_total", "packets",
             "Packets the port discarded on transmit ({raw}).",
             (NIC_PORT, SWITCH_IF), (NIC, SNMP, CLI, GNMI),
             (*mlx5("tx_discards_phy"), *bnxt_en("tx_stat_discard", families=BNXT),
              *ice("tx_dropped_link_down.nic", "port-tx-dropped_link-down_pkts"),
-             IF.column("ifOutDiscards", 19), *printed(EOS_DISCARDS, "outDiscards"),
-             *printed(CUMULUS_ETHTOOL, "HwIfOutDiscards"),
+             IF.column("ifOutDiscards", 19),
              SONIC_PORTS.field("SAI_PORT_STAT_IF_OUT_DISCARDS"), OC_INTERFACE.field("counters/out-discards"))),
     _shared("fabric_roce_ecn_marked_packets_total", "packets",
             "ECN CE-marked packets: marked packets a NIC received (RDMA hw counters), or packets a switch marked "
             "per egress queue ({raw}).",
             (NIC_PORT, SWITCH_IF_QUEUE), (NIC, CLI, GNMI),
             (*mlx5_rdma("np_ecn_marked_roce_packets"), *bnxt_re("rx_ecn_marked_pkts"), *irdma("RxECNMrkd"),
-             *printed(SONIC_WRED, "EcnMarked/pkts"), *printed(SONIC_WRED_JSON, "ecnmarkedpacket"),
-             *printed(EOS_ECN, "queueCounters"),
              SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"), OC_QUEUE.field("ecn-marked-pkts"))),
 ]

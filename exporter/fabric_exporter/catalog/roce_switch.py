@@ -33,24 +33,6 @@ from .mib import (
     LLDP_V2_REM,
     SYSTEM,
 )
-from .switch_commands import (
-    CUMULUS_ETHTOOL,
-    EOS_PFC,
-    EOS_QUEUE,
-    EOS_VOQ,
-    NVUE_ROCE,
-    SONIC_BUFFER_POOL_WATERMARK,
-    SONIC_HEADROOM_POOL_WATERMARK,
-    SONIC_PFC_HISTORY,
-    SONIC_PFCWD,
-    SONIC_PG_WATERMARK,
-    SONIC_QUEUE,
-    SONIC_QUEUE_JSON,
-    SONIC_QUEUE_WATERMARK,
-    SONIC_WRED,
-    SONIC_WRED_JSON,
-    printed,
-)
 from .spec import MetricSpec, RawCounter
 
 SNMP = "snmp_switch"
@@ -117,78 +99,63 @@ METRICS = [
     MetricSpec("fabric_roce_switch_if_rx_buffer_drops_total", "counter", "packets",
                "Received packets dropped for lack of ingress buffer ({raw}); "
                "one cause among those fabric_roce_rx_discards_total counts together.",
-               (SWITCH_IF,), (CLI,),
-               raw=printed(CUMULUS_ETHTOOL, "HwIfInBufferDrops")),
+               (SWITCH_IF,), (CLI,)),
     MetricSpec("fabric_roce_switch_if_tx_queue_drops_total", "counter", "packets",
                "Packets dropped in the interface's egress queues, all queues together ({raw}: tail and WRED "
                "drops of a congested queue); per queue, where the switch "
                "gives it, is fabric_roce_switch_queue_dropped_packets_total.",
-               (SWITCH_IF,), (CLI,),
-               raw=printed(CUMULUS_ETHTOOL, "HwIfOutQDrops")),
+               (SWITCH_IF,), (CLI,)),
     # --- RoCE traffic on a Cumulus port (NVUE 'nv show interface <swp> qos roce counters') ----------
     MetricSpec("fabric_roce_switch_if_ecn_marked_packets_total", "counter", "packets",
                "Packets the interface sent CE-marked, all queues together ({raw}); per queue, where the switch "
                "gives it, is "
                "fabric_roce_ecn_marked_packets_total.",
-               (SWITCH_IF,), (CLI,),
-               raw=printed(NVUE_ROCE, "tx-stats/tx-ecn-stats/ecn-marked-packets")),
+               (SWITCH_IF,), (CLI,)),
     MetricSpec("fabric_roce_switch_if_rx_traffic_packets_total", "counter", "packets",
                "Packets received by kind of traffic: traffic=\"roce\" on the RoCE priority, \"non_roce\" the "
                "rest ({raw}).",
-               (SWITCH_IF_TRAFFIC,), (CLI,),
-               raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/roce-packets",
-                           "rx-stats/rx-non-roce-stats/non-roce-packets")),
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
     MetricSpec("fabric_roce_switch_if_tx_traffic_packets_total", "counter", "packets",
                "Packets sent by kind of traffic: traffic=\"roce\" on the RoCE priority, \"cnp\" congestion "
                "notification packets ({raw}).",
-               (SWITCH_IF_TRAFFIC,), (CLI,),
-               raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/roce-packets",
-                           "tx-stats/tx-cnp-stats/cnp-packets")),
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
     MetricSpec("fabric_roce_switch_if_rx_no_buffer_discards_total", "counter", "packets",
                "Received packets discarded for lack of ingress buffer, by kind of traffic ({raw}); all kinds "
                "together is fabric_roce_switch_if_rx_buffer_drops_total.",
-               (SWITCH_IF_TRAFFIC,), (CLI,),
-               raw=printed(NVUE_ROCE, "rx-stats/rx-roce-stats/no-buffer-discard",
-                           "rx-stats/rx-non-roce-stats/no-buffer-discard")),
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
     MetricSpec("fabric_roce_switch_if_tx_no_buffer_discards_total", "counter", "packets",
                "Unicast packets discarded on transmit for lack of egress buffer, by kind of traffic ({raw}): "
                "RoCE packets lost in the switch despite PFC.",
-               (SWITCH_IF_TRAFFIC,), (CLI,),
-               raw=printed(NVUE_ROCE, "tx-stats/tx-roce-stats/unicast-no-buffer-discard",
-                           "tx-stats/tx-cnp-stats/unicast-no-buffer-discard")),
+               (SWITCH_IF_TRAFFIC,), (CLI,)),
     # --- PFC summed over priorities (IEEE8021-PFC-MIB has no per-priority counters) -------------
     MetricSpec("fabric_roce_switch_pfc_rx_frames_total", "counter", "frames",
                "PFC frames received on the interface, all priorities together ({raw}); per-priority "
                "counts are fabric_roce_pfc_rx_pause_frames_total.",
                (SWITCH_IF,), (SNMP, CLI),
-               raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),) + printed(EOS_PFC, "rxFrames")),
+               raw=(IEEE_PFC.column("ieee8021PfcIndications", 3),)),
     MetricSpec("fabric_roce_switch_pfc_tx_frames_total", "counter", "frames",
                "PFC frames sent by the interface, all priorities together ({raw}); per-priority "
                "counts are fabric_roce_pfc_tx_pause_frames_total.",
                (SWITCH_IF,), (SNMP, CLI),
-               raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),) + printed(EOS_PFC, "txFrames")),
+               raw=(IEEE_PFC.column("ieee8021PfcRequests", 2),)),
     # --- egress queues ----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_queue_tx_packets_total", "counter", "packets",
                "Packets sent from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentPkts"), _csq("mcastSentPkts"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePkts", 4))
-               + printed(SONIC_QUEUE, "Counter/pkts") + printed(SONIC_QUEUE_JSON, "totalpacket")
                + (SONIC_QUEUES.field("SAI_QUEUE_STAT_PACKETS"), OC_QUEUE.field("transmit-pkts"))),
     MetricSpec("fabric_roce_switch_queue_tx_bytes_total", "counter", "bytes",
                "Bytes sent from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastSentBytes"), _csq("mcastSentBytes"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytes", 5))
-               + printed(SONIC_QUEUE, "Counter/bytes") + printed(SONIC_QUEUE_JSON, "totalbytes")
                + (SONIC_QUEUES.field("SAI_QUEUE_STAT_BYTES"), OC_QUEUE.field("transmit-octets"))),
     MetricSpec("fabric_roce_switch_queue_dropped_packets_total", "counter", "packets",
                "Packets dropped by the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedPkts"), _csq("mcastDroppedPkts"),
                     ARISTA_EGRESS_QUEUE.column("aristaEgressQueuePktsDropped", 6))
-               + printed(SONIC_QUEUE, "Drop/pkts") + printed(SONIC_QUEUE_JSON, "droppacket")
-               + printed(EOS_QUEUE, "OutDropPkts")
                # Cumulus counts its tail drops in its own leaf, not the standard one
                + (SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_PACKETS"),
                   OC_QUEUE.field("dropped-pkts", dialects=OPENCONFIG_ONLY),
@@ -197,81 +164,68 @@ METRICS = [
                "Bytes dropped by the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(_csq("ucastDroppedBytes"), _csq("mcastDroppedBytes"),
-                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7))
-               + printed(SONIC_QUEUE, "Drop/bytes") + printed(SONIC_QUEUE_JSON, "dropbytes")
-               + printed(EOS_QUEUE, "OutDropOctets") + (SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_BYTES"),)),
+                    ARISTA_EGRESS_QUEUE.column("aristaEgressQueueBytesDropped", 7),
+                    SONIC_QUEUES.field("SAI_QUEUE_STAT_DROPPED_BYTES"))),
     # EOS counts what entered the queue, SONiC/Cisco what left it: not the same count, so own names.
     MetricSpec("fabric_roce_switch_queue_enqueued_packets_total", "counter", "packets",
                "Packets admitted to the egress queue ({raw}); "
                "packets the queue dropped are not in it.",
-               (SWITCH_IF_QUEUE,), (CLI,),
-               raw=printed(EOS_QUEUE, "OutEnqPkts")),
+               (SWITCH_IF_QUEUE,), (CLI,)),
     MetricSpec("fabric_roce_switch_queue_enqueued_bytes_total", "counter", "bytes",
                "Bytes admitted to the egress queue ({raw}).",
-               (SWITCH_IF_QUEUE,), (CLI,),
-               raw=printed(EOS_QUEUE, "OutEnqOctets")),
+               (SWITCH_IF_QUEUE,), (CLI,)),
     # VoQ platforms (EOS 7280R/7500R): congestion drops happen in the ingress chips' virtual output
     # queues for an egress port and class, not in the egress queue; interface = the egress port.
     MetricSpec("fabric_roce_switch_voq_packets_total", "counter", "packets",
                "Packets queued in the virtual output queues for this egress interface and class, summed over "
                "ingress chips ({raw}).",
-               (SWITCH_IF_QUEUE,), (CLI,),
-               raw=printed(EOS_VOQ, "Pkts")),
+               (SWITCH_IF_QUEUE,), (CLI,)),
     MetricSpec("fabric_roce_switch_voq_bytes_total", "counter", "bytes",
                "Bytes queued in the virtual output queues for this egress interface and class "
                "({raw}).",
-               (SWITCH_IF_QUEUE,), (CLI,),
-               raw=printed(EOS_VOQ, "Octets")),
+               (SWITCH_IF_QUEUE,), (CLI,)),
     MetricSpec("fabric_roce_switch_voq_dropped_packets_total", "counter", "packets",
                "Packets dropped in the virtual output queues for this egress interface and class: congestion "
                "drops of a VoQ switch ({raw}).",
-               (SWITCH_IF_QUEUE,), (CLI,),
-               raw=printed(EOS_VOQ, "DropPkts")),
+               (SWITCH_IF_QUEUE,), (CLI,)),
     MetricSpec("fabric_roce_switch_voq_dropped_bytes_total", "counter", "bytes",
                "Bytes dropped in the virtual output queues for this egress interface and class "
                "({raw}).",
-               (SWITCH_IF_QUEUE,), (CLI,),
-               raw=printed(EOS_VOQ, "DropOctets")),
+               (SWITCH_IF_QUEUE,), (CLI,)),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_packets_total", "counter", "packets",
                "Packets WRED dropped from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "WredDrp/pkts") + printed(SONIC_WRED_JSON, "wreddroppacket")
-               + printed(CUMULUS_ETHTOOL, "HwIfOutQ{q}WredDrops")
-               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_PACKETS"), OC_QUEUE.field("wred-dropped-pkts"))),
+               raw=(SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_PACKETS"), OC_QUEUE.field("wred-dropped-pkts"))),
     MetricSpec("fabric_roce_switch_queue_wred_dropped_bytes_total", "counter", "bytes",
                "Bytes WRED dropped from the egress queue ({raw}).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "WredDrp/bytes") + printed(SONIC_WRED_JSON, "wreddropbytes")
-               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_BYTES"),)),
+               raw=(SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_DROPPED_BYTES"),)),
     MetricSpec("fabric_roce_switch_queue_ecn_marked_bytes_total", "counter", "bytes",
                "Bytes ECN CE-marked in the egress queue ({raw}); "
                "packets are fabric_roce_ecn_marked_packets_total.",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_WRED, "EcnMarked/bytes") + printed(SONIC_WRED_JSON, "ecnmarkedbytes")
-               + (SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES"),)),
+               raw=(SONIC_QUEUES.field("SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES"),)),
     # --- PFC watchdog -----------------------------------------------------------------------------
     MetricSpec("fabric_roce_switch_pfcwd_storms_detected_total", "counter", "events",
                "PFC storms the watchdog detected on the queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueStuckCount", 4),)
-               + printed(SONIC_PFCWD, "STORM DETECTED")
                + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED"),)),
     MetricSpec("fabric_roce_switch_pfcwd_storms_restored_total", "counter", "events",
                "PFC storms the watchdog saw end on the queue ({raw}).",
                (SWITCH_IF_QUEUE,), (SNMP, CLI, GNMI),
                raw=(ARISTA_PFC_WATCHDOG.column("aristaPfcWatchdogTxQueueRecoveredCount", 5),)
-               + printed(SONIC_PFCWD, "STORM RESTORED")
                + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED"),)),
     MetricSpec("fabric_roce_switch_pfcwd_tx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on transmit while the queue was in a storm "
                "({raw}: the DROP part of its TX OK/DROP column).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_PFCWD, "TX DROP") + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS"),)),
+               raw=(GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS"),)),
     MetricSpec("fabric_roce_switch_pfcwd_rx_dropped_packets_total", "counter", "packets",
                "Packets the watchdog dropped on receive while the queue was in a storm "
                "({raw}: the DROP part of its RX OK/DROP column).",
                (SWITCH_IF_QUEUE,), (CLI, GNMI),
-               raw=printed(SONIC_PFCWD, "RX DROP") + (GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS"),)),
+               raw=(GNMI_SONIC_PFCWD.field("PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS"),)),
     MetricSpec("fabric_roce_switch_pfcwd_storm_active", "gauge", "",
                "1 while the watchdog holds the queue in a storm (SONiC 'show pfcwd stats' STATUS, or {raw}, "
                "says stormed), 0 when operational.",
@@ -287,8 +241,7 @@ METRICS = [
                "kind says which watermark: user or persistent (CLI), periodic (gNMI: over the switch's last sampling "
                "period).",
                (SWITCH_IF_QUEUE + ("kind",),), (CLI, GNMI), ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",),
-               raw=printed(SONIC_QUEUE_WATERMARK, "UC{w}", "MC{w}", "ALL{w}")
-               + (OC_QUEUE.field("shared-buffer/data/max-occupancy-since-last-sample",
+               raw=(OC_QUEUE.field("shared-buffer/data/max-occupancy-since-last-sample",
                                  labels=(("kind", "periodic"),)),)),
     MetricSpec("fabric_roce_switch_pg_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the ingress priority group since its watermark was last cleared: region "
@@ -297,8 +250,7 @@ METRICS = [
                (SWITCH_IF + ("pg", "region"),), (CLI, GNMI),
                ("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
                 "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"),
-               raw=printed(SONIC_PG_WATERMARK, "PG{g}")
-               + (SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
+               raw=(SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES",
                                             labels=(("region", "shared"),)),
                   SONIC_PG_WATERMARKS.field("SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES",
                                             labels=(("region", "headroom"),)),
@@ -307,26 +259,22 @@ METRICS = [
                "Peak occupancy of the shared buffer pool since its watermark was last cleared "
                "({raw}; SAI_BUFFER_POOL_STAT_WATERMARK_BYTES); on a "
                "multi-ASIC switch the pool is named <namespace>/<pool>.",
-               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",),
-               raw=printed(SONIC_BUFFER_POOL_WATERMARK, "Bytes")),
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_WATERMARK_BYTES",)),
     MetricSpec("fabric_roce_switch_headroom_pool_watermark_bytes", "gauge", "bytes",
                "Peak occupancy of the lossless pool's shared headroom since its watermark was last cleared "
                "({raw}; SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES); "
                "multi-ASIC pools are named <namespace>/<pool>.",
-               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",),
-               raw=printed(SONIC_HEADROOM_POOL_WATERMARK, "Bytes")),
+               (SWITCH + ("pool",),), (CLI,), ("SAI_BUFFER_POOL_STAT_XOFF_ROOM_WATERMARK_BYTES",)),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_seconds_total", "counter", "seconds",
                "Time the interface was paused by received PFC frames on the priority ({raw}; "
                "SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US or the PFC "
                "watchdog's estimate EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US). rate() is the paused fraction.",
                (SWITCH_IF + ("priority",),), (CLI, GNMI),
                ("SAI_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US", "EST_PORT_STAT_PFC_<p>_RX_PAUSE_DURATION_US"),
-               raw=printed(SONIC_PFC_HISTORY, "Total RX Pause Time US", scale=1e-6)
-               + (OC_PRIORITY.field("in-pause-duration", scale=1e-6, dialects=CUMULUS),)),
+               raw=(OC_PRIORITY.field("in-pause-duration", scale=1e-6, dialects=CUMULUS),)),
     MetricSpec("fabric_roce_switch_pfc_rx_pause_transitions_total", "counter", "",
                "Times the priority went from unpaused to paused by received PFC ({raw}; "
                "SAI/EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS).",
                (SWITCH_IF + ("priority",),), (CLI,),
-               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS"),
-               raw=printed(SONIC_PFC_HISTORY, "RX Pause Transitions")),
+               ("SAI_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS", "EST_PORT_STAT_PFC_<p>_ON2OFF_RX_PKTS")),
 ]

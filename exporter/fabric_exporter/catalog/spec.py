@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -154,12 +155,25 @@ class MetricSpec:
             problems.append("histograms need buckets")
         if not self.label_sets:
             problems.append("needs at least one label set (may be empty: ())")
-        if "{raw}" in self.help:
-            problems.append("help names {raw} but the metric has no raw rows")
         if not self.help or "\n" in self.help:
             problems.append("help must be one non-empty line")
         if problems:
             raise ValueError(f"catalog entry {self.name}: " + "; ".join(problems))
+
+    def with_rows(self, rows: tuple[RawCounter, ...], collector: str) -> MetricSpec:
+        """This metric with more raw rows (read by ``collector``, added to its sources): HELP's ``{raw}``
+        and an origin taken from the rows are made again from all of them."""
+        derived = tuple(dict.fromkeys(r.name for r in self.raw))
+        return dataclasses.replace(
+            self, help=self.help_written, raw=self.raw + rows,
+            origin=() if self.origin == derived else self.origin,
+            sources=self.sources if collector in self.sources else self.sources + (collector,))
+
+    def check_complete(self) -> None:
+        """Raise ValueError when HELP still names ``{raw}``: no rows were declared for it, here or
+        attached from a dialect (catalog/__init__.py calls this on every metric it registers)."""
+        if "{raw}" in self.help:
+            raise ValueError(f"catalog entry {self.name}: help names {{raw}} but the metric has no raw rows")
 
     @property
     def exposed_type(self) -> str:
