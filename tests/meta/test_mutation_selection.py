@@ -107,3 +107,5 @@ def test_every_parser_and_the_fast_snmp_decoders_are_mutated(mutation):
     wanted = {f"parsers/{p.name}" for p in (pkg / "parsers").glob("*.py") if p.name != "__init__.py"}
     wanted |= {"transport/snmp_ber.py", "transport/snmp_usm.py"}
     assert wanted - subjects == set()
+    # a parser without an entry is mutated against its mirror test module, which must exist
+    assert [name for name in mutation.MODULES if not mutation.own_tests(name)] == []

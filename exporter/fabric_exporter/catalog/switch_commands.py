@@ -180,3 +180,4 @@ def markdown() -> str:
                 out.append(f"| {row.vendor} | `{command}` | `{row.name}` | `{spec.name}` | {', '.join(labels)} |")
     out += ["", DOC_END]
     return "\n".join(out)
+

@@ -2,6 +2,7 @@
 
 from fabric_exporter.catalog import CATALOG, switch_commands
 from fabric_exporter.collectors import switch_cli
+from fabric_exporter.collectors.switch_cli import docs as switch_cli_docs
 from fabric_exporter.parsers import nvue
 from fabric_exporter.parsers import sonic_cli as p
 
@@ -16,7 +17,16 @@ def test_the_doc_table_is_generated_from_the_rows():
     doc = (ROOT / "docs/collectors/switch_cli.md").read_text()
     begin, end = switch_commands.DOC_BEGIN, switch_commands.DOC_END
     assert doc[doc.index(begin):doc.index(end) + len(end)] == switch_commands.markdown(), \
-        "regenerate the table in docs/collectors/switch_cli.md from switch_commands.markdown()"
+        "regenerate it: python -m fabric_exporter.collectors.switch_cli.docs --write docs/collectors/switch_cli.md"
+
+
+def test_the_doc_table_command_rewrites_only_the_table(tmp_path):
+    doc = tmp_path / "switch_cli.md"
+    doc.write_text(f"before\n{switch_commands.DOC_BEGIN}\nstale\n{switch_commands.DOC_END}\nafter\n")
+    assert switch_cli_docs.main(["--check", str(doc)]) == 1
+    assert switch_cli_docs.main(["--write", str(doc)]) == 0
+    assert doc.read_text() == f"before\n{switch_commands.markdown()}\nafter\n"
+    assert switch_cli_docs.main(["--check", str(doc)]) == 0
 
 
 def test_every_row_names_its_dialect_and_every_command_has_rows():

@@ -1,0 +1,23 @@
+"""docs/collectors/switch_cli.md's counters table (``python -m fabric_exporter.collectors.switch_cli.docs
+--write|--check FILE``), made from the catalog rows by ``catalog.switch_commands.markdown``."""
+
+from __future__ import annotations
+
+from ... import generated
+from ...catalog.switch_commands import DOC_BEGIN, DOC_END, markdown
+
+
+def render(text: str) -> str:
+    """``text`` with its generated counters table replaced by the current one."""
+    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1:
+        raise ValueError(f"expected one {DOC_BEGIN!r} ... {DOC_END!r} block")
+    return text[:text.index(DOC_BEGIN)] + markdown() + text[text.index(DOC_END) + len(DOC_END):]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return generated.main(argv, "python -m fabric_exporter.collectors.switch_cli.docs",
+                          "docs/collectors/switch_cli.md's counters table, from the catalog rows", "MD", render)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
