@@ -190,7 +190,8 @@ _INFO = [
 
 _SWEEP = [
     MetricSpec("fabric_ib_sweep_duration_seconds", "gauge", "seconds",
-               "Wall time of each tool run in the last poll (ibqueryerrors sweeps, ibnetdiscover, perfquery batches).",
+               "Wall time of each tool run in the last poll (ibqueryerrors sweeps, ibnetdiscover, perfquery batches, "
+               "finding and reading the ibdiagnet files).",
                (("fabric", "tool"),), SRC),
     MetricSpec("fabric_ib_topology_nodes", "gauge", "", "Nodes in the current topology by type (switch, ca, router).",
                (("fabric", "node_type"),), SRC),

@@ -42,6 +42,9 @@ def pm_fields(table: RawTable) -> ib_diagnet.PmFields:
 PM_FIELDS = pm_fields(RawTable.for_source(IBDIAGNET_PM, COUNTER_SWEEP, ERROR_SWEEP, PERFQUERY))
 
 
+TOOL = "ibdiagnet_files"  # fabric_ib_sweep_duration_seconds' tool label of the read
+
+
 def find_argv(directory: str) -> list[str]:
     """The newest-files search below ``directory`` (ibdiagnet's output directory)."""
     return ["find", directory, "-maxdepth", "2", "(", "-name", DB_CSV, "-o", "-name", PM, ")", "-type", "f",
@@ -58,8 +61,17 @@ SSH_COMMANDS = (
 
 
 async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, poll: IbPoll) -> list[Sample]:
-    argv = find_argv(directory)
+    """The newest ibdiagnet files' samples, and how long finding and reading them took (after the
+    sweeps' figures were published, so this read publishes its own)."""
     started = asyncio.get_running_loop().time()
+    out = await _read_newest_files(tools, directory, state, poll)
+    poll.took(TOOL, started)
+    out.append(Sample("fabric_ib_sweep_duration_seconds", {"tool": TOOL}, poll.durations[TOOL]))
+    return out
+
+
+async def _read_newest_files(tools: IbTools, directory: str, state: FabricState, poll: IbPoll) -> list[Sample]:
+    argv = find_argv(directory)
     try:
         found = await tools.run_plain(argv, timeout=poll.remaining())
     except PollError as e:
@@ -91,7 +103,6 @@ async def read_ibdiagnet(tools: IbTools, directory: str, state: FabricState, pol
         pm_published = pm_published or had_pm
         out += samples
         out.append(Sample("fabric_ib_ibdiagnet_file_age_seconds", {"file": base}, max(0.0, now_wall - mtime)))
-    poll.took("ibdiagnet_files", started)
     return out
 
 

@@ -61,3 +61,7 @@ def test_every_command_of_an_unscheduled_poll_counts_down_to_one_deadline():
     # cat starts >= 3 command times after the first sweep: a budget restarted per command would end
     # 0.15 s later; one deadline ends within the loop's jitter
     assert max(ends) - min(ends) < COMMAND_SECONDS / 2, runner.ends
+    # the ibdiagnet read (find, then cat: two command times) publishes its own duration
+    took = [s.value for s in result.samples
+            if s.name == "fabric_ib_sweep_duration_seconds" and s.labels["tool"] == "ibdiagnet_files"]
+    assert len(took) == 1 and 2 * COMMAND_SECONDS <= took[0] < 3 * COMMAND_SECONDS, took
