@@ -747,11 +747,11 @@ def test_every_capture_is_tested_and_has_its_provenance():
 # -- Cumulus Linux: ethtool -S swpN through the switch_cli collector's own mapping ----------------
 
 def cumulus_samples_of(name: str):
-    from fabric_exporter.collectors.switch_cli import cumulus_samples
+    from fabric_exporter.collectors.switch_cli import SwitchLabels, cumulus_samples
     from fabric_exporter.parsers.sonic_cli import parse_cumulus_ethtool
 
     skipped: list = []
-    samples = cumulus_samples("leaf1", "swp1", parse_cumulus_ethtool(text(name), skipped=skipped))
+    samples = cumulus_samples(SwitchLabels("leaf1"), "swp1", parse_cumulus_ethtool(text(name), skipped=skipped))
     valid(samples)
     return samples, skipped
 
@@ -784,11 +784,11 @@ NVUE_ROCE = "nvue_qos_roce_counters_swp16.txt"
 
 
 def test_nvue_roce_counters_through_the_mapping():
-    from fabric_exporter.collectors.switch_cli import nvue_roce_samples
+    from fabric_exporter.collectors.switch_cli import SwitchLabels, nvue_roce_samples
     from fabric_exporter.parsers.nvue import parse_roce_counters
 
     skipped: list = []
-    samples = nvue_roce_samples("leaf1", "swp16", parse_roce_counters(text(NVUE_ROCE), skipped=skipped))
+    samples = nvue_roce_samples(SwitchLabels("leaf1"), "swp16", parse_roce_counters(text(NVUE_ROCE), skipped=skipped))
     valid(samples)
     assert skipped == []
     port = {"switch": "leaf1", "interface": "swp16"}

@@ -3,12 +3,14 @@
 from fabric_exporter.catalog import CATALOG, switch_commands
 from fabric_exporter.collectors import switch_cli
 from fabric_exporter.collectors.switch_cli import docs as switch_cli_docs
+from fabric_exporter.collectors.switch_cli import samples
 from fabric_exporter.parsers import nvue
 from fabric_exporter.parsers import sonic_cli as p
 
 from tests.harness import paths
 
 ROOT = paths.ROOT
+SW = switch_cli.SwitchLabels("sw")  # one switch's kept label sets, shared by the calls below
 CLI_ROWS = [(spec.name, row) for spec in CATALOG.values() for row in spec.raw
             if row.source in switch_commands.SOURCES]
 
@@ -38,14 +40,14 @@ def test_parsers_keep_names_as_printed_and_the_rows_map_them():
     c = p.parse_cumulus_ethtool("NIC statistics:\n     HwIfInPfc3Pkt: 5\n     HwIfOutQ12WredDrops: 9\n"
                                 "     HwIfInDiscards: 2\n     HwIfSomethingElse: 1\n")
     assert c.raw == {"HwIfInPfc3Pkt": 5, "HwIfOutQ12WredDrops": 9, "HwIfInDiscards": 2, "HwIfSomethingElse": 1}
-    assert [(s.name, dict(s.labels), s.value) for s in switch_cli.cumulus_samples("sw", "swp1", c)] == [
+    assert [(s.name, dict(s.labels), s.value) for s in switch_cli.cumulus_samples(SW, "swp1", c)] == [
         ("fabric_roce_pfc_rx_pause_frames_total", {"switch": "sw", "interface": "swp1", "priority": "3"}, 5.0),
         ("fabric_roce_rx_discards_total", {"switch": "sw", "interface": "swp1"}, 2.0),
         ("fabric_roce_switch_queue_wred_dropped_packets_total", {"switch": "sw", "interface": "swp1", "queue": "UC12"},
          9.0)]
     counters = nvue.RoceCounters({"rx-stats/rx-non-roce-stats/non-roce-packets": 7,
                                   "tx-stats/tx-ecn-stats/ecn-marked-packets": 3})
-    assert [(s.name, dict(s.labels), s.value) for s in switch_cli.nvue_roce_samples("sw", "swp1", counters)] == [
+    assert [(s.name, dict(s.labels), s.value) for s in switch_cli.nvue_roce_samples(SW, "swp1", counters)] == [
         ("fabric_roce_switch_if_ecn_marked_packets_total", {"switch": "sw", "interface": "swp1"}, 3.0),
         ("fabric_roce_switch_if_rx_traffic_packets_total",
          {"switch": "sw", "interface": "swp1", "traffic": "non_roce"}, 7.0)]
@@ -77,26 +79,26 @@ def test_every_dialects_samples_share_kept_label_sets():
     sw = SimulatedSwitch("leaf1", "sonic", ports=4, queues=4, seed=1)
     yes = lambda _port: True  # noqa: E731
     polls = [
-        lambda: switch_cli.pfc_samples("sw", p.parse_pfc_counters(lab.render_pfc_counters(sw)), yes),
-        lambda: switch_cli.queue_samples(switch_cli.QUEUE_METRICS, "sw",
+        lambda: switch_cli.pfc_samples(SW, p.parse_pfc_counters(lab.render_pfc_counters(sw)), yes),
+        lambda: switch_cli.queue_samples(switch_cli.QUEUE_METRICS, SW,
                                          p.parse_queue_counters(lab.render_queue_counters(sw)), yes),
-        lambda: switch_cli.pfcwd_samples("sw", p.parse_pfcwd_stats(lab.render_pfcwd_stats(sw)), yes),
-        lambda: switch_cli.pfc_history_samples("sw", p.parse_pfc_history(lab.render_pfc_history(sw)), yes),
+        lambda: switch_cli.pfcwd_samples(SW, p.parse_pfcwd_stats(lab.render_pfcwd_stats(sw)), yes),
+        lambda: switch_cli.pfc_history_samples(SW, p.parse_pfc_history(lab.render_pfc_history(sw)), yes),
         lambda: switch_cli.queue_watermark_samples(
-            "watermark", "sw", wm.parse_queue_watermark(lab.render_queue_watermark(sw, "user", "unicast")), yes),
+            "watermark", SW, wm.parse_queue_watermark(lab.render_queue_watermark(sw, "user", "unicast")), yes),
         lambda: switch_cli.pg_watermark_samples(
-            "shared", "sw", wm.parse_pg_watermark(lab.render_pg_watermark(sw, "user", "shared")), yes),
+            "shared", SW, wm.parse_pg_watermark(lab.render_pg_watermark(sw, "user", "shared")), yes),
         lambda: switch_cli.pool_watermark_samples(
-            switch_cli.POOL_WATERMARKS["buffer_pool"][1], "sw",
+            switch_cli.POOL_WATERMARKS["buffer_pool"][1], SW,
             wm.parse_pool_watermark(lab.render_pool_watermark(sw, "user")), yes),
-        lambda: switch_cli.eos_queue_samples("sw", eos_cli.parse_queue_counters(eos_lab.render_queue_counters(sw)), yes),
-        lambda: switch_cli.eos_port_samples(switch_cli.EOS_DISCARD_METRICS, "sw",
+        lambda: switch_cli.eos_queue_samples(SW, eos_cli.parse_queue_counters(eos_lab.render_queue_counters(sw)), yes),
+        lambda: switch_cli.eos_port_samples(switch_cli.EOS_DISCARD_METRICS, SW,
                                             eos_cli.parse_discards_json(eos_lab.render_discards_json(sw)), yes),
         lambda: switch_cli.eos_ecn_samples(
-            "sw", eos_cli.parse_ecn_counters_json(eos_lab.render_ecn_counters_json(sw, frozenset({3}))), yes),
-        lambda: switch_cli.cumulus_samples("sw", "swp1", p.parse_cumulus_ethtool(
+            SW, eos_cli.parse_ecn_counters_json(eos_lab.render_ecn_counters_json(sw, frozenset({3}))), yes),
+        lambda: switch_cli.cumulus_samples(SW, "swp1", p.parse_cumulus_ethtool(
             "NIC statistics:\n     HwIfInPfc3Pkt: 5\n     HwIfOutQ12WredDrops: 9\n     HwIfInDiscards: 2\n")),
-        lambda: switch_cli.nvue_roce_samples("sw", "swp1", nvue.RoceCounters(
+        lambda: switch_cli.nvue_roce_samples(SW, "swp1", nvue.RoceCounters(
             {"rx-stats/rx-non-roce-stats/non-roce-packets": 7, "tx-stats/tx-ecn-stats/ecn-marked-packets": 3})),
     ]
     for poll in polls:
@@ -105,17 +107,21 @@ def test_every_dialects_samples_share_kept_label_sets():
         assert all(a.labels is b.labels for a, b in zip(first, again))
 
 
-def test_kept_label_sets_are_bounded_per_switch_not_across_the_fleet(monkeypatch):
-    """Each switch keeps its own rows' label sets: another switch's rows never push them out (a
-    fleet-wide bound that 800 switches' queues pass would rebuild every label set every poll)."""
-    from fabric_exporter.collectors.switch_cli import samples
-
-    monkeypatch.setattr(samples, "_ROW_LABELS", {})
-    monkeypatch.setattr(samples, "_ROW_LABELS_MAX", 4)
+def test_kept_label_sets_belong_to_their_switch_and_are_bounded(monkeypatch):
+    """Each switch's collector keeps its own rows' label sets (SwitchLabels): another switch's rows
+    never reach them, and one switch's are bounded (cleared when full, then made again)."""
+    mine, others = switch_cli.SwitchLabels("sw-a"), [switch_cli.SwitchLabels(f"sw-{n}") for n in range(10)]
     rows = [p.PfcwdStats(f"Ethernet{n}", 3, "operational", {"STORM DETECTED": 1}) for n in range(3)]
-    switch_cli.pfcwd_samples("sw-a", rows, lambda port: True)
-    kept_a = dict(samples._ROW_LABELS[("sw-a", samples._QUEUE)])
-    for n in range(10):
-        switch_cli.pfcwd_samples(f"sw-{n}", rows, lambda port: True)
-    assert len(kept_a) == 3
-    assert samples._ROW_LABELS[("sw-a", samples._QUEUE)] == kept_a
+    first = switch_cli.pfcwd_samples(mine, rows, lambda port: True)
+    kept = dict(mine.kept(samples._QUEUE))
+    for other in others:
+        switch_cli.pfcwd_samples(other, rows, lambda port: True)
+    assert set(kept) == {("sw-a", f"Ethernet{n}", "UC3") for n in range(3)}
+    assert mine.kept(samples._QUEUE) == kept
+    again = switch_cli.pfcwd_samples(mine, rows, lambda port: True)
+    assert all(a.labels is b.labels for a, b in zip(first, again))
+    monkeypatch.setattr(switch_cli.SwitchLabels, "MAX", 4)
+    more = [p.PfcwdStats(f"Ethernet{n}", 3, "operational", {"STORM DETECTED": 1}) for n in range(9)]
+    switch_cli.pfcwd_samples(mine, more, lambda port: True)
+    assert 0 < len(mine.kept(samples._QUEUE)) <= 4
+

@@ -32,7 +32,7 @@ parsed records to samples (``CliCommand``), and how a poll runs them -- one batc
 commands (SONiC), ethtool per interface (Cumulus), or one CLI exec per command (EOS). A new switch
 OS is a new entry.
 
-Modules: ``samples`` (parsed records to catalog samples, pure), ``collector`` (the dialect table,
+Modules: ``samples`` (parsed records to catalog samples, with the switch's kept ``SwitchLabels``), ``collector`` (the dialect table,
 the batched scripts, the collector).
 """
 
@@ -63,6 +63,7 @@ from .samples import (
     pool_watermark_samples,
     queue_samples,
     queue_watermark_samples,
+    SwitchLabels,
 )
 
 __all__ = [
@@ -90,4 +91,5 @@ __all__ = [
     "pool_watermark_samples",
     "queue_samples",
     "queue_watermark_samples",
+    "SwitchLabels",
 ]

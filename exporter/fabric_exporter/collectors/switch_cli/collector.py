@@ -41,6 +41,7 @@ from .samples import (
     QUEUE_METRICS,
     queue_samples,
     queue_watermark_samples,
+    SwitchLabels,
     Wanted,
     WRED_METRICS,
     _one_metric,
@@ -53,7 +54,7 @@ class CliCommand:
     """One CLI command of a dialect: what runs, which parser reads its output, how records map to samples."""
     argv: tuple[str, ...]
     parse: Callable[..., Any]  # (text, skipped=) -> records
-    to_samples: Callable[[str, Any, Wanted], list[Sample]]  # (switch, records, wanted)
+    to_samples: Callable[[SwitchLabels, Any, Wanted], list[Sample]]  # (the switch's labels, records, wanted)
     # the same records as JSON: ``argv + ("--json",)``, tried first under ``json: auto``
     parse_json: Callable[..., Any] | None = None
     # where its parser counts skipped lines, when not one of the dialect's ``sources`` (published at 0
@@ -212,7 +213,7 @@ class CumulusCommand:
     shell: str
     suffix: str  # section name: the interface name + suffix
     parse: Callable[..., Any]  # (text, skipped=) -> record
-    to_samples: Callable[[str, str, Any], list[Sample]]  # (switch, interface, record)
+    to_samples: Callable[[SwitchLabels, str, Any], list[Sample]]  # (the switch's labels, interface, record)
     source: str
     what: str  # for messages
 
@@ -322,6 +323,7 @@ class SwitchCliCollector(Collector):
         self._json = {n: self.options.json != "never" for n in self.options.sections
                       if (c := self.dialect.commands.get(n)) is not None and c.parse_json}
         self.switch = self.host.name if self.host else ""
+        self.labels = SwitchLabels(self.switch)  # its rows' LabelSets, kept across polls
 
     def _wanted(self, port: str) -> bool:
         inc, exc = self.options.interface_include, self.options.interface_exclude
@@ -392,7 +394,7 @@ class SwitchCliCollector(Collector):
     def _samples(self, name: str, text: str) -> list[Sample]:
         command = self.dialect.commands[name]
         parse = command.parse_json if self._json.get(name) else command.parse
-        samples = command.to_samples(self.switch, parse(text, skipped=self._skipped), self._wanted)
+        samples = command.to_samples(self.labels, parse(text, skipped=self._skipped), self._wanted)
         return lldp.map_neighbor_hosts(samples, self.options.neighbor_name)
 
     # -- one CLI exec per command (EOS) -----------------------------------------------------------
@@ -441,7 +443,7 @@ class SwitchCliCollector(Collector):
             except ParseError as e:
                 problems.append(f"{command.what} {interface}: {e}")
                 continue
-            samples.extend(command.to_samples(self.switch, interface, record))
+            samples.extend(command.to_samples(self.labels, interface, record))
         if len(problems) == len(sections):
             raise CommandError(problems[0])
         return PollResult(samples, problems, skipped)

@@ -1,6 +1,6 @@
-"""switch_cli's parsed records to catalog samples (pure): the catalog's rows of each command
-(catalog/switch_commands.py) as lookup tables, one function per record type. ``wanted`` is the
-interface filter."""
+"""switch_cli's parsed records to catalog samples: the catalog's rows of each command
+(catalog/switch_commands.py) as lookup tables, one function per record type. ``sw`` is the switch's
+``SwitchLabels`` (its collector keeps them across polls), ``wanted`` the interface filter."""
 
 from __future__ import annotations
 
@@ -59,40 +59,41 @@ def _scaled(value: int, scale: float) -> float:
 
 Wanted = Callable[[str], bool]
 
-# (switch, label names) -> (their values -> the LabelSet a row's samples share), kept across polls:
-# the renderer keys lines on labels objects (a LabelSet cannot change under one), and a poll looks a
-# row's labels up rather than building them (a LabelSet costs ~1 us more than a dict; the hot loops
-# look up inline). Kept per switch so that the bound is one switch's rows (64 ports x 16 queues is
-# ~1,000 label sets), not the whole fleet's: a fleet-wide bound that 800 switches' queues pass
-# would be cleared, and every label set built again, on every poll cycle. Cleared when full:
-# LabelSets are interned, so the ones made again are the objects the snapshots hold.
-_ROW_LABELS: dict[tuple[str, tuple[str, ...]], dict[tuple[str, ...], LabelSet]] = {}
-_ROW_LABELS_MAX = 65536  # label sets kept per (switch, label names)
-_KEPT_MAX = 65536  # (switch, label names) kept: switches retired by a reload go when it is full
+class SwitchLabels:
+    """The LabelSets one switch's rows share, kept across polls by that switch's collector.
 
+    The renderer keys lines on labels objects (a LabelSet cannot change under one), and a poll looks
+    a row's labels up rather than building them (a LabelSet costs ~1 us more than a dict; the hot
+    loops look up inline). One per switch, so the bound is one switch's rows (64 ports x 16 queues
+    is ~1,000 label sets) and a retired switch's go with its collector. Cleared when full: LabelSets
+    are interned, so the ones made again are the objects the snapshots hold."""
 
-def _kept_labels(switch: str, names: tuple[str, ...]) -> dict[tuple[str, ...], LabelSet]:
-    key = (switch, names)
-    kept = _ROW_LABELS.get(key)
-    if kept is None:
-        if len(_ROW_LABELS) >= _KEPT_MAX:
-            _ROW_LABELS.clear()
-        kept = _ROW_LABELS[key] = {}
-    return kept
+    __slots__ = ("switch", "_kept")
+    MAX = 65536  # label sets kept per label-name tuple
+
+    def __init__(self, switch: str):
+        self.switch = switch
+        self._kept: dict[tuple[str, ...], dict[tuple[str, ...], LabelSet]] = {}
+
+    def kept(self, names: tuple[str, ...]) -> dict[tuple[str, ...], LabelSet]:
+        """values -> LabelSet of the rows labelled ``names`` (they start with "switch")."""
+        kept = self._kept.get(names)
+        if kept is None:
+            kept = self._kept[names] = {}
+        return kept
+
+    def of(self, names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
+        """The LabelSet of ``names`` = ``values`` (values start with this switch's name)."""
+        kept = self.kept(names)
+        labels = kept.get(values)
+        return _made(kept, names, values) if labels is None else labels
 
 
 def _made(kept: dict[tuple[str, ...], LabelSet], names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
-    if len(kept) >= _ROW_LABELS_MAX:
+    if len(kept) >= SwitchLabels.MAX:
         kept.clear()
     labels = kept[values] = LabelSet(dict(zip(names, values)))
     return labels
-
-
-def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
-    """The LabelSet of ``names`` = ``values`` (names start with "switch", values with its name)."""
-    kept = _kept_labels(values[0], names)
-    labels = kept.get(values)
-    return _made(kept, names, values) if labels is None else labels
 
 
 _QUEUE = ("switch", "interface", "queue")
@@ -108,17 +109,17 @@ def _pfc_plan(direction: int, columns: tuple[str, ...]) -> tuple[tuple[str, str,
     return tuple(sorted(found, key=lambda f: int(f[3])))
 
 
-def pfc_samples(switch: str, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
+def pfc_samples(sw: SwitchLabels, counters: p.PfcCounters, wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
-    kept = _kept_labels(switch, _PRIORITY)
+    kept = sw.kept(_PRIORITY)
     for direction, table in enumerate((counters.rx, counters.tx)):
         for port, columns in table.items():
             if wanted(port):
                 for column, metric, label, priority in _pfc_plan(direction, tuple(columns)):
-                    values = (switch, port, priority)
+                    values = (sw.switch, port, priority)
                     labels = kept.get(values) if label == "priority" else None  # the rows' capture, always so far
                     if labels is None:
-                        labels = _row_labels((*_PORT, label), values)
+                        labels = sw.of((*_PORT, label), values)
                     out.append(Sample(metric, labels, float(columns[column])))
     return out
 
@@ -131,13 +132,13 @@ def _mapped(metrics: Metrics, values: dict[str, int], labels: LabelSet) -> list[
     return [Sample(metric, labels, float(value)) for name, value in values.items() for metric in metrics.get(name, ())]
 
 
-def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
+def queue_samples(metrics: Metrics, sw: SwitchLabels, rows: list[p.QueueCounters], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
     append = out.append
-    kept = _kept_labels(switch, _QUEUE)
+    kept = sw.kept(_QUEUE)
     for row in rows:
         if wanted(row.port):
-            values = (switch, row.port, row.queue)
+            values = (sw.switch, row.port, row.queue)
             labels = kept.get(values)
             if labels is None:
                 labels = _made(kept, _QUEUE, values)
@@ -147,14 +148,14 @@ def queue_samples(metrics: Metrics, switch: str, rows: list[p.QueueCounters], wa
     return out
 
 
-def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list[Sample]:
+def pfcwd_samples(sw: SwitchLabels, rows: list[p.PfcwdStats], wanted: Wanted) -> list[Sample]:
     out: list[Sample] = []
-    kept = _kept_labels(switch, _QUEUE)
+    kept = sw.kept(_QUEUE)
     for row in rows:
         if not wanted(row.port):
             continue
         # the watchdog guards lossless (unicast) queues: same label as 'show queue counters'
-        values = (switch, row.port, f"UC{row.queue}")
+        values = (sw.switch, row.port, f"UC{row.queue}")
         labels = kept.get(values)
         if labels is None:
             labels = _made(kept, _QUEUE, values)
@@ -165,35 +166,35 @@ def pfcwd_samples(switch: str, rows: list[p.PfcwdStats], wanted: Wanted) -> list
     return out
 
 
-def queue_watermark_samples(kind: str, switch: str, rows: list[wm.QueueWatermark], wanted: Wanted) -> list[Sample]:
+def queue_watermark_samples(kind: str, sw: SwitchLabels, rows: list[wm.QueueWatermark], wanted: Wanted) -> list[Sample]:
     # the queue label is the column as printed (UC0, MC8, ALL20): the row's capture only finds the metric
-    return [Sample(metric, _row_labels((*_QUEUE, "kind"), (switch, r.port, r.queue, kind)), float(r.bytes))
+    return [Sample(metric, sw.of((*_QUEUE, "kind"), (sw.switch, r.port, r.queue, kind)), float(r.bytes))
             for r in rows if wanted(r.port) for _o, metric, _row, _c in QUEUE_WATERMARK_METRICS.matches(r.queue)]
 
 
-def pg_watermark_samples(region: str, switch: str, rows: list[wm.PgWatermark], wanted: Wanted) -> list[Sample]:
-    return [Sample(metric, _row_labels((*_PORT, "pg", "region"), (switch, r.port, str(r.pg), region)), float(r.bytes))
+def pg_watermark_samples(region: str, sw: SwitchLabels, rows: list[wm.PgWatermark], wanted: Wanted) -> list[Sample]:
+    return [Sample(metric, sw.of((*_PORT, "pg", "region"), (sw.switch, r.port, str(r.pg), region)), float(r.bytes))
             for r in rows if wanted(r.port) for _o, metric, _row, _c in PG_WATERMARK_METRICS.matches(r.column)]
 
 
-def pool_watermark_samples(metric: str, switch: str, rows: list[wm.PoolWatermark], wanted: Wanted) -> list[Sample]:
+def pool_watermark_samples(metric: str, sw: SwitchLabels, rows: list[wm.PoolWatermark], wanted: Wanted) -> list[Sample]:
     # a multi-ASIC switch has one pool of each name per ASIC: the namespace keeps them apart
-    return [Sample(metric, _row_labels(("switch", "pool"), (switch, f"{r.namespace}/{r.pool}" if r.namespace else r.pool)),
+    return [Sample(metric, sw.of(("switch", "pool"), (sw.switch, f"{r.namespace}/{r.pool}" if r.namespace else r.pool)),
                    float(r.bytes)) for r in rows]
 
 
-def lldp_samples(switch: str, rows: list[p.LldpNeighbor], wanted: Wanted) -> list[Sample]:
+def lldp_samples(sw: SwitchLabels, rows: list[p.LldpNeighbor], wanted: Wanted) -> list[Sample]:
     """The neighbours as the switch names them (the collector maps the hosts by ``neighbor_name``)."""
-    return lldp.neighbor_samples(switch, lldp.neighbors_from_cli(rows), wanted, None)
+    return lldp.neighbor_samples(sw.switch, lldp.neighbors_from_cli(rows), wanted, None)
 
 
-def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -> list[Sample]:
+def pfc_history_samples(sw: SwitchLabels, rows: list[p.PfcHistory], wanted: Wanted) -> list[Sample]:
     out = []
-    kept = _kept_labels(switch, _PRIORITY)
+    kept = sw.kept(_PRIORITY)
     for r in rows:
         if not wanted(r.port):
             continue
-        values = (switch, r.port, str(r.priority))
+        values = (sw.switch, r.port, str(r.priority))
         labels = kept.get(values)
         if labels is None:
             labels = _made(kept, _PRIORITY, values)
@@ -203,9 +204,9 @@ def pfc_history_samples(switch: str, rows: list[p.PfcHistory], wanted: Wanted) -
     return out
 
 
-def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
+def cumulus_samples(sw: SwitchLabels, interface: str, c: p.CumulusPortCounters) -> list[Sample]:
     """switchd's counters of one interface: drops, PFC frames per priority, WRED drops per (unicast) queue."""
-    base = _row_labels(_PORT, (switch, interface))
+    base = sw.of(_PORT, (sw.switch, interface))
     found = []
     for name, value in c.raw.items():
         for order, metric, _row, captures in CUMULUS_METRICS.matches(name):
@@ -213,40 +214,40 @@ def cumulus_samples(switch: str, interface: str, c: p.CumulusPortCounters) -> li
             if captures:
                 (label, text), = captures
                 number = int(text)
-                labels = _row_labels((*_PORT, label), (switch, interface, f"UC{number}" if label == "queue" else str(number)))
+                labels = sw.of((*_PORT, label), (sw.switch, interface, f"UC{number}" if label == "queue" else str(number)))
             found.append((order, number, Sample(metric, labels, float(value))))
     found.sort(key=lambda f: f[:2])  # catalog order, then priority/queue number
     return [sample for _order, _number, sample in found]
 
 
-def nvue_roce_samples(switch: str, interface: str, c: nvue.RoceCounters) -> list[Sample]:
+def nvue_roce_samples(sw: SwitchLabels, interface: str, c: nvue.RoceCounters) -> list[Sample]:
     out = []
     for metric, row in NVUE_ROCE_METRICS.rows:
         if row.name in c.values:
             if "traffic" in CATALOG[metric].label_sets[0]:
-                labels = _row_labels((*_PORT, "traffic"), (switch, interface, cmd.nvue_traffic(row.name)))
+                labels = sw.of((*_PORT, "traffic"), (sw.switch, interface, cmd.nvue_traffic(row.name)))
             else:
-                labels = _row_labels(_PORT, (switch, interface))
+                labels = sw.of(_PORT, (sw.switch, interface))
             out.append(Sample(metric, labels, float(c.values[row.name])))
     return out
 
 
-def eos_queue_samples(switch: str, rows: list[eos_cli.QueueCounters], wanted: Wanted) -> list[Sample]:
-    return queue_samples(EOS_QUEUE_METRICS, switch, rows, wanted)  # type: ignore[arg-type]  # same fields
+def eos_queue_samples(sw: SwitchLabels, rows: list[eos_cli.QueueCounters], wanted: Wanted) -> list[Sample]:
+    return queue_samples(EOS_QUEUE_METRICS, sw, rows, wanted)  # type: ignore[arg-type]  # same fields
 
 
-def eos_port_samples(metrics: Metrics, switch: str, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
+def eos_port_samples(metrics: Metrics, sw: SwitchLabels, rows: list[eos_cli.Discards | eos_cli.PfcFrames],
                      wanted: Wanted) -> list[Sample]:
     """One sample per interface and counter of ``metrics`` (the discards and PFC tables)."""
     out: list[Sample] = []
     for row in rows:
         if wanted(row.port):
-            out += _mapped(metrics, row.values, _row_labels(_PORT, (switch, row.port)))
+            out += _mapped(metrics, row.values, sw.of(_PORT, (sw.switch, row.port)))
     return out
 
 
-def eos_ecn_samples(switch: str, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
-    return [Sample(EOS_ECN_METRIC, _row_labels(_QUEUE, (switch, r.port, r.queue)),
+def eos_ecn_samples(sw: SwitchLabels, rows: list[eos_cli.EcnMarked], wanted: Wanted) -> list[Sample]:
+    return [Sample(EOS_ECN_METRIC, sw.of(_QUEUE, (sw.switch, r.port, r.queue)),
                    float(r.packets)) for r in rows if wanted(r.port)]
 
 
