@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import sys
 
 import pytest
 
@@ -42,7 +43,7 @@ def test_kept_samples_render_like_plain_ones_and_keep_their_lines(monkeypatch):
     first = renderer.render(kept + fresh)
     assert first == render_chunks(_plain(kept) + fresh, ("fabric", "ib"))
     cache = renderer.lines
-    assert cache.samples == tuple(kept + fresh) and cache.prefixes[:2] == [None, None]  # kept: no prefix
+    assert cache.samples == tuple(kept + fresh)
     formatted = _counting_formats(monkeypatch)
     fresh2 = [Sample("fabric_ib_port_transmit_wait_total", LABELS, 13.0)]
     second = renderer.render(kept + fresh2)
@@ -187,18 +188,17 @@ def test_a_patched_snapshot_keeps_untouched_families_and_a_failed_render_keeps_t
     assert renderer is first.renderer  # the target's renderer, handed on
     good = renderer.lines
     assert good.families[:80] == first_lines.families[:80]  # patched before the tail
-    assert good.prefixes[3] != first_lines.prefixes[3]  # the new labels dict's prefix
     assert second.chunks == render_chunks(_plain(moved + _sweep_tail(1)), ("fabric", "ib"))
     # a render that fails half-way (a sample outside the catalog where a port came: a break) leaves
     # the renderer on its last good render, unchanged: the next poll is patched on that, and right
-    layout = (list(good.samples), list(good.families), good.index.tolist(), list(good.prefixes), dict(good.chunks))
+    layout = (list(good.samples), list(good.families), good.index.tolist(), dict(good.chunks))
     again = [Sample(s.name, s.labels, s.value + 2) if type(s) is Sample else s for s in samples]
     bogus = KeptSample("fabric_no_such_metric", {**LABELS, "port": "99"}, 1.0)
     with pytest.raises(UnknownMetricError) as failed:
         build_snapshot("ib", again[:40] + [bogus] + again[40:], 60, previous=second)
     assert any(entry.name == "replace_break" for entry in failed.traceback)  # half-way through the patch
     assert renderer.lines is good
-    assert (list(good.samples), list(good.families), good.index.tolist(), list(good.prefixes), good.chunks) == layout
+    assert (list(good.samples), list(good.families), good.index.tolist(), good.chunks) == layout
     third = build_snapshot("ib", again[:-3], 60, previous=second)  # a shorter tail
     assert third.chunks == render_chunks(_plain(again[:-3]), ("fabric", "ib"))
     fourth = build_snapshot("ib", again[:-4], 60, previous=third)  # no tail at all
@@ -222,7 +222,7 @@ def test_verify_mode_is_read_when_the_renderer_is_made_and_a_mismatch_keeps_the_
     def losing_a_family(samples, cache):  # a patch gone wrong: one family's lines lost
         lines = original_patch(samples, cache)
         chunks = {f: text for f, text in lines.chunks.items() if f != "fabric_ib_port_degraded"}
-        return LineCache(lines.extra_label, lines.samples, lines.families, lines.index, lines.prefixes, chunks)
+        return LineCache(lines.extra_label, lines.samples, lines.families, lines.index, chunks)
 
     monkeypatch.setattr(exposition, "_patch", losing_a_family)
     with pytest.raises(RenderMismatch):
@@ -267,7 +267,8 @@ def test_label_sets_merge_into_interned_label_sets_and_copy_out_as_dicts():
 
 def test_a_port_whose_kept_samples_are_made_again_under_interned_labels_keeps_its_place(monkeypatch):
     """A memo rebuilt (after a rediscovery) makes new KeptSamples, but under the same interned
-    label set: the samples stay aligned and only lines whose value changed are formatted."""
+    label set: the samples stay aligned, a new object with its old value keeps its line and only
+    the value that changed is formatted (onto its old line)."""
     from fabric_exporter.samples import LabelSet
     ports = [[KeptSample("fabric_ib_port_state_id", LabelSet({**LABELS, "port": str(n)}), 4.0)] for n in range(6)]
     renderer = TargetRenderer(("fabric", "ib"))
@@ -278,5 +279,75 @@ def test_a_port_whose_kept_samples_are_made_again_under_interned_labels_keeps_it
     formatted = _counting_formats(monkeypatch)
     samples = [s for p in rebuilt for s in p]
     chunks = renderer.render(samples)
-    assert formatted.count(1.0) == 1 and len(formatted) == 5  # new objects: formatted, but in place
+    assert formatted == [1.0]  # new objects, but the same series: only the moved value is formatted
     assert chunks == render_chunks(_plain(samples), ("fabric", "ib"))
+
+
+# Label values a line's value must be told apart from: spaces (the value follows the line's last
+# space), escaped quotes, backslashes and newlines, a value that looks like a number.
+_AWKWARD_NAMES = ["sw 1", 'a "quoted" name', "back\\slash", "line\nbreak", "1.0", "ends with space ", ""]
+
+
+@pytest.mark.parametrize("extra_label", [("fabric", "ib lab"), None])
+def test_a_moved_value_goes_onto_its_old_line_whatever_the_labels_hold(extra_label, monkeypatch):
+    """A sample of the same series (name and labels object) with another value is written onto its
+    old line, the line up to its last space, in every value form: no label text is made for it.
+    Equal to a whole render, poll after poll, with a port gone and back (lines moved within their
+    families) and a series without labels (``name value``)."""
+    rng = random.Random(27)
+    fabric = {"fabric": "ib lab"} if extra_label is None else {}  # the catalog's port label sets have it
+    ports = [{**fabric, **LABELS, "node_name": name, "port": str(n)} for n, name in enumerate(_AWKWARD_NAMES)]
+    values = [0.0, -0.0, 1.0, 7, -3, 4363776.0, 1e7, 12345678901234.0, 1.5e16, 2.5e-07, float("nan"),
+              float("inf"), float("-inf"), 10**20]
+    kept = [KeptSample("fabric_ib_port_state_id", labels, 4.0) for labels in ports]
+    bare = {}  # the reload metric has no labels: with no extra label, its line is ``name value``
+    gone = ports[2]  # every third poll
+
+    def poll(n: int) -> list:
+        samples = [s for labels, kept_sample in zip(ports, kept) if n % 3 != 1 or labels is not gone
+                   for s in (kept_sample, Sample("fabric_ib_port_transmit_wait_total", labels, rng.choice(values)))]
+        if extra_label is None:
+            samples.append(Sample("fabric_config_last_reload_successful", bare, rng.choice(values)))
+        return samples
+
+    polls = [poll(n) for n in range(13)]
+    wholes = [render_chunks(_plain(samples), extra_label) for samples in polls]
+    renderer = TargetRenderer(extra_label, verify=False)
+    renderer.render(polls[0])
+    labelled: list = []  # the labels objects the renderer makes label text for from now on
+    original_label_text = exposition._label_text
+    monkeypatch.setattr(exposition, "_label_text",
+                        lambda labels, extra: labelled.append(labels) or original_label_text(labels, extra))
+    assert [renderer.render(samples) for samples in polls[1:]] == wholes[1:]
+    assert labelled and all(labels is gone for labels in labelled)  # only the port that came back: patched, not whole
+
+
+def test_the_line_cache_holds_no_text_per_sample_beyond_the_family_bytes():
+    """What a target's render cache holds beyond its families' bytes (and the samples: the
+    collector's) is its layout only, each sample's family and its line's place there: ~13 B a
+    sample, after a whole render and after a patched one with a new layout. A ``name{labels} ``
+    string per sample (~100-150 B), or a list of them (8 B), would be caught here."""
+    import gc
+    import tracemalloc
+
+    first = tuple(s for p in (_port(n) for n in range(1500)) for s in p)  # a tuple: the cache holds it as it is
+    second = tuple(Sample(s.name, s.labels, s.value + 1) if type(s) is Sample else s
+                   for s in first[:40] + first[44:])  # every counter moved and a port gone: a new layout
+    TargetRenderer(("fabric", "ib")).render(first)  # the catalog lookups' memo, filled outside the count
+    renderer = TargetRenderer(("fabric", "ib"), verify=False)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for samples in (first, second):
+            previous = renderer.lines  # held here, so its memory is not freed during the count
+            before = tracemalloc.get_traced_memory()[0]
+            chunks = renderer.render(samples)
+            gc.collect()
+            family_bytes = sum(sys.getsizeof(text) for family, text in chunks.items()
+                               if previous is None or text is not previous.chunks.get(family))
+            held = tracemalloc.get_traced_memory()[0] - before - family_bytes
+            assert renderer.lines is not None and renderer.lines is not previous
+            assert held < 16 * len(samples), f"{held / len(samples):.1f} B a sample"
+            del previous
+    finally:
+        tracemalloc.stop()
