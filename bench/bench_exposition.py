@@ -13,6 +13,12 @@ self-metrics), of a gzip scrape right after it and of one between polls, and the
 
     PYTHONPATH=exporter python bench/bench_exposition.py --gzip --samples 1600000 --hosts 10000 \
         --compare /work/main/exporter --runs 5
+
+The patched render (``--kept``, also with ``--compare``): each target's samples as a collector with
+kept samples hands them out (one KeptSample per NIC, the same object every poll; its counters new
+Sample objects every poll, ``--moving`` of them with a new value, under the NIC's labels dict),
+rendered poll after poll by each target's TargetRenderer alone (no gzip, no store): the CPU of a
+poll round and the bytes the render caches hold (bench/heldbytes.py); one JSON line.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import CollectorRegistry
 
-from fabric_exporter.samples import Sample
+from fabric_exporter.samples import KeptSample, Sample
 from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 
 NAMES = ["fabric_roce_rx_bytes_total", "fabric_roce_tx_bytes_total", "fabric_roce_rx_packets_total",
@@ -150,13 +156,63 @@ def gzip_figures(per_host: dict[str, list[Sample]], rounds: int = 3) -> dict:
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def kept_samples(n: int, hosts: int, families: int) -> dict[str, list[Sample]]:
+    """``n`` samples over ``hosts`` targets, ``families`` series per NIC under one labels dict: the
+    first a KeptSample (kept by the caller), the others counters."""
+    names = roce_families(families)
+    per_host: dict[str, list[Sample]] = {}
+    for h in range(hosts):
+        host = f"gpu-{h:05d}"
+        rows: list[Sample] = []
+        for nic in range(max(1, n // hosts // families)):
+            labels = {"host": host, "device": f"mlx5_{nic}", "port": "1", "netdev": f"ens{nic}np0"}
+            rows.append(KeptSample(names[0], labels, 1.0))
+            rows += [Sample(name, labels, 10_000_000_000 + (nic * families + i) * 7919)
+                     for i, name in enumerate(names[1:])]
+        per_host[host] = rows
+    return per_host
+
+
+def kept_figures(per_host: dict[str, list[Sample]], moving: float, rounds: int = 5) -> dict:
+    """One process's patched-render figures (this package, whichever checkout PYTHONPATH points at)."""
+    from heldbytes import line_cache_bytes
+    from fabric_exporter.serving.exposition import TargetRenderer
+
+    renderers = {host: TargetRenderer(("fabric", "bench"), verify=False) for host in per_host}
+    every = round(1 / moving) if moving else 0  # every how many counters one moves
+
+    def next_poll(samples: dict[str, list[Sample]], poll: int) -> dict[str, list[Sample]]:
+        return {host: [s if type(s) is KeptSample else
+                       Sample(s.name, s.labels, s.value + (poll * 1_000_003 if every and k % every == 0 else 0))
+                       for k, s in enumerate(rows)] for host, rows in samples.items()}
+
+    for host, rows in per_host.items():
+        renderers[host].render(rows)
+    rounds_cpu = []
+    samples = per_host
+    for poll in range(1, rounds + 1):
+        samples = next_poll(samples, poll)
+        t = time.process_time()
+        for host, rows in samples.items():
+            renderers[host].render(rows)
+        rounds_cpu.append(time.process_time() - t)
+    held = [line_cache_bytes(r.lines) for r in renderers.values()]
+    n = sum(map(len, samples.values()))
+    return {"samples": n, "render_round_cpu": min(rounds_cpu), "render_us_per_sample": min(rounds_cpu) / n * 1e6,
+            "cache_chunks_mib": sum(h["chunks"] for h in held) / 2**20,
+            "cache_layout_mib": sum(h["layout"] for h in held) / 2**20,
+            "cache_layout_bytes_per_sample": sum(h["layout"] for h in held) / n,
+            "rss_mib": int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024}
+
+
 def compare(args: argparse.Namespace) -> None:
     """Alternate fresh processes of both checkouts; min and median of each figure."""
     mine = str(Path(__file__).resolve().parent.parent / "exporter")
     runs: dict[str, list[dict]] = {"this": [], "other": []}
     for _ in range(args.runs):
         for name, path in (("other", str(args.compare)), ("this", mine)):
-            out = subprocess.run([sys.executable, __file__, "--gzip", "--samples", str(args.samples),
+            mode = ["--kept", "--moving", str(args.moving)] if args.kept else ["--gzip"]
+            out = subprocess.run([sys.executable, __file__, *mode, "--samples", str(args.samples),
                                   "--hosts", str(args.hosts), "--families", str(args.families)], env={**os.environ, "PYTHONPATH": path},
                                  capture_output=True, text=True, timeout=3600, check=True).stdout
             runs[name].append(json.loads(out.splitlines()[-1]))
@@ -177,7 +233,10 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=250)
     ap.add_argument("--families", type=int, default=4, help="families per target (52: a RoCE host's shape)")
     ap.add_argument("--gzip", action="store_true", help="the gzip body's figures, as one JSON line")
-    ap.add_argument("--compare", type=Path, help="another checkout's exporter/ dir, run alternately with --gzip")
+    ap.add_argument("--kept", action="store_true", help="the patched render's figures, as one JSON line")
+    ap.add_argument("--moving", type=float, default=0.2, help="--kept: the share of counters moving per poll")
+    ap.add_argument("--compare", type=Path, help="another checkout's exporter/ dir, run alternately with --gzip "
+                                                 "(or --kept)")
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     if args.compare is not None:
@@ -185,6 +244,9 @@ def main() -> None:
         return
     if args.gzip:
         print(json.dumps(gzip_figures(make_samples(args.samples, args.hosts, args.families))))
+        return
+    if args.kept:
+        print(json.dumps(kept_figures(kept_samples(args.samples, args.hosts, args.families), args.moving)))
         return
     per_host = make_samples(args.samples, args.hosts, args.families)
     n = sum(map(len, per_host.values()))

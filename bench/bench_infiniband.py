@@ -26,7 +26,8 @@ down and brought back, each with the rediscovery it causes), then answered from 
 made --replay-copies times larger (lab/replay_ib.replicate; 23 x 1,760 = 40,480 ports), for
 --replay-polls steady-state polls and --replay-changes link down/link back cycles, so the daemon's
 own CPU per port (collector + snapshot) is measured without the simulator and the tools competing
-for the same cores: min and median, and a poll whose layout changed against a steady one.
+for the same cores: min and median, and a poll whose layout changed against a steady one; then the
+bytes the last poll's render cache holds (bench/heldbytes.py) and the process's RSS.
 ``--recording FILE`` keeps the recorded runs, so another version of the exporter can be timed on the
 very same outputs (``--replay-only``: no ibsim, no live section)::
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import pickle
 import statistics
@@ -58,7 +60,8 @@ from fabric_exporter.parsers import ib_netdiscover, ib_queryerrors  # noqa: E402
 from fabric_exporter.serving.store import build_snapshot  # noqa: E402
 from tests.harness.infiniband import CollectorHarness, group_for  # noqa: E402
 
-from cputime import children_cpu, process_cpu as proc_cpu  # noqa: E402
+from cputime import children_cpu, process_cpu as proc_cpu, rss_mib  # noqa: E402
+from heldbytes import line_cache_bytes  # noqa: E402
 
 
 async def bare_sweep(env: dict[str, str]) -> tuple[int, str]:
@@ -181,7 +184,7 @@ def main() -> None:
         qe_mbps = _throughput(ib_queryerrors.parse, counters_text)
         nd_mbps = _throughput(ib_netdiscover.parse, disc_text)
         recorded = _load_or_record(args.recording, fabric, topo)
-    replayed, replay_ports = _replay(recorded, args.replay_polls, args.replay_copies, args.replay_changes)
+    replayed, replay_ports, held = _replay(recorded, args.replay_polls, args.replay_copies, args.replay_changes)
 
     print(f"fabric: {len(topo.switches)} switches, {len(topo.cas)} HCAs, {ports} ports published "
           f"({len(topo.links) * 2} linked port-ends); rounds={len(poll)} (bare sweeps that crashed: {crashes}, "
@@ -220,10 +223,10 @@ def main() -> None:
         lo = min(r[0] for r in num) / min(r[0] for r in den)
         mid = statistics.median(r[0] for r in num) / statistics.median(r[0] for r in den)
         print(f"  {label:<48}: {lo:5.2f}x / {mid:5.2f}x  (target <= {goal}x)")
-    _print_replay(args, replayed, replay_ports)
+    _print_replay(args, replayed, replay_ports, held)
 
 
-def _print_replay(args, replayed: dict, replay_ports: int) -> None:
+def _print_replay(args, replayed: dict, replay_ports: int, held: dict) -> None:
     print(f"replayed sweeps          : daemon's own CPU per port over {args.replay_polls} steady-state polls of "
           f"recorded tool outputs, the fabric x{args.replay_copies} = {replay_ports} ports "
           "(no simulator, no tools, so no noise from them):")
@@ -238,6 +241,10 @@ def _print_replay(args, replayed: dict, replay_ports: int) -> None:
             print(f"  {label:<38} {part:<18}: min {min(values) / min(steady):5.2f}x  median "
                   f"{statistics.median(values) / statistics.median(steady):5.2f}x a steady poll's "
                   f"({len(values)} polls; target <= 2x)")
+    print(f"  render cache held after the last poll: {(held['chunks'] + held['layout']) / 2**20:6.1f} MiB "
+          f"(family bytes {held['chunks'] / 2**20:.1f} MiB, per-sample layout {held['layout'] / 2**20:.1f} MiB = "
+          f"{held['layout'] / held['samples']:.1f} B a sample, {held['samples']} samples); "
+          f"process RSS {held['rss_mib']:.0f} MiB (peak {held['peak_rss_mib']:.0f} MiB)")
 
 
 class _Recorder:
@@ -306,7 +313,8 @@ def _replay(recorded: dict, polls: int, copies: int, changes: int):
     on recorded sweeps (_record), the fabric made ``copies`` times larger
     (lab/replay_ib.replicate): the four plain polls replayed in turn (counters move from poll to
     poll as they do live), then ``changes`` times a link taken down and brought back (each a poll
-    whose layout changed, then a poll that rediscovers), steady polls between them."""
+    whose layout changed, then a poll that rediscovers), steady polls between them. Also what the
+    last poll's render cache holds (bench/heldbytes.py), and the process's RSS."""
     scale = {name: {kind: [_scaled(r, copies) for r in runs] for kind, runs in recorded[name].items()}
              for name in ("steady", "down", "back")}
     script = _Script()
@@ -360,7 +368,11 @@ def _replay(recorded: dict, polls: int, copies: int, changes: int):
             turn += 1
             answer("steady", turn)
             measured(None)
-    return out, ports
+    held = line_cache_bytes(previous.renderer.lines)
+    held["samples"] = previous.sample_count
+    gc.collect()
+    held["rss_mib"], held["peak_rss_mib"] = rss_mib(os.getpid())
+    return out, ports, held
 
 
 def _load_or_record(path: str | None, fabric: IbsimFabric | None, topo: FatTree) -> dict:
