@@ -199,12 +199,21 @@ _MARKER_LINES = re.compile(r"^@@[^\n]*", re.M)
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
+def _real_capture_dumps() -> list[str]:
+    """Each real ethtool -S capture framed as a host dump, beside a real hw_counters capture."""
+    hw = [p.read_text() for p in HW_CAPTURES]
+    return [f"@@fabric-roce 1 sysfs\n@@device dev0 mlx5_core\n@@port dev0 1 eth0 Ethernet 4: ACTIVE\n"
+            f"@@hw_counters dev0 1\n{hw[i % len(hw)]}@@ethtool eth0 0\n{p.read_text()}@@end\n"
+            for i, p in enumerate(ETHTOOL_CAPTURES)]
+
+
 def test_dump_markers_and_line_breaks_equal_the_regexes():
     rng = random.Random(2707)
     pieces = ["\n", "@@", "\n@@", "@@\n", "@", "a", "é", *_OTHER_BREAKS]
-    for base in _lab_dumps():
+    for base in _lab_dumps() + _real_capture_dumps():
+        assert parse_host_dump(base) == rdma._dump_by_lines(base)
         assert not rdma._has_other_breaks(base)
-        for _ in range(300):
+        for _ in range(120):
             text = base
             for _ in range(rng.randrange(1, 4)):
                 cut = rng.randrange(len(text))
