@@ -13,7 +13,9 @@ Reported, in the same run and on the same connections:
 - bare SSH round trips (``true`` on the pooled connection): hosts/s and client CPU per round trip;
 - full polls: hosts/s and client CPU seconds per host-poll, and the excess over a bare round trip;
 - parse + map alone (no I/O) per host, on the same dump text;
-- the server process's CPU, since both share this machine's cores.
+- the server process's CPU, since both share this machine's cores;
+- with ``--split``: a full poll's client CPU by step (split, parse, map, render, store, and the
+  rest: SSH, asyncio, scheduler), each step timed in process CPU time.
 """
 
 from __future__ import annotations
@@ -113,11 +115,15 @@ async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
         measure("bare_ssh_round_trip", t, c, s, n * args.rounds)
 
         # 3. full polls
+        timers = CpuTimers() if args.split else None
         t, c, s = time.perf_counter(), cpu_self(), cpu_of(server_pid)
         for _ in range(args.rounds):
             states = await sched.poll_all_once()
             assert all(st.state == "ok" for st in states), [st.last_error for st in states if st.state != "ok"][:3]
         measure("full_poll", t, c, s, n * args.rounds)
+        if timers:
+            timers.restore()
+            out["full_poll_split_ms"] = timers.split(out["full_poll"]["client_cpu_ms_each"], n * args.rounds)
         out["exposition_bytes"] = len(store.render())
     finally:
         await transports.close()
@@ -138,12 +144,59 @@ async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
     return out
 
 
+class CpuTimers:
+    """The process CPU time spent in each synchronous step of a host poll, timed by wrapping the
+    step where its caller looks it up (two clock reads a call, not a profiler's per call). The
+    rest of a poll's client CPU is the SSH command (asyncssh, the transport), asyncio and the
+    scheduler: awaiting code cannot be timed this way, as other tasks run while it waits."""
+
+    def __init__(self):
+        from fabric_exporter import scheduler
+        from fabric_exporter.collectors.roce_nic import collector, ports
+
+        self.spent: dict[str, float] = {}
+        self._undo = []
+        for label, owner, name in (("split the dump (parsers/rdma parse_host_dump)", collector, "parse_host_dump"),
+                                   ("parse the tables, build the ports (ports._ports)", ports, "_ports"),
+                                   ("map to samples, label sets (ports._samples)", ports, "_samples"),
+                                   ("render the snapshot (serving build_snapshot)", scheduler, "build_snapshot"),
+                                   ("store it (SnapshotStore.put: gzip pieces)", SnapshotStore, "put")):
+            self._wrap(label, owner, name)
+
+    def _wrap(self, label: str, owner, name: str) -> None:
+        step = getattr(owner, name)
+        self.spent[label] = 0.0
+        clock = time.process_time
+
+        def timed(*args, **kwargs):
+            t0 = clock()
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self.spent[label] += clock() - t0
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, step))
+
+    def restore(self) -> None:
+        for owner, name, step in self._undo:
+            setattr(owner, name, step)
+
+    def split(self, total_ms: float, polls: int) -> dict[str, float]:
+        """ms per host poll of each step, and the rest of ``total_ms``."""
+        out = {label: round(sec / polls * 1e3, 3) for label, sec in self.spent.items()}
+        out["the rest: SSH command, asyncssh, asyncio, scheduler"] = round(total_ms - sum(out.values()), 3)
+        return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--nics", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--split", action="store_true",
+                    help="time each step of the full polls (split, parse, map, render, store) in CPU")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         proc, ports, client_key, known_hosts = start_server(Path(tmp), args.hosts, args.nics)
@@ -164,6 +217,8 @@ def main() -> None:
     print(f"  bare SSH  : {b['per_second']:8.1f} trips/s   client CPU {b['client_cpu_ms_each'] / 1e3:.5f} s/round trip "
           f"(server {b['server_cpu_ms_each'] / 1e3:.5f} s)")
     print(f"  a poll costs {f['client_cpu_ms_each'] / b['client_cpu_ms_each']:.1f}x a bare round trip's client CPU")
+    for label, ms in out.get("full_poll_split_ms", {}).items():
+        print(f"    {label:52s} {ms:7.3f} ms")
     print(f"  parse+map+render alone: {out['parse_map_render_only']['client_cpu_ms_each']:.2f} ms/host "
           f"({out['parse_map_render_only']['dump_bytes']} bytes, {out['samples_per_host']} samples)")
 

@@ -30,6 +30,7 @@ U64_MAX = 2**64 - 1
 # Printable ASCII words separated by single spaces ("[0]: rx_ucast_packets" has one).
 _NAME = re.compile(r"[!-~]+(?: [!-~]+)*")
 _VALUE = re.compile(r"[0-9]{1,20}")
+_NAME_BYTES = bytes(range(ord("!"), ord("~") + 1))  # a name's characters (as _NAME's)
 # The common case in one pass; any line it does not account for sends us to the line-by-line path,
 # which names the bad line.
 _LINE = re.compile(r"^[ \t]*([!-~]+(?: [!-~]+)*):[ \t]*([0-9]{1,20})[ \t]*$", re.M)
@@ -57,9 +58,18 @@ def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> 
     if not isinstance(text, str):
         raise ParseError("ethtool -S: expected text")
     if text.startswith(_HEADER_LINE) and text.endswith("\n"):
-        # The usual layout, the header then one counter a line: when the one-pass match accounts for
-        # every line, no line list is needed (a blank line, one it cannot match or a line break
-        # other than \n make the counts differ, and the general path below reads the text).
+        # The usual layout, the header then one counter a line: ethtool's own (_ethtool_layout) is
+        # read with whole-text operations; any other the one-pass match accounts for line by line
+        # needs no line list either (a blank line, one it cannot match or a line break other than
+        # \n make the counts differ, and the general path below reads the text).
+        layout = _ethtool_layout(text)
+        if layout is not None:
+            names, values = layout
+            if max(map(len, values)) < 20:  # every value fits in 64 bits
+                counters = dict(zip(names, map(int, values)))
+                if len(counters) == len(names):  # and no name twice
+                    return EthtoolStats(counters)
+            return _from_matches(list(zip(names, values)))
         fast = _LINE.findall(text, len(HEADER))
         if len(fast) == text.count("\n") - 1:
             return _from_matches(fast)
@@ -74,6 +84,39 @@ def parse_ethtool_stats(text: str, skipped: list[SkippedLine] | None = None) -> 
     if len(fast) == len(lines) - 1:  # every non-blank line after the header is a counter line
         return _from_matches(fast)
     return _stats(_checked_counters(lines[1:], skipped))
+
+
+def _ethtool_layout(text: str) -> tuple[list[str], list[str]] | None:
+    """The names and values ``_LINE.findall`` gives for the table ethtool itself prints (the header,
+    then ``INDENT + "name: value"`` a line with one indent for all, a name without spaces or
+    colons), read with whole-text operations in C (~2x fewer instructions than the regex on a
+    64-counter mlx5 table); None for any other text, which the regex reads.
+
+    The proof is a rebuild: the words after the header, taken as name-with-colon and value in
+    turn, are joined back into that layout, and only a text equal to the rebuild is read here.
+    Each of its lines is then the indent, a name of printable ASCII without ``:`` or spaces (none
+    left once its bytes in ``!``..``~`` are deleted), ``": "`` and up to 20 digits, which ``_LINE``
+    matches as exactly that name and value."""
+    words = text.split()
+    values = words[3::2]
+    names_joined = "".join(words[2::2])
+    names = names_joined.split(":")
+    if len(names) != len(values) + 1 or names.pop() or not values:  # a name word with no colon, or two
+        return None
+    at = len(_HEADER_LINE)
+    indent = " " * max(0, text.find(names[0], at) - at)  # the first line's (the rebuild checks it)
+    lines = len(names)
+    parts = [": "] * (4 * lines)  # indent+name, ": ", value, newline: one line each 4 parts
+    parts[0::4] = names
+    parts[2::4] = values
+    parts[3::4] = ["\n" + indent] * lines
+    parts[-1] = "\n"
+    rebuilt = indent + "".join(parts)
+    if len(text) != at + len(rebuilt) or not text.endswith(rebuilt) or not text.isascii() \
+            or names_joined.encode().translate(None, _NAME_BYTES) or not all(names) \
+            or not "".join(values).isdigit() or max(map(len, values)) > 20:
+        return None
+    return names, values
 
 
 def _from_matches(fast: list[tuple[str, str]]) -> EthtoolStats:

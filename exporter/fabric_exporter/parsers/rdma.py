@@ -58,10 +58,10 @@ def parse_hw_counters(text: str, skipped: list[SkippedLine] | None = None) -> di
         # Every line is a plain name:value (the common case, in one pass): the same checks below
         # would pass; a name listed twice or a value past 64 bits still goes the line-by-line way.
         counters = dict(fast)
-        if len(counters) == len(fast) and all(len(v) < 20 for v in counters.values()):
+        if len(counters) == len(fast) and max(map(len, counters.values())) < 20:
             for name in HW_COUNTER_SETTINGS.intersection(counters):
                 del counters[name]
-            return {name: int(value) for name, value in counters.items()}
+            return dict(zip(counters, map(int, counters.values())))
     counters = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -266,8 +266,11 @@ def _optional(word: str) -> str | None:
     return None if word == "-" else word
 
 
+_STATUS = re.compile(r"[0-9]{1,3}")
+
+
 def _status(word: str, where: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,3}", word):
+    if not _STATUS.fullmatch(word):
         raise ParseError(f"{where}: bad exit status {word[:10]!r}")
     return int(word)
 
@@ -335,9 +338,17 @@ def _header(first: str) -> HostDump:
     return HostDump(mode=head[2])
 
 
-_MARKER = re.compile(r"^@@[^\n]*", re.M)
 # Line breaks str.splitlines() knows besides "\n": a dump holding one takes the line-by-line path.
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _has_other_breaks(text: str) -> bool:
+    """``_OTHER_BREAKS.search(text)``; for ASCII text (every real dump) a few ``in`` scans, in C and
+    ~10x faster than the regex's character class over a 20 KB dump."""
+    if text.isascii():
+        return "\r" in text or "\x0b" in text or "\x0c" in text or "\x1c" in text or "\x1d" in text \
+            or "\x1e" in text
+    return _OTHER_BREAKS.search(text) is not None
 
 
 @parser_entry
@@ -351,7 +362,7 @@ def parse_host_dump(text: str) -> HostDump:
     text; anything else (and any error) goes line by line, which names the line at fault."""
     if not isinstance(text, str):
         raise ParseError("roce dump: expected text")
-    if text.startswith("@@") and not _OTHER_BREAKS.search(text):
+    if text.startswith("@@") and not _has_other_breaks(text):
         try:
             dump = _sliced_dump(text)
         except ParseError:
@@ -363,21 +374,36 @@ def parse_host_dump(text: str) -> HostDump:
 
 def _sliced_dump(text: str) -> HostDump | None:
     """The one-pass path: None (or ParseError) when the dump is not well formed."""
-    markers = _MARKER.finditer(text)
-    first = next(markers)
-    dump = _header(first.group())
+    markers = _markers(text)
+    start, end = next(markers)
+    dump = _header(text[start:end])
     target: tuple | None = None
-    body_start = first.end() + 1
-    for m in markers:
+    body_start = end + 1
+    for start, end in markers:
         if target is not None:
-            _close_section(dump, target, text[body_start:m.start()])
-        elif m.start() > body_start:
+            _close_section(dump, target, text[body_start:start])
+        elif start > body_start:
             return None  # text outside a section
-        target = _open_section(dump, m.group(), "roce dump")
+        target = _open_section(dump, text[start:end], "roce dump")
         if target is _END:
-            return dump if not text[m.end():].strip() else None
-        body_start = m.end() + 1
+            return dump if not text[end:].strip() else None
+        body_start = end + 1
     return None  # no @@end
+
+
+def _markers(text: str):
+    """(start, end) of each line that begins with ``@@`` (the text's first line does): ``str.find``
+    of newline + ``@@`` skips the section bodies in C (a multi-line ``^@@`` regex tries its ``^``
+    at every character, ~2x the whole split's time)."""
+    start = 0
+    while start >= 0:
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield start, end
+        start = text.find("\n@@", end)
+        if start >= 0:
+            start += 1
 
 
 def _dump_by_lines(text: str) -> HostDump:
