@@ -17,7 +17,7 @@ from . import options as _options
 from . import script
 from .mapping import ETHTOOL_MAPPER, HW_MAPPER, driver_family
 from .options import RoceNicOptions
-from .ports import PortData, _result_and_ports, result_from_dump
+from .ports import PortData, PortLabels, _result_and_ports, result_from_dump
 
 
 def _burst_probe() -> str:
@@ -57,6 +57,7 @@ class RoceNicCollector(Collector):
         super().__init__(ctx)
         if self.options is None:
             self.options = RoceNicOptions()
+        self._labels: PortLabels | None = None  # the host's port label sets, kept across polls
         self._burst = None  # BurstAccumulator, from the first poll with burst: on
         self._burst_runner = None  # burst.LocalRunner | StreamRunner
 
@@ -73,11 +74,14 @@ class RoceNicCollector(Collector):
                 raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
         host = self.options.host_label(self.host.name if self.host else "localhost")
+        if self._labels is None or self._labels.host != host:
+            self._labels = PortLabels(host)
+        labels = self._labels
         if self.options.burst is None:
-            return await parse_off_loop(lambda text: result_from_dump(parse_host_dump(text), host, self.options),
-                                        result.stdout)
-        polled, ports = await parse_off_loop(lambda text: _result_and_ports(parse_host_dump(text), host, self.options),
-                                             result.stdout)
+            return await parse_off_loop(
+                lambda text: result_from_dump(parse_host_dump(text), host, self.options, labels), result.stdout)
+        polled, ports = await parse_off_loop(
+            lambda text: _result_and_ports(parse_host_dump(text), host, self.options, labels), result.stdout)
         await self._burst_poll(ports, host, polled)
         return polled
 

@@ -1,4 +1,5 @@
-"""One host's parsed dump -> its ports -> catalog samples (pure: no I/O).
+"""One host's parsed dump -> its ports -> catalog samples (no I/O; the label sets kept across polls
+are the collector's ``PortLabels``).
 
 Values are the drivers' raw monotonic counters (microseconds scaled to seconds): a driver reload
 resets them and Prometheus' counter-reset handling copes; nothing is carried across polls.
@@ -31,22 +32,20 @@ class PortData:
     dropped: int = 0  # counters the host read but left out as unmapped (FILTER_AWK)
 
 
-def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions) -> PollResult:
-    """The catalog samples of one host's parsed dump; raises CommandError when nothing was read."""
+def result_from_dump(dump: HostDump, host: str, options: RoceNicOptions,
+                     labels: PortLabels | None = None) -> PollResult:
+    """The catalog samples of one host's parsed dump; raises CommandError when nothing was read.
+    ``labels``: the host's kept PortLabels (its collector's; new ones when not given)."""
+    return _result_and_ports(dump, host, options, labels)[0]
+
+
+def _result_and_ports(dump: HostDump, host: str, options: RoceNicOptions,
+                      labels: PortLabels | None = None) -> tuple[PollResult, list[PortData]]:
+    """``result_from_dump`` and the ports it was made of (for the burst sampler's plan)."""
     problems: list[str] = []
     skipped: list = []  # lines the parsers skipped (skip-and-count rule)
     ports = _ports(dump, options, problems, skipped)
-    result = _samples(ports, host, options, problems)
-    result.skipped = skipped
-    return result
-
-
-def _result_and_ports(dump: HostDump, host: str, options: RoceNicOptions) -> tuple[PollResult, list[PortData]]:
-    """``result_from_dump`` and the ports it was made of (for the burst sampler's plan)."""
-    problems: list[str] = []
-    skipped: list = []
-    ports = _ports(dump, options, problems, skipped)
-    result = _samples(ports, host, options, problems)
+    result = _samples(ports, labels if labels is not None else PortLabels(host), options, problems)
     result.skipped = skipped
     return result, ports
 
@@ -127,35 +126,40 @@ def _ports_from_rdma_tool(dump: HostDump, skipped: list | None = None) -> list[P
     return ports
 
 
-# (host, device, port, netdev) -> the port's LabelSet and its label sets with extra labels (extra
-# label pairs -> LabelSet, CounterMapper.map's ``labels_of``), kept across polls: one LabelSet per
-# label set of a port, shared by its samples, so the render formats each one's text once (704
-# samples of an 8-NIC host: ~80 label sets, not 704); immutable, so no later change can leave a
-# stale line keyed on one; and looked up, not built, on the next poll (building ~80 LabelSets cost
-# ~0.1 ms of a 3 ms host poll). Cleared when full: LabelSets are interned, so the ones made again
-# are the objects the snapshots hold.
-_PORT_LABELS: dict[tuple, tuple[LabelSet, dict[tuple, LabelSet]]] = {}
-_PORT_LABELS_MAX = 65536
+class PortLabels:
+    """One host's port label sets, kept across polls by its collector: per (device, port, netdev)
+    the port's LabelSet and its label sets with extra labels (extra label pairs -> LabelSet,
+    CounterMapper.map's ``labels_of``). One LabelSet per label set of a port, shared by its samples,
+    so the render formats each one's text once (704 samples of an 8-NIC host: ~80 label sets, not
+    704); immutable, so no later change can leave a stale line keyed on one; and looked up, not
+    built, on the next poll (building ~80 LabelSets cost ~0.1 ms of a 3 ms host poll). Cleared when
+    full: LabelSets are interned, so the ones made again are the objects the snapshots hold."""
+
+    __slots__ = ("host", "_ports")
+    MAX = 4096  # ports kept (a host has a few dozen)
+
+    def __init__(self, host: str):
+        self.host = host
+        self._ports: dict[tuple, tuple[LabelSet, dict[tuple, LabelSet]]] = {}
+
+    def of(self, p: PortData) -> tuple[LabelSet, dict[tuple, LabelSet]]:
+        key = (p.device, p.port, p.netdev)
+        kept = self._ports.get(key)
+        if kept is None:
+            if len(self._ports) >= self.MAX:
+                self._ports.clear()
+            base = LabelSet({"host": self.host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""})
+            kept = self._ports[key] = (base, {})
+        return kept
 
 
-def _port_labels(host: str, p: PortData) -> tuple[LabelSet, dict[tuple, LabelSet]]:
-    key = (host, p.device, p.port, p.netdev)
-    kept = _PORT_LABELS.get(key)
-    if kept is None:
-        if len(_PORT_LABELS) >= _PORT_LABELS_MAX:
-            _PORT_LABELS.clear()
-        base = LabelSet({"host": host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""})
-        kept = _PORT_LABELS[key] = (base, {})
-    return kept
-
-
-def _samples(ports: list[PortData], host: str, o: RoceNicOptions, problems: list[str]) -> PollResult:
+def _samples(ports: list[PortData], labels: PortLabels, o: RoceNicOptions, problems: list[str]) -> PollResult:
     samples: list[Sample] = []
     counters_read = 0
     expose = o.expose_unmapped
     for p in ports:
         counters_read += p.dropped  # read on the host, left out there as unmapped
-        base, labels_of = _port_labels(host, p)
+        base, labels_of = labels.of(p)
         family = driver_family(p.driver, p.device)
         if p.driver:
             info = labels_of.get((("driver", p.driver),))

@@ -251,3 +251,29 @@ def test_mapping_in_c_gives_the_samples_of_the_plain_steps():
             assert all(g.labels is w.labels for g, w in zip(got, want)) and unmapped == unknown
             scaled += any(isinstance(s.value, float) for s in got)
     assert scaled  # the scaled rows (microseconds to seconds) were among them
+
+
+def test_a_hosts_port_label_sets_are_kept_by_its_collector_across_polls():
+    """The kept label sets are the collector's (PortLabels), not a module-wide memo: a poll looks a
+    port's label sets up in its own host's, another host's polls never reach them, and they are
+    bounded (cleared when full, then made again)."""
+    from fabric_exporter.collectors.roce_nic.ports import PortLabels
+
+    mine, other = PortLabels("gpu-001"), PortLabels("gpu-002")
+    texts = polls(RoceHost.build("gpu-001", nics=2, seed=1), 2)
+    first = result_from_dump(parse_host_dump(texts[0]), "gpu-001", RoceNicOptions(), mine)
+    kept = dict(mine._ports)
+    assert {key[:2] for key in kept} == {(s.labels["device"], int(s.labels["port"])) for s in first.samples}
+    result_from_dump(parse_host_dump(texts[0]), "gpu-002", RoceNicOptions(), other)
+    again = result_from_dump(parse_host_dump(texts[1]), "gpu-001", RoceNicOptions(), mine)
+    assert mine._ports == kept and all(mine._ports[k] is v for k, v in kept.items())
+    assert {s.labels["host"] for s in again.samples} == {"gpu-001"}
+    assert all(a.labels is b.labels for a, b in zip(first.samples, again.samples))
+
+    class Tiny(PortLabels):
+        __slots__ = ()
+        MAX = 1
+
+    tiny = Tiny("gpu-001")
+    result_from_dump(parse_host_dump(texts[0]), "gpu-001", RoceNicOptions(), tiny)
+    assert len(tiny._ports) == 1  # two ports, a bound of one: cleared, then the last one kept
