@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "exporter"), str(ROOT)]
 
-from fabric_exporter.lab.prometheus import PROMETHEUS, Prometheus, free_port  # noqa: E402
+from fabric_exporter.lab.ports import free_tcp_port  # noqa: E402
+from fabric_exporter.lab.prometheus import PROMETHEUS, Prometheus  # noqa: E402
 from tests.harness.cluster_week import Cluster, write  # noqa: E402
 from tests.harness.hostile_prometheus import run_measured  # noqa: E402
 
@@ -64,7 +65,7 @@ def one_size(scale: float, days: float, interval: int, codes: list[str], runs: i
             raise SystemExit(r.stdout[-2000:] + r.stderr[-2000:])
         om.unlink()
         tsdb_mb = _du_mb(work / "data")
-        prom = Prometheus(work, job="nothing", targets=[f"127.0.0.1:{free_port()}"], rule_files=[str(RULES)],
+        prom = Prometheus(work, job="nothing", targets=[f"127.0.0.1:{free_tcp_port()}"], rule_files=[str(RULES)],
                           interval="1m")
         prom.start()
         try:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import fabric_exporter  # noqa: E402
 from bench_infiniband import _render, _Script, _scaled  # noqa: E402
-from tests.infiniband.conftest import CollectorHarness, group_for  # noqa: E402
+from tests.harness.infiniband import CollectorHarness, group_for  # noqa: E402
 
 WARM_UP_POLLS = 3  # after the first (discovery) poll: per-port memos built, a previous snapshot to render on
 
