@@ -28,11 +28,11 @@ ENGINES = ["fast", "pysnmp"]
 CREDS = {"c": {"type": "snmp", "version": "2c", "community": "public"}}
 
 
-def group_config(tmp_path, port, engine="fast", limits=None, interval="10s"):
+def group_config(tmp_path, port, engine="fast", limits=None, interval="10s", snmp_timeout="300ms"):
     doc = [{"name": "g", "fabric": "lab", "collector": "snmp_switch", "transport": "snmp", "credentials": "c",
             "interval": interval, "timeout": "5s",
             "hosts": [{"name": "sw1", "address": "127.0.0.1", "port": port}],
-            "options": {"snmp_engine": engine, "snmp_timeout": "300ms", "snmp_retries": 1, "modules": ["if_mib"]}}]
+            "options": {"snmp_engine": engine, "snmp_timeout": snmp_timeout, "snmp_retries": 1, "modules": ["if_mib"]}}]
     cfg = make_config(tmp_path, doc, CREDS)
     if limits:
         from dataclasses import replace
@@ -227,7 +227,10 @@ def test_every_misbehaviour_fails_the_poll_with_its_reason_and_publishes_nothing
     """Every GETBULK misbehaving (so ifName, which labels everything, cannot be read): the poll
     fails within its deadline, with the misbehaviour's reason, never ``internal``."""
     agent = hostile_snmp(mode)
-    cfg = group_config(tmp_path, agent.port, engine, limits={"max_snmp_poll_bytes": 256 << 10})
+    # 1 s per request: pysnmp decoding the walks' 60 kB answers on a loaded 2-core CI runner once took
+    # longer than 300 ms, and a timeout came before the budget's output_too_large (2 x 1 s still
+    # ends the silent agent's walks well within the poll's 5 s)
+    cfg = group_config(tmp_path, agent.port, engine, limits={"max_snmp_poll_bytes": 256 << 10}, snmp_timeout="1s")
     reason = reason or ("parse" if engine == "fast" else "partial")  # see the huge error-status test
 
     async def go():
