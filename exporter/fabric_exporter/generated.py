@@ -23,6 +23,13 @@ def write_or_check(path: Path, text: str, new: str, write: bool) -> int:
     return 0
 
 
+def replace_block(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with its one ``begin`` ... ``end`` block (markers included) replaced by ``block``."""
+    if text.count(begin) != 1 or text.count(end) != 1:
+        raise ValueError(f"expected one {begin!r} ... {end!r} block")
+    return text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+
+
 def main(argv: list[str] | None, prog: str, description: str, what: str, render: Callable[[str], str]) -> int:
     """The ``--write FILE | --check FILE`` command line of a generated ``what``: ``render`` makes the
     new text from the file's current one."""

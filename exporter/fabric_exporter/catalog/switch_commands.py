@@ -32,6 +32,7 @@ EOS_VOQ = "show interfaces counters queue: Aggregate VoQ Counters"
 CUMULUS_ETHTOOL = "ethtool -S swp<n>"
 NVUE_ROCE = "nv show interface <swp> qos roce counters"
 
+
 @dataclass(frozen=True)
 class Printed:
     """Names a command prints one counter under (several: spellings of one metric), in ``scale``."""
@@ -123,8 +124,6 @@ DIALECT_COUNTERS: dict[str, CliDialect] = {
 #: who prints each source (RawCounter.vendor)
 VENDOR = {source: vendor for vendor, dialect in DIALECT_COUNTERS.items() for source in dialect.prints}
 SOURCES = tuple(VENDOR)
-#: how HELP and the docs name each dialect
-DIALECT_NAMES = {vendor: dialect.shown for vendor, dialect in DIALECT_COUNTERS.items()}
 #: the collector that reads these rows (a metric they join is emitted by it)
 ROWS_COLLECTOR = "switch_cli"
 
@@ -180,4 +179,3 @@ def markdown() -> str:
                 out.append(f"| {row.vendor} | `{command}` | `{row.name}` | `{spec.name}` | {', '.join(labels)} |")
     out += ["", DOC_END]
     return "\n".join(out)
-

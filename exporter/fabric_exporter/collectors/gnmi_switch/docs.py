@@ -75,10 +75,7 @@ def markdown(vendor: str) -> str:
 def render(text: str) -> str:
     """``text`` with each generated block replaced by the current one."""
     for vendor in VENDORS:
-        begin, end = BEGIN.format(vendor=vendor), END.format(vendor=vendor)
-        if text.count(begin) != 1 or text.count(end) != 1:
-            raise ValueError(f"expected one {begin!r} ... {end!r} block")
-        text = text[:text.index(begin)] + markdown(vendor) + text[text.index(end) + len(end):]
+        text = generated.replace_block(text, BEGIN.format(vendor=vendor), END.format(vendor=vendor), markdown(vendor))
     return text
 
 

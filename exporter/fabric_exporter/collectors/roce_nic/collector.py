@@ -57,7 +57,8 @@ class RoceNicCollector(Collector):
         super().__init__(ctx)
         if self.options is None:
             self.options = RoceNicOptions()
-        self._labels: PortLabels | None = None  # the host's port label sets, kept across polls
+        # the host's port label sets, kept across polls (its label: the options' host rule, fixed)
+        self._labels = PortLabels(self.options.host_label(self.host.name if self.host else "localhost"))
         self._burst = None  # BurstAccumulator, from the first poll with burst: on
         self._burst_runner = None  # burst.LocalRunner | StreamRunner
 
@@ -73,10 +74,8 @@ class RoceNicCollector(Collector):
             if result.exit_status != 0:
                 raise CommandError(f"roce_nic script failed: {result.describe_failure()}")
             raise ParseError(f"roce_nic script printed no @@fabric-roce header: {result.stdout[:80]!r}")
-        host = self.options.host_label(self.host.name if self.host else "localhost")
-        if self._labels is None or self._labels.host != host:
-            self._labels = PortLabels(host)
         labels = self._labels
+        host = labels.host
         if self.options.burst is None:
             return await parse_off_loop(
                 lambda text: result_from_dump(parse_host_dump(text), host, self.options, labels), result.stdout)

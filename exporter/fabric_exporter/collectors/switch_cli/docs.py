@@ -9,9 +9,7 @@ from ...catalog.switch_commands import DOC_BEGIN, DOC_END, markdown
 
 def render(text: str) -> str:
     """``text`` with its generated counters table replaced by the current one."""
-    if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1:
-        raise ValueError(f"expected one {DOC_BEGIN!r} ... {DOC_END!r} block")
-    return text[:text.index(DOC_BEGIN)] + markdown() + text[text.index(DOC_END) + len(DOC_END):]
+    return generated.replace_block(text, DOC_BEGIN, DOC_END, markdown())
 
 
 def main(argv: list[str] | None = None) -> int:
