@@ -17,7 +17,6 @@ import signal
 import socket
 import time
 
-from aiohttp import web
 
 from .collectors import registry
 from .config.loader import load_config, parse_listen_address
@@ -27,7 +26,8 @@ from .sharding import Shard
 from .serving.selfmetrics import ReloadStatus, SelfMetrics
 from .serving.store import SnapshotStore
 from .transport.factory import Transports
-from .serving.web import ConnectionGuard, GuardedSite, WebSecurity, build_app, load_web_config
+from .serving.web import ConnectionGuard, WebSecurity, build_app, load_web_config
+from .serving.web_thread import DaemonCall, WebThread
 
 log = logging.getLogger("fabric_exporter.daemon")
 
@@ -200,21 +200,17 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
 
         _raise_fd_limit()
-        runner = web.AppRunner(build_app(self, security), access_log=None, handle_signals=False,
-                               keepalive_timeout=config.web.idle_timeout)
-        await runner.setup()
         self.connection_guard = ConnectionGuard(config.web.header_timeout, config.web.idle_timeout,
                                                 config.web.max_connections)
-        site = GuardedSite(runner, host, port, guard=self.connection_guard, ssl_context=security.ssl_context)
+        server = WebThread(build_app(self, security, call=DaemonCall(loop)), host, port,
+                           guard=self.connection_guard, ssl_context=security.ssl_context,
+                           keepalive_timeout=config.web.idle_timeout)
         try:
-            await site.start()
+            self.bound_port = await server.start()
         except (OSError, ValueError, OverflowError) as e:  # a bad address is a logged error, never a traceback
             log.error("cannot listen", extra={"fields": {"address": listen,
                                                          "error": getattr(e, "strerror", None) or str(e)}})
-            await runner.cleanup()
             return 1
-        sockets = site._server.sockets if site._server else []  # noqa: SLF001 - aiohttp has no public accessor
-        self.bound_port = sockets[0].getsockname()[1] if sockets else port
         self.scheduler.apply(config)
         self._remember_hosts_files(config)
         self.reload_status.record(True)
@@ -238,7 +234,7 @@ class Daemon:
                 t.cancel()
             await self.scheduler.stop(grace=2.0)
             # Bounded: the whole shutdown must fit systemd's and Kubernetes' stop timeouts.
-            for closing, limit in ((runner.cleanup(), 1.5), (self.transports.close(), 1.0)):
+            for closing, limit in ((server.stop(1.5), 2.5), (self.transports.close(), 1.0)):
                 try:
                     await asyncio.wait_for(closing, limit)
                 except Exception as e:  # noqa: BLE001 - shutdown is best effort

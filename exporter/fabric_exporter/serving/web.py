@@ -1,7 +1,8 @@
 """HTTP: /metrics, /healthz, /ready and the / status page.
 
 Handlers only read in-memory state: /metrics joins pre-rendered snapshot bytes with the
-self-metrics, so it answers in milliseconds even while polls hang. TLS and basic auth follow
+self-metrics, so it answers in milliseconds even while polls hang. The daemon serves the app from
+a thread of its own (web_thread.py); handlers reach the daemon's state through ``call``. TLS and basic auth follow
 Prometheus exporter-toolkit's ``--web.config.file`` format.
 """
 
@@ -428,8 +429,11 @@ class PartsPayload(Payload):
             start = stop
 
 
-def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
+def build_app(daemon, security: WebSecurity | None = None, call=None) -> web.Application:
+    """The app. ``call(fn, *args)`` runs ``fn`` where the daemon's state lives (its loop: see
+    web_thread.DaemonCall) and gives its result; by default here, on the loop that serves."""
     security = security or WebSecurity()
+    call = call or _call_here
     auth = BasicAuth(security.users) if security.users else None
 
     @web.middleware
@@ -453,20 +457,21 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
         headers = {"Content-Type": CONTENT_TYPE}
         if compressed:
             headers["Content-Encoding"] = "gzip"
-        return web.Response(body=PartsPayload(daemon.exposition_parts(gzip=compressed), CONTENT_TYPE),
-                            headers=headers)
+        parts = await call(daemon.exposition_parts, compressed)
+        return web.Response(body=PartsPayload(parts, CONTENT_TYPE), headers=headers)
 
     async def healthz(request: web.Request) -> web.Response:
+        await call(_alive)  # alive = the daemon's loop takes turns, not only this server's
         return web.Response(text="ok\n")
 
     async def ready(request: web.Request) -> web.Response:
-        if daemon.scheduler.ready():
+        pending = await call(_not_polled, daemon)
+        if pending is None:
             return web.Response(text="ready\n")
-        pending = [f"{s.group}/{s.host}" for s in daemon.scheduler.states.values() if not s.tried]
-        return web.Response(status=503, text=f"not ready: {len(pending)} target(s) not polled yet\n")
+        return web.Response(status=503, text=f"not ready: {pending} target(s) not polled yet\n")
 
     async def status(request: web.Request) -> web.Response:
-        return web.Response(text=status_page(daemon), content_type="text/html")
+        return web.Response(text=await call(status_page, daemon), content_type="text/html")
 
     app = web.Application(middlewares=[guard])
     if auth is not None:
@@ -476,6 +481,21 @@ def build_app(daemon, security: WebSecurity | None = None) -> web.Application:
     app.router.add_get("/ready", ready)
     app.router.add_get("/", status)
     return app
+
+
+async def _call_here(fn, *args):
+    return fn(*args)
+
+
+def _alive() -> None:
+    return None
+
+
+def _not_polled(daemon) -> int | None:
+    """None when ready, else how many targets were never polled."""
+    if daemon.scheduler.ready():
+        return None
+    return sum(1 for s in daemon.scheduler.states.values() if not s.tried)
 
 
 async def _close_auth(auth: BasicAuth) -> None:
