@@ -9,10 +9,10 @@ moves them all; a real host's errors, CNPs and idle priorities stand still); the
 first dump's value (picked by a stable hash). Prints CPU ms per poll for each step. To compare two
 checkouts, run it with each one's ``PYTHONPATH`` in turn, alternating (the same dumps: same seed).
 
-The poll goes through the host's kept port state as the collector's does (``PortLabels``, with
-``keep_samples`` where the checkout has it: path "kept", else "plain"). ``--held HOSTS``: then
-polls that many hosts in turn and prints the bytes held per host after the last poll (tracemalloc,
-by file: the collector's kept state, the snapshot and its render cache), for memory per part.
+The poll goes through the host's kept port label sets as the collector's does (``PortLabels``).
+``--held HOSTS``: then polls that many hosts in turn and prints the bytes held per host after the
+last poll (tracemalloc, by file: the collector's kept state, the snapshot and its render cache),
+for memory per part.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
     if args.held:
         held(texts, options, args.held)
         return
-    labels, path = host_state("h")
+    labels, path = PortLabels("h"), "plain"
 
     def poll(dump):
         return result_from_dump(dump, "h", options, labels)
@@ -88,22 +88,14 @@ def main() -> None:
           f"parse+map {work / n:.3f} render {render / n:.3f} total {(split + work + render) / n:.3f}")
 
 
-def host_state(host: str):
-    """The kept port state the collector gives a host, and the path it takes ("kept" or "plain")."""
-    try:
-        return PortLabels(host, keep_samples=True), "kept"
-    except TypeError:  # a checkout without kept samples
-        return PortLabels(host), "plain"
-
-
 def held(texts: list[str], options: RoceNicOptions, hosts: int) -> None:
     """Poll ``hosts`` hosts 4 times each (the same dumps in turn) and print what stays allocated per
     host after the last poll, from before the first (tracemalloc: Python objects, not RSS)."""
     names = [f"h{i:04d}" for i in range(hosts)]
-    state = {name: host_state(name)[0] for name in names}
+    state = {name: PortLabels(name) for name in names}
     snapshots: dict = {}
     # one host polled before tracing: plans compiled, family headers and caches made once per process
-    build_snapshot("f", result_from_dump(parse_host_dump(texts[0]), "x", options, host_state("x")[0]).samples, 60)
+    build_snapshot("f", result_from_dump(parse_host_dump(texts[0]), "x", options, PortLabels("x")).samples, 60)
     gc.collect()
     tracemalloc.start()
     for e in range(4):
@@ -115,7 +107,7 @@ def held(texts: list[str], options: RoceNicOptions, hosts: int) -> None:
     total = tracemalloc.get_traced_memory()[0]
     by_file = tracemalloc.take_snapshot().statistics("filename")
     tracemalloc.stop()
-    print(f"{host_state('x')[1]} moving: {hosts} hosts, held per host after 4 polls: {total / hosts / 1024:.1f} KiB")
+    print(f"{hosts} hosts, held per host after 4 polls: {total / hosts / 1024:.1f} KiB")
     for stat in by_file[:8]:
         print(f"  {stat.size / hosts / 1024:7.1f} KiB  {stat.traceback[0].filename.split('fabric_exporter/')[-1]}")
 

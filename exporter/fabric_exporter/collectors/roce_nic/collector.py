@@ -57,9 +57,8 @@ class RoceNicCollector(Collector):
         super().__init__(ctx)
         if self.options is None:
             self.options = RoceNicOptions()
-        # the host's port label sets and samples, kept across polls (its label: the options' host rule, fixed)
-        self._labels = PortLabels(self.options.host_label(self.host.name if self.host else "localhost"),
-                                  keep_samples=True)
+        # the host's port label sets, kept across polls (its label: the options' host rule, fixed)
+        self._labels = PortLabels(self.options.host_label(self.host.name if self.host else "localhost"))
         self._burst = None  # BurstAccumulator, from the first poll with burst: on
         self._burst_runner = None  # burst.LocalRunner | StreamRunner
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from ...errors import CommandError, ParseError
 from ...parsers.ethtool import EthtoolStats, parse_ethtool_stats
 from ...parsers.rdma import HostDump, parse_hw_counters, parse_rdma_link, parse_rdma_statistic
-from ...samples import KeptSample, LabelSet, PollResult, Sample
-from .mapping import ETHTOOL_MAPPER, HW_MAPPER, Kept, driver_family
+from ...samples import LabelSet, PollResult, Sample
+from .mapping import ETHTOOL_MAPPER, HW_MAPPER, driver_family
 from .options import RoceNicOptions
 
 
@@ -133,101 +133,56 @@ class PortLabels:
     so the render formats each one's text once (704 samples of an 8-NIC host: ~80 label sets, not
     704); immutable, so no later change can leave a stale line keyed on one; and looked up, not
     built, on the next poll (building ~80 LabelSets cost ~0.1 ms of a 3 ms host poll). Cleared when
-    full: LabelSets are interned, so the ones made again are the objects the snapshots hold.
+    full: LabelSets are interned, so the ones made again are the objects the snapshots hold."""
 
-    ``keep_samples`` (the collector's): each port's samples are KeptSamples kept to the next poll,
-    and a counter that did not move hands out its very sample again (CounterMapper.map_kept): the
-    store keeps its rendered line instead of formatting it (issue 27). Only the samples are kept
-    (the render cache holds them anyway), no section text or parse; a port missing from a poll is
-    forgotten with them."""
-
-    __slots__ = ("host", "keep_samples", "_ports")
+    __slots__ = ("host", "_ports")
     MAX = 4096  # ports kept (a host has a few dozen)
 
-    def __init__(self, host: str, keep_samples: bool = False):
+    def __init__(self, host: str):
         self.host = host
-        self.keep_samples = keep_samples
-        self._ports: dict[tuple, KeptPort] = {}
+        self._ports: dict[tuple, tuple[LabelSet, dict[tuple, LabelSet]]] = {}
 
-    def of(self, p: PortData) -> KeptPort:
+    def of(self, p: PortData) -> tuple[LabelSet, dict[tuple, LabelSet]]:
         key = (p.device, p.port, p.netdev)
         kept = self._ports.get(key)
         if kept is None:
             if len(self._ports) >= self.MAX:
                 self._ports.clear()
-            kept = self._ports[key] = KeptPort(
-                LabelSet({"host": self.host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""}))
+            base = LabelSet({"host": self.host, "device": p.device, "port": str(p.port), "netdev": p.netdev or ""})
+            kept = self._ports[key] = (base, {})
         return kept
-
-    def keep_only(self, ports: list[PortData]) -> None:
-        """Forget the ports not among ``ports`` (this poll's), with their kept samples."""
-        if len(self._ports) > len(ports):
-            seen = {(p.device, p.port, p.netdev) for p in ports}
-            self._ports = {key: kept for key, kept in self._ports.items() if key in seen}
-
-
-class KeptPort:
-    """One port's kept state: its LabelSet, its label sets with extra labels (extra label pairs ->
-    LabelSet), and with ``keep_samples`` its mapped samples per source (``mapping.Kept``) and its
-    info and active samples (``(metric, label value or state)`` -> KeptSample)."""
-
-    __slots__ = ("base", "labels_of", "sources", "static")
-
-    def __init__(self, base: LabelSet):
-        self.base = base
-        self.labels_of: dict[tuple, LabelSet] = {}
-        self.sources: dict[str, Kept] = {}
-        self.static: dict[tuple, KeptSample] = {}
-
-    def static_sample(self, metric: str, labels: LabelSet, value: int, key: tuple) -> KeptSample:
-        sample = self.static.get(key)
-        if sample is None:
-            if len(self.static) >= 8:  # a driver changing again and again: bounded
-                self.static.clear()
-            sample = self.static[key] = KeptSample(metric, labels, value)
-        return sample
 
 
 def _samples(ports: list[PortData], labels: PortLabels, o: RoceNicOptions, problems: list[str]) -> PollResult:
     samples: list[Sample] = []
     counters_read = 0
     expose = o.expose_unmapped
-    keep = labels.keep_samples
     for p in ports:
         counters_read += p.dropped  # read on the host, left out there as unmapped
-        port = labels.of(p)
-        base, labels_of = port.base, port.labels_of
+        base, labels_of = labels.of(p)
         family = driver_family(p.driver, p.device)
         if p.driver:
             info = labels_of.get((("driver", p.driver),))
             if info is None:
                 info = labels_of[(("driver", p.driver),)] = base.merged({"driver": p.driver})
-            samples.append(port.static_sample("fabric_roce_nic_port_info", info, 1, ("info", p.driver)) if keep
-                           else Sample("fabric_roce_nic_port_info", info, 1))
+            samples.append(Sample("fabric_roce_nic_port_info", info, 1))
         if p.active is not None:
-            value = 1 if p.active else 0
-            samples.append(port.static_sample("fabric_roce_nic_port_active", base, value, ("active", value)) if keep
-                           else Sample("fabric_roce_nic_port_active", base, value))
+            samples.append(Sample("fabric_roce_nic_port_active", base, 1 if p.active else 0))
         for source, table, mapper in (("hw_counters", p.hw_counters, HW_MAPPER),
                                       ("ethtool", p.ethtool.counters if p.ethtool else None, ETHTOOL_MAPPER)):
             if not table:
                 continue
             counters_read += len(table)
             unmapped: list[str] | None = [] if expose else None
-            if keep:
-                kept = port.sources[source] = mapper.map_kept(table, family, base, unmapped, labels_of,
-                                                              port.sources.get(source))
-                samples += kept.samples
-            else:
-                samples += mapper.map(table, family, base, unmapped, labels_of)
+            samples.extend(mapper.map(table, family, base, unmapped, labels_of))
             for name in unmapped or ():
                 samples.append(Sample("fabric_roce_nic_unmapped_value",
                                       base.merged({"source": source, "counter": name}), table[name]))
         if p.ethtool and p.ethtool.ambiguous:
             problems.append(f"ethtool -S {p.netdev}: counters printed twice with different values, "
                             f"not published: {', '.join(sorted(p.ethtool.ambiguous))}")
-    labels.keep_only(ports)
     if counters_read == 0 and problems:
         # Nothing at all was read: a failed host, not a partial one.
         raise CommandError("; ".join(problems))
     return PollResult(samples, problems)
+
