@@ -15,7 +15,7 @@ Reported, in the same run and on the same connections:
 - parse + map alone (no I/O) per host, on the same dump text;
 - the server process's CPU, since both share this machine's cores;
 - with ``--split``: a full poll's client CPU by step (split, parse, map, render, store, and the
-  rest: SSH, asyncio, scheduler), each step timed in process CPU time.
+  rest: SSH, asyncio, scheduler), each step timed in its thread's CPU time.
 
 ``--moving SHARE``: only that share of each host's counters move between polls (the lab model moves
 them all; a real host's errors, CNPs and idle priorities stand still): the server answers every
@@ -33,6 +33,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -154,16 +155,20 @@ async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
 
 
 class CpuTimers:
-    """The process CPU time spent in each synchronous step of a host poll, timed by wrapping the
-    step where its caller looks it up (two clock reads a call, not a profiler's per call). The
-    rest of a poll's client CPU is the SSH command (asyncssh, the transport), asyncio and the
-    scheduler: awaiting code cannot be timed this way, as other tasks run while it waits."""
+    """The CPU time spent in each synchronous step of a host poll, timed by wrapping the step where
+    its caller looks it up (two clock reads a call, not a profiler's per call), on the clock of the
+    thread that runs it: the split, parse and map run in parse_off_loop's worker threads while the
+    loop's thread goes on with other hosts' polls, so the process's clock would count that work in
+    the step too. The rest of a poll's client CPU is the SSH command (asyncssh, the transport),
+    asyncio and the scheduler: awaiting code cannot be timed this way, as other tasks run while it
+    waits."""
 
     def __init__(self):
         from fabric_exporter import scheduler
         from fabric_exporter.collectors.roce_nic import collector, ports
 
         self.spent: dict[str, float] = {}
+        self._lock = threading.Lock()
         self._undo = []
         for label, owner, name in (("split the dump (parsers/rdma parse_host_dump)", collector, "parse_host_dump"),
                                    ("parse the tables, build the ports (ports._ports)", ports, "_ports"),
@@ -175,14 +180,17 @@ class CpuTimers:
     def _wrap(self, label: str, owner, name: str) -> None:
         step = getattr(owner, name)
         self.spent[label] = 0.0
-        clock = time.process_time
+        clock = time.thread_time
+        lock = self._lock
 
         def timed(*args, **kwargs):
             t0 = clock()
             try:
                 return step(*args, **kwargs)
             finally:
-                self.spent[label] += clock() - t0
+                spent = clock() - t0
+                with lock:  # steps of several hosts end in several threads
+                    self.spent[label] += spent
 
         setattr(owner, name, timed)
         self._undo.append((owner, name, step))
