@@ -15,7 +15,12 @@ Reported, in the same run and on the same connections:
 - parse + map alone (no I/O) per host, on the same dump text;
 - the server process's CPU, since both share this machine's cores;
 - with ``--split``: a full poll's client CPU by step (split, parse, map, render, store, and the
-  rest: SSH, asyncio, scheduler), each step timed in process CPU time.
+  rest: SSH, asyncio, scheduler), each step timed in its thread's CPU time.
+
+``--moving SHARE``: only that share of each host's counters move between polls (the lab model moves
+them all; a real host's errors, CNPs and idle priorities stand still): the server answers every
+other counter with its value in the host's first answer (picked by a stable hash of host, section
+and name, as bench_cluster's ``--moving`` picks them in its recordings).
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
 from pathlib import Path
 
 
@@ -44,11 +52,13 @@ from fabric_exporter.transport.factory import Transports
 from cputime import process_cpu as cpu_of, self_cpu as cpu_self  # noqa: E402
 
 
-def start_server(tmp: Path, hosts: int, nics: int) -> tuple[subprocess.Popen, dict[str, int], Path, Path]:
+def start_server(tmp: Path, hosts: int, nics: int, moving: float = 1.0
+                 ) -> tuple[subprocess.Popen, dict[str, int], Path, Path]:
     host_key, client_key, authorized = write_key_files(tmp)
     ports_file = tmp / "ports.json"
+    server = ["-m", "fabric_exporter.lab.roce_host"] if moving >= 1.0 else [__file__, "--lab-server", str(moving)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fabric_exporter.lab.roce_host", "--hosts", str(hosts), "--nics", str(nics),
+        [sys.executable, *server, "--hosts", str(hosts), "--nics", str(nics),
          "--host-key", str(host_key), "--authorized-keys", str(authorized),
          "--ports-file", str(ports_file)],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, stdin=subprocess.DEVNULL)
@@ -81,7 +91,7 @@ async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
     sched = Scheduler(transports, store)
     sched.apply(cfg, start_tasks=False)
     n = len(group.hosts)
-    out: dict = {"hosts": n, "nics_per_host": args.nics, "concurrency": args.concurrency}
+    out: dict = {"hosts": n, "nics_per_host": args.nics, "concurrency": args.concurrency, "moving": args.moving}
 
     def measure(label, started_wall, started_cpu, started_server, count):
         wall = time.perf_counter() - started_wall
@@ -145,16 +155,20 @@ async def bench(args, ports, client_key, known_hosts, server_pid) -> dict:
 
 
 class CpuTimers:
-    """The process CPU time spent in each synchronous step of a host poll, timed by wrapping the
-    step where its caller looks it up (two clock reads a call, not a profiler's per call). The
-    rest of a poll's client CPU is the SSH command (asyncssh, the transport), asyncio and the
-    scheduler: awaiting code cannot be timed this way, as other tasks run while it waits."""
+    """The CPU time spent in each synchronous step of a host poll, timed by wrapping the step where
+    its caller looks it up (two clock reads a call, not a profiler's per call), on the clock of the
+    thread that runs it: the split, parse and map run in parse_off_loop's worker threads while the
+    loop's thread goes on with other hosts' polls, so the process's clock would count that work in
+    the step too. The rest of a poll's client CPU is the SSH command (asyncssh, the transport),
+    asyncio and the scheduler: awaiting code cannot be timed this way, as other tasks run while it
+    waits."""
 
     def __init__(self):
         from fabric_exporter import scheduler
         from fabric_exporter.collectors.roce_nic import collector, ports
 
         self.spent: dict[str, float] = {}
+        self._lock = threading.Lock()
         self._undo = []
         for label, owner, name in (("split the dump (parsers/rdma parse_host_dump)", collector, "parse_host_dump"),
                                    ("parse the tables, build the ports (ports._ports)", ports, "_ports"),
@@ -166,14 +180,17 @@ class CpuTimers:
     def _wrap(self, label: str, owner, name: str) -> None:
         step = getattr(owner, name)
         self.spent[label] = 0.0
-        clock = time.process_time
+        clock = time.thread_time
+        lock = self._lock
 
         def timed(*args, **kwargs):
             t0 = clock()
             try:
                 return step(*args, **kwargs)
             finally:
-                self.spent[label] += clock() - t0
+                spent = clock() - t0
+                with lock:  # steps of several hosts end in several threads
+                    self.spent[label] += spent
 
         setattr(owner, name, timed)
         self._undo.append((owner, name, step))
@@ -189,17 +206,61 @@ class CpuTimers:
         return out
 
 
+_COUNTER_LINE = re.compile(r"^(\s*[^:@\n][^:\n]*:\s*)(\d+)$")
+
+
+def hold_still(host: str, dump: str, first: dict[tuple[str, str], str], moving: float) -> str:
+    """``dump`` with only ``moving`` of its counters moved: every other counter (a stable hash of
+    host, section and name) keeps its value in ``first`` (the host's first dump, filled from it)."""
+    section, out = "", []
+    for line in dump.split("\n"):
+        if line.startswith("@@"):
+            section = line
+        else:
+            m = _COUNTER_LINE.match(line)
+            if m:
+                key = (section, m.group(1).strip())
+                was = first.setdefault(key, m.group(2))
+                if zlib.crc32(f"{host} {key}".encode()) % 10_000 >= moving * 10_000:
+                    line = m.group(1) + was
+        out.append(line)
+    return "\n".join(out)
+
+
+def lab_server(moving: float, argv: list[str]) -> None:
+    """The lab's SSH hosts (``python -m fabric_exporter.lab.roce_host ARGV``) with only ``moving`` of
+    each host's counters moving (``hold_still`` on every dump they answer)."""
+    from fabric_exporter.lab import roce_host
+
+    answer = roce_host.answer
+    first: dict[str, dict] = {}
+
+    def held_still(host, command: str) -> tuple[int, str, str]:
+        status, out, err = answer(host, command)
+        if out.startswith("@@fabric-roce"):
+            out = hold_still(host.name, out, first.setdefault(host.name, {}), moving)
+        return status, out, err
+
+    roce_host.answer = held_still  # looked up by roce_host.serve at each command
+    roce_host._main(argv)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--lab-server"]:
+        lab_server(float(sys.argv[2]), sys.argv[3:])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--nics", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--moving", type=float, default=1.0,
+                    help="share of each host's counters that move between polls (the others keep their first value)")
     ap.add_argument("--split", action="store_true",
                     help="time each step of the full polls (split, parse, map, render, store) in CPU")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        proc, ports, client_key, known_hosts = start_server(Path(tmp), args.hosts, args.nics)
+        proc, ports, client_key, known_hosts = start_server(Path(tmp), args.hosts, args.nics, args.moving)
         try:
             out = asyncio.run(bench(args, ports, client_key, known_hosts, proc.pid))
         finally:
@@ -211,7 +272,8 @@ def main() -> None:
                 proc.wait(timeout=5)
     print(json.dumps(out, indent=2))
     f, b = out["full_poll"], out["bare_ssh_round_trip"]
-    print(f"\n{args.hosts} hosts x {args.nics} NICs, {args.rounds} rounds, concurrency {args.concurrency}:")
+    print(f"\n{args.hosts} hosts x {args.nics} NICs, {args.rounds} rounds, concurrency {args.concurrency}, "
+          f"moving {args.moving}:")
     print(f"  full poll : {f['per_second']:8.1f} hosts/s   client CPU {f['client_cpu_ms_each'] / 1e3:.5f} s/host-poll "
           f"(server {f['server_cpu_ms_each'] / 1e3:.5f} s)")
     print(f"  bare SSH  : {b['per_second']:8.1f} trips/s   client CPU {b['client_cpu_ms_each'] / 1e3:.5f} s/round trip "
