@@ -71,7 +71,12 @@ log = logging.getLogger("fabric_exporter.snmp")
 DEFAULT_PORT = 161
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_RETRIES = 2
-DEFAULT_MAX_REPETITIONS = 25
+#: GETBULK page size unless the target sets ``max_repetitions``: a 64-port switch's column (65
+#: rows with the one past its end) in one round trip rather than three at 25; each round trip costs
+#: the daemon an encode, a decode, USM and event-loop wake-ups (bench/RESULTS.md, issue 27). net-snmp
+#: agents answer at most 100 varbinds a GETBULK (maxGetbulkResponses) and any agent truncates a page
+#: to its message size (RFC 3416 4.2.3); one answering tooBig instead gets halved pages (snmp_session).
+DEFAULT_MAX_REPETITIONS = 100
 
 _AUTH = {"md5": usmHMACMD5AuthProtocol, "sha": usmHMACSHAAuthProtocol,
          "sha256": usmHMAC192SHA256AuthProtocol, "sha512": usmHMAC384SHA512AuthProtocol}

@@ -186,11 +186,23 @@ def _cached_oid(data: bytes, pos: int, end: int) -> tuple[int, ...]:
     return oid
 
 
+#: A numeric varbind's header -- SEQUENCE, OBJECT IDENTIFIER and the value's tag and length, all
+#: short-form -- -> (its OID, kind, lowest and highest value its tag allows). A header is put here
+#: only once the full decode below has checked it, so equal bytes later are the same valid header;
+#: a page of counters then costs one dict look-up and one integer per varbind (the same OIDs and
+#: value widths come back poll after poll). Bounded and started afresh when full, as _OID_CACHE.
+_HEADER_CACHE: dict[bytes, tuple[tuple[int, ...], str, int, int]] = {}
+#: numeric value tags -> (kind, lowest, highest): INTEGER is Integer32, the application types unsigned
+_NUMERIC = {0x02: (INTEGER, _INT32_MIN, _INT32_MAX), 0x41: (COUNTER32, 0, _UINT32_MAX),
+            0x42: (GAUGE, 0, _UINT32_MAX), 0x43: (TIMETICKS, 0, _UINT32_MAX), 0x46: (COUNTER64, 0, _UINT64_MAX)}
+
+
 def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
     """A VarBindList's SEQUENCE starting at ``pos``, which must end exactly at ``end``.
 
-    One pass over the bytes: short-form lengths (every varbind of a counter table) are read inline,
-    long ones through ``_length``, with the same checks."""
+    One pass over the bytes. A numeric varbind whose header was seen before (_HEADER_CACHE) is read
+    as that header and its value; any other goes through every check: short-form lengths (every
+    varbind of a counter table) inline, long ones through ``_length``."""
     length, pos = _expect(data, pos, end, 0x30, "variable-bindings")
     if pos + length != end:
         raise BerError("bytes after variable-bindings")
@@ -198,8 +210,22 @@ def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
     append = out.append
     from_bytes = int.from_bytes
     oid_cache = _OID_CACHE
+    header_cache = _HEADER_CACHE
     vb_class = Varbind
     while pos < end:
+        if pos + 3 < end:
+            hend = pos + 6 + data[pos + 3]
+            known = header_cache.get(data[pos:hend])
+            if known is not None:  # a checked header: 30 L 06 l <oid> T v, L = 4 + l + v
+                vend = pos + 2 + data[pos + 1]
+                if vend <= end:
+                    value = from_bytes(data[hend:vend], "big", signed=True) if vend > hend else 0
+                    if known[2] <= value <= known[3]:
+                        append(_new(vb_class, (known[0], known[1], value)))
+                        pos = vend
+                        continue
+                # truncated or out of range: the full decode below says which
+        start = pos
         if data[pos] != 0x30:
             raise _bad_tag(data[pos], 0x30, "varbind")
         if pos + 1 < end and data[pos + 1] < 0x80:
@@ -236,19 +262,22 @@ def decode_varbinds(data: bytes, pos: int, end: int) -> list[Varbind]:
             length, pos = _length(data, pos + 1, vend)
         if pos + length != vend:
             raise BerError(f"varbind {'.'.join(map(str, oid))}: bytes after the value")
-        if tag == 0x46 or tag == 0x41 or tag == 0x42 or tag == 0x43 or tag == 0x02:
+        numeric = _NUMERIC.get(tag)
+        if numeric is not None:
             if length > _MAX_INTEGER_OCTETS:
                 raise _too_long_integer(length, f"varbind {'.'.join(map(str, oid))}")
             value = from_bytes(data[pos:vend], "big", signed=True) if length else 0
-            if tag == 0x02:
-                if value < _INT32_MIN or value > _INT32_MAX:
+            kind, lowest, highest = numeric
+            if value < lowest or value > highest:
+                if tag == 0x02:
                     raise BerError(f"Integer32 {value} out of range")
-                append(_new(vb_class, (oid, INTEGER, value)))
-            elif value < 0 or value > (_UINT64_MAX if tag == 0x46 else _UINT32_MAX):
                 raise BerError(f"value {value} out of range for tag 0x{tag:02x}")
-            else:
-                append(_new(vb_class, (oid, COUNTER64 if tag == 0x46 else COUNTER32 if tag == 0x41
-                                       else GAUGE if tag == 0x42 else TIMETICKS, value)))
+            append(_new(vb_class, (oid, kind, value)))
+            # every length short-form (a long form of a small length must not pass for a short one)
+            if data[start + 1] < 0x80 and data[start + 3] < 0x80 and pos == start + 6 + data[start + 3]:
+                if len(header_cache) >= _OID_CACHE_MAX:
+                    header_cache.clear()
+                header_cache[data[start:pos]] = (oid, kind, lowest, highest)
         elif tag == 0x04:
             if length > _MAX_OCTET_STRING:
                 raise BerError(f"OCTET STRING of {length} octets")

@@ -37,8 +37,9 @@ async def _poll(cfg):
 
 
 def _series(samples):
-    # the poll's own timing is not the agent's data
-    return {k: v for k, v in samples.items() if "duration" not in k[0]}
+    # the poll's own timing is not the agent's data, nor are its request count: snmpsim cuts long
+    # GETBULK pages shorter than the replay agent does (RFC 3416 lets an agent answer fewer repetitions)
+    return {k: v for k, v in samples.items() if "duration" not in k[0] and "poll_requests" not in k[0]}
 
 
 @pytest.mark.parametrize("model,modules", [("ieee", ["if_mib", "ieee8021_pfc"]),

@@ -320,3 +320,43 @@ def test_request_oids_under_every_root_arc_encode_as_pyasn1_reads_them():
     for bad in ((1,), (3, 1), (0, 40), (1, 40, 1), (1, 3, -1)):
         with pytest.raises(ValueError, match="not an encodable"):
             snmp_ber.encode_oid(bad)
+
+
+def test_a_known_numeric_header_decodes_as_the_full_checks_do():
+    """A varbind header already checked is read from _HEADER_CACHE: the same varbinds (the very OID
+    tuple) as the first decode, and every value or length the header's tag refuses is refused with
+    the full decode's words. A long-form length that happens to span as many octets as a short-form
+    header is never kept as one."""
+    snmp_ber._HEADER_CACHE.clear()
+    name = snmp_ber.encode_oid((1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6, 7))
+
+    def vb(tag: int, raw: bytes) -> bytes:
+        return _tlv(0x30, name + _tlv(tag, raw))
+
+    for tag, raw, refused in ((0x41, b"\x00\xff", b"\xff\xff"), (0x46, b"\x01", b"\x80"),
+                              (0x02, b"\x00\x7f\xff\xff\xff", b"\x00\x80\x00\x00\x00")):
+        first = ours(_response_with(vb(tag, raw)))
+        assert snmp_ber._HEADER_CACHE, "a short-form numeric header is kept"
+        again = ours(_response_with(vb(tag, raw)))
+        assert again == first == reference_decode(_response_with(vb(tag, raw)))
+        assert again[4][0].oid is first[4][0].oid
+        # the same header (same value length), a value its tag refuses: refused by the full checks
+        bad = _response_with(vb(tag, refused))
+        check_agrees(bad)
+        assert isinstance(ours(bad), snmp_ber.BerError) and reference_decode(bad) is None
+        # the header's varbind cut short of its value: truncated, not read past the list
+        cut = vb(tag, raw)[:-1]
+        data = _tlv(0x30, cut)
+        with pytest.raises(snmp_ber.BerError, match="truncated"):
+            snmp_ber.decode_varbinds(data, 0, len(data))
+    # 30 81 LL 06 05 <5 arcs> T v: a long-form SEQUENCE length over a 5-octet name puts the value
+    # where a short-form header of 12 octets would end; it must decode (and keep nothing) as it reads
+    snmp_ber._HEADER_CACHE.clear()
+    short_name = snmp_ber.encode_oid((1, 3, 6, 1, 2, 1))
+    assert len(short_name) == 7
+    long_form = bytes((0x30, 0x81, len(short_name) + 3)) + short_name + b"\x41\x01\x05"
+    for _ in range(2):
+        data = _response_with(long_form)
+        check_agrees(data)
+        assert ours(data)[4] == [snmp_ber.Varbind((1, 3, 6, 1, 2, 1), snmp_ber.COUNTER32, 5)]
+    assert not snmp_ber._HEADER_CACHE

@@ -211,6 +211,50 @@ def test_too_big_halves_max_repetitions_and_the_walk_completes():
     assert s.max_repetitions <= 4  # kept for the next walk
 
 
+def test_default_pages_take_a_64_row_column_in_one_request_and_a_cut_page_is_asked_on():
+    """At the default max-repetitions a 64-port switch's column (65 rows with the one past its end)
+    is one round trip once its size is known; an agent cutting a page to its message size (RFC 3416
+    4.2.3: fewer varbinds than asked, no error) is asked on from where it stopped."""
+    from fabric_exporter.collectors.snmp_switch.options import SnmpSwitchOptions
+    from fabric_exporter.transport.snmp import DEFAULT_MAX_REPETITIONS
+
+    assert SnmpSwitchOptions().max_repetitions == DEFAULT_MAX_REPETITIONS == 100
+    reps_seen: list[int] = []
+    rows = table(64)
+    cut: list[int] = []
+    whole = bulk_answer(rows, reps_seen)
+
+    def handler(agent, pdu, addr):
+        if cut:  # an agent whose message size holds 30 varbinds
+            start = tuple(pdu["variable-bindings"][0]["name"])
+            reps_seen.append(int(pdu["max-repetitions"]))
+            agent.send(response(int(pdu["request-id"]), [r for r in rows if r[0] > start][:30]), addr)
+        else:
+            whole(agent, pdu, addr)
+
+    async def go():
+        agent, port = await start_agent(handler)
+        s = session(port, max_repetitions=DEFAULT_MAX_REPETITIONS)
+        try:
+            first = await s.walk(ROOT)
+            requests = s.requests
+            sized = await s.walk(ROOT, expected_rows=len(first))
+            sized_requests = s.requests - requests
+            cut.append(1)
+            requests = s.requests
+            short = await s.walk(ROOT, expected_rows=len(first))
+            return first, sized, sized_requests, short, s.requests - requests
+        finally:
+            s.close()
+            agent.transport.close()
+
+    first, sized, sized_requests, short, short_requests = run(go())
+    assert [vb.oid[-1] for vb in first] == [vb.oid[-1] for vb in sized] == [vb.oid[-1] for vb in short] == list(
+        range(1, 65))
+    assert reps_seen[:2] == [100, 65] and sized_requests == 1
+    assert short_requests == 3 and reps_seen[2:] == [65, 65, 65]  # 30 + 30 + 4 and the next column's first
+
+
 def test_non_increasing_oid_fails_the_walk_as_partial():
     def handler(agent, pdu, addr):
         agent.send(response(int(pdu["request-id"]), [(ROOT + (5,), rfc1902.Counter32(1)),

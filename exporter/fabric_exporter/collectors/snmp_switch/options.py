@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...hostnames import NameRule, read_name_rule
-from ...transport.snmp import DEFAULT_ENGINE, ENGINES
+from ...transport.snmp import DEFAULT_ENGINE, DEFAULT_MAX_REPETITIONS, ENGINES
 from .. import lldp
 from ..base import ErrorSink
 from ..options import OptionReader
@@ -17,7 +17,7 @@ from ..snmp_modules import DEFAULT_MODULES, MODULES
 @dataclass(frozen=True)
 class SnmpSwitchOptions:
     modules: tuple[str, ...] = DEFAULT_MODULES
-    max_repetitions: int = 25
+    max_repetitions: int = DEFAULT_MAX_REPETITIONS
     snmp_timeout: float = 2.0
     snmp_retries: int = 2
     max_concurrent_walks: int = 8
@@ -34,7 +34,7 @@ def read_options(raw: dict, path: str, err: ErrorSink, *, base_dir: Path = Path(
     r = OptionReader(raw, path, err, base_dir)
     opts = SnmpSwitchOptions(
         modules=r.string_list("modules", DEFAULT_MODULES, choices=tuple(MODULES) + tuple(lldp.REM_TABLES)),
-        max_repetitions=r.integer("max_repetitions", 25, minimum=1, maximum=200),
+        max_repetitions=r.integer("max_repetitions", DEFAULT_MAX_REPETITIONS, minimum=1, maximum=200),
         snmp_timeout=r.duration("snmp_timeout", 2.0) or 2.0,
         snmp_retries=r.integer("snmp_retries", 2, minimum=0, maximum=10),
         max_concurrent_walks=r.integer("max_concurrent_walks", 8, minimum=1, maximum=64),

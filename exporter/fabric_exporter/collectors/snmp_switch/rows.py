@@ -10,7 +10,7 @@ from typing import Any
 from ...samples import KeptSample, LabelSet, Sample
 from ...transport.snmp import COUNTER32, Varbind
 from ..snmp_modules import Column, Table
-from .series import NO_WRAP, ColumnState, Mapped, Series, extend32, moved_column, moved_counter32_column
+from .series import NO_WRAP, ColumnState, Mapped, Series, add_parts, extend32, moved_column, moved_counter32_column
 
 #: labels dicts and info samples kept per switch before a cache is started afresh (renames)
 MAX_CACHED_LABELS = 1 << 14
@@ -205,13 +205,7 @@ class RowMapper:
                 values, kinds = list(map(_VALUE, vbs)), list(map(_KIND, vbs))
                 if state.wanted is self._wanted and values == state.values and kinds == state.kinds:
                     samples += state.samples
-                    for (key, labels), value in zip(state.part_keys, state.part_values):
-                        acc = sums.get(key)
-                        if acc is None:
-                            sums[key] = [0.0 + value, 1, labels]
-                        else:
-                            acc[0] += value
-                            acc[1] += 1
+                    add_parts(sums, state.part_keys, state.part_values)
                     continue
                 if state.whole and state.wanted is self._wanted and state.values is not None and kinds == state.kinds:
                     if COUNTER32 not in kinds:
@@ -245,17 +239,11 @@ class RowMapper:
                     sample = series.sample = _new(KeptSample, (
                         metric, series.labels, value * scale if scale != 1.0 else float(value)))
                 if metric in summed:
-                    key = series.key
-                    part_keys.append((key, series.labels))
+                    part_keys.append((series.key, series.labels))
                     part_values.append(sample[2])
-                    acc = sums.get(key)
-                    if acc is None:
-                        sums[key] = [0.0 + sample[2], 1, series.labels]
-                    else:
-                        acc[0] += sample[2]
-                        acc[1] += 1
                 else:
                     append(sample)
+            add_parts(sums, part_keys, part_values)
             samples += col_samples
             if state is not None:
                 state.values, state.kinds, state.wanted = values, kinds, self._wanted

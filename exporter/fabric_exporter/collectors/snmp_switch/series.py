@@ -29,6 +29,19 @@ def extend32(series, raw: int) -> int:
     return raw + offset
 
 
+def add_parts(sums: dict[tuple, list], part_keys: list[tuple[tuple, Any]], part_values: list[float]) -> None:
+    """Add a column's parts of summed metrics to ``sums`` ((metric, labels key) -> [sum, parts
+    seen, labels]), one for one and in order: every mapping path (a column as it was, moved whole,
+    mapped series by series) adds the same way, so a sum's float additions come in one order."""
+    for (key, labels), value in zip(part_keys, part_values):
+        acc = sums.get(key)
+        if acc is None:
+            sums[key] = [0.0 + value, 1, labels]
+        else:
+            acc[0] += value
+            acc[1] += 1
+
+
 def moved_column(state: ColumnState, values: list, scale: float, sums: dict[tuple, list]) -> list[Sample]:
     """A column that maps whole (every varbind one published sample or one part of a sum, last
     poll as now, under the same selection and kinds, no Counter32 to extend): its samples from
@@ -41,13 +54,7 @@ def moved_column(state: ColumnState, values: list, scale: float, sums: dict[tupl
     old = state.values
     if state.part_keys:
         part_values = [v * scale for v in values] if scale != 1.0 else list(map(float, values))
-        for (key, labels), value in zip(state.part_keys, part_values):
-            acc = sums.get(key)
-            if acc is None:
-                sums[key] = [0.0 + value, 1, labels]
-            else:
-                acc[0] += value
-                acc[1] += 1
+        add_parts(sums, state.part_keys, part_values)
         state.values, state.part_values = values, part_values
         return []
     if scale != 1.0:
