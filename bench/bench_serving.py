@@ -9,7 +9,10 @@ the very bytes the daemon returned, from memory. Both are fetched by the same cl
 discarded), plain and gzip (Prometheus always asks for gzip); reported as the ratio of median wall
 time per scrape, plus the daemon's CPU per scrape and its RSS. Polls are quiet during the scrapes
 (the interval defaults to 600 s) so the scrape path is measured alone; --interval 30s measures it
-with polls landing meanwhile.
+with polls landing meanwhile; with ``--busy-ms M`` each target's poll also spends M ms of CPU in
+1 ms turns of the event loop, so ``targets x M / interval`` near 1 saturates the daemon's loop the
+way a 10k-GPU cluster's collectors do (bench_cluster.py): the scrapes then show how long /metrics
+waits for that loop (median and the slowest scrape, p99 at up to 100 scrapes).
 
 ``--exporter DIR`` runs another checkout's package (its ``exporter/`` dir) for before/after figures.
 """
@@ -95,15 +98,15 @@ def wait_ready(base: str, proc: subprocess.Popen, deadline: float) -> float:
     raise SystemExit(f"daemon not ready within {deadline}s")
 
 
-def measure(url: str, pid: int, gz: bool, scrapes: int) -> tuple[float, float, int]:
-    """(median wall seconds, CPU seconds of ``pid`` per scrape, bytes)."""
+def measure(url: str, pid: int, gz: bool, scrapes: int) -> tuple[list[float], float, int]:
+    """(wall seconds of each scrape, CPU seconds of ``pid`` per scrape, bytes)."""
     walls = []
     size = 0
     cpu0 = process_cpu(pid)
     for _ in range(scrapes):
         wall, size = curl(url, gz)
         walls.append(wall)
-    return statistics.median(walls), (process_cpu(pid) - cpu0) / scrapes, size
+    return walls, (process_cpu(pid) - cpu0) / scrapes, size
 
 
 def main() -> None:
@@ -112,6 +115,7 @@ def main() -> None:
     ap.add_argument("--series", type=int, default=160)
     ap.add_argument("--scrapes", type=int, default=5)
     ap.add_argument("--interval", default="600s")
+    ap.add_argument("--busy-ms", type=float, default=0.0, help="CPU each poll spends in 1 ms loop turns")
     ap.add_argument("--exporter", type=Path, default=ROOT / "exporter", help="the package's parent directory")
     args = ap.parse_args()
 
@@ -120,7 +124,7 @@ def main() -> None:
         "limits": {"max_concurrent_polls": 256, "per_transport": {"local": 256}},
         "targets": [{"name": "bench", "fabric": "bench", "collector": "bench_synthetic", "transport": "local",
                      "interval": args.interval, "timeout": "20s", "stale_after": "3600s",
-                     "options": {"series": args.series},
+                     "options": {"series": args.series, "busy_ms": args.busy_ms},
                      "hosts": [{"name": f"gpu-{i:05d}"} for i in range(args.targets)]}],
     }
     (tmp / "fabric.yaml").write_text(yaml.safe_dump(config))
@@ -148,13 +152,16 @@ def main() -> None:
         print(f"{args.targets} targets x {args.series} series: {samples} samples, {len(plain) / 1e6:.1f} MB plain, "
               f"{len(packed) / 1e6:.1f} MB gzip; first poll round done in {first_round:.1f} s")
         rows = []
+        cpu0, wall0 = process_cpu(daemon.pid), time.monotonic()
         for gz in (False, True):
-            d_wall, d_cpu, d_size = measure(url, daemon.pid, gz, args.scrapes)
-            f_wall, f_cpu, f_size = measure(floor_url, floor.pid, gz, args.scrapes)
+            d_walls, d_cpu, d_size = measure(url, daemon.pid, gz, args.scrapes)
+            f_walls, f_cpu, f_size = measure(floor_url, floor.pid, gz, args.scrapes)
+            d_wall, f_wall = statistics.median(d_walls), statistics.median(f_walls)
             kind = "gzip " if gz else "plain"
             rows.append((kind, d_wall, f_wall))
-            print(f"{kind}: daemon {d_wall:.3f} s/scrape ({d_cpu:.3f} CPU-s), floor {f_wall:.3f} s ({f_cpu:.3f} CPU-s),"
-                  f" {d_size / 1e6:.1f} MB  ->  {d_wall / f_wall:.2f}x the floor")
+            print(f"{kind}: daemon {d_wall:.3f} s/scrape median, slowest {max(d_walls):.3f} s ({d_cpu:.3f} CPU-s), "
+                  f"floor {f_wall:.3f} s ({f_cpu:.3f} CPU-s), {d_size / 1e6:.1f} MB  ->  {d_wall / f_wall:.2f}x the floor")
+        print(f"daemon {(process_cpu(daemon.pid) - cpu0) / (time.monotonic() - wall0):.2f} cores while scraped")
         rss, hwm = rss_mib(daemon.pid)
         print(f"daemon RSS {rss:.0f} MiB (peak {hwm:.0f} MiB)")
     finally:

@@ -2,12 +2,16 @@
 
 Loaded with ``FABRIC_EXPORTER_PLUGINS=synthetic_collector`` (bench/ on PYTHONPATH). Each target
 publishes ``series`` fabric_roce_rx_bytes_total series (16 devices x ports, one netdev each) whose
-values grow every poll, like real counters.
+values grow every poll, like real counters. ``busy_ms`` > 0 also spends that much CPU per poll
+in 1 ms slices, each a turn of the event loop (as parsing and mapping a real target's answers
+does), to measure /metrics while the loop is saturated (bench_serving.py --busy-ms).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from dataclasses import dataclass
 
 from fabric_exporter.collectors import Collector, register
@@ -18,6 +22,7 @@ from fabric_exporter.samples import PollResult, Sample
 @dataclass(frozen=True)
 class Options:
     series: int
+    busy_ms: float = 0.0
 
 
 @register
@@ -29,8 +34,9 @@ class SyntheticCollector(Collector):
     def parse_options(cls, raw, path, err, *, base_dir=None):
         r = OptionReader(raw, path, err)
         series = r.integer("series", 160)
+        busy_ms = r.number("busy_ms", 0.0)
         r.done()
-        return Options(series=series)
+        return Options(series=series, busy_ms=busy_ms)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -38,6 +44,11 @@ class SyntheticCollector(Collector):
 
     async def poll(self) -> PollResult:
         n = next(self._polls)
+        for _ in range(round(self.options.busy_ms)):
+            end = time.process_time() + 0.001
+            while time.process_time() < end:
+                pass
+            await asyncio.sleep(0)
         host = self.host.name
         return PollResult([
             Sample("fabric_roce_rx_bytes_total",
