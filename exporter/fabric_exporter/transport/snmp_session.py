@@ -7,6 +7,7 @@ never returned as if it were the whole table.
 
 from __future__ import annotations
 
+import logging
 from itertools import islice
 from operator import itemgetter, lt
 
@@ -14,10 +15,15 @@ from ..errors import PollError, PollTimeoutError
 from .base import ReadBudget
 from .snmp_ber import END_OF_MIB_VIEW, EXCEPTIONS, Varbind
 
+log = logging.getLogger("fabric_exporter.snmp")
+
 _OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
 
 #: a walk longer than this is a looping or misbehaving agent, not a table
 MAX_WALK_VARBINDS = 2_000_000
+#: GETBULK repetitions whose answer fits one 1500-byte datagram (25 Counter64 varbinds of an
+#: interface column, SNMPv3 headers included; snmp_exporter's default). See SnmpSession.walk.
+FRAGMENT_SAFE_REPETITIONS = 25
 
 #: RFC 3416 error-status names, by value
 ERROR_STATUS = ("noError", "tooBig", "noSuchName", "badValue", "readOnly", "genErr", "noAccess", "wrongType",
@@ -71,6 +77,10 @@ class SnmpSessionBase:
         #: PDUs sent and varbinds received by this session (for benchmarks and debugging)
         self.requests = 0
         self.varbinds = 0
+        #: the agent has answered this session before: a later silence on a big page is then
+        #: taken as its answer lost on the way (IP fragments dropped), not as the agent gone
+        self.answered = False
+        self.fragment_fallbacks = 0  # walks that fell back to FRAGMENT_SAFE_REPETITIONS (tests, debugging)
         #: the bytes a poll may read: open_session hands over the collector's (restarted each poll);
         #: without one (tools, benchmarks) each get/walk has a default budget of its own
         self.budget: ReadBudget | None = None
@@ -106,6 +116,7 @@ class SnmpSessionBase:
         """GET scalars; a missing object maps to None."""
         self.requests += 1
         vbs = await self._get_request("get", oids)
+        self.answered = True
         (self.budget or ReadBudget()).charge(response_size(vbs), f"{self.description}: get")
         out: dict[tuple[int, ...], Varbind | None] = {}
         for vb in vbs:
@@ -121,6 +132,9 @@ class SnmpSessionBase:
         fewest pages: 64 rows at max-repetitions 25 are fetched as 3 x 22 rather than 3 x 25, since
         every varbind past the subtree costs as much to decode as a useful one. An agent answering
         tooBig gets half as many repetitions, down to one, and keeps the smaller size from then on.
+        An agent that answered before but not a page of more than FRAGMENT_SAFE_REPETITIONS is asked
+        again at that size, kept from then on too: a page of 100 Counter64s is a ~3 KB datagram, in
+        IP fragments on a 1500-byte path, and some networks drop fragments.
         """
         reps = min(max_repetitions or self.max_repetitions, self.max_repetitions)
         if expected_rows:
@@ -143,9 +157,18 @@ class SnmpSessionBase:
                     continue
                 raise
             except PollError as e:
+                if isinstance(e, PollTimeoutError) and self.answered and reps > FRAGMENT_SAFE_REPETITIONS:
+                    log.warning("%s: no answer to a GETBULK of %d repetitions from an agent that answered "
+                                "before; asking %d from now on (IP fragments dropped on the way?)",
+                                self.description, reps, FRAGMENT_SAFE_REPETITIONS)
+                    reps = FRAGMENT_SAFE_REPETITIONS
+                    self.max_repetitions = min(self.max_repetitions, reps)
+                    self.fragment_fallbacks += 1
+                    continue
                 if out:  # the table was cut off: say so, never hand back the first part as all of it
                     e.args = (f"{e.args[0]} (table incomplete: cut off after {len(out)} varbinds)",)
                 raise
+            self.answered = True
             if not vbs:
                 raise PollError(f"{self.description}: {what}: empty GETBULK response", reason="partial")
             try:

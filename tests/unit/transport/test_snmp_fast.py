@@ -255,6 +255,48 @@ def test_default_pages_take_a_64_row_column_in_one_request_and_a_cut_page_is_ask
     assert short_requests == 3 and reps_seen[2:] == [65, 65, 65]  # 30 + 30 + 4 and the next column's first
 
 
+def test_big_pages_lost_on_the_way_fall_back_to_fragment_safe_pages_for_the_session():
+    """A network that drops IP fragments loses every answer of more than ~1,500 bytes: an agent that
+    answered before but not a big page is asked again at FRAGMENT_SAFE_REPETITIONS, kept from then
+    on. An agent that never answered gets no second try (its silence is not about page size)."""
+    from fabric_exporter.transport.snmp_session import FRAGMENT_SAFE_REPETITIONS
+
+    reps_seen: list[int] = []
+    whole = bulk_answer(table(64), reps_seen)
+
+    def handler(agent, pdu, addr):
+        if "max-repetitions" not in pdu:  # a GET: small, it arrives
+            agent.send(response(int(pdu["request-id"]), [(ROOT + (1,), rfc1902.Counter32(10))]), addr)
+        elif int(pdu["max-repetitions"]) <= FRAGMENT_SAFE_REPETITIONS:
+            whole(agent, pdu, addr)
+        else:
+            reps_seen.append(int(pdu["max-repetitions"]))  # answered in fragments that never arrive
+
+    async def go():
+        agent, port = await start_agent(handler)
+        s = session(port, max_repetitions=100)
+        silent = session(port, max_repetitions=100)
+        try:
+            await s.get([ROOT + (1,)])
+            first = await s.walk(ROOT)
+            seen = len(reps_seen)
+            again = await s.walk(ROOT, expected_rows=len(first))
+            with pytest.raises(PollTimeoutError):
+                await silent.walk(ROOT)  # never answered: the timeout stands
+            return first, again, seen, s, silent
+        finally:
+            s.close()
+            silent.close()
+            agent.transport.close()
+
+    first, again, seen, s, silent = run(go())
+    assert [vb.oid[-1] for vb in first] == [vb.oid[-1] for vb in again] == list(range(1, 65))
+    assert reps_seen[:2] == [100, 100] and seen == 2 + 3  # two tries at 100, then 25 + 25 + 15
+    assert max(reps_seen[seen:seen + 3]) <= FRAGMENT_SAFE_REPETITIONS  # the next walk stays small
+    assert s.fragment_fallbacks == 1 and s.max_repetitions == FRAGMENT_SAFE_REPETITIONS
+    assert silent.fragment_fallbacks == 0 and silent.max_repetitions == 100
+
+
 def test_non_increasing_oid_fails_the_walk_as_partial():
     def handler(agent, pdu, addr):
         agent.send(response(int(pdu["request-id"]), [(ROOT + (5,), rfc1902.Counter32(1)),
