@@ -47,12 +47,12 @@ import tempfile
 import threading
 import time
 import urllib.request
-import zlib
 from pathlib import Path
 
 import yaml
 
 from cputime import children_cpu_of, process_cpu, rss_mib
+from nic_moving import hold_still
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -222,32 +222,15 @@ def pct(values: list[float], q: float) -> float:
 
 # -- the run --------------------------------------------------------------------------------------
 
-_COUNTER_LINE = re.compile(r"^(\s*[^:@\n][^:\n]*:\s*)(\d+)$")
-
-
-def hold_still(dumps: Path, moving: float) -> None:
+def hold_still_recordings(dumps: Path, moving: float) -> None:
     """Rewrite recorded NIC dumps so that only ``moving`` of the counters move: every other counter
     (picked by a stable hash of recording, section and name) keeps its value of the first epoch."""
     for rec in sorted(p for p in dumps.iterdir() if p.is_dir()):
         for suffix in (".mapped.dump", ".dump"):
             files = sorted(f for f in rec.glob(f"*{suffix}") if suffix == ".mapped.dump" or ".mapped" not in f.name)
             first: dict[tuple[str, str], str] = {}
-            for n, path in enumerate(files):
-                section, out = "", []
-                for line in path.read_text().split("\n"):
-                    if line.startswith("@@"):
-                        section = line
-                    else:
-                        m = _COUNTER_LINE.match(line)
-                        if m:
-                            key = (section, m.group(1).strip())
-                            still = zlib.crc32(f"{rec.name} {key}".encode()) % 10_000 >= moving * 10_000
-                            if n == 0:
-                                first[key] = m.group(2)
-                            elif still and key in first:
-                                line = m.group(1) + first[key]
-                    out.append(line)
-                path.write_text("\n".join(out))
+            for path in files:
+                path.write_text(hold_still(rec.name, path.read_text(), first, moving))
 
 
 def main() -> None:
@@ -294,7 +277,7 @@ def main() -> None:
         # recordings
         record_dumps(tmp / "dumps", recordings=args.nic_recordings, epochs=4, interval=args.interval)
         if args.moving < 1.0:
-            hold_still(tmp / "dumps", args.moving)
+            hold_still_recordings(tmp / "dumps", args.moving)
         snmp_dir = tmp / "walks"
         for r in range(args.snmp_recordings):
             sw = SimulatedSwitch(f"rec{r}", "ieee", ports=64, seed=r + 1)

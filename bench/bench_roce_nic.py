@@ -29,13 +29,11 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import zlib
 from pathlib import Path
 
 
@@ -50,6 +48,7 @@ from fabric_exporter.serving.store import SnapshotStore, build_snapshot
 from fabric_exporter.transport.factory import Transports
 
 from cputime import process_cpu as cpu_of, self_cpu as cpu_self  # noqa: E402
+from nic_moving import hold_still  # noqa: E402
 
 
 def start_server(tmp: Path, hosts: int, nics: int, moving: float = 1.0
@@ -204,27 +203,6 @@ class CpuTimers:
         out = {label: round(sec / polls * 1e3, 3) for label, sec in self.spent.items()}
         out["the rest: SSH command, asyncssh, asyncio, scheduler"] = round(total_ms - sum(out.values()), 3)
         return out
-
-
-_COUNTER_LINE = re.compile(r"^(\s*[^:@\n][^:\n]*:\s*)(\d+)$")
-
-
-def hold_still(host: str, dump: str, first: dict[tuple[str, str], str], moving: float) -> str:
-    """``dump`` with only ``moving`` of its counters moved: every other counter (a stable hash of
-    host, section and name) keeps its value in ``first`` (the host's first dump, filled from it)."""
-    section, out = "", []
-    for line in dump.split("\n"):
-        if line.startswith("@@"):
-            section = line
-        else:
-            m = _COUNTER_LINE.match(line)
-            if m:
-                key = (section, m.group(1).strip())
-                was = first.setdefault(key, m.group(2))
-                if zlib.crc32(f"{host} {key}".encode()) % 10_000 >= moving * 10_000:
-                    line = m.group(1) + was
-        out.append(line)
-    return "\n".join(out)
 
 
 def lab_server(moving: float, argv: list[str]) -> None:
