@@ -184,11 +184,12 @@ class Daemon:
 
 
 class Scraper(threading.Thread):
-    """Scrapes /metrics every ``every`` s, alternating gzip and plain, until stopped."""
+    """Scrapes /metrics every ``every`` s, alternating gzip and plain (or gzip only, as Prometheus
+    asks), until stopped."""
 
-    def __init__(self, daemon: Daemon, every: float):
+    def __init__(self, daemon: Daemon, every: float, plain: bool = True):
         super().__init__(daemon=True)
-        self.d, self.every = daemon, every
+        self.d, self.every, self.plain = daemon, every, plain
         self.times: dict[str, list[float]] = {"gzip": [], "plain": []}
         self.sizes: dict[str, list[int]] = {"gzip": [], "plain": []}
         self.failures = 0
@@ -206,7 +207,7 @@ class Scraper(threading.Thread):
                 self.sizes[kind].append(size)
             except Exception:  # noqa: BLE001 - counted: a scrape that failed or timed out
                 self.failures += 1
-            gz = not gz
+            gz = not gz or not self.plain
 
     def stop(self) -> None:
         self._halt.set()
@@ -246,6 +247,8 @@ def main() -> None:
     ap.add_argument("--polls", type=int, default=10, help="intervals measured after the warm-up round")
     ap.add_argument("--scrape-every", type=float, default=2.0,
                     help="seconds between /metrics scrapes while measuring (0: none, the polls' cost alone)")
+    ap.add_argument("--scrape-kinds", choices=("both", "gzip"), default="both",
+                    help="gzip and plain in turn, or gzip only (what Prometheus asks for)")
     ap.add_argument("--nic-recordings", type=int, default=16)
     ap.add_argument("--moving", type=float, default=1.0,
                     help="share of NIC counters that move between polls (the lab model moves them all; a real "
@@ -349,7 +352,7 @@ def main() -> None:
                 polls0, failed0 = d.counts()
                 cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv0 = [process_cpu(s.pid) for s in servers]
-                scraper = Scraper(d, args.scrape_every)
+                scraper = Scraper(d, args.scrape_every, plain=args.scrape_kinds == "both")
                 w0 = time.monotonic()
                 if args.scrape_every > 0:
                     scraper.start()

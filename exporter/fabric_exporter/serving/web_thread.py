@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import ssl
 import threading
 from typing import Any, Callable
@@ -21,8 +20,6 @@ from typing import Any, Callable
 from aiohttp import web
 
 from .web import ConnectionGuard, GuardedSite
-
-log = logging.getLogger("fabric_exporter.web")
 
 
 class DaemonCall:
