@@ -74,8 +74,8 @@ def _raise_fd_limit() -> None:
 # 200 SNMP switches, ~2 % and ~5 % with these (bench/RESULTS.md, issue 27; RSS unchanged).
 # Garbage cycles are still collected without a gc.collect(): a young one within 50,000 net
 # container allocations, one that outlived a young pass within ~550,000, an old one within ~5.5 M
-# (measured: ~1 min of polls at 200 SNMP switches, ~15 min at 500 RoCE hosts), once a quarter of
-# the old generation is new since the last old pass.
+# (~1 min of polls at 200 SNMP switches, measured; ~15 min at 500 RoCE hosts, estimated from the
+# young-pass rate), once a quarter of the old generation is new since the last old pass.
 GC_THRESHOLDS = (50_000, 10, 10)
 
 
