@@ -13,6 +13,8 @@ requests for OIDs under ``under`` (default: every GETBULK) get the ``mode``'s mi
 ``repeat_oid``         the requested OID itself again, with a value (non-increasing)
 ``huge_error_status``  an error-status INTEGER of ``integer_octets`` octets (thousands of digits)
 ``silent``             no answer at all
+``big_answers_lost``   GETBULKs of more than 25 repetitions go unanswered, as on a path that drops
+                       IP fragments; smaller ones are answered honestly
 =====================  ==========================================================================
 
 ``requests`` counts the requests it received (by PDU type name; ``misbehaved``: those it answered
@@ -43,7 +45,9 @@ PDU_NAMES = {0xA0: "get", 0xA1: "getnext", 0xA5: "getbulk"}
 RESPONSE = 0xA2
 
 MODES = ("honest", "huge_strings", "no_such_object", "no_such_instance", "end_of_mib_view", "repeat_oid",
-         "huge_error_status", "silent")
+         "huge_error_status", "silent", "big_answers_lost")
+#: ``big_answers_lost``: GETBULKs asking more repetitions than this get no answer
+LOST_ABOVE_REPETITIONS = 25
 _EXCEPTION_TAG = {"no_such_object": NO_SUCH_OBJECT, "no_such_instance": NO_SUCH_INSTANCE,
                   "end_of_mib_view": END_OF_MIB_VIEW}
 
@@ -194,6 +198,11 @@ class HostileAgent(asyncio.DatagramProtocol):
     def answer(self, pdu_type: int, request_id: int, oids: list[tuple[int, ...]], max_reps: int) -> bytes | None:
         if self.mode == "silent":
             return None
+        if self.mode == "big_answers_lost" and pdu_type == 0xA5:
+            if max_reps > LOST_ABOVE_REPETITIONS:
+                self.requests["misbehaved"] += 1
+                return None
+            return response(self.community, request_id, self.bulk(oids[0], max(1, max_reps)))
         hostile = pdu_type == 0xA5 and oids[0][:len(self.under)] == self.under and self.mode != "honest"
         if hostile:
             self.requests["misbehaved"] += 1

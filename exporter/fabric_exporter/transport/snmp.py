@@ -64,7 +64,7 @@ from .snmp_ber import (
     TIMETICKS,
     Varbind,
 )
-from .snmp_session import MAX_WALK_VARBINDS, SnmpSessionBase, format_oid, parse_oid
+from .snmp_session import MAX_WALK_VARBINDS, AgentPages, SnmpSessionBase, format_oid, parse_oid
 
 log = logging.getLogger("fabric_exporter.snmp")
 
@@ -134,6 +134,8 @@ class _SnmpState:
     v3_users: dict[str, str] = field(default_factory=dict)  # user name -> credential that owns it
     #: the fast path's bound on requests in flight per agent (address, port), shared by its sessions
     agent_limits: dict[tuple[str, int], asyncio.Semaphore] = field(default_factory=dict)
+    #: GETBULK page sizes learned per agent (address, port), kept across polls: every session's
+    agent_pages: dict[tuple[str, int], AgentPages] = field(default_factory=dict)
     fast_sessions: weakref.WeakSet = field(default_factory=weakref.WeakSet)
 
 
@@ -381,11 +383,12 @@ DEFAULT_ENGINE = "fast"
 
 
 def forget_agents(state: _SnmpState, wanted: set[tuple[str, int | None]]) -> None:
-    """Drop the in-flight bounds of agents not in ``wanted`` ((address, port or None), after a reload);
-    a session still using one keeps its own reference."""
+    """Drop the in-flight bounds and learned page sizes of agents not in ``wanted`` ((address, port or
+    None), after a reload); a session still using one keeps its own reference."""
     keep = {(address, port or DEFAULT_PORT) for address, port in wanted}
-    for agent in [a for a in state.agent_limits if a not in keep]:
-        del state.agent_limits[agent]
+    for learned in (state.agent_limits, state.agent_pages):
+        for agent in [a for a in learned if a not in keep]:
+            del learned[agent]
 
 
 def _agent_limiter(state: _SnmpState, address: str, port: int) -> asyncio.Semaphore:
@@ -419,6 +422,7 @@ def open_session(transports: Any, group: TargetGroup, host: Host, budget: ReadBu
     bytes charged to ``budget`` (the collector's, restarted each poll; without one, each get and walk
     has the default budget of its own)."""
     session = _open_session(transports, group, host)
+    session.pages = _state_for(transports).agent_pages.setdefault((host.address, session.port), AgentPages())
     if budget is not None:
         session.budget = budget
     return session

@@ -8,6 +8,7 @@ never returned as if it were the whole table.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter, lt
 
@@ -24,6 +25,18 @@ MAX_WALK_VARBINDS = 2_000_000
 #: GETBULK repetitions whose answer fits one 1500-byte datagram (25 Counter64 varbinds of an
 #: interface column, SNMPv3 headers included; snmp_exporter's default). See SnmpSession.walk.
 FRAGMENT_SAFE_REPETITIONS = 25
+#: the first page of a walk whose size is unknown (no ``expected_rows``): small, then doubled per
+#: page. A big first page of a small table costs the agent (and the daemon) varbinds past its end,
+#: and a slow agent serving several such pages at once answers past its timeout.
+FIRST_PAGE_REPETITIONS = FRAGMENT_SAFE_REPETITIONS
+
+
+@dataclass
+class AgentPages:
+    """What a loop learned about one agent's GETBULK pages, shared by the sessions of every poll:
+    the largest max-repetitions it answers (lowered by tooBig or by big pages lost on the way)."""
+
+    max_repetitions: int | None = None
 
 #: RFC 3416 error-status names, by value
 ERROR_STATUS = ("noError", "tooBig", "noSuchName", "badValue", "readOnly", "genErr", "noAccess", "wrongType",
@@ -80,6 +93,8 @@ class SnmpSessionBase:
         #: the agent has answered this session before: a later silence on a big page is then
         #: taken as its answer lost on the way (IP fragments dropped), not as the agent gone
         self.answered = False
+        #: page sizes learned about the agent; open_session hands over the loop's, kept across polls
+        self.pages = AgentPages()
         self.fragment_fallbacks = 0  # walks that fell back to FRAGMENT_SAFE_REPETITIONS (tests, debugging)
         #: the bytes a poll may read: open_session hands over the collector's (restarted each poll);
         #: without one (tools, benchmarks) each get/walk has a default budget of its own
@@ -130,17 +145,22 @@ class SnmpSessionBase:
 
         ``expected_rows`` (the row count of the previous walk) spreads the rows evenly over the
         fewest pages: 64 rows at max-repetitions 25 are fetched as 3 x 22 rather than 3 x 25, since
-        every varbind past the subtree costs as much to decode as a useful one. An agent answering
-        tooBig gets half as many repetitions, down to one, and keeps the smaller size from then on.
-        An agent that answered before but not a page of more than FRAGMENT_SAFE_REPETITIONS is asked
-        again at that size, kept from then on too: a page of 100 Counter64s is a ~3 KB datagram, in
-        IP fragments on a 1500-byte path, and some networks drop fragments.
+        every varbind past the subtree costs as much to decode as a useful one. Without it the first
+        page asks FIRST_PAGE_REPETITIONS and each next one twice as many, up to max-repetitions.
+        An agent answering tooBig gets half as many repetitions, down to one; one that answered
+        before but not a page of more than FRAGMENT_SAFE_REPETITIONS is asked again at that size (a
+        page of 100 Counter64s is a ~3 KB datagram, in IP fragments on a 1500-byte path, and some
+        networks drop fragments). Either smaller size is kept in ``pages``, for later polls too.
         """
-        reps = min(max_repetitions or self.max_repetitions, self.max_repetitions)
+        limit = min(max_repetitions or self.max_repetitions, self.max_repetitions,
+                    self.pages.max_repetitions or self.max_repetitions)
         if expected_rows:
             wanted = expected_rows + 1  # one past the end shows where the subtree ends
-            pages = -(-wanted // reps)
+            pages = -(-wanted // limit)
             reps = -(-wanted // pages)
+            grow = False
+        else:
+            reps, grow = min(limit, FIRST_PAGE_REPETITIONS), True
         n = len(root)
         budget = self.budget or ReadBudget()
         out: list[Varbind] = []
@@ -152,8 +172,8 @@ class SnmpSessionBase:
                 vbs = await self._bulk_request(what, current, reps)
             except TooBig:
                 if reps > 1:
-                    reps = max(1, reps // 2)
-                    self.max_repetitions = min(self.max_repetitions, reps)
+                    reps = limit = max(1, reps // 2)
+                    self._keep_smaller_pages(reps)
                     continue
                 raise
             except PollError as e:
@@ -161,8 +181,8 @@ class SnmpSessionBase:
                     log.warning("%s: no answer to a GETBULK of %d repetitions from an agent that answered "
                                 "before; asking %d from now on (IP fragments dropped on the way?)",
                                 self.description, reps, FRAGMENT_SAFE_REPETITIONS)
-                    reps = FRAGMENT_SAFE_REPETITIONS
-                    self.max_repetitions = min(self.max_repetitions, reps)
+                    reps = limit = FRAGMENT_SAFE_REPETITIONS
+                    self._keep_smaller_pages(reps)
                     self.fragment_fallbacks += 1
                     continue
                 if out:  # the table was cut off: say so, never hand back the first part as all of it
@@ -206,3 +226,10 @@ class SnmpSessionBase:
             if len(out) > MAX_WALK_VARBINDS:
                 raise PollError(f"{self.description}: {what}: more than {MAX_WALK_VARBINDS} varbinds; "
                                 f"stopping (agent loop?)", reason="partial")
+            if grow:
+                reps = min(2 * reps, limit)
+
+    def _keep_smaller_pages(self, reps: int) -> None:
+        """This session's later walks, and later polls' sessions, ask at most ``reps``."""
+        self.max_repetitions = min(self.max_repetitions, reps)
+        self.pages.max_repetitions = min(self.pages.max_repetitions or reps, reps)

@@ -118,7 +118,7 @@ async def _polled_ok(daemon: Daemon, hosts: int, timeout: float = 10.0) -> None:
 def test_reloads_moving_snmp_targets_keep_sockets_and_agent_state_bounded(tmp_path):
     """The same for SNMP: 12 reloads moving 2 snmp_switch targets along 6 agents (hostile_snmp's
     honest switch): the retired collectors' UDP sockets are closed with them, and the per-agent
-    in-flight bounds of agents no longer polled are dropped."""
+    in-flight bounds and page sizes of agents no longer polled are dropped."""
     from tests.harness.hostile_snmp import start_agent
 
     community = tmp_path / "community"
@@ -149,13 +149,14 @@ def test_reloads_moving_snmp_targets_keep_sockets_and_agent_state_bounded(tmp_pa
                                and all(s.tried for s in daemon.scheduler.states.values())):
                         await asyncio.sleep(0.05)
                 fds.append(len(os.listdir("/proc/self/fd")))
-            return fds, len(daemon.transports._snmp_state.agent_limits)
+            state = daemon.transports._snmp_state
+            return fds, len(state.agent_limits), len(state.agent_pages)
         finally:
             await daemon.scheduler.stop()
             await daemon.transports.close()
             for a in agents:
                 a.transport.close()
 
-    fds, agent_limits = asyncio.run(go())
-    assert agent_limits <= 2  # before: one per agent ever polled
+    fds, agent_limits, agent_pages = asyncio.run(go())
+    assert agent_limits <= 2 and agent_pages <= 2  # before: one per agent ever polled
     assert max(fds[4:]) - min(fds[4:]) <= 2, fds  # flat once every agent was polled once

@@ -251,8 +251,9 @@ def test_default_pages_take_a_64_row_column_in_one_request_and_a_cut_page_is_ask
     first, sized, sized_requests, short, short_requests = run(go())
     assert [vb.oid[-1] for vb in first] == [vb.oid[-1] for vb in sized] == [vb.oid[-1] for vb in short] == list(
         range(1, 65))
-    assert reps_seen[:2] == [100, 65] and sized_requests == 1
-    assert short_requests == 3 and reps_seen[2:] == [65, 65, 65]  # 30 + 30 + 4 and the next column's first
+    # unknown size: 25 then 50 (rows 26-64 and the next column's first); known: 65 in one page
+    assert reps_seen[:3] == [25, 50, 65] and sized_requests == 1
+    assert short_requests == 3 and reps_seen[3:] == [65, 65, 65]  # 30 + 30 + 4 and the next column's first
 
 
 def test_big_pages_lost_on_the_way_fall_back_to_fragment_safe_pages_for_the_session():
@@ -282,7 +283,7 @@ def test_big_pages_lost_on_the_way_fall_back_to_fragment_safe_pages_for_the_sess
             seen = len(reps_seen)
             again = await s.walk(ROOT, expected_rows=len(first))
             with pytest.raises(PollTimeoutError):
-                await silent.walk(ROOT)  # never answered: the timeout stands
+                await silent.walk(ROOT, expected_rows=64)  # never answered: the timeout stands
             return first, again, seen, s, silent
         finally:
             s.close()
@@ -291,9 +292,11 @@ def test_big_pages_lost_on_the_way_fall_back_to_fragment_safe_pages_for_the_sess
 
     first, again, seen, s, silent = run(go())
     assert [vb.oid[-1] for vb in first] == [vb.oid[-1] for vb in again] == list(range(1, 65))
-    assert reps_seen[:2] == [100, 100] and seen == 2 + 3  # two tries at 100, then 25 + 25 + 15
-    assert max(reps_seen[seen:seen + 3]) <= FRAGMENT_SAFE_REPETITIONS  # the next walk stays small
+    # the first walk: 25 answered, two tries at 50 lost, then 25 + 25; the next one 3 x 22 for 65 rows
+    assert reps_seen[:seen] == [25, 50, 50, 25, 25]
+    assert reps_seen[seen:] == [22, 22, 22, 65, 65]  # then the silent agent: two tries at 65, no fallback
     assert s.fragment_fallbacks == 1 and s.max_repetitions == FRAGMENT_SAFE_REPETITIONS
+    assert s.pages.max_repetitions == FRAGMENT_SAFE_REPETITIONS  # later polls' sessions start there
     assert silent.fragment_fallbacks == 0 and silent.max_repetitions == 100
 
 

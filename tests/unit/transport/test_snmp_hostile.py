@@ -19,7 +19,7 @@ from fabric_exporter.config import Host
 from fabric_exporter.errors import OutputTooLargeError, PollError, PollTimeoutError
 from fabric_exporter.transport.base import ReadBudget
 from fabric_exporter.transport.factory import Transports
-from tests.harness.hostile_snmp import IF_HC_IN_OCTETS, IF_NAME, start_agent
+from tests.harness.hostile_snmp import IF_HC_IN_OCTETS, IF_NAME, SYS_UPTIME, start_agent, switch_rows
 
 from tests.harness.switch import make_config
 from tests.harness.polling import Poller
@@ -274,3 +274,39 @@ def test_a_session_without_a_poll_budget_gives_each_walk_the_default_one(tmp_pat
     bombs, first, second = asyncio.run(go())
     assert bombs == DEFAULT_SNMP_POLL_BYTES // 60_016 + 1  # 60,000 + 12 arcs + 4 of framing per answer
     assert len(first) == len(second) == 4
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_big_pages_lost_on_the_way_cost_one_timeout_per_agent_not_one_per_poll(tmp_path, engine):
+    """A path that drops IP fragments loses every GETBULK answer of more than ~25 Counter64s. The
+    first poll's walk falls back to FRAGMENT_SAFE_REPETITIONS after one lost page; the sessions of
+    later polls (a new one each poll) start from what the loop learned, so no later walk waits on
+    a lost page. Before, every poll's first big page timed out again."""
+    from fabric_exporter.transport.snmp_session import FRAGMENT_SAFE_REPETITIONS
+
+    async def go():
+        agent = await start_agent("big_answers_lost", rows=switch_rows(ports=64))
+        cfg = group_config(tmp_path, agent.port, engine)
+        transports = Transports()
+        host = Host("sw1", "127.0.0.1", agent.port)
+        try:
+            first = transports.snmp(cfg.targets[0], host)
+            await first.get([SYS_UPTIME])
+            rows = await first.walk(IF_NAME)  # 25 answered, then 50 lost (twice: one retry), then 25s
+            lost_first = agent.requests["misbehaved"]
+            polls = []
+            for _ in range(3):  # each poll opens a session of its own, as the collector does
+                session = transports.snmp(cfg.targets[0], host)
+                await session.get([SYS_UPTIME])
+                again = await session.walk(IF_NAME, expected_rows=len(rows))
+                polls.append((len(again), session.fragment_fallbacks))
+            return rows, lost_first, agent.requests["misbehaved"], first, polls
+        finally:
+            await transports.close()
+            agent.transport.close()
+
+    rows, lost_first, lost_all, first, polls = asyncio.run(go())
+    assert len(rows) == 64 and first.fragment_fallbacks == 1 and lost_first == 2
+    assert lost_all == lost_first  # no later poll asked a page that big
+    assert first.pages.max_repetitions == FRAGMENT_SAFE_REPETITIONS
+    assert polls == [(64, 0)] * 3
