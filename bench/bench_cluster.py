@@ -121,7 +121,8 @@ def replicate_recording(rec: Path, copies: int) -> None:
 # -- the daemon -----------------------------------------------------------------------------------
 
 class Daemon:
-    def __init__(self, tmp: Path, name: str, exporter: Path, creds: dict, targets: list[dict]):
+    def __init__(self, tmp: Path, name: str, exporter: Path, creds: dict, targets: list[dict],
+                 log_level: str = "error"):
         config = tmp / f"{name}.yaml"
         config.write_text(yaml.safe_dump({
             "limits": {"max_concurrent_polls": 256, "per_transport": {"ssh": 128, "snmp": 128, "local": 8}},
@@ -131,7 +132,7 @@ class Daemon:
         self.port = free_tcp_port()
         self.log = open(tmp / f"{name}.log", "wb")
         self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
-                                      "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", "error"],
+                                      "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", log_level],
                                      env=_env(exporter), cwd=tmp, stdout=self.log, stderr=subprocess.STDOUT)
 
     def get(self, gz: bool, timeout: float = 60) -> tuple[float, int, bytes]:
@@ -261,6 +262,8 @@ def main() -> None:
     ap.add_argument("--only", choices=("roce_nic", "snmp_switch", "infiniband"),
                     help="poll only this collector's targets (its cost alone)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (recordings, configs, daemon logs)")
+    ap.add_argument("--log-level", default="error", choices=("debug", "info", "warning", "error"),
+                    help="the daemon's --log.level (warning: each target's failures, in the kept daemon log)")
     ap.add_argument("--json", type=Path, help="write the results here too")
     args = ap.parse_args()
     hosts = args.hosts if args.hosts is not None else round(1250 * args.scale)
@@ -344,7 +347,7 @@ def main() -> None:
               f"({args.ib or 'none'}); interval {interval}, {args.polls} polls measured", flush=True)
 
         for run, exporter in enumerate(exporters):
-            d = Daemon(tmp, f"daemon{run}", exporter, creds, targets)
+            d = Daemon(tmp, f"daemon{run}", exporter, creds, targets, args.log_level)
             try:
                 started = time.monotonic()
                 d.wait_polls(want, 120 + 3 * args.interval + hosts / 20 + switches / 20)

@@ -1,16 +1,25 @@
 """Poll scheduling: one task per (group, host) — or per group for group-scoped collectors.
 
-Each task polls on its interval with jitter, under a deadline shorter than the interval, inside the
-global and per-transport concurrency limits; after failures it backs off exponentially (capped),
-and resets on success. A task never overlaps its own polls, and a host that hangs holds at most its
-own slot for at most its own deadline.
+Each task polls on its interval, under a deadline shorter than the interval, inside the global and
+per-transport concurrency limits; after failures it backs off exponentially (capped), and resets on
+success. A task never overlaps its own polls, and a host that hangs holds at most its own slot for
+at most its own deadline.
+
+Each target keeps a fixed phase in its interval, from a hash of its key (as Prometheus spreads its
+scrapes): its polls fall on the grid ``anchor + k * interval``, moved off it by the jitter each time
+but never drifting, so a thousand targets' polls stay spread evenly over the interval. With a random
+walk instead, polls that began together stayed bunched for hours: at 10k GPUs the first minutes'
+burst of 2,000 polls (1,250 SSH handshakes among them) outlasted the interval, and polls failed
+waiting for a slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import logging
+import math
 import random
 import time
 from dataclasses import dataclass, field, replace
@@ -74,6 +83,29 @@ def backoff_delay(interval: float, failures: int, max_backoff: float) -> float:
         return 0.0
     gap = min(interval * 2 ** min(failures, 30), max(max_backoff, interval))
     return gap - interval
+
+
+#: first polls after a start or reload: at most this many a second on average, spread over at most
+#: the interval; a config of a few hundred targets still has every first poll within START_SPREAD_MIN
+FIRST_POLLS_PER_SECOND = 100.0
+START_SPREAD_MIN = 2.0
+
+
+def phase_of(key: TargetKey) -> float:
+    """The target's fixed place in its interval, in [0, 1): a hash of its key, the same on every start."""
+    digest = hashlib.blake2b("\0".join(key).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2 ** 64
+
+
+def first_poll_delay(phase: float, interval: float, starting: int) -> float:
+    """Seconds from a start (or a reload) to a target's first poll, when ``starting`` targets start."""
+    return phase * min(interval, max(START_SPREAD_MIN, starting / FIRST_POLLS_PER_SECOND))
+
+
+def next_poll_due(anchor: float, interval: float, earliest: float) -> float:
+    """The first grid time ``anchor + k * interval`` (k >= 1) at or after ``earliest``."""
+    k = max(1, math.ceil((earliest - anchor) / interval - 1e-9))
+    return anchor + k * interval
 
 
 def _identity(group: TargetGroup, host: Host | None, cls: type[Collector]) -> tuple:
@@ -150,6 +182,7 @@ class Scheduler:
         for key in list(self._running):
             if key not in wanted or _identity(*wanted[key]) != self._running[key]:
                 self._retire(key)
+        starting = sum(key not in self._running for key in wanted)
         for key, (group, host, cls) in wanted.items():
             if key in self._running:
                 continue
@@ -160,7 +193,7 @@ class Scheduler:
                 self.states[key].skipped_lines[source] = 0  # published from the start
             self._publish_state(key)
             if start_tasks:
-                self._tasks[key] = asyncio.create_task(self._run(key, group, host, cls),
+                self._tasks[key] = asyncio.create_task(self._run(key, group, host, cls, starting),
                                                        name=f"poll:{key[0]}/{key[1]}")
 
     def _retire(self, key: TargetKey) -> None:
@@ -196,19 +229,28 @@ class Scheduler:
 
     # -- polling ------------------------------------------------------------------------------
 
-    async def _run(self, key: TargetKey, group: TargetGroup, host: Host | None, cls: type[Collector]) -> None:
+    async def _run(self, key: TargetKey, group: TargetGroup, host: Host | None, cls: type[Collector],
+                   starting: int = 1) -> None:
         collector = cls(PollContext(group, host, self.transports))
         defaults = self._config.defaults
+        interval = group.interval
         try:
-            # Spread the first polls so a restart does not hit every host in the same instant.
-            await asyncio.sleep(self._rng.uniform(0, min(group.interval * defaults.jitter, 2.0)))
+            # The first polls of the targets starting together are spread by their phases, so a
+            # restart does not hit every host in the same instant; the later ones fall on the grid.
+            phase = phase_of(key)
+            anchor = time.monotonic() + phase * interval
+            await asyncio.sleep(first_poll_delay(phase, interval, starting))
             while True:
                 started = time.monotonic()
                 await self.poll(key, collector)
                 state = self.states.get(key)
                 extra = state.backoff if state else 0.0
-                jitter = self._rng.uniform(-defaults.jitter, defaults.jitter) * group.interval
-                await asyncio.sleep(max(0.0, started + group.interval + jitter + extra - time.monotonic()))
+                # half an interval at least after this poll began (the first poll may come before
+                # the anchor), plus the backoff; each poll moved off the grid by up to +-jitter/2 of
+                # the interval, so two polls' gap varies by up to +-jitter of it
+                due = next_poll_due(anchor, interval, started + interval / 2 + extra)
+                due += self._rng.uniform(-defaults.jitter, defaults.jitter) * interval / 2
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
         except asyncio.CancelledError:
             pass
         finally:

@@ -1,9 +1,9 @@
 """The scheduler against real transports: isolation from hung hosts, backoff, staleness, limits."""
 
 import asyncio
+import collections
 import math
 import time
-from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -11,7 +11,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from fabric_exporter.collectors import Collector, PollContext, register, unregister
 from fabric_exporter.errors import PollError
 from fabric_exporter.samples import PollResult, Sample
-from fabric_exporter.scheduler import GROUP_HOST, Scheduler, backoff_delay
+from fabric_exporter.scheduler import (FIRST_POLLS_PER_SECOND, GROUP_HOST, START_SPREAD_MIN, Scheduler,
+                                       backoff_delay, first_poll_delay, next_poll_due, phase_of)
 from fabric_exporter.sharding import parse_shard
 from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
@@ -425,27 +426,73 @@ class _UpperRng:
         return b
 
 
-def test_the_first_poll_is_spread_over_at_most_two_seconds(scripted):
-    async def main():
-        cfg = parse_config({"defaults": {"jitter": 0.5},
-                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
-                                         "hosts": ["a"], "interval": "100s", "timeout": "1s"}]})
-        sched = Scheduler(None, SnapshotStore(), rng=_UpperRng())
-        sched.apply(cfg)
-        state = sched.states[("g", "a")]
-        await asyncio.sleep(1.0)
-        early = state.polls
-        for _ in range(20):  # bounded: 2 s at most (the first poll is due at 2 s, not 4 s)
-            if state.polls:
-                break
-            await asyncio.sleep(0.1)
-        polls = state.polls
-        await sched.stop()
-        return early, polls, state.key
+def test_phases_are_fixed_per_target_and_spread_evenly():
+    """A target's phase is a hash of its key: the same on every start, and 10,000 targets' phases
+    fill each tenth of the interval alike."""
+    keys = [("gpus", f"gpu-{i:05d}") for i in range(10_000)]
+    phases = [phase_of(k) for k in keys]
+    assert phases == [phase_of(k) for k in keys] and all(0 <= p < 1 for p in phases)
+    tenths = collections.Counter(int(p * 10) for p in phases)
+    assert all(900 <= tenths[t] <= 1100 for t in range(10)), tenths
 
-    early, polls, key = asyncio.run(main())
-    assert early == 0 and polls == 1  # min(100 s x 0.5, 2 s) = 2 s after the start, not sooner, not later
-    assert key == ("g", "a")
+
+def test_first_polls_are_spread_by_how_many_targets_start():
+    """A few hundred targets all poll within START_SPREAD_MIN of a start; 2,051 (a 10k-GPU cluster's
+    hosts and switches) over ~20 s, at most the interval."""
+    assert first_poll_delay(0.999, 30, 50) == pytest.approx(0.999 * START_SPREAD_MIN)
+    assert first_poll_delay(0.999, 1, 50) == pytest.approx(0.999)  # never past the interval
+    assert first_poll_delay(0.5, 30, 2051) == pytest.approx(0.5 * 2051 / FIRST_POLLS_PER_SECOND)
+    assert first_poll_delay(0.999, 30, 100_000) == pytest.approx(0.999 * 30)
+    assert first_poll_delay(0.0, 30, 100_000) == 0
+
+
+def test_the_next_poll_is_on_the_grid_never_drifting():
+    anchor, interval = 10.0, 30.0
+    assert next_poll_due(anchor, interval, 25.0) == 40.0
+    assert next_poll_due(anchor, interval, 40.0) == 40.0  # a grid time itself
+    assert next_poll_due(anchor, interval, 40.5) == 70.0
+    assert next_poll_due(anchor, interval, 3.0) == 40.0  # never the anchor itself (k >= 1)
+    # a poll late by a third of the interval each time comes back to the grid: no random walk
+    due = anchor
+    for k in range(1, 1000):
+        due = next_poll_due(anchor, interval, due + interval / 3 + interval / 2)
+        assert due == anchor + k * interval
+
+
+def test_many_targets_polls_spread_over_the_interval_and_keep_it(scripted):
+    """300 targets at a 1 s interval, jitter 0: after the first round every tenth of the interval
+    holds some of the polls and none holds a third of them, and each target's polls keep their
+    place. Before, all 300 began within 0.1 s and stayed bunched (a +-10 % random walk)."""
+    starts: dict[str, list[float]] = collections.defaultdict(list)
+
+    async def main():
+        hosts = [f"h{i:03d}" for i in range(300)]
+        cfg = parse_config({"defaults": {"jitter": 0},
+                            "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
+                                         "hosts": hosts, "interval": "1s", "timeout": "500ms"}],
+                            "limits": {"max_concurrent_polls": 1000, "per_transport": {"local": 1000}}})
+        sched = Scheduler(None, SnapshotStore())
+        poll = sched.poll
+
+        async def timed(key, collector):
+            starts[key[1]].append(time.monotonic())
+            return await poll(key, collector)
+
+        sched.poll = timed
+        t0 = time.monotonic()
+        sched.apply(cfg)
+        await asyncio.sleep(3.6)
+        await sched.stop()
+        return t0
+
+    t0 = asyncio.run(main())
+    later = [t - t0 for times in starts.values() for t in times[1:]]
+    assert len(later) >= 300  # every target polled again after its first poll
+    tenths = collections.Counter(int((t % 1.0) * 10) for t in later)
+    assert len(tenths) == 10 and max(tenths.values()) < len(later) / 3, tenths
+    for host, times in starts.items():  # each target at its own phase: one poll a second
+        gaps = [b - a for a, b in zip(times[1:], times[2:])]
+        assert all(0.7 < g < 1.3 for g in gaps), (host, gaps)
 
 
 def test_a_target_retired_while_polling_returns_a_blank_state(scripted):
@@ -484,21 +531,35 @@ def test_poll_failures_are_logged_with_their_target(scripted, caplog):
         "group": "g", "host": "a", "collector": "test_scripted"}
 
 
-def test_jitter_is_added_to_the_interval(scripted):
-    """With the jitter at its upper bound, polls come every interval x (1 + jitter), never sooner."""
+def test_jitter_moves_each_poll_off_the_grid_without_accumulating(scripted):
+    """With the jitter at its upper bound (0.5) every poll comes a quarter interval after its grid
+    time: polls stay one interval apart (the offsets do not add up), never sooner."""
+    starts: list[float] = []
+
     async def main():
         cfg = parse_config({"defaults": {"jitter": 0.5},
                             "targets": [{"name": "g", "fabric": "f", "collector": "test_scripted", "transport": "local",
-                                         "hosts": ["a"], "interval": "1s", "timeout": "500ms"}]})
+                                         "hosts": ["a"], "interval": "400ms", "timeout": "200ms"}]})
         sched = Scheduler(None, SnapshotStore(), rng=_UpperRng())
-        sched.apply(cfg)
-        state = sched.states[("g", "a")]
-        await asyncio.sleep(1.6)  # first poll at 0.5 s; the next is due at 2.0 s (1.0 s if jitter were subtracted)
-        at_1_6 = state.polls
-        await sched.stop()
-        return at_1_6
+        poll = sched.poll
 
-    assert asyncio.run(main()) == 1
+        async def timed(key, collector):
+            starts.append(time.monotonic())
+            return await poll(key, collector)
+
+        sched.poll = timed
+        t0 = time.monotonic()
+        sched.apply(cfg)
+        await asyncio.sleep(2.3)
+        await sched.stop()
+        return t0
+
+    t0 = asyncio.run(main())
+    anchor = t0 + phase_of(("g", "a")) * 0.4
+    assert len(starts) >= 4
+    for k, t in enumerate(starts[1:4], start=1):  # grid time + 0.5 x 0.4 s / 2; 0.1 s of slack for a slow loop
+        late = t - (anchor + k * 0.4 + 0.1)
+        assert -0.02 < late < 0.1, (k, late)
 
 
 def test_a_poll_cancelled_in_flight_ends_cancelled_and_leaves_no_trace(scripted):
