@@ -11,7 +11,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from fabric_exporter.collectors import Collector, PollContext, register, unregister
 from fabric_exporter.errors import PollError
 from fabric_exporter.samples import PollResult, Sample
-from fabric_exporter.scheduler import (FIRST_POLLS_PER_SECOND, GROUP_HOST, START_SPREAD_MIN, Scheduler,
+from fabric_exporter.scheduler import (FIRST_POLLS_PER_SECOND, GROUP_HOST, START_SPREAD_MAX_INTERVALS,
+                                       START_SPREAD_MIN, Scheduler,
                                        backoff_delay, first_poll_delay, next_poll_due, phase_of)
 from fabric_exporter.sharding import parse_shard
 from fabric_exporter.serving.store import SnapshotStore
@@ -437,12 +438,14 @@ def test_phases_are_fixed_per_target_and_spread_evenly():
 
 
 def test_first_polls_are_spread_by_how_many_targets_start():
-    """A few hundred targets all poll within START_SPREAD_MIN of a start; 2,051 (a 10k-GPU cluster's
-    hosts and switches) over ~20 s, at most the interval."""
+    """Up to 50 targets all poll within START_SPREAD_MIN of a start (or the interval); 2,051 (a 10k-GPU cluster's
+    hosts and switches) over 82 s, at 25 a second; never over more than three intervals."""
+    assert FIRST_POLLS_PER_SECOND == 25 and START_SPREAD_MAX_INTERVALS == 3
     assert first_poll_delay(0.999, 30, 50) == pytest.approx(0.999 * START_SPREAD_MIN)
-    assert first_poll_delay(0.999, 1, 50) == pytest.approx(0.999)  # never past the interval
-    assert first_poll_delay(0.5, 30, 2051) == pytest.approx(0.5 * 2051 / FIRST_POLLS_PER_SECOND)
-    assert first_poll_delay(0.999, 30, 100_000) == pytest.approx(0.999 * 30)
+    assert first_poll_delay(0.999, 0.5, 10) == pytest.approx(0.999 * 0.5)  # a short interval: within it
+    assert first_poll_delay(0.999, 0.5, 500) == pytest.approx(0.999 * 1.5)  # three intervals at most
+    assert first_poll_delay(0.5, 30, 2051) == pytest.approx(0.5 * 2051 / 25)
+    assert first_poll_delay(0.999, 30, 100_000) == pytest.approx(0.999 * 90)
     assert first_poll_delay(0.0, 30, 100_000) == 0
 
 
@@ -460,9 +463,10 @@ def test_the_next_poll_is_on_the_grid_never_drifting():
 
 
 def test_many_targets_polls_spread_over_the_interval_and_keep_it(scripted):
-    """300 targets at a 1 s interval, jitter 0: after the first round every tenth of the interval
-    holds some of the polls and none holds a third of them, and each target's polls keep their
-    place. Before, all 300 began within 0.1 s and stayed bunched (a +-10 % random walk)."""
+    """300 targets at a 1 s interval, jitter 0 (first polls over three intervals): after the first
+    round every tenth of the interval holds some of the polls and none holds a third of them, and
+    each target's polls keep their place. Before, all 300 began within 0.1 s and stayed bunched
+    (a +-10 % random walk)."""
     starts: dict[str, list[float]] = collections.defaultdict(list)
 
     async def main():
@@ -481,7 +485,7 @@ def test_many_targets_polls_spread_over_the_interval_and_keep_it(scripted):
         sched.poll = timed
         t0 = time.monotonic()
         sched.apply(cfg)
-        await asyncio.sleep(3.6)
+        await asyncio.sleep(5.6)
         await sched.stop()
         return t0
 
