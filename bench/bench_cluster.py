@@ -194,18 +194,24 @@ class Scraper(threading.Thread):
         self.times: dict[str, list[float]] = {"gzip": [], "plain": []}
         self.sizes: dict[str, list[int]] = {"gzip": [], "plain": []}
         self.failures = 0
+        #: scrapes slower than a second: (wall clock at the start, kind, seconds), to set beside the daemon's log
+        self.slow: list[tuple[str, str, float]] = []
         self._halt = threading.Event()
 
     def run(self) -> None:
         gz = True
         while not self._halt.wait(self.every):
             try:
+                began = time.time()
                 seconds, size, body = self.d.get(gz)
                 if gz:
                     gzip.decompress(body)  # a whole, valid stream
                 kind = "gzip" if gz else "plain"
                 self.times[kind].append(seconds)
                 self.sizes[kind].append(size)
+                if seconds > 1.0:
+                    at = time.strftime("%H:%M:%S", time.gmtime(began)) + f".{int(began % 1 * 1000):03d}Z"
+                    self.slow.append((at, kind, round(seconds, 3)))
             except Exception:  # noqa: BLE001 - counted: a scrape that failed or timed out
                 self.failures += 1
             gz = not gz or not self.plain
@@ -389,6 +395,7 @@ def main() -> None:
                 "metrics_p99_s": {k: round(pct(v, 0.99), 3) for k, v in scraper.times.items()},
                 "metrics_max_s": {k: round(max(v), 3) if v else None for k, v in scraper.times.items()},
                 "scrapes": {k: len(v) for k, v in scraper.times.items()}, "scrape_failures": scraper.failures,
+                "slow_scrapes": scraper.slow,
                 "body_mb": {k: round(statistics.median(v) / 1e6, 2) if v else None for k, v in scraper.sizes.items()},
                 "replay_cores": {name: round((b - a) / wall, 3) for name, a, b in zip(("ssh", "snmp"), srv0, srv1)},
                 # with --only: the daemon's CPU per poll of one target of that collector
