@@ -134,7 +134,7 @@ class _SnmpState:
     v3_users: dict[str, str] = field(default_factory=dict)  # user name -> credential that owns it
     #: the fast path's bound on requests in flight per agent (address, port), shared by its sessions
     agent_limits: dict[tuple[str, int], asyncio.Semaphore] = field(default_factory=dict)
-    #: GETBULK page sizes learned per agent (address, port), kept across polls: every session's
+    #: GETBULK page sizes learned per agent (address, port), kept across polls for every session of it
     agent_pages: dict[tuple[str, int], AgentPages] = field(default_factory=dict)
     fast_sessions: weakref.WeakSet = field(default_factory=weakref.WeakSet)
 

@@ -38,6 +38,7 @@ class AgentPages:
 
     max_repetitions: int | None = None
 
+
 #: RFC 3416 error-status names, by value
 ERROR_STATUS = ("noError", "tooBig", "noSuchName", "badValue", "readOnly", "genErr", "noAccess", "wrongType",
                 "wrongLength", "wrongEncoding", "wrongValue", "noCreation", "inconsistentValue",
