@@ -77,7 +77,6 @@ class SnmpSessionBase:
     description: str
     timeout: float
     retries: int
-    max_repetitions: int
     #: a hint appended to timeouts (v2c agents stay silent on a wrong community)
     timeout_hint = ""
 
@@ -87,7 +86,7 @@ class SnmpSessionBase:
         self.description = f"snmp://{address}:{port}"
         self.timeout = timeout
         self.retries = retries
-        self.max_repetitions = max_repetitions
+        self.configured_repetitions = max_repetitions  # the target's max_repetitions option
         #: PDUs sent and varbinds received by this session (for benchmarks and debugging)
         self.requests = 0
         self.varbinds = 0
@@ -100,6 +99,13 @@ class SnmpSessionBase:
         #: the bytes a poll may read: open_session hands over the collector's (restarted each poll);
         #: without one (tools, benchmarks) each get/walk has a default budget of its own
         self.budget: ReadBudget | None = None
+
+    @property
+    def max_repetitions(self) -> int:
+        """The largest page this session asks: the configured size, or the smaller one learned about
+        the agent (``pages``: tooBig, big pages lost on the way), in this poll or an earlier one."""
+        learned = self.pages.max_repetitions
+        return self.configured_repetitions if learned is None else min(learned, self.configured_repetitions)
 
     def close(self) -> None:
         """Release what the session holds alone (the fast path's UDP socket; pysnmp's belong to its engine)."""
@@ -153,8 +159,7 @@ class SnmpSessionBase:
         page of 100 Counter64s is a ~3 KB datagram, in IP fragments on a 1500-byte path, and some
         networks drop fragments). Either smaller size is kept in ``pages``, for later polls too.
         """
-        limit = min(max_repetitions or self.max_repetitions, self.max_repetitions,
-                    self.pages.max_repetitions or self.max_repetitions)
+        limit = min(max_repetitions or self.max_repetitions, self.max_repetitions)
         if expected_rows:
             wanted = expected_rows + 1  # one past the end shows where the subtree ends
             pages = -(-wanted // limit)
@@ -232,5 +237,4 @@ class SnmpSessionBase:
 
     def _keep_smaller_pages(self, reps: int) -> None:
         """This session's later walks, and later polls' sessions, ask at most ``reps``."""
-        self.max_repetitions = min(self.max_repetitions, reps)
         self.pages.max_repetitions = min(self.pages.max_repetitions or reps, reps)
