@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "exporter"))
 
+from inprocess_polls import in_process_polls  # noqa: E402
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,11 +68,8 @@ def main() -> None:
 
 
 async def measure(names: list[str], port: int, top: int) -> None:
-    from fabric_exporter.collectors import PollContext, registry
+    from fabric_exporter.collectors import registry
     from fabric_exporter.config.loader import parse_config
-    from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.serving.store import SnapshotStore
-    from fabric_exporter.transport.factory import Transports
 
     creds, targets = {}, []
     for i, n in enumerate(names):
@@ -82,16 +81,7 @@ async def measure(names: list[str], port: int, top: int) -> None:
                         "hosts": [{"name": n, "address": "127.0.0.1", "port": port}],
                         "options": {"modules": ["if_mib", "ieee8021_pfc"]}})
     cfg = parse_config({"credentials": creds, "targets": targets}, base_dir=Path("."), options_parsers=registry())
-    transports = Transports()
-    sched = Scheduler(transports, SnapshotStore())
-    sched.apply(cfg, start_tasks=False)
-    collectors = {k: cls(PollContext(g, h, transports)) for k, (g, h, cls) in sched.targets(cfg).items()}
-
-    async def one(key, c) -> None:
-        st = await sched.poll(key, c)
-        if st.state != "ok":
-            raise RuntimeError(f"{key}: {st.state} {st.last_error}")
-
+    transports, sched, collectors, one = in_process_polls(cfg)
     try:
         gc.collect()
         tracemalloc.start(1)

@@ -31,6 +31,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from inprocess_polls import in_process_polls
+
 V3_USER, V3_AUTH, V3_PRIV = "bench", "bench-auth-pass", "bench-priv-pass"
 RECORDINGS = 8
 
@@ -126,22 +128,9 @@ def config(names: list[str], port: int, v3_share: float, max_repetitions: int | 
 
 
 async def measure(cfg, rounds: int, epoch: float, started: float) -> list[dict]:
-    from fabric_exporter.collectors import PollContext
     from fabric_exporter.daemon import freeze_long_lived
-    from fabric_exporter.scheduler import Scheduler
-    from fabric_exporter.serving.store import SnapshotStore
-    from fabric_exporter.transport.factory import Transports
 
-    transports = Transports()
-    sched = Scheduler(transports, SnapshotStore())
-    sched.apply(cfg, start_tasks=False)
-    collectors = {key: cls(PollContext(g, h, transports)) for key, (g, h, cls) in sched.targets(cfg).items()}
-
-    async def poll(key, collector) -> None:
-        state = await sched.poll(key, collector)
-        if state.state != "ok":
-            raise RuntimeError(f"{key}: {state.state} {state.last_error}")
-
+    transports, _, collectors, poll = in_process_polls(cfg)
     out = []
     try:
         await asyncio.gather(*(poll(k, c) for k, c in collectors.items()))  # warm-up: discovery, names
