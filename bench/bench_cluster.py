@@ -146,18 +146,25 @@ class Daemon:
     def metrics(self) -> str:
         return self.get(False)[2].decode()
 
-    def counts(self) -> tuple[dict[str, float], dict[str, float]]:
-        """(polls per collector, failed polls by "collector/reason")."""
+    def counts(self) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        """(polls per collector, failed polls by "collector/reason", the event loop's lag histogram:
+        probes per ``le`` bound, and "sum" and "count"; empty from a daemon without it)."""
         polls: dict[str, float] = {}
         failed: dict[str, float] = {}
+        lag: dict[str, float] = {}
         for line in self.metrics().splitlines():
+            if line.startswith("fabric_event_loop_lag_seconds"):
+                m = re.match(r'fabric_event_loop_lag_seconds_(?:bucket\{le="([^"]+)"\}|(sum|count)) (\S+)$', line)
+                if m:
+                    lag[m[1] or m[2]] = float(m[3])
+                continue
             m = re.match(r'fabric_polls_total\{collector="([^"]+)".*\} (\S+)$', line)
             if m:
                 polls[m[1]] = polls.get(m[1], 0.0) + float(m[2])
             m = re.match(r'fabric_poll_errors_total\{collector="([^"]+)".*reason="(\w+)"\} (\S+)$', line)
             if m and m[2] != "partial" and float(m[3]):
                 failed[f"{m[1]}/{m[2]}"] = failed.get(f"{m[1]}/{m[2]}", 0.0) + float(m[3])
-        return polls, failed
+        return polls, failed, lag
 
     def wait_polls(self, want: dict[str, float], timeout: float) -> None:
         end = time.monotonic() + timeout
@@ -219,6 +226,18 @@ class Scraper(threading.Thread):
     def stop(self) -> None:
         self._halt.set()
         self.join(120)
+
+
+def loop_lag_in_window(before: dict[str, float], after: dict[str, float], wall: float) -> dict | None:
+    """The daemon's event-loop lag probes of the window: how many woke later than each bound, and the
+    share of the window the loop was behind (the lateness summed over wall time)."""
+    if not after:
+        return None  # an --exporter from before the histogram
+    count = after["count"] - before.get("count", 0.0)
+    late_over = {le: int(count - (after[le] - before.get(le, 0.0)))
+                 for le in after if le not in ("sum", "count", "+Inf")}
+    return {"probes": int(count), "late_over_s": late_over,
+            "behind_share": round((after["sum"] - before.get("sum", 0.0)) / wall, 4)}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -361,7 +380,7 @@ def main() -> None:
                 d.wait_polls(want, 120 + 3 * args.interval + hosts / 20 + switches / 20)
                 warm = time.monotonic() - started
                 time.sleep(args.settle * args.interval)  # the start-up's retries and backoff play out first
-                polls0, failed0 = d.counts()
+                polls0, failed0, lag0 = d.counts()
                 cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv0 = [process_cpu(s.pid) for s in servers]
                 scraper = Scraper(d, args.scrape_every, plain=args.scrape_kinds == "both")
@@ -375,7 +394,7 @@ def main() -> None:
                 cpu1, tools1 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv1 = [process_cpu(s.pid) for s in servers]
                 rss, hwm = rss_mib(d.proc.pid)
-                polls1, failed1 = d.counts()
+                polls1, failed1, lag1 = d.counts()
                 samples = sum(1 for line in d.metrics().splitlines() if line and not line.startswith("#"))
             finally:
                 d.stop()
@@ -397,6 +416,7 @@ def main() -> None:
                 "scrapes": {k: len(v) for k, v in scraper.times.items()}, "scrape_failures": scraper.failures,
                 "slow_scrapes": scraper.slow,
                 "body_mb": {k: round(statistics.median(v) / 1e6, 2) if v else None for k, v in scraper.sizes.items()},
+                "loop_lag": loop_lag_in_window(lag0, lag1, wall),
                 "replay_cores": {name: round((b - a) / wall, 3) for name, a, b in zip(("ssh", "snmp"), srv0, srv1)},
                 # with --only: the daemon's CPU per poll of one target of that collector
                 "daemon_cpu_ms_per_poll": {c: round((cpu1 - cpu0) / v * 1e3, 2) for c, v in done.items() if v}

@@ -23,6 +23,7 @@ from .config.loader import load_config, parse_listen_address
 from .config.model import Config, ConfigError
 from .scheduler import Scheduler
 from .sharding import Shard
+from .looplag import LoopLag
 from .serving.selfmetrics import ReloadStatus, SelfMetrics
 from .serving.store import SnapshotStore
 from .transport.factory import Transports
@@ -100,7 +101,8 @@ class Daemon:
         self.store = SnapshotStore()
         self.transports = Transports()
         self.reload_status = ReloadStatus()
-        self.self_metrics = SelfMetrics(self.reload_status)
+        self.loop_lag = LoopLag()
+        self.self_metrics = SelfMetrics(self.reload_status, self.loop_lag)
         self.scheduler = Scheduler(self.transports, self.store, shard=shard, self_metrics=self.self_metrics)
         self._stop = asyncio.Event()
         self._reload_lock = asyncio.Lock()
@@ -236,7 +238,8 @@ class Daemon:
         freeze_long_lived()
         thresholds_before = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLDS)
-        background = [asyncio.create_task(self._watch_hosts_files(), name="hosts-files"),
+        background = [asyncio.create_task(self.loop_lag.run(), name="loop-lag"),
+                      asyncio.create_task(self._watch_hosts_files(), name="hosts-files"),
                       asyncio.create_task(self._freeze_when_ready(), name="gc-freeze")]
         if self.notifier.watchdog_interval:
             background.append(asyncio.create_task(self._watchdog(), name="watchdog"))

@@ -56,6 +56,11 @@ METRICS = [
                "Burst sampler ticks skipped because the sampler woke more than a window late; the next window "
                "then spans them (its deltas are kept, its value is an average over the longer window).",
                (TARGET,), SRC),
+    MetricSpec("fabric_event_loop_lag_seconds", "histogram", "seconds",
+               "How much later than asked the daemon's event loop woke a probe that sleeps 0.1 s, again and "
+               "again. The loop runs the polls' I/O and hands each scrape its data: a lag of a second holds "
+               "scrapes and SNMP answers as long; rate() of the sum is the share of time the loop was behind.",
+               ((),), SRC, buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)),
     MetricSpec("fabric_burst_sampler_tick_lateness_seconds", "histogram", "seconds",
                "How late each burst sampler tick woke after its absolute deadline.", (TARGET,), SRC,
                buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5)),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from .. import __version__
 from ..catalog import CATALOG
 from ..errors import REASONS
+from ..looplag import LoopLag
 from .exposition import family_header, render_chunks
 from .gzipstream import MemberCache, Segment, deflate_piece
 from ..transport.snmp_dropped import DROPPED as SNMP_DROPPED
@@ -36,7 +37,8 @@ TARGET_FAMILIES = (
 # Families whose value depends on whether the target's snapshot is still fresh.
 _FRESHNESS_FAMILIES = ("fabric_up", "fabric_samples", "fabric_target_stale")
 GLOBAL_FAMILIES = ("fabric_snmp_datagrams_dropped_total", "fabric_targets", "fabric_build_info",
-                   "fabric_config_last_reload_successful", "fabric_config_last_reload_success_timestamp_seconds")
+                   "fabric_config_last_reload_successful", "fabric_config_last_reload_success_timestamp_seconds",
+                   "fabric_event_loop_lag_seconds")
 
 
 class ReloadStatus:
@@ -91,8 +93,9 @@ class SelfMetrics:
     its deflate piece: compressed after the nearest line above it in the column (or the family's
     HELP/TYPE), again when that line changes."""
 
-    def __init__(self, reload_status: ReloadStatus):
+    def __init__(self, reload_status: ReloadStatus, loop_lag: LoopLag | None = None):
         self.reload = reload_status
+        self.loop_lag = loop_lag  # the daemon's (None in a one-shot poll: no loop to watch)
         self._targets: dict[tuple[str, str], _TargetLines] = {}
         # family index -> HELP/TYPE (text, deflate piece)
         self._headers = [(text, deflate_piece(text)) for text in (family_header(CATALOG[f]) for f in TARGET_FAMILIES)]
@@ -191,7 +194,7 @@ class SelfMetrics:
         if self._by_collector is None:
             self._by_collector = tuple(sorted(collections.Counter(t.collector for t in self._targets.values()).items()))
         key = (self._by_collector, self.reload.successful, self.reload.last_success,
-               tuple(SNMP_DROPPED.items()))
+               tuple(SNMP_DROPPED.items()), self.loop_lag.state() if self.loop_lag else None)
         if key != self._global_key:
             samples = [("fabric_targets", {"collector": name}, n) for name, n in key[0]]
             samples += [("fabric_build_info", {"version": __version__, "python_version": platform.python_version()}, 1.0),
@@ -199,6 +202,8 @@ class SelfMetrics:
                         ("fabric_config_last_reload_success_timestamp_seconds", {}, self.reload.last_success)]
             # every reason from the start (at 0), so rate() sees the first drop
             samples += [("fabric_snmp_datagrams_dropped_total", {"reason": r}, n) for r, n in key[3]]
+            if self.loop_lag is not None:
+                samples += self.loop_lag.samples()
             chunks = render_chunks(samples)
             pieces = [family_header(CATALOG[f]) + chunks.get(f, b"") for f in GLOBAL_FAMILIES]
             self._global = (pieces, [Segment(deflate_piece(p), zlib.crc32(p), len(p)) for p in pieces])

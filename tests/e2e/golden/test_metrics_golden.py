@@ -70,6 +70,8 @@ MASKED_VALUES = {
     # tested in tests/unit/transport/test_snmp_fast.py and tests/unit/serving/test_selfmetrics.py
     "fabric_snmp_datagrams_dropped_total": "late SNMP answers depend on timing",
     "fabric_job_start_time_seconds": "wall clock of the job's start",
+    # how late the daemon's loop woke, and how many times: tested in tests/unit/test_looplag.py
+    "fabric_event_loop_lag_seconds": "measured lateness of the event loop",
 }
 # Label values that depend on the machine, not on the exporter's behaviour.
 MASKED_LABELS = {

@@ -10,12 +10,14 @@ import platform
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 from prometheus_client.registry import CollectorRegistry
 
 from fabric_exporter import __version__
 from fabric_exporter.catalog import CATALOG
 from fabric_exporter.errors import REASONS
+from fabric_exporter.looplag import LoopLag
 from fabric_exporter.samples import Sample
 from fabric_exporter.scheduler import TargetState
 from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
@@ -26,7 +28,7 @@ from fabric_exporter.transport.snmp_dropped import DROPPED as SNMP_DROPPED
 TARGET_LABELS = ["group", "host", "collector", "fabric"]
 
 
-def reference(states, fresh_keys, reload: ReloadStatus) -> bytes:
+def reference(states, fresh_keys, reload: ReloadStatus, lag: list[float] | None = None) -> bytes:
     """prometheus_client rendering of the self-metrics, computed from state at scrape time."""
 
     def gauge(name, labels):
@@ -86,6 +88,13 @@ def reference(states, fresh_keys, reload: ReloadStatus) -> bytes:
             ts = gauge("fabric_config_last_reload_success_timestamp_seconds", [])
             ts.add_metric([], reload.last_success)
             yield ts
+            name = "fabric_event_loop_lag_seconds"
+            histogram = HistogramMetricFamily(name, CATALOG[name].help)
+            if lag is not None:
+                bounds = CATALOG[name].buckets
+                histogram.add_metric([], [(floatToGoString(b), sum(1 for x in lag if x <= b)) for b in bounds]
+                                     + [("+Inf", len(lag))], sum(lag))
+            yield histogram
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Reference())
@@ -119,13 +128,19 @@ def test_cached_self_metrics_are_byte_identical_to_prometheus_client(states, dat
     reload = ReloadStatus()
     if data.draw(st.booleans()):
         reload.record(True)
-    metrics = SelfMetrics(reload)
+    lag = data.draw(st.none() | st.lists(st.floats(0, 20, allow_nan=False), max_size=30))
+    loop_lag = None
+    if lag is not None:
+        loop_lag = LoopLag()
+        for late in lag:
+            loop_lag.observe(late)
+    metrics = SelfMetrics(reload, loop_lag)
     fresh_until = {s.key: data.draw(st.sampled_from([None, 10.0, 100.0])) for s in states}
     for s in states:
         metrics.target_changed(s, fresh_until[s.key])
     for now in (5.0, 50.0, 500.0):  # before, between and after the deadlines: each target picks its variant
         fresh = {k for k, until in fresh_until.items() if until is not None and now <= until}
-        expected = reference(states, fresh, reload)
+        expected = reference(states, fresh, reload, lag)
         assert metrics.render(now) == expected
         assert gzip.decompress(b"".join(metrics.parts(now, gzip=True))) == expected
 

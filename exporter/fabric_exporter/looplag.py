@@ -1,0 +1,64 @@
+"""How late the daemon's event loop wakes: its saturation, as operators see it.
+
+The daemon's loop runs every poll's I/O and hands each scrape its pieces (serving/web_thread.py). A
+callback that holds the loop (a big synchronous step, a garbage collection) delays all of them: SNMP
+answers wait past their timeouts, a scrape waits for its turn. A probe task asks to sleep
+``PROBE_INTERVAL`` again and again and records how much later than asked it woke, as the histogram
+``fabric_event_loop_lag_seconds``: its quantiles say how long the loop is held, and
+``rate(..._sum)`` the share of time it was behind. On one core, that share nears 1 before polls
+miss their deadlines (docs/sizing.md, "When to split").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+
+from prometheus_client.utils import floatToGoString
+
+from .catalog import CATALOG
+
+FAMILY = "fabric_event_loop_lag_seconds"
+#: seconds the probe sleeps between wake-ups: ten wake-ups a second cost the loop ~0.1 ms
+PROBE_INTERVAL = 0.1
+
+
+class LoopLag:
+    """A histogram of the probe's lateness (cumulative counts, sum, count), and the probe itself."""
+
+    def __init__(self) -> None:
+        self.bounds: tuple[float, ...] = CATALOG[FAMILY].buckets
+        self._le = tuple(floatToGoString(b) for b in self.bounds)
+        self._counts = [0] * (len(self.bounds) + 1)  # per bucket, not cumulative; the last is +Inf
+        self.sum = 0.0
+        self.count = 0
+
+    def observe(self, late: float) -> None:
+        late = max(0.0, late)
+        self._counts[bisect.bisect_left(self.bounds, late)] += 1
+        self.sum += late
+        self.count += 1
+
+    def state(self) -> tuple:
+        """A value that changes whenever an observation is added (the self-metrics' cache key)."""
+        return (self.count, self.sum)
+
+    def samples(self) -> list[tuple[str, dict, float]]:
+        out: list[tuple[str, dict, float]] = []
+        running = 0
+        for le, n in zip(self._le, self._counts):
+            running += n
+            out.append((FAMILY + "_bucket", {"le": le}, running))
+        out.append((FAMILY + "_bucket", {"le": "+Inf"}, self.count))
+        out.append((FAMILY + "_count", {}, self.count))  # prometheus_client's order
+        out.append((FAMILY + "_sum", {}, self.sum))
+        return out
+
+    async def run(self, interval: float = PROBE_INTERVAL) -> None:
+        """Sleep ``interval`` again and again, observing how much later than asked each wake-up came."""
+        clock = time.monotonic
+        while True:
+            asked = clock() + interval
+            await asyncio.sleep(interval)
+            self.observe(clock() - asked)
