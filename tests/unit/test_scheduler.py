@@ -4,6 +4,7 @@ import asyncio
 import collections
 import math
 import time
+import threading
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -14,6 +15,7 @@ from fabric_exporter.samples import PollResult, Sample
 from fabric_exporter.scheduler import (FIRST_POLLS_PER_SECOND, GROUP_HOST, START_SPREAD_MAX_INTERVALS,
                                        START_SPREAD_MIN, Scheduler,
                                        backoff_delay, first_poll_delay, next_poll_due, phase_of)
+from fabric_exporter import scheduler as scheduler_module
 from fabric_exporter.sharding import parse_shard
 from fabric_exporter.serving.store import SnapshotStore
 from fabric_exporter.transport.factory import Transports
@@ -688,3 +690,35 @@ def test_partial_data_is_logged_once_and_its_recovery_names_it(scripted, caplog)
     assert [(r.levelname, r.getMessage()) for r in mine] == [("WARNING", "partial data"), ("INFO", "target recovered")]
     assert mine[0].fields["error"] == "one port unreadable"
     assert (mine[1].fields["was"], mine[1].fields["polls"]) == ("partial", 2)
+
+
+@pytest.mark.parametrize("threshold, off_loop", [(2, True), (4, False)])
+def test_a_large_poll_is_rendered_off_the_event_loop_a_small_one_on_it(scripted, monkeypatch, threshold, off_loop):
+    """A large fabric's render (~0.3 s per million samples) would hold every scrape and SNMP answer:
+    from SNAPSHOT_IN_THREAD_SAMPLES samples up it runs on a worker thread. Its snapshot is the same,
+    a metric outside the catalog still fails the poll as a collector bug."""
+    built_on: list[int] = []
+    real_build = scheduler_module.build_snapshot
+
+    def recording_build(*args, **kwargs):
+        built_on.append(threading.get_ident())
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(scheduler_module, "build_snapshot", recording_build)
+    monkeypatch.setattr(scheduler_module, "SNAPSHOT_IN_THREAD_SAMPLES", threshold)  # polls of 2 and 3 samples
+
+    async def main():
+        store = SnapshotStore()
+        sched = Scheduler(None, store)
+        cfg = config(hosts=("a",))
+        sched.apply(cfg, start_tasks=False)
+        ok = (await poll(sched, cfg, ("g", "a"))).state
+        text = store.render(0)
+        BEHAVIOUR["a"] = "uncatalogued"
+        bad = await poll(sched, cfg, ("g", "a"))
+        return ok, bad.state, bad.last_error, text
+
+    ok, bad, error, text = asyncio.run(main())
+    assert len(built_on) == 2 and (threading.get_ident() not in built_on) == off_loop
+    assert (ok, bad) == ("ok", "failed") and error.startswith("collector bug:")
+    assert b'fabric="f"' in text and text.count(b"\n") >= 2

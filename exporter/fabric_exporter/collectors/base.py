@@ -23,19 +23,26 @@ from ..config.validator import ErrorSink
 # Text longer than this is parsed on a worker thread: a big output (up to limits.max_output_bytes)
 # would otherwise hold the event loop for seconds, and every other target's deadline and /metrics
 # with it. The thread still takes the GIL, but CPython hands it back to the loop every 5 ms
-# (sys.getswitchinterval), so the loop keeps running. Two threads: parsing is CPU, more would only queue.
+# (sys.getswitchinterval), so the loop keeps running. Two threads: this work is CPU, more would only queue.
 PARSE_IN_THREAD_CHARS = 256 * 1024
-_parse_pool: ThreadPoolExecutor | None = None
+_worker_pool: ThreadPoolExecutor | None = None
+
+
+async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` on a worker thread, for a synchronous step long enough to hold the
+    loop (a large fabric's mapping, its render). ``fn`` must touch only what the caller owns until
+    it returns (a cancelled caller does not stop it). Exceptions propagate."""
+    global _worker_pool
+    if _worker_pool is None:
+        _worker_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fabric-work")
+    return await asyncio.get_running_loop().run_in_executor(_worker_pool, functools.partial(fn, *args, **kwargs))
 
 
 async def parse_off_loop(parse: Callable[..., Any], text: str, *args: Any, **kwargs: Any) -> Any:
     """``parse(text, *args, **kwargs)``, on a worker thread when ``text`` is large. Exceptions propagate."""
-    global _parse_pool
     if len(text) < PARSE_IN_THREAD_CHARS:
         return parse(text, *args, **kwargs)
-    if _parse_pool is None:
-        _parse_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fabric-parse")
-    return await asyncio.get_running_loop().run_in_executor(_parse_pool, functools.partial(parse, text, *args, **kwargs))
+    return await off_loop(parse, text, *args, **kwargs)
 
 
 def work_budget(timeout: float, reserve: float = 0.0) -> float:

@@ -7,6 +7,7 @@ errors attributed through port GUIDs."""
 from __future__ import annotations
 
 import stat
+import threading
 
 import pytest
 
@@ -23,9 +24,8 @@ DGX = "dgx-h100-042 mlx5_0"
 OLD = "old-qdr-hca HCA-1"
 
 
-@pytest.fixture()
-@starts_processes  # the collector runs the stand-in scripts through the local transport
-def result(tmp_path):
+def ndr_group(tmp_path):
+    """A target whose tools are stand-in scripts printing the NDR fabric's captures."""
     tool = tmp_path / "fake-tool"
     tool.write_text(
         "#!/bin/sh\n"
@@ -39,9 +39,37 @@ def result(tmp_path):
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "ibqueryerrors").symlink_to(tool)
     (tmp_path / "ibnetdiscover").symlink_to(tool)
-    group = group_for({"tool_paths": {"ibqueryerrors": str(tmp_path / "ibqueryerrors"),
-                                      "ibnetdiscover": str(tmp_path / "ibnetdiscover")}})
-    return CollectorHarness(group).poll()
+    return group_for({"tool_paths": {"ibqueryerrors": str(tmp_path / "ibqueryerrors"),
+                                     "ibnetdiscover": str(tmp_path / "ibnetdiscover")}})
+
+
+@pytest.fixture()
+@starts_processes  # the collector runs the stand-in scripts through the local transport
+def result(tmp_path):
+    return CollectorHarness(ndr_group(tmp_path)).poll()
+
+
+@starts_processes
+def test_the_join_and_the_mapping_run_off_the_event_loop(tmp_path, monkeypatch):
+    """At 40k ports each holds the loop for ~0.1-0.5 s (bench_cluster): every scrape and SNMP answer
+    would wait. They run on a worker thread; the poll's result is the same."""
+    from fabric_exporter.collectors.infiniband import collector as ib_collector
+
+    threads: dict[str, int] = {}
+
+    def on_thread(name, fn):
+        def wrapped(*args, **kwargs):
+            threads[name] = threading.get_ident()
+            return fn(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(ib_collector, "join_sweeps", on_thread("join", ib_collector.join_sweeps))
+    monkeypatch.setattr(ib_collector, "samples_from_sweep", on_thread("map", ib_collector.samples_from_sweep))
+    harness = CollectorHarness(ndr_group(tmp_path))
+    loop_thread = threading.get_ident()  # the harness runs its loop on this thread
+    polled = harness.poll()
+    assert set(threads) == {"join", "map"} and loop_thread not in threads.values()
+    assert polled.problems == [] and index(polled)[("fabric_ib_symbol_error_total", LEAF, "65")]["value"] == 12
 
 
 def test_complete_and_64bit_error_counters(result):
