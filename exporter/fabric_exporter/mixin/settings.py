@@ -34,6 +34,7 @@ FOR_DEFAULTS: dict[str, str] = {
     "FabricTargetStale": "5m",
     "FabricExporterConfigReloadFailed": "5m",
     "FabricExporterAbsent": "5m",
+    "FabricExporterEventLoopBehind": "15m",
     # congestion
     "FabricIBXmitWaitHigh": "10m",
     "FabricIBBurstsRepeated": "5m",
@@ -88,6 +89,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("thresholds.poll_slow_ratio", 0.8,
             "FabricPollsSlow: poll duration as a fraction of the poll interval (the deadline is shorter than "
             "the interval, so a poll near it is about to time out)."),
+    Setting("thresholds.event_loop_behind_ratio", 0.5,
+            "FabricExporterEventLoopBehind: share of time the exporter's event loop woke its timers late "
+            "(rate of fabric_event_loop_lag_seconds_sum). The 10k-GPU bench daemon at 0.8 core: ~0.17."),
     # --- congestion -------------------------------------------------------------------------------
     Setting("thresholds.ib_xmit_wait_ratio", 0.10,
             "FabricIBXmitWaitHigh: fraction of time an IB port had data to send but no credits "

@@ -40,6 +40,16 @@ def exporter(s: Settings) -> dict:
             description="Lines of tool output a parser did not know and skipped (values on them are not "
                         "published): a tool, firmware or driver printing something new. The exporter's debug "
                         "log shows each distinct line once."),
+        timeseries("Event loop behind", [
+            Q(rate("fabric_event_loop_lag_seconds_sum", s.sel()), "{{instance}}")],
+            "percentunit", max_one=True, thresholds=[s["thresholds.event_loop_behind_ratio"]],
+            description="Share of time the daemon's event loop woke its timers late: near 100% its polls "
+                        "queue and miss deadlines (split it with --shard, docs/sizing.md)."),
+        timeseries("Event loop lag p99", [
+            Q(f"histogram_quantile(0.99, sum by (instance, le) "
+              f"({rate('fabric_event_loop_lag_seconds_bucket', s.sel())}))", "{{instance}}")], "s",
+            description="How long the loop was held, at the 99th percentile of its 0.1 s probes: a scrape or "
+                        "an SNMP answer arriving then waits as long."),
         timeseries("Targets by collector", [Q(f"fabric_targets{s.sel()}", "{{collector}}")], "short"),
         table("Build", [Q(f"fabric_build_info{s.sel()}")], "short", width=24),
     ]

@@ -127,11 +127,23 @@ def exporter_absent(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
         Scenario(((s_build, "1x10 stale"),), 11, absent_labels))]
 
 
+def event_loop_behind(c: Ctx, s: ExporterSeries) -> list[AlertRule]:
+    r = c.ramp_alert("FabricExporterEventLoopBehind", "event_loop_behind_ratio", cap=1.0)
+    s_lag, labels = c.series("fabric_event_loop_lag_seconds_sum", ())
+    return [r.alert(
+        WARNING, f"rate(fabric_event_loop_lag_seconds_sum{c.sel()}[{c.w}])",
+        "The fabric exporter's event loop is saturated.",
+        "The fabric-exporter at {{ $labels.instance }} woke its event loop's timers late more than "
+        f"{r.percent} of the time {r.window}: its polls queue and start missing their deadlines, and "
+        "scrapes wait for the loop. Spread its targets over more daemons (--shard) or poll less often.",
+        r.per_second(s_lag, labels))]
+
+
 # In the order the rule groups list them.
 RECORDING_BUILDERS: tuple[Callable[[Ctx, ExporterSeries], Recording], ...] = (
     poll_failures_ratio, poll_duration_over_interval)
 ALERT_BUILDERS: tuple[Callable[[Ctx, ExporterSeries], list[AlertRule]], ...] = (
-    target_down, polls_failing, polls_slow, target_stale, config_reload_failed, exporter_absent)
+    target_down, polls_failing, polls_slow, target_stale, config_reload_failed, exporter_absent, event_loop_behind)
 
 
 def exporter_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
