@@ -8,7 +8,6 @@ only joins cached bytes. The output is byte-identical to prometheus_client's for
 from __future__ import annotations
 
 import collections
-import gc
 import itertools
 import logging
 import math
@@ -161,24 +160,19 @@ class TargetRenderer:
         if previous is None and KeptSample not in map(type, samples):  # the test runs in C
             chunks, lines = render_chunks(samples, extra_label), None
         else:
-            # No reference cycles are made here, but many containers (the positions of a large
-            # fabric's runs, the new layout): without the pause they set off collections of the
-            # daemon's whole heap.
-            gc_was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                lines = _patch(samples, previous) if previous is not None else None
-                if lines is None:
-                    families: list[str] = []
-                    index = array("I")
-                    rendered, kept = _render_lines(samples, extra_label, (families, index))
-                    chunks = {family: "".join(ls).encode() for family, ls in rendered.items()}
-                    lines = LineCache(extra_label, samples, families, index, chunks) if kept else None
-                else:
-                    chunks = lines.chunks
-            finally:
-                if gc_was_enabled:
-                    gc.enable()
+            # The cyclic GC stays on, though this makes many containers: a large fabric renders on a
+            # worker thread (scheduler.SNAPSHOT_IN_THREAD_SAMPLES) while the loop polls on, and a
+            # pause would pile both threads' allocations into one young-generation pass that holds
+            # the loop for its whole length.
+            lines = _patch(samples, previous) if previous is not None else None
+            if lines is None:
+                families: list[str] = []
+                index = array("I")
+                rendered, kept = _render_lines(samples, extra_label, (families, index))
+                chunks = {family: "".join(ls).encode() for family, ls in rendered.items()}
+                lines = LineCache(extra_label, samples, families, index, chunks) if kept else None
+            else:
+                chunks = lines.chunks
         if self.verify:
             _verify(samples, extra_label, chunks)
         self.lines = lines
