@@ -23,6 +23,7 @@ from .config.loader import load_config, parse_listen_address
 from .config.model import Config, ConfigError
 from .scheduler import Scheduler
 from .sharding import Shard
+from .gcpacing import PACED_THRESHOLDS, GcPacer
 from .looplag import LoopLag
 from .serving.selfmetrics import ReloadStatus, SelfMetrics
 from .serving.store import SnapshotStore
@@ -67,19 +68,6 @@ def _raise_fd_limit() -> None:
         pass
 
 
-# The cyclic GC's thresholds while the daemon runs (CPython's defaults: 700, 10, 10). A poll's
-# samples and an SNMP walk's varbinds (tuples, dicts, pyasn1 objects) live until the poll ends or
-# the next one replaces its snapshot, so with the default 700 the collector walks them again and
-# again, and every 70,000 net allocations an old-generation pass walks every live snapshot
-# (40-200 ms): the GC took 7.5-10 % of the daemon's CPU polling 500 RoCE hosts and 14-15 % polling
-# 200 SNMP switches, ~2 % and ~5 % with these (bench/RESULTS.md, issue 27; RSS unchanged).
-# Garbage cycles are still collected without a gc.collect(): a young one within 50,000 net
-# container allocations, one that outlived a young pass within ~550,000, an old one within ~5.5 M
-# (~1 min of polls at 200 SNMP switches, measured; ~15 min at 500 RoCE hosts, estimated from the
-# young-pass rate), once a quarter of the old generation is new since the last old pass.
-GC_THRESHOLDS = (50_000, 10, 10)
-
-
 def freeze_long_lived() -> int:
     """Move every object alive now out of the cyclic GC's reach (``gc.freeze``); returns how many
     are frozen in all. Called once the daemon has started and again once every target was polled:
@@ -102,6 +90,7 @@ class Daemon:
         self.transports = Transports()
         self.reload_status = ReloadStatus()
         self.loop_lag = LoopLag()
+        self.gc_pacer = GcPacer()
         self.self_metrics = SelfMetrics(self.reload_status, self.loop_lag)
         self.scheduler = Scheduler(self.transports, self.store, shard=shard, self_metrics=self.self_metrics)
         self._stop = asyncio.Event()
@@ -237,8 +226,9 @@ class Daemon:
         self.notifier.notify(f"READY=1\nMAINPID={os.getpid()}\nSTATUS=polling {len(self.scheduler.states)} targets")
         freeze_long_lived()
         thresholds_before = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)
+        gc.set_threshold(*PACED_THRESHOLDS)
         background = [asyncio.create_task(self.loop_lag.run(), name="loop-lag"),
+                      asyncio.create_task(self.gc_pacer.run(), name="gc-pacer"),
                       asyncio.create_task(self._watch_hosts_files(), name="hosts-files"),
                       asyncio.create_task(self._freeze_when_ready(), name="gc-freeze")]
         if self.notifier.watchdog_interval:
