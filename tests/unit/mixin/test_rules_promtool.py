@@ -89,7 +89,7 @@ REQUIRED_ALERTS = {
     "FabricLatencyP99High", "FabricLatencyP99Regression", "FabricLatencyProbeLoss",
     # the exporter itself
     "FabricTargetDown", "FabricPollsFailing", "FabricPollsSlow", "FabricTargetStale",
-    "FabricExporterConfigReloadFailed", "FabricExporterAbsent",
+    "FabricExporterConfigReloadFailed", "FabricExporterAbsent", "FabricExporterEventLoopBehind",
 }
 
 
@@ -120,6 +120,7 @@ MUTATIONS = [
      "FabricRoceLosslessQueueDrops"),
     # wrong threshold
     (r'ratio\{job="fabric-exporter"\} > 0.1$', 'ratio{job="fabric-exporter"} > 0.9', "FabricIBXmitWaitHigh"),
+    (r'(lag_seconds_sum\{job="fabric-exporter"\}\[5m\]\)) > 0.5$', r"\g<1> > 0.95", "FabricExporterEventLoopBehind"),
     # bursts counted on the wrong signal (the sampler's rx pause time no longer counts)
     (r'signal=~"pfc_rx_pause_time\|pfc_tx_pause_time"', 'signal=~"pfc_tx_pause_time"', "FabricRoceRepeatedBursts"),
     # a recording rule whose value is off
