@@ -104,6 +104,7 @@ VARYING_VALUES = {
     "fabric_ib_sweep_duration_seconds": "wall time of each tool run",
     "fabric_ib_topology_last_refresh_timestamp_seconds": "wall clock",
     "fabric_ib_ibdiagnet_file_age_seconds": "the file's age on the wall clock",
+    "fabric_event_loop_lag_seconds": "measured lateness of the event loop (tests/unit/test_looplag.py)",
 }
 # Label values that depend on the machine, not on the exporter's behaviour.
 VARYING_LABELS = {("fabric_build_info", "version"), ("fabric_build_info", "python_version")}
