@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from prometheus_client.utils import floatToGoString
 
 
 class LabelSet(Mapping):
@@ -78,6 +80,25 @@ class Sample(NamedTuple):
     name: str
     labels: Mapping[str, str]
     value: float
+
+
+def le_labels(bounds: Iterable[float]) -> tuple[str, ...]:
+    """Histogram bucket bounds as their ``le`` label values, spelled as prometheus_client and Go spell
+    them (``0.5``, ``1.0``, ``1e-05``); computed once per histogram, not per sample."""
+    return tuple(floatToGoString(b) for b in bounds)
+
+
+def histogram_samples(family: str, labels: Mapping[str, str], le: Sequence[str], cumulative: Iterable[float],
+                      count: float, total: float) -> list[Sample]:
+    """One histogram's samples in prometheus_client's order: a ``_bucket`` per bound (``le`` from
+    ``le_labels``) with its cumulative count, the ``+Inf`` bucket holding ``count``, then ``_count``
+    and ``_sum``. ``cumulative`` is zipped with ``le``: an extra, uncounted last bucket is ignored."""
+    bucket = family + "_bucket"
+    out = [Sample(bucket, {**labels, "le": bound}, n) for bound, n in zip(le, cumulative)]
+    out.append(Sample(bucket, {**labels, "le": "+Inf"}, count))
+    out.append(Sample(family + "_count", labels, count))
+    out.append(Sample(family + "_sum", labels, total))
+    return out
 
 
 class KeptSample(Sample):

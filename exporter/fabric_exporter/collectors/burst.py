@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from ..catalog import CATALOG
 from ..catalog.roce_nic_burst import BURST_BUCKETS
 from ..errors import ConnectError, ParseError, PollError
 from ..parsers import burst_stream
-from ..samples import Sample
+from ..samples import Sample, histogram_samples, le_labels
 from . import burst_probe
 from .options import OptionReader
 
@@ -45,9 +46,11 @@ WINDOW = Range(0.01, 10.0, "s")
 
 #: one bucket set for fractions (<= 1) and rates (packets per second): the catalog's histogram has one
 BUCKETS = BURST_BUCKETS
+_BUCKET_LE = le_labels(BUCKETS)
 
 #: tick lateness buckets (seconds) of fabric_burst_sampler_tick_lateness_seconds
 LATENESS_BUCKETS = CATALOG["fabric_burst_sampler_tick_lateness_seconds"].buckets
+_LATENESS_LE = le_labels(LATENESS_BUCKETS)
 
 PROBE_SOURCE = Path(burst_probe.__file__).read_text()
 
@@ -292,37 +295,17 @@ class BurstAccumulator:
             labels = dict(s.column.labels)
             if peaks is not None and key in peaks:
                 out.append(Sample("fabric_roce_nic_burst_peak_ratio", labels, peaks[key]))
-            zero = self.windows - s.nonzero
-            running = zero
-            for k, le in enumerate(BUCKETS):
-                running += s.buckets[k]
-                out.append(Sample("fabric_roce_nic_burst_window_ratio_bucket", {**labels, "le": _le(le)}, running))
-            out.append(Sample("fabric_roce_nic_burst_window_ratio_bucket", {**labels, "le": "+Inf"}, self.windows))
-            out.append(Sample("fabric_roce_nic_burst_window_ratio_sum", labels, s.sum))
-            out.append(Sample("fabric_roce_nic_burst_window_ratio_count", labels, self.windows))
+            zero = self.windows - s.nonzero  # windows at 0: in every bucket, though not in s.buckets
+            out += histogram_samples("fabric_roce_nic_burst_window_ratio", labels, _BUCKET_LE,
+                                     (zero + n for n in itertools.accumulate(s.buckets)), self.windows, s.sum)
             out.append(Sample("fabric_roce_nic_bursts_total", labels, s.bursts))
             out.append(Sample("fabric_roce_nic_burst_seconds_total", labels, s.burst_seconds))
         t = dict(target)
         out.append(Sample("fabric_burst_sampler_ticks_total", t, self.ticks))
         out.append(Sample("fabric_burst_sampler_missed_ticks_total", t, self.missed))
-        running = 0
-        for k, le in enumerate(LATENESS_BUCKETS):
-            running += self.lateness_buckets[k]
-            out.append(Sample("fabric_burst_sampler_tick_lateness_seconds_bucket", {**t, "le": _le(le)}, running))
-        out.append(Sample("fabric_burst_sampler_tick_lateness_seconds_bucket", {**t, "le": "+Inf"},
-                          self.lateness_count))
-        out.append(Sample("fabric_burst_sampler_tick_lateness_seconds_sum", t, self.lateness_sum))
-        out.append(Sample("fabric_burst_sampler_tick_lateness_seconds_count", t, self.lateness_count))
+        out += histogram_samples("fabric_burst_sampler_tick_lateness_seconds", t, _LATENESS_LE,
+                                 itertools.accumulate(self.lateness_buckets), self.lateness_count, self.lateness_sum)
         return out
-
-
-def _le(value: float) -> str:
-    """prometheus_client's spelling of a bucket bound (floatToGoString)."""
-    text = repr(float(value))
-    if "e+" in text:
-        mantissa, exp = text.split("e+")
-        return f"{mantissa}e+{int(exp):02d}"
-    return text
 
 
 # ---------------------------------------------------------------------------------------------

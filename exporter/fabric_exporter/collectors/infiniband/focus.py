@@ -30,15 +30,13 @@ import collections
 import logging
 from dataclasses import dataclass, field
 
-from prometheus_client.utils import floatToGoString
-
 from ...catalog import infiniband as ib_catalog
 from ...catalog.infiniband import FOCUS_RATIO_BUCKETS, XMIT_WAIT
 from ...errors import ParseError, PollError
 from ...parsers import ib_perfquery
 from ...parsers.ib_common import SPEEDS, WIDTH_LANES
 from ...parsers.skipped import MAX_KEPT, SkippedLine
-from ...samples import Sample
+from ...samples import Sample, histogram_samples, le_labels
 from .join import PortKey, SweptPort
 from .state import FabricState, link_up
 
@@ -49,7 +47,7 @@ _ALL_ONES_32 = (1 << 32) - 1
 _VL_RAW = next(raw for spec in ib_catalog.METRICS for raw in spec.raw if raw.source == ib_catalog.VL_XMIT_WAIT)
 _XMIT_WAIT = XMIT_WAIT.name  # the stall counter the focus set reads
 _VL_LATCHED = (1 << _VL_RAW.width) - 1
-_LE = tuple(floatToGoString(b) for b in FOCUS_RATIO_BUCKETS)
+_LE = le_labels(FOCUS_RATIO_BUCKETS)
 READ_RESULTS = ("ok", "failed", "latched")
 
 
@@ -253,11 +251,8 @@ def focus_samples(focus: FocusState, port_static: dict) -> list[Sample]:
         if w.peak is not None:
             out.append(Sample("fabric_ib_port_focus_xmit_wait_peak_ratio", labels, w.peak))
             w.peak = None
-        for le, n in zip(_LE, w.buckets):
-            out.append(Sample("fabric_ib_port_focus_xmit_wait_ratio_bucket", {**labels, "le": le}, float(n)))
-        out.append(Sample("fabric_ib_port_focus_xmit_wait_ratio_bucket", {**labels, "le": "+Inf"}, float(w.count)))
-        out.append(Sample("fabric_ib_port_focus_xmit_wait_ratio_sum", labels, w.total))
-        out.append(Sample("fabric_ib_port_focus_xmit_wait_ratio_count", labels, float(w.count)))
+        out += histogram_samples("fabric_ib_port_focus_xmit_wait_ratio", labels, _LE, map(float, w.buckets),
+                                 float(w.count), w.total)
         out.append(Sample("fabric_ib_port_bursts_total", labels, float(w.bursts)))
         for vl, value in sorted(w.vl.items()):
             out.append(Sample("fabric_ib_port_vl_transmit_wait_total", {**labels, "vl": str(vl)}, float(value)))

@@ -39,7 +39,7 @@ from ...errors import PollError
 from ...parsers import perftest
 from ...parsers.perftest import LatencyReport, parse_report
 from ...parsers.skipped import sources_of
-from ...samples import PollResult, Sample
+from ...samples import PollResult, Sample, histogram_samples
 from ..base import Collector
 from .histogram import BUCKET_LABELS, Histogram, seconds
 from .options import TOOLS, LatencyProbeOptions, parse_options
@@ -386,12 +386,8 @@ class LatencyProbeCollector(Collector):
         out: list[Sample] = []
         test = self._test_labels
         for (family, labels), hist in sorted(self._hist.items()):
-            base = {**dict(labels), **test}
-            for le, count in zip(BUCKET_LABELS, hist.buckets):
-                out.append(Sample(f"{family}_bucket", {**base, "le": le}, count))
-            out.append(Sample(f"{family}_bucket", {**base, "le": "+Inf"}, hist.count))
-            out.append(Sample(f"{family}_sum", base, hist.total))
-            out.append(Sample(f"{family}_count", base, hist.count))
+            out += histogram_samples(family, {**dict(labels), **test}, BUCKET_LABELS, hist.buckets, hist.count,
+                                     hist.total)
         keep = self.options.keep_results_for or (self.plan.cover_rounds + 1) * self.group.interval
         for probe, (r, when) in sorted(self._last.items()):
             if now - when > keep:

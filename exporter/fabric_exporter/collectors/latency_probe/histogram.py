@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prometheus_client.utils import floatToGoString
-
 from ...catalog.latency import LATENCY_BUCKETS
 from ...parsers.perftest import LatencyReport
+from ...samples import le_labels
 
-BUCKET_LABELS = [floatToGoString(b) for b in LATENCY_BUCKETS]
+BUCKET_LABELS = le_labels(LATENCY_BUCKETS)
 
 
 @dataclass

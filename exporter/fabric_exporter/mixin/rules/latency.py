@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from ...samples import le_labels
 from .base import EXAMPLE, LAT_GROUP_PAIR, WARNING, AlertRule, Ctx, Recording, Scenario, _strip, fmt, labels_text, minutes
 
 
@@ -44,9 +45,10 @@ def quantile_recordings(c: Ctx, s: LatencySeries) -> list[Recording]:
     # 100 exchanges/s all within (2 us, 2.5 us]: every quantile interpolates inside that bucket.
     bucket_series = []
     from ...catalog import CATALOG  # local: the catalog is the only source of the bucket bounds
-    for le in CATALOG["fabric_rdma_latency_seconds"].buckets + (math.inf,):
+    bounds = CATALOG["fabric_rdma_latency_seconds"].buckets + (math.inf,)
+    for le, label in zip(bounds, le_labels(bounds)):
         per_min = 0 if le < 2.5e-06 else 6000
-        name, _ = c.series("fabric_rdma_latency_seconds_bucket", LAT_GROUP_PAIR, le=_le(le))
+        name, _ = c.series("fabric_rdma_latency_seconds_bucket", LAT_GROUP_PAIR, le=label)
         bucket_series.append((name, f"0+{per_min}x20"))
     return [Recording(
         f"fabric:rdma_latency_seconds:{qname}",
@@ -143,6 +145,3 @@ def latency_rules(c: Ctx) -> tuple[list[Recording], list[AlertRule]]:
     return ([rule for build in RECORDING_BUILDERS for rule in build(c, s)],
             [rule for build in ALERT_BUILDERS for rule in build(c, s)])
 
-
-def _le(value: float) -> str:
-    return "+Inf" if math.isinf(value) else repr(value)
