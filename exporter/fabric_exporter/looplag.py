@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import time
 
-from prometheus_client.utils import floatToGoString
-
 from .catalog import CATALOG
+from .samples import Sample, histogram_samples, le_labels
 
 FAMILY = "fabric_event_loop_lag_seconds"
 #: seconds the probe sleeps between wake-ups: ten wake-ups a second cost the loop ~0.1 ms
@@ -29,7 +29,7 @@ class LoopLag:
 
     def __init__(self) -> None:
         self.bounds: tuple[float, ...] = CATALOG[FAMILY].buckets
-        self._le = tuple(floatToGoString(b) for b in self.bounds)
+        self._le = le_labels(self.bounds)
         self._counts = [0] * (len(self.bounds) + 1)  # per bucket, not cumulative; the last is +Inf
         self.sum = 0.0
         self.count = 0
@@ -44,16 +44,12 @@ class LoopLag:
         """A value that changes whenever an observation is added (the self-metrics' cache key)."""
         return (self.count, self.sum)
 
-    def samples(self) -> list[tuple[str, dict, float]]:
-        out: list[tuple[str, dict, float]] = []
-        running = 0
-        for le, n in zip(self._le, self._counts):
-            running += n
-            out.append((FAMILY + "_bucket", {"le": le}, running))
-        out.append((FAMILY + "_bucket", {"le": "+Inf"}, self.count))
-        out.append((FAMILY + "_count", {}, self.count))  # prometheus_client's order
-        out.append((FAMILY + "_sum", {}, self.sum))
-        return out
+    def samples(self) -> list[Sample]:
+        # Read from the web thread while the loop observes: the buckets and the count come from
+        # one copy of the counts (consistent); the sum may hold one observation more or less.
+        counts = self._counts.copy()
+        cumulative = list(itertools.accumulate(counts))
+        return histogram_samples(FAMILY, {}, self._le, cumulative, cumulative[-1], self.sum)
 
     async def run(self, interval: float = PROBE_INTERVAL) -> None:
         """Sleep ``interval`` again and again, observing how much later than asked each wake-up came."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .. import __version__
 from ..catalog import CATALOG
 from ..errors import REASONS
-from ..looplag import LoopLag
+from ..looplag import FAMILY as LOOP_LAG_FAMILY, LoopLag
 from .exposition import family_header, render_chunks
 from .gzipstream import MemberCache, Segment, deflate_piece
 from ..transport.snmp_dropped import DROPPED as SNMP_DROPPED
@@ -36,9 +36,9 @@ TARGET_FAMILIES = (
 )
 # Families whose value depends on whether the target's snapshot is still fresh.
 _FRESHNESS_FAMILIES = ("fabric_up", "fabric_samples", "fabric_target_stale")
-GLOBAL_FAMILIES = ("fabric_snmp_datagrams_dropped_total", "fabric_targets", "fabric_build_info",
-                   "fabric_config_last_reload_successful", "fabric_config_last_reload_success_timestamp_seconds",
-                   "fabric_event_loop_lag_seconds")
+_STILL_FAMILIES = ("fabric_snmp_datagrams_dropped_total", "fabric_targets", "fabric_build_info",
+                   "fabric_config_last_reload_successful", "fabric_config_last_reload_success_timestamp_seconds")
+GLOBAL_FAMILIES = _STILL_FAMILIES + (LOOP_LAG_FAMILY,)
 
 
 class ReloadStatus:
@@ -85,6 +85,13 @@ def _target_samples(state, fresh: bool, families: tuple[str, ...]):
     return [(family, lab, v) for family in families for lab, v in values[family]]
 
 
+def _pieces(families: tuple[str, ...], samples: list) -> tuple[list[bytes], list[Segment]]:
+    """Each family's HELP/TYPE and lines, as plain pieces and as gzip segments."""
+    chunks = render_chunks(samples)
+    pieces = [family_header(CATALOG[f]) + chunks.get(f, b"") for f in families]
+    return pieces, [Segment(deflate_piece(p), zlib.crc32(p), len(p)) for p in pieces]
+
+
 class SelfMetrics:
     """Per-target self-metric lines, updated by the scheduler; ``parts()`` serves them.
 
@@ -101,6 +108,8 @@ class SelfMetrics:
         self._headers = [(text, deflate_piece(text)) for text in (family_header(CATALOG[f]) for f in TARGET_FAMILIES)]
         self._global_key: tuple | None = None
         self._global: tuple[list[bytes], list[Segment]] = ([], [])
+        self._lag_key: tuple | None = ()  # never a LoopLag state, nor None (no LoopLag)
+        self._lag: tuple[list[bytes], list[Segment]] = ([], [])
         # slot layout: rebuilt (None) when a target comes or goes
         self._slots: dict[tuple[str, str], int] | None = {}
         self._plain: list[list[bytes]] = [[] for _ in TARGET_FAMILIES]  # family index -> line per slot
@@ -193,8 +202,7 @@ class SelfMetrics:
     def _global_parts(self, gzip: bool) -> list:
         if self._by_collector is None:
             self._by_collector = tuple(sorted(collections.Counter(t.collector for t in self._targets.values()).items()))
-        key = (self._by_collector, self.reload.successful, self.reload.last_success,
-               tuple(SNMP_DROPPED.items()), self.loop_lag.state() if self.loop_lag else None)
+        key = (self._by_collector, self.reload.successful, self.reload.last_success, tuple(SNMP_DROPPED.items()))
         if key != self._global_key:
             samples = [("fabric_targets", {"collector": name}, n) for name, n in key[0]]
             samples += [("fabric_build_info", {"version": __version__, "python_version": platform.python_version()}, 1.0),
@@ -202,13 +210,14 @@ class SelfMetrics:
                         ("fabric_config_last_reload_success_timestamp_seconds", {}, self.reload.last_success)]
             # every reason from the start (at 0), so rate() sees the first drop
             samples += [("fabric_snmp_datagrams_dropped_total", {"reason": r}, n) for r, n in key[3]]
-            if self.loop_lag is not None:
-                samples += self.loop_lag.samples()
-            chunks = render_chunks(samples)
-            pieces = [family_header(CATALOG[f]) + chunks.get(f, b"") for f in GLOBAL_FAMILIES]
-            self._global = (pieces, [Segment(deflate_piece(p), zlib.crc32(p), len(p)) for p in pieces])
+            self._global = _pieces(_STILL_FAMILIES, samples)
             self._global_key = key
-        return self._global[1 if gzip else 0]
+        # The lag histogram changes ten times a second: rendered apart, so the others stay cached.
+        lag_key = self.loop_lag.state() if self.loop_lag else None
+        if lag_key != self._lag_key:
+            self._lag = _pieces((LOOP_LAG_FAMILY,), self.loop_lag.samples() if self.loop_lag else [])
+            self._lag_key = lag_key
+        return self._global[1 if gzip else 0] + self._lag[1 if gzip else 0]
 
     def parts(self, now_mono: float, gzip: bool = False) -> list[bytes]:
         """The self-metrics as pieces to concatenate (plain text, or one gzip member)."""

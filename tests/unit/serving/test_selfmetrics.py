@@ -177,6 +177,25 @@ def test_a_removed_target_and_a_reload_change_the_served_bytes():
     assert b'fabric_targets{collector="infiniband"}' not in text and b"fabric_config_last_reload_successful 1.0" in text
 
 
+def test_a_loop_lag_observation_renders_only_the_lag_family_again():
+    """The lag changes ten times a second; the other process-wide families stay cached (the very
+    same pieces), and each scrape still shows the lag as it is at that moment."""
+    loop_lag = LoopLag()
+    metrics = SelfMetrics(ReloadStatus(), loop_lag)
+    metrics.target_changed(TargetState("g", "a", "roce_nic", "f", "ssh", 30.0, 60.0), None)
+    for gzipped in (False, True):
+        before = metrics._global_parts(gzipped)
+        loop_lag.observe(0.3)
+        after = metrics._global_parts(gzipped)
+        assert all(a is b for a, b in zip(after[:-1], before[:-1])) and after[-1] is not before[-1]
+    text = metrics.render(0)
+    assert b'fabric_event_loop_lag_seconds_bucket{le="0.5"} 2.0' in text
+    assert b"fabric_event_loop_lag_seconds_count 2.0" in text
+    assert gzip.decompress(b"".join(metrics.parts(0, gzip=True))) == text
+    metrics.reload.record(True)  # a still family's change is seen too
+    assert b"fabric_config_last_reload_successful 1.0" in metrics.render(0)
+
+
 def test_dropped_snmp_datagrams_are_counted_by_reason_from_zero():
     metrics = SelfMetrics(ReloadStatus())
     before = dict(SNMP_DROPPED)  # process-wide: other tests may have dropped some already
