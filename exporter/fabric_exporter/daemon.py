@@ -166,9 +166,12 @@ class Daemon:
     # -- run ------------------------------------------------------------------------------------
 
     def exposition_parts(self, gzip: bool = False) -> list[bytes]:
-        """/metrics as pieces to concatenate: the targets' snapshots, then the self-metrics."""
-        now = time.monotonic()
-        return self.store.parts(now, gzip) + self.self_metrics.parts(now, gzip)
+        """/metrics as pieces to concatenate: the targets' snapshots, then the self-metrics. Called
+        from the web thread, under the store's lock (what changes them holds it too): a scrape does
+        not wait for a turn of the daemon's loop, which at 10k GPUs can be a second behind."""
+        with self.store.lock:
+            now = time.monotonic()
+            return self.store.parts(now, gzip) + self.self_metrics.parts(now, gzip)
 
     def request_stop(self) -> None:
         self._stop.set()

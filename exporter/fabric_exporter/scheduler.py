@@ -214,9 +214,10 @@ class Scheduler:
             task.add_done_callback(self._retiring.discard)
         self._running.pop(key, None)
         self.states.pop(key, None)
-        self.store.drop(key)
-        if self.self_metrics is not None:
-            self.self_metrics.target_removed(key)
+        with self.store.lock:
+            self.store.drop(key)
+            if self.self_metrics is not None:
+                self.self_metrics.target_removed(key)
 
     async def settle(self, timeout: float = 3.0) -> None:
         """Wait (at most ``timeout``) for the tasks of retired targets to end: their collectors are
@@ -227,8 +228,9 @@ class Scheduler:
     def _publish_state(self, key: TargetKey) -> None:
         """Render the target's self-metrics now, so a scrape only joins bytes."""
         if self.self_metrics is not None:
-            snapshot = self.store.get(key)
-            self.self_metrics.target_changed(self.states[key], snapshot.fresh_until if snapshot else None)
+            with self.store.lock:
+                snapshot = self.store.get(key)
+                self.self_metrics.target_changed(self.states[key], snapshot.fresh_until if snapshot else None)
 
     @property
     def config(self) -> Config | None:
@@ -322,32 +324,35 @@ class Scheduler:
         if state is None:  # retired while polling
             return TargetState(key[0], key[1], group.collector, group.fabric, group.transport,
                                group.interval, group.stale_after)
-        state.polls += 1
-        state.last_duration = duration
-        state.last_poll_end = time.time()
-        if error is None:
-            self.store.put(key, snapshot)
-            state.samples = snapshot.sample_count
-            state.last_success = state.last_poll_end
-            state.consecutive_failures = 0
-            state.backoff = 0.0
-            if problems:
-                state.state = "partial"
-                state.errors["partial"] += 1
-                state.last_error = "; ".join(problems)
+        # Under the store's lock: a scrape (on the web thread) sees this poll's samples and its
+        # self-metrics together, or neither.
+        with self.store.lock:
+            state.polls += 1
+            state.last_duration = duration
+            state.last_poll_end = time.time()
+            if error is None:
+                self.store.put(key, snapshot)
+                state.samples = snapshot.sample_count
+                state.last_success = state.last_poll_end
+                state.consecutive_failures = 0
+                state.backoff = 0.0
+                if problems:
+                    state.state = "partial"
+                    state.errors["partial"] += 1
+                    state.last_error = "; ".join(problems)
+                else:
+                    state.state = "ok"
+                    state.last_error = ""
+                    log.debug("poll ok", extra=_ctx(state, samples=state.samples, duration=duration))
             else:
-                state.state = "ok"
-                state.last_error = ""
-                log.debug("poll ok", extra=_ctx(state, samples=state.samples, duration=duration))
-        else:
-            state.state = "failed"
-            state.errors[error.reason] += 1
-            state.last_error = str(error)
-            state.consecutive_failures += 1
-            state.backoff = backoff_delay(group.interval, state.consecutive_failures,
-                                          self._config.defaults.max_backoff)
+                state.state = "failed"
+                state.errors[error.reason] += 1
+                state.last_error = str(error)
+                state.consecutive_failures += 1
+                state.backoff = backoff_delay(group.interval, state.consecutive_failures,
+                                              self._config.defaults.max_backoff)
+            self._publish_state(key)
         self._log_health(state, error, duration)
-        self._publish_state(key)
         return state
 
     def _log_health(self, state: TargetState, error: PollError | None, duration: float) -> None:

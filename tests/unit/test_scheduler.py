@@ -722,3 +722,64 @@ def test_a_large_poll_is_rendered_off_the_event_loop_a_small_one_on_it(scripted,
     assert len(built_on) == 2 and (threading.get_ident() not in built_on) == off_loop
     assert (ok, bad) == ("ok", "failed") and error.startswith("collector bug:")
     assert b'fabric="f"' in text and text.count(b"\n") >= 2
+
+
+def test_what_a_scrape_shows_changes_only_under_the_store_lock(scripted):
+    """/metrics is taken on the web thread under the store's lock, without a turn of the daemon's
+    loop (Daemon.exposition_parts): a landing poll's snapshot and its self-metrics, a new target's
+    and a retired one's, must all change under that lock, or a scrape could see half a change."""
+    from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
+
+    unlocked: list[str] = []
+
+    class Watched(SnapshotStore):
+        def put(self, key, snapshot):
+            if not self.lock._is_owned():
+                unlocked.append("put")
+            super().put(key, snapshot)
+
+        def drop(self, key):
+            if not self.lock._is_owned():
+                unlocked.append("drop")
+            super().drop(key)
+
+    store = Watched()
+
+    class WatchedSelfMetrics(SelfMetrics):
+        def target_changed(self, state, fresh_until):
+            if not store.lock._is_owned():
+                unlocked.append("target_changed")
+            super().target_changed(state, fresh_until)
+
+        def target_removed(self, key):
+            if not store.lock._is_owned():
+                unlocked.append("target_removed")
+            super().target_removed(key)
+
+    async def main():
+        sched = Scheduler(None, store, self_metrics=WatchedSelfMetrics(ReloadStatus()))
+        cfg = config(hosts=("a", "b"))
+        sched.apply(cfg, start_tasks=False)
+        await poll(sched, cfg, ("g", "a"))
+        BEHAVIOUR["b"] = PollError("down", reason="connect")
+        await poll(sched, cfg, ("g", "b"))
+        sched.apply(config(hosts=("a",)), start_tasks=False)  # b retired
+        return sched.self_metrics.render(0)
+
+    text = asyncio.run(main())
+    assert unlocked == []
+    assert b'host="a"' in text and b'host="b"' not in text
+
+
+def test_a_scrape_waits_for_a_change_in_progress():
+    from fabric_exporter.daemon import Daemon
+
+    daemon = Daemon("unused.yaml")
+    got: list = []
+    with daemon.store.lock:  # as the scheduler holds it while a poll lands
+        reader = threading.Thread(target=lambda: got.append(daemon.exposition_parts(True)))
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive() and got == []
+    reader.join(10)
+    assert not reader.is_alive() and got and got[0]

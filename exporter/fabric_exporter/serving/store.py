@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import math
 import operator
+import threading
 import time
 import zlib
 from collections.abc import Iterable
@@ -73,6 +74,10 @@ def build_snapshot(fabric: str, samples: Iterable[Sample], stale_after: float,
 
 class SnapshotStore:
     def __init__(self) -> None:
+        #: held by whoever changes what /metrics shows (this store, the self-metrics: the scheduler)
+        #: and by the web thread while it takes a scrape's pieces (Daemon.exposition_parts), so a
+        #: scrape needs no turn of the daemon's loop and never sees half a change
+        self.lock = threading.RLock()
         self._snapshots: dict[TargetKey, Snapshot] = {}
         self._family_order = list(CATALOG)
         self._columns: dict[str, list[TargetKey]] = {}  # family -> sorted keys of the snapshots with it

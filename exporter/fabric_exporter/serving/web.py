@@ -457,7 +457,8 @@ def build_app(daemon, security: WebSecurity | None = None, call=None) -> web.App
         headers = {"Content-Type": CONTENT_TYPE}
         if compressed:
             headers["Content-Encoding"] = "gzip"
-        parts = await call(daemon.exposition_parts, compressed)
+        # Here, not in a turn of the daemon's loop: exposition_parts takes the store's lock.
+        parts = daemon.exposition_parts(compressed)
         return web.Response(body=PartsPayload(parts, CONTENT_TYPE), headers=headers)
 
     async def healthz(request: web.Request) -> web.Response:

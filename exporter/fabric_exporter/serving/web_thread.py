@@ -2,11 +2,13 @@
 
 On the daemon's loop, a body went out in ~1 MB batches, each waiting for the loop's next turn behind
 the polls' callbacks: at 10k GPUs (a saturated loop; 22 MB gzip, ~385 MB plain) a scrape took
-p99 2.5 s gzip and 8.5 s plain. Here a request needs the daemon's loop once (``DaemonCall``): to
-take the exposition's pieces (immutable bytes) or to read what /ready and the status page show.
-The body is then written by this thread, which needs only the GIL between socket writes.
+p99 2.5 s gzip and 8.5 s plain. Here /metrics takes the exposition's pieces (immutable bytes)
+under the store's lock (``Daemon.exposition_parts``; the scheduler holds it while a poll lands),
+never waiting for the daemon's loop, which at 10k GPUs can be a second behind. The body is then
+written by this thread, which needs only the GIL between socket writes.
 
-/healthz takes that turn too, so it still answers only while the daemon's loop runs.
+/ready and the status page take one turn of the daemon's loop (``DaemonCall``) to read its state;
+/healthz takes one too, so it still answers only while the daemon's loop runs.
 """
 
 from __future__ import annotations
