@@ -246,9 +246,12 @@ class Daemon:
                 t.cancel()
             await self.scheduler.stop(grace=2.0)
             # Bounded: the whole shutdown must fit systemd's and Kubernetes' stop timeouts.
-            for closing, limit in ((server.stop(1.5), 2.5), (self.transports.close(), 1.0)):
+            # A step past its limit is left: what it had not closed, the process's exit closes.
+            for step, closing, limit in (("web server", server.stop(1.5), 2.5),
+                                         ("SSH connections and SNMP sockets", self.transports.close(), 1.0)):
                 try:
                     await asyncio.wait_for(closing, limit)
                 except Exception as e:  # noqa: BLE001 - shutdown is best effort
-                    log.warning("shutdown step did not finish cleanly", extra={"fields": {"error": repr(e)}})
+                    log.warning("shutdown step did not finish cleanly", extra={"fields": {
+                        "step": step, "limit_s": limit, "error": repr(e)}})
         return 0
