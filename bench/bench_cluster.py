@@ -33,6 +33,7 @@ alternating both every ``--scrape-every`` s), with the body sizes. Figures only,
 from __future__ import annotations
 
 import argparse
+import collections
 import gzip
 import json
 import os
@@ -130,10 +131,36 @@ class Daemon:
         from fabric_exporter.lab.ports import free_tcp_port  # the lab is importable once main() set the path
 
         self.port = free_tcp_port()
-        self.log = open(tmp / f"{name}.log", "wb")
+        self.log_path = tmp / f"{name}.log"
+        self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
-                                      "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", log_level],
+                                      "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", log_level,
+                                      "--log.format", "json"],
                                      env=_env(exporter), cwd=tmp, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def failure_causes(self, window_start: float, top: int = 6) -> dict[str, dict[str, int]]:
+        """From the log (--log-level warning or lower): the daemon's "target failing" lines (one when a
+        target starts failing or its reason changes) per collector and error, numbers and names
+        blanked, before and in the window (wall-clock ``window_start``), and its other warnings and errors;
+        the ``top`` most frequent of each."""
+        tallies: dict[str, collections.Counter] = {"before_window": collections.Counter(),
+                                                   "in_window": collections.Counter(), "other": collections.Counter()}
+        with open(self.log_path, errors="replace") as f:
+            for line in f:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # the interpreter's own warnings, a traceback
+                if not isinstance(event, dict) or event.get("level") not in ("warning", "error", "critical"):
+                    continue
+                if event.get("msg") != "target failing":  # e.g. a shutdown step past its limit
+                    if event.get("msg") not in ("partial data", "target recovered"):
+                        tallies["other"][" ".join(str(event.get(k, "")) for k in ("msg", "step", "error"))[:160]] += 1
+                    continue
+                error = re.sub(r"\b[\w.-]*\d[\w.:-]*", "N", str(event.get("error", "")))[:160]
+                when = "in_window" if event.get("ts", 0) >= window_start else "before_window"
+                tallies[when][f"{event.get('collector', '?')}: {error}"] += 1
+        return {when: dict(t.most_common(top)) for when, t in tallies.items()}
 
     def get(self, gz: bool, timeout: float = 60) -> tuple[float, int, bytes]:
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/metrics",
@@ -380,11 +407,14 @@ def main() -> None:
                 d.wait_polls(want, 120 + 3 * args.interval + hosts / 20 + switches / 20)
                 warm = time.monotonic() - started
                 time.sleep(args.settle * args.interval)  # the start-up's retries and backoff play out first
+                # The counters are read when each counts() request arrives; its plain body then takes
+                # seconds to send and parse, so the polls are counted from c0 to c1, not over the window.
+                c0 = time.monotonic()
                 polls0, failed0, lag0 = d.counts()
                 cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv0 = [process_cpu(s.pid) for s in servers]
                 scraper = Scraper(d, args.scrape_every, plain=args.scrape_kinds == "both")
-                w0 = time.monotonic()
+                w0, w0_wall = time.monotonic(), time.time()
                 if args.scrape_every > 0:
                     scraper.start()
                 time.sleep(args.interval * args.polls)
@@ -394,13 +424,14 @@ def main() -> None:
                 cpu1, tools1 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv1 = [process_cpu(s.pid) for s in servers]
                 rss, hwm = rss_mib(d.proc.pid)
+                c1 = time.monotonic()
                 polls1, failed1, lag1 = d.counts()
                 samples = sum(1 for line in d.metrics().splitlines() if line and not line.startswith("#"))
             finally:
                 d.stop()
-            wall = w1 - w0
+            wall, counted = w1 - w0, c1 - c0
             done = {c: polls1.get(c, 0) - polls0.get(c, 0) for c in want}
-            due = {c: n * wall / args.interval for c, n in want.items()}
+            due = {c: n * counted / args.interval for c, n in want.items()}
             failed = {k: v - failed0.get(k, 0.0) for k, v in failed1.items() if v - failed0.get(k, 0.0)}
             row = {
                 "exporter": str(exporter), "wall_s": round(wall, 1), "warm_up_s": round(warm, 1),
@@ -416,11 +447,13 @@ def main() -> None:
                 "scrapes": {k: len(v) for k, v in scraper.times.items()}, "scrape_failures": scraper.failures,
                 "slow_scrapes": scraper.slow,
                 "body_mb": {k: round(statistics.median(v) / 1e6, 2) if v else None for k, v in scraper.sizes.items()},
-                "loop_lag": loop_lag_in_window(lag0, lag1, wall),
+                "loop_lag": loop_lag_in_window(lag0, lag1, counted), "counted_s": round(counted, 1),
                 "replay_cores": {name: round((b - a) / wall, 3) for name, a, b in zip(("ssh", "snmp"), srv0, srv1)},
                 # with --only: the daemon's CPU per poll of one target of that collector
                 "daemon_cpu_ms_per_poll": {c: round((cpu1 - cpu0) / v * 1e3, 2) for c, v in done.items() if v}
                 if len(done) == 1 else None,
+                # what the failures said (needs --log-level warning): the start-up's apart
+                "failure_causes": d.failure_causes(w0_wall) if args.log_level in ("debug", "info", "warning") else None,
             }
             results.append(row)
             print(json.dumps(row, indent=1), flush=True)
