@@ -16,7 +16,10 @@ The targets are replays, so the machine's cores go to the daemon, not to simulat
   mlx5/bnxt/ice ``ethtool -S`` far more (the filter keeps 5-22 % of the real captures' bytes);
 - SNMP: ``lab.replay_snmp`` (one UDP agent process) answering walks recorded from the lab's
   switch model (IF-MIB + IEEE8021-PFC-MIB, ~1,300 varbinds a switch; ``--snmp-recordings`` x one epoch per interval of the run, so
-  counters and sysUpTime only rise);
+  counters and sysUpTime only rise), on a port per switch (``--snmp-agent-ports``): the daemon keeps
+  at most 8 requests in flight per agent address and port, so switches sharing one port share 8
+  (until 2026-12-06 late all shared one: the whole cluster's ~450 SNMP requests a second then had 8
+  in flight, and any lag of the daemon's loop queued polls past their deadlines);
 - InfiniBand: the collector's own tool runs, recorded from a live ibsim fabric (``--ib``, default
   the 40-switch / 320-HCA fat tree, 1,760 ports) through wrapper scripts given as its
   ``tool_paths``, then answered by the same wrappers from the recordings (ibsim stopped). ibsim on
@@ -310,6 +313,10 @@ def main() -> None:
                          "host's errors, CNPs and idle priorities' pauses mostly stand still): the others keep "
                          "their first epoch's value in every recorded dump")
     ap.add_argument("--snmp-recordings", type=int, default=8)
+    ap.add_argument("--snmp-agent-ports", type=int, default=0,
+                    help="UDP ports the SNMP replay answers on, switches spread over them (0: one per switch, "
+                         "each its own agent as in a fabric; 1: every switch behind one address and port, "
+                         "which the daemon's limit of requests in flight per agent makes a global one)")
     ap.add_argument("--exporter", action="append", type=Path,
                     help="an exporter/ directory to run the daemon from (repeatable: each in turn, "
                          "same targets; default this checkout's)")
@@ -365,12 +372,13 @@ def main() -> None:
         (tmp / "aliases.json").write_text(json.dumps({n: f"rec{i % args.snmp_recordings}" for i, n in enumerate(names)}))
         snmp = subprocess.Popen([PY, "-m", "fabric_exporter.lab.replay_snmp", "--snmprec-dir", str(snmp_dir),
                                  "--aliases-file", str(tmp / "aliases.json"), "--port-file", str(tmp / "snmp.port"),
+                                 "--listeners", str(args.snmp_agent_ports or switches),
                                  "--epoch-seconds", str(args.interval),
                                  "--v3-user", f"{V3_USER}:sha:{V3_AUTH}:aes128:{V3_PRIV}"],
                                 env=_env(lab), stdin=subprocess.DEVNULL)
         servers.append(snmp)
         ports = json.loads(wait_file(tmp / "ports.json", ssh, "SSH replay"))
-        snmp_port = int(wait_file(tmp / "snmp.port", snmp, "SNMP replay"))
+        snmp_ports = [int(p) for p in wait_file(tmp / "snmp.port", snmp, "SNMP replay").split()]
         (tmp / "known_hosts").write_text(known_hosts_lines(host_key, ports.values()))
         interval, timeout = f"{args.interval:g}s", f"{args.interval * 0.9:g}s"
         creds = {"ssh": {"type": "ssh", "username": "bench", "private_key_file": str(client_key),
@@ -388,7 +396,7 @@ def main() -> None:
                 creds[f"c-{name}"] = {"type": "snmp", "version": "2c", "community": name}
             targets.append({"name": f"sw-{name}", "fabric": "roce", "collector": "snmp_switch", "transport": "snmp",
                             "credentials": f"v3-{name}" if i < v3_count else f"c-{name}", "interval": interval,
-                            "timeout": timeout, "hosts": [{"name": name, "address": "127.0.0.1", "port": snmp_port}],
+                            "timeout": timeout, "hosts": [{"name": name, "address": "127.0.0.1", "port": snmp_ports[i % len(snmp_ports)]}],
                             "options": {"modules": ["if_mib", "ieee8021_pfc"]}})
         if ib_tools:
             targets.append(ib_target(interval, timeout, ib_tools, ib_env))

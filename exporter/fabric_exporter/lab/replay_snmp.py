@@ -322,7 +322,11 @@ def _main(argv: list[str] | None = None) -> None:
                     help="NAME=RECORDING: serve RECORDING's walks under another name too (many switches, one model)")
     ap.add_argument("--aliases-file", help="JSON {name: recording}")
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file", help="write the port here once listening")
+    ap.add_argument("--listeners", type=int, default=1,
+                    help="listen on this many sockets (ports from --port up, or free ones with --port 0), each "
+                         "answering every agent: one per switch makes each its own agent address, as in a "
+                         "real fabric (the daemon bounds the requests in flight per address and port)")
+    ap.add_argument("--port-file", help="write the ports here once listening (space-separated)")
     ap.add_argument("--epoch-seconds", type=float, default=30.0)
     ap.add_argument("--v3-user", action="append", default=[],
                     help="NAME:AUTH:AUTHPASS[:PRIV:PRIVPASS] (e.g. bench:sha:authpass:aes128:privpass)")
@@ -340,10 +344,10 @@ def _main(argv: list[str] | None = None) -> None:
     responder = ReplayResponder(agents, users, args.epoch_seconds)
 
     async def run() -> None:
-        _transport, port = await serve(responder, args.port)
+        ports = [(await serve(responder, args.port + i if args.port else 0))[1] for i in range(max(1, args.listeners))]
         if args.port_file:
             tmp = Path(args.port_file + ".tmp")
-            tmp.write_text(str(port))
+            tmp.write_text(" ".join(map(str, ports)))
             os.replace(tmp, args.port_file)
         await asyncio.Event().wait()
 

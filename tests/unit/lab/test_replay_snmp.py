@@ -109,3 +109,34 @@ def test_epochs_move_with_time_and_unknown_communities_get_no_answer(monkeypatch
     assert a.varbinds[0].oid == b.varbinds[0].oid
     assert a.varbinds[0].value == recorded[".".join(map(str, a.varbinds[0].oid))]
     assert b.varbinds[0].value > a.varbinds[0].value
+
+
+def test_the_replay_process_answers_every_agent_on_each_of_its_listeners(tmp_path):
+    """bench_cluster gives each switch a port of its own (``--listeners``): the daemon bounds the
+    requests in flight per agent address and port, so switches sharing one port would share that
+    bound. Each listed port answers every agent."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    sw = SimulatedSwitch("leafr", "ieee", ports=2, seed=3)
+    (tmp_path / "recs").mkdir()
+    (tmp_path / "recs" / "rec0.snmprec").write_text(sw.render())
+    port_file = tmp_path / "ports"
+    proc = subprocess.Popen([sys.executable, "-m", "fabric_exporter.lab.replay_snmp", "--snmprec-dir",
+                             str(tmp_path / "recs"), "--alias", "sw1=rec0", "--listeners", "3",
+                             "--port-file", str(port_file)], env=os.environ.copy(), stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if port_file.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        ports = [int(p) for p in port_file.read_text().split()]
+        oid = (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6)  # ifHCInOctets
+        answers = [_ask(port, community, oid) for port in ports for community in (b"rec0", b"sw1")]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert len(set(ports)) == 3
+    assert len({(a.varbinds[0].oid, a.varbinds[0].value) for a in answers}) == 1 and answers[0].varbinds[0].oid[:11] == oid
