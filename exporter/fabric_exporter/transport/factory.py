@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..config.model import Host, TargetGroup
@@ -11,6 +13,20 @@ from .local import LocalRunner
 
 if TYPE_CHECKING:
     from .ssh import SSHPool
+
+log = logging.getLogger("fabric_exporter.transport")
+
+#: SNMP targets behind one agent address and port from which a config load warns: they share that
+#: agent's bound of requests in flight (snmp_fast.MAX_IN_FLIGHT_PER_AGENT), as several switches
+#: behind one proxy would; a switch polled by two or three groups is normal
+SHARED_AGENT_WARN_TARGETS = 16
+
+
+def shared_snmp_agents(config) -> dict[tuple[str, int], int]:
+    """The SNMP agents (address, port) that SHARED_AGENT_WARN_TARGETS targets or more poll."""
+    targets = collections.Counter((h.address, h.port or 161) for g in config.targets if g.transport == "snmp"
+                                  for h in g.hosts)
+    return {agent: n for agent, n in sorted(targets.items()) if n >= SHARED_AGENT_WARN_TARGETS}
 
 
 class Transports:
@@ -42,9 +58,18 @@ class Transports:
 
     def prepare(self, config) -> None:
         """Import what ``config``'s groups will use (asyncssh) before the first poll, so the import's
-        CPU is spent at start-up or reload, not inside a poll's deadline."""
+        CPU is spent at start-up or reload, not inside a poll's deadline; warn of SNMP agents that
+        many targets share (``shared_snmp_agents``)."""
         if any(g.transport == "ssh" for g in config.targets):
             self.ssh  # noqa: B018  (makes the pool)
+        shared = shared_snmp_agents(config)
+        if shared:
+            from .snmp_fast import MAX_IN_FLIGHT_PER_AGENT
+
+            for (address, port), n in shared.items():
+                log.warning("SNMP targets share one agent address and port, and with it its bound of requests "
+                            "in flight: their polls queue behind each other", extra={"fields": {
+                                "agent": f"{address}:{port}", "targets": n, "in_flight": MAX_IN_FLIGHT_PER_AGENT}})
 
     def runner(self, group: TargetGroup, host: Host) -> CommandRunner:
         if group.transport == "local":
