@@ -1,8 +1,8 @@
 """How late the daemon's event loop wakes: its saturation, as operators see it.
 
-The daemon's loop runs every poll's I/O and hands each scrape its pieces (serving/web_thread.py). A
-callback that holds the loop (a big synchronous step, a garbage collection) delays all of them: SNMP
-answers wait past their timeouts, a scrape waits for its turn. A probe task asks to sleep
+The daemon's loop runs every poll's I/O (scrapes are served from a thread of their own,
+serving/web_thread.py). A callback that holds the loop (a big synchronous step, a garbage
+collection) delays all of them: SNMP answers and tools' output wait for their turn. A probe task asks to sleep
 ``PROBE_INTERVAL`` again and again and records how much later than asked it woke, as the histogram
 ``fabric_event_loop_lag_seconds``: its quantiles say how long the loop is held, and
 ``rate(..._sum)`` the share of time it was behind. On one core, that share nears 1 before polls
