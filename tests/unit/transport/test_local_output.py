@@ -59,8 +59,9 @@ def test_large_output_comes_back_byte_for_byte(size, write, pause):
     assert result.stderr == "".join(f"progress {i}\n" for i in progress)
 
 
-def test_the_batched_path_is_taken_and_reads_fewer_times(monkeypatch):
-    """The slow writer's ~220 writes arrive in far fewer reads once past BATCH_AFTER."""
+@pytest.fixture
+def stdout_reads(monkeypatch) -> list[int]:
+    """The length of each read of stdout, as the runner gets them."""
     reads: list[int] = []
     original = local._Output.pipe_data_received
 
@@ -70,6 +71,12 @@ def test_the_batched_path_is_taken_and_reads_fewer_times(monkeypatch):
         return original(self, fd, data)
 
     monkeypatch.setattr(local._Output, "pipe_data_received", counting)
+    return reads
+
+
+def test_the_batched_path_is_taken_and_reads_fewer_times(stdout_reads):
+    """The slow writer's ~220 writes arrive in far fewer reads once past BATCH_AFTER."""
+    reads = stdout_reads
     size, write = 900_000, 4096
     result = _run(LocalRunner(), [sys.executable, "-c", SLOW_WRITER, "3", str(size), str(write), "0.0005"])
     assert result.stdout.encode() == _expected(3, size)
@@ -120,20 +127,12 @@ def test_exit_status_and_signal_are_returned():
     assert _run(LocalRunner(), ["sh", "-c", "kill -9 $$"]).exit_status == -9
 
 
-def test_on_a_busy_loop_a_large_output_is_read_a_grown_pipe_at_a_time(monkeypatch):
+def test_on_a_busy_loop_a_large_output_is_read_a_grown_pipe_at_a_time(stdout_reads):
     """A busy loop reads each pipe once per turn: the pipe's size is then the output's pace. A
     fast writer's full 64 KiB reads once grew the pipe no more (only a short read did), so a 17 MB
     sweep took 27 s at 100 ms a turn (bench_cluster, 10k GPUs). Past BATCH_AFTER the pipe is grown
     and read up to PIPE_SIZE a turn, above asyncio's own 256 KiB."""
-    reads: list[int] = []
-    original = local._Output.pipe_data_received
-
-    def counting(self, fd, data):
-        if fd == 1:
-            reads.append(len(data))
-        return original(self, fd, data)
-
-    monkeypatch.setattr(local._Output, "pipe_data_received", counting)
+    reads = stdout_reads
     block, blocks = b"0123456789abcde\n" * 4096, 128  # 64 KiB writes, 8 MiB, as fast as the pipe takes them
     writer = f"import sys\nblock = {block[:16]!r} * 4096\nfor _ in range({blocks}): sys.stdout.buffer.write(block)"
 
