@@ -131,27 +131,21 @@ def test_on_a_busy_loop_a_large_output_is_read_a_grown_pipe_at_a_time(stdout_rea
     """A busy loop reads each pipe once per turn: the pipe's size is then the output's pace. A
     fast writer's full 64 KiB reads once grew the pipe no more (only a short read did), so a 17 MB
     sweep took 27 s at 100 ms a turn (bench_cluster, 10k GPUs). Past BATCH_AFTER the pipe is grown
-    and read up to PIPE_SIZE a turn, above asyncio's own 256 KiB."""
-    reads = stdout_reads
+    and read up to PIPE_SIZE a turn, above asyncio's own 256 KiB. Here the loop is held 0.3 s once
+    the output passed BATCH_AFTER (a busy turn): the writer fills the pipe meanwhile."""
     block, blocks = b"0123456789abcde\n" * 4096, 128  # 64 KiB writes, 8 MiB, as fast as the pipe takes them
     writer = f"import sys\nblock = {block[:16]!r} * 4096\nfor _ in range({blocks}): sys.stdout.buffer.write(block)"
+    original = local._Output.pipe_data_received
+    held: list[bool] = []
 
-    async def busy_run():
-        loop = asyncio.get_running_loop()
-        done = asyncio.Event()
+    def then_busy(self, fd, data):
+        original(self, fd, data)
+        if not held and sum(stdout_reads) > local.BATCH_AFTER:
+            held.append(True)
+            asyncio.get_running_loop().call_soon(time.sleep, 0.3)
 
-        def busy():  # a loop that has other work: 80 ms held in every 100 ms, until the output is in
-            if not done.is_set():
-                time.sleep(0.08)
-                loop.call_later(0.02, busy)
-
-        loop.call_soon(busy)
-        try:
-            return await LocalRunner().run([sys.executable, "-c", writer], timeout=60)
-        finally:
-            done.set()
-
-    result = asyncio.run(busy_run())
+    local._Output.pipe_data_received = then_busy  # restored by stdout_reads' monkeypatch
+    result = asyncio.run(LocalRunner().run([sys.executable, "-c", writer], timeout=60))
     assert result.exit_status == 0, result.stderr
-    assert sum(reads) == len(block) * blocks and result.stdout.encode() == block * blocks
-    assert max(reads) > 256 << 10, max(reads)  # more than asyncio's read size, from a grown pipe
+    assert sum(stdout_reads) == len(block) * blocks and result.stdout.encode() == block * blocks
+    assert max(stdout_reads) > 256 << 10, max(stdout_reads)  # more than asyncio's read size, from a grown pipe
