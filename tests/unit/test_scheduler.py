@@ -724,6 +724,19 @@ def test_a_large_poll_is_rendered_off_the_event_loop_a_small_one_on_it(scripted,
     assert b'fabric="f"' in text and text.count(b"\n") >= 2
 
 
+def _note_calls_outside(lock, obj, methods: tuple[str, ...], calls: list[str]) -> None:
+    """Wrap ``obj``'s ``methods`` so each call made without holding ``lock`` is noted in ``calls``."""
+    for name in methods:
+        method = getattr(obj, name)
+
+        def checked(*args, _method=method, _name=name, **kwargs):
+            if not lock._is_owned():
+                calls.append(_name)
+            return _method(*args, **kwargs)
+
+        setattr(obj, name, checked)
+
+
 def test_what_a_scrape_shows_changes_only_under_the_store_lock(scripted):
     """/metrics is taken on the web thread under the store's lock, without a turn of the daemon's
     loop (Daemon.exposition_parts): a landing poll's snapshot and its self-metrics, a new target's
@@ -731,33 +744,13 @@ def test_what_a_scrape_shows_changes_only_under_the_store_lock(scripted):
     from fabric_exporter.serving.selfmetrics import ReloadStatus, SelfMetrics
 
     unlocked: list[str] = []
-
-    class Watched(SnapshotStore):
-        def put(self, key, snapshot):
-            if not self.lock._is_owned():
-                unlocked.append("put")
-            super().put(key, snapshot)
-
-        def drop(self, key):
-            if not self.lock._is_owned():
-                unlocked.append("drop")
-            super().drop(key)
-
-    store = Watched()
-
-    class WatchedSelfMetrics(SelfMetrics):
-        def target_changed(self, state, fresh_until):
-            if not store.lock._is_owned():
-                unlocked.append("target_changed")
-            super().target_changed(state, fresh_until)
-
-        def target_removed(self, key):
-            if not store.lock._is_owned():
-                unlocked.append("target_removed")
-            super().target_removed(key)
+    store = SnapshotStore()
+    self_metrics = SelfMetrics(ReloadStatus())
+    _note_calls_outside(store.lock, store, ("put", "drop"), unlocked)
+    _note_calls_outside(store.lock, self_metrics, ("target_changed", "target_removed"), unlocked)
 
     async def main():
-        sched = Scheduler(None, store, self_metrics=WatchedSelfMetrics(ReloadStatus()))
+        sched = Scheduler(None, store, self_metrics=self_metrics)
         cfg = config(hosts=("a", "b"))
         sched.apply(cfg, start_tasks=False)
         await poll(sched, cfg, ("g", "a"))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..config.model import Host, TargetGroup
 from .base import DEFAULT_SNMP_POLL_BYTES, CommandRunner, OutputLimit, ReadBudget
 from .local import LocalRunner
+from .snmp_session import DEFAULT_PORT
 
 if TYPE_CHECKING:
     from .ssh import SSHPool
@@ -24,8 +25,7 @@ SHARED_AGENT_WARN_TARGETS = 16
 
 def shared_snmp_agents(config) -> dict[tuple[str, int], int]:
     """The SNMP agents (address, port) that SHARED_AGENT_WARN_TARGETS targets or more poll."""
-    # 161: snmp.DEFAULT_PORT, not imported from there (that module loads pysnmp)
-    targets = collections.Counter((h.address, h.port or 161) for g in config.targets if g.transport == "snmp"
+    targets = collections.Counter((h.address, h.port or DEFAULT_PORT) for g in config.targets if g.transport == "snmp"
                                   for h in g.hosts)
     return {agent: n for agent, n in sorted(targets.items()) if n >= SHARED_AGENT_WARN_TARGETS}
 

@@ -64,11 +64,10 @@ from .snmp_ber import (
     TIMETICKS,
     Varbind,
 )
-from .snmp_session import MAX_WALK_VARBINDS, AgentPages, SnmpSessionBase, format_oid, parse_oid
+from .snmp_session import DEFAULT_PORT, MAX_WALK_VARBINDS, AgentPages, SnmpSessionBase, format_oid, parse_oid
 
 log = logging.getLogger("fabric_exporter.snmp")
 
-DEFAULT_PORT = 161
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_RETRIES = 2
 #: GETBULK page size unless the target sets ``max_repetitions``: a 64-port switch's column (65

@@ -20,6 +20,8 @@ log = logging.getLogger("fabric_exporter.snmp")
 
 _OID, _KIND, _VALUE = itemgetter(0), itemgetter(1), itemgetter(2)
 
+#: the agent's UDP port when a host names none
+DEFAULT_PORT = 161
 #: a walk longer than this is a looping or misbehaving agent, not a table
 MAX_WALK_VARBINDS = 2_000_000
 #: GETBULK repetitions whose answer fits one 1500-byte datagram (25 Counter64 varbinds of an
