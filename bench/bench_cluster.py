@@ -136,6 +136,7 @@ class Daemon:
         self.port = free_tcp_port()
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "wb")
+        self.target_polls: dict[tuple[str, str, str], float] = {}  # the last counts(): each target's polls
         self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
                                       "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", log_level,
                                       "--log.format", "json"],
@@ -182,15 +183,22 @@ class Daemon:
         polls: dict[str, float] = {}
         failed: dict[str, float] = {}
         lag: dict[str, float] = {}
-        for line in self.metrics().splitlines():
+        self.target_polls = {}
+        asked = time.time()
+        text = self.metrics()
+        self.last_read = {"asked": asked, "received": time.time(), "latest_poll": 0.0}
+        for line in text.splitlines():
+            if line.startswith("fabric_last_poll_timestamp_seconds{"):
+                self.last_read["latest_poll"] = max(self.last_read["latest_poll"], float(line.rsplit(" ", 1)[1]))
             if line.startswith("fabric_event_loop_lag_seconds"):
                 m = re.match(r'fabric_event_loop_lag_seconds_(?:bucket\{le="([^"]+)"\}|(sum|count)) (\S+)$', line)
                 if m:
                     lag[m[1] or m[2]] = float(m[3])
                 continue
-            m = re.match(r'fabric_polls_total\{collector="([^"]+)".*\} (\S+)$', line)
+            m = re.match(r'fabric_polls_total\{collector="([^"]+)".*group="([^"]*)",host="([^"]*)"\} (\S+)$', line)
             if m:
-                polls[m[1]] = polls.get(m[1], 0.0) + float(m[2])
+                polls[m[1]] = polls.get(m[1], 0.0) + float(m[4])
+                self.target_polls[(m[1], m[2], m[3])] = float(m[4])
             m = re.match(r'fabric_poll_errors_total\{collector="([^"]+)".*reason="(\w+)"\} (\S+)$', line)
             if m and m[2] != "partial" and float(m[3]):
                 failed[f"{m[1]}/{m[2]}"] = failed.get(f"{m[1]}/{m[2]}", 0.0) + float(m[3])
@@ -301,8 +309,11 @@ def main() -> None:
                     help="answer the IB target as this many copies of the recorded fabric (23: 40,480 ports)")
     ap.add_argument("--interval", type=float, default=30.0)
     ap.add_argument("--polls", type=int, default=10, help="intervals measured after the warm-up round")
-    ap.add_argument("--settle", type=float, default=0,
-                    help="intervals to wait after the warm-up round before measuring (the steady state alone)")
+    ap.add_argument("--settle", type=float, default=4,
+                    help="intervals to wait after the warm-up round before measuring, so the window holds the "
+                         "steady state alone: at 10k GPUs polls still finished late, the first round's backlog "
+                         "draining, 80 s after the warm-up round, and a window begun then counted 3-10 %% more "
+                         "polls done than due (completions catching up)")
     ap.add_argument("--scrape-every", type=float, default=2.0,
                     help="seconds between /metrics scrapes while measuring (0: none, the polls' cost alone)")
     ap.add_argument("--scrape-kinds", choices=("both", "gzip"), default="both",
@@ -419,6 +430,7 @@ def main() -> None:
                 # seconds to send and parse, so the polls are counted from c0 to c1, not over the window.
                 c0 = time.monotonic()
                 polls0, failed0, lag0 = d.counts()
+                target_polls0, read0 = d.target_polls, d.last_read
                 cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv0 = [process_cpu(s.pid) for s in servers]
                 scraper = Scraper(d, args.scrape_every, plain=args.scrape_kinds == "both")
@@ -434,6 +446,9 @@ def main() -> None:
                 rss, hwm = rss_mib(d.proc.pid)
                 c1 = time.monotonic()
                 polls1, failed1, lag1 = d.counts()
+                per_target = collections.defaultdict(collections.Counter)  # collector: {polls in the span: targets}
+                for (collector, *_), n in d.target_polls.items():
+                    per_target[collector][int(n - target_polls0.get((collector, *_), 0.0))] += 1
                 samples = sum(1 for line in d.metrics().splitlines() if line and not line.startswith("#"))
             finally:
                 d.stop()
@@ -447,6 +462,11 @@ def main() -> None:
                 "rss_mib": round(rss), "peak_rss_mib": round(hwm), "samples": samples,
                 "polls_done": {c: int(v) for c, v in done.items()}, "polls_due": {c: round(v) for c, v in due.items()},
                 "failed_by_reason": failed,
+                # how many targets polled how many times between the counter reads (a grid gives
+                # every target floor or ceil of counted_s / interval)
+                "polls_per_target": {c: dict(sorted(t.items())) for c, t in per_target.items()},
+                # each counter read: the latest poll it shows and when its body came in, against when it was asked
+                "reads": [{k: round(v - r["asked"], 2) for k, v in r.items() if k != "asked"} for r in (read0, d.last_read)],
                 # the first round and --settle: a start-up's polls that found no slot or deadline in time
                 "failed_before_window": {k: v for k, v in failed0.items() if v},
                 "metrics_p50_s": {k: round(pct(v, 0.5), 3) for k, v in scraper.times.items()},
