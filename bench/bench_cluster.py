@@ -137,6 +137,7 @@ class Daemon:
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "wb")
         self.target_polls: dict[tuple[str, str, str], float] = {}  # the last counts(): each target's polls
+        self.last_read: dict[str, float] = {}  # the last counts(): when asked and answered, the newest poll shown
         self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
                                       "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", log_level,
                                       "--log.format", "json"],
