@@ -288,22 +288,31 @@ def _record(fabric: IbsimFabric, topo: FatTree) -> dict:
     phase with a partial poll (the simulator dropped MADs under load) is recorded again (bounded)."""
     link = next(lk for lk in topo.links if lk.b.startswith("spine"))
     for _attempt in range(5):
-        harness = CollectorHarness(group_for({"env": fabric.env()}, timeout="25s"))
+        # MADs waited for 200 ms, not the tools' 20: ibsim drops or delays some on a busy machine
+        harness = CollectorHarness(group_for({"env": fabric.env(), "mad_timeout_ms": 200}, timeout="25s"))
         recorder = _Recorder(harness.collector.tools._runner)
         harness.collector.tools._runner = lambda: recorder
-        clean = not any(harness.poll().problems for _ in range(4))
+        problems: list[str] = []
+
+        def polls(n: int) -> None:
+            for _ in range(n):
+                problems.extend(harness.poll().problems)
+
+        polls(4)
         steady, recorder.runs = recorder.runs, {}
         fabric.unlink(link.a, link.a_port)
         try:  # the link down (the live sweep shows it), then the rediscovery it causes
-            clean = clean and not any(harness.poll().problems for _ in range(2))
+            polls(2)
             down, recorder.runs = recorder.runs, {}
         finally:
             fabric.relink(link.a, link.a_port)
-        clean = clean and not any(harness.poll().problems for _ in range(2))
+        polls(2)
         back = recorder.runs
-        if clean and len(down.get("ibnetdiscover", ())) == 1 and len(back.get("ibnetdiscover", ())) == 1:
+        rediscoveries = (len(down.get("ibnetdiscover", ())), len(back.get("ibnetdiscover", ())))
+        if not problems and rediscoveries == (1, 1):
             return {"env": fabric.env(), "steady": steady, "down": down, "back": back}
-        print("a recorded poll was partial or a change caused no rediscovery: recording again")
+        print(f"a recorded poll was partial ({problems[:2]}) or a change caused no single rediscovery "
+              f"(down, back: {rediscoveries}): recording again")
         time.sleep(2)
     sys.exit("could not record clean polls in 5 attempts")
 
