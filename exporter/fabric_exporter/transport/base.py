@@ -39,12 +39,6 @@ class OutputLimit:
                                    f"(limits.max_output_bytes); {action}")
 
 
-#: A command's output past LARGE_OUTPUT_AFTER bytes is read up to LARGE_READ_BYTES a loop turn (pipe or
-#: socket; asyncio reads 256 KiB at most): on a busy loop, one read per turn, the read size is the
-#: output's pace. 17 MB (a 40k-port sweep) at 256 KiB a turn and 0.3 s a turn is 20 s; at 1 MiB, 5 s.
-LARGE_OUTPUT_AFTER = 64 << 10
-LARGE_READ_BYTES = 1 << 20
-
 #: default of ``limits.max_snmp_poll_bytes``: ~45x what one poll of a 1,000-port switch reads
 DEFAULT_SNMP_POLL_BYTES = 32 << 20
 

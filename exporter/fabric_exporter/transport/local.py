@@ -9,7 +9,7 @@ import signal
 from collections.abc import Mapping, Sequence
 
 from ..errors import CommandError, OutputTooLargeError, PollTimeoutError
-from .base import LARGE_OUTPUT_AFTER, LARGE_READ_BYTES, CommandResult, OutputLimit
+from .base import CommandResult, OutputLimit
 
 # A tool printing a large report (an ibqueryerrors sweep: ~750 kB in 4 KiB writes) would wake the
 # loop once per write. Past BATCH_AFTER bytes the pipe is grown to PIPE_SIZE and read up to that much
@@ -18,10 +18,10 @@ from .base import LARGE_OUTPUT_AFTER, LARGE_READ_BYTES, CommandResult, OutputLim
 # wakeups on the bench's sweep. Small outputs, and writers fast enough to fill a read, are read at
 # once. On a busy loop (one read per pipe per turn) the pipe's size is the output's pace: a 64 KiB
 # pipe read every 100 ms passes 17 MB (a 40k-port sweep) in 27 s, a 1 MiB one in under 2 s.
-BATCH_AFTER = LARGE_OUTPUT_AFTER
+BATCH_AFTER = 64 << 10
 BATCH_FULL_READ = 64 << 10
 BATCH_DELAY = 0.005
-PIPE_SIZE = LARGE_READ_BYTES
+PIPE_SIZE = 1 << 20
 
 
 class LocalRunner:

@@ -19,7 +19,7 @@ import asyncssh
 
 from ..config.model import SSHCredential
 from ..errors import AuthError, ConnectError, HostKeyError, OutputTooLargeError, PollTimeoutError
-from .base import LARGE_OUTPUT_AFTER, LARGE_READ_BYTES, CommandResult, OutputLimit
+from .base import CommandResult, OutputLimit
 
 # Ciphers in the order offered: asyncssh's defaults with AES-GCM first. AES-GCM runs on the CPU's
 # AES instructions; chacha20-poly1305 (asyncssh's first) costs twice the CPU per NIC dump (33 KB:
@@ -186,8 +186,6 @@ class SSHConnection:
                     if total > limit:
                         raise self.output_limit.exceeded(self.description, argv[0], "stopped reading")
                     buf += chunk
-                    if total > LARGE_OUTPUT_AFTER:
-                        _grow_reads(conn)
 
             try:
                 async with asyncio.TaskGroup() as tasks:
@@ -263,15 +261,6 @@ class SSHConnection:
                 await asyncio.wait_for(conn.wait_closed(), 2)
             except (asyncio.TimeoutError, asyncssh.Error, OSError):
                 pass
-
-
-def _grow_reads(conn: asyncssh.SSHClientConnection) -> None:
-    """Let the connection's socket be read up to LARGE_READ_BYTES a loop turn, from its first large
-    output on (an IB sweep run on a management node); connections that only carry small outputs
-    keep asyncio's 256 KiB. The SSH channel's window (2 MiB) lets the server send that much ahead."""
-    transport = getattr(conn, "_transport", None)  # asyncssh's asyncio transport (no public accessor)
-    if transport is not None and getattr(transport, "max_size", LARGE_READ_BYTES) < LARGE_READ_BYTES:
-        transport.max_size = LARGE_READ_BYTES  # the recv() size of asyncio's socket transport
 
 
 class SSHStream:
