@@ -52,6 +52,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -124,6 +125,26 @@ def replicate_recording(rec: Path, copies: int) -> None:
 
 # -- the daemon -----------------------------------------------------------------------------------
 
+class Counts(NamedTuple):
+    """One read of a daemon's counters: polls per target (collector, group, host), failed polls by
+    "collector/reason", the event loop's lag histogram (probes per ``le`` bound, and "sum" and
+    "count"; empty from a daemon without it), and the read itself: when it was asked and answered
+    and the newest poll its body shows (wall clock)."""
+
+    target_polls: dict[tuple[str, str, str], float]
+    failed: dict[str, float]
+    lag: dict[str, float]
+    read: dict[str, float]
+
+    @property
+    def polls(self) -> dict[str, float]:
+        """Polls per collector."""
+        polls: dict[str, float] = {}
+        for (collector, _group, _host), n in self.target_polls.items():
+            polls[collector] = polls.get(collector, 0.0) + n
+        return polls
+
+
 class Daemon:
     def __init__(self, tmp: Path, name: str, exporter: Path, creds: dict, targets: list[dict],
                  log_level: str = "error"):
@@ -136,8 +157,6 @@ class Daemon:
         self.port = free_tcp_port()
         self.log_path = tmp / f"{name}.log"
         self.log = open(self.log_path, "wb")
-        self.target_polls: dict[tuple[str, str, str], float] = {}  # the last counts(): each target's polls
-        self.last_read: dict[str, float] = {}  # the last counts(): when asked and answered, the newest poll shown
         self.proc = subprocess.Popen([PY, "-m", "fabric_exporter", "run", "--config", str(config),
                                       "--web.listen-address", f"127.0.0.1:{self.port}", "--log.level", log_level,
                                       "--log.format", "json"],
@@ -178,19 +197,18 @@ class Daemon:
     def metrics(self) -> str:
         return self.get(False)[2].decode()
 
-    def counts(self) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-        """(polls per collector, failed polls by "collector/reason", the event loop's lag histogram:
-        probes per ``le`` bound, and "sum" and "count"; empty from a daemon without it)."""
-        polls: dict[str, float] = {}
+    def counts(self) -> Counts:
+        """The daemon's counters, from one plain scrape (see Counts)."""
+        target_polls: dict[tuple[str, str, str], float] = {}
         failed: dict[str, float] = {}
         lag: dict[str, float] = {}
-        self.target_polls = {}
         asked = time.time()
         text = self.metrics()
-        self.last_read = {"asked": asked, "received": time.time(), "latest_poll": 0.0}
+        read = {"asked": asked, "received": time.time(), "latest_poll": 0.0}
         for line in text.splitlines():
             if line.startswith("fabric_last_poll_timestamp_seconds{"):
-                self.last_read["latest_poll"] = max(self.last_read["latest_poll"], float(line.rsplit(" ", 1)[1]))
+                read["latest_poll"] = max(read["latest_poll"], float(line.rsplit(" ", 1)[1]))
+                continue
             if line.startswith("fabric_event_loop_lag_seconds"):
                 m = re.match(r'fabric_event_loop_lag_seconds_(?:bucket\{le="([^"]+)"\}|(sum|count)) (\S+)$', line)
                 if m:
@@ -198,12 +216,12 @@ class Daemon:
                 continue
             m = re.match(r'fabric_polls_total\{collector="([^"]+)".*group="([^"]*)",host="([^"]*)"\} (\S+)$', line)
             if m:
-                polls[m[1]] = polls.get(m[1], 0.0) + float(m[4])
-                self.target_polls[(m[1], m[2], m[3])] = float(m[4])
+                target_polls[(m[1], m[2], m[3])] = float(m[4])
+                continue
             m = re.match(r'fabric_poll_errors_total\{collector="([^"]+)".*reason="(\w+)"\} (\S+)$', line)
             if m and m[2] != "partial" and float(m[3]):
                 failed[f"{m[1]}/{m[2]}"] = failed.get(f"{m[1]}/{m[2]}", 0.0) + float(m[3])
-        return polls, failed, lag
+        return Counts(target_polls, failed, lag, read)
 
     def wait_polls(self, want: dict[str, float], timeout: float) -> None:
         end = time.monotonic() + timeout
@@ -211,7 +229,7 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise SystemExit(f"daemon exited: {Path(self.log.name).read_text()[-2000:]}")
             try:
-                polls = self.counts()[0]
+                polls = self.counts().polls
                 if all(polls.get(c, 0) >= n for c, n in want.items()):
                     return
             except OSError:
@@ -430,8 +448,7 @@ def main() -> None:
                 # The counters are read when each counts() request arrives; its plain body then takes
                 # seconds to send and parse, so the polls are counted from c0 to c1, not over the window.
                 c0 = time.monotonic()
-                polls0, failed0, lag0 = d.counts()
-                target_polls0, read0 = d.target_polls, d.last_read
+                counts0 = d.counts()
                 cpu0, tools0 = process_cpu(d.proc.pid), children_cpu_of(d.proc.pid)
                 srv0 = [process_cpu(s.pid) for s in servers]
                 scraper = Scraper(d, args.scrape_every, plain=args.scrape_kinds == "both")
@@ -446,17 +463,18 @@ def main() -> None:
                 srv1 = [process_cpu(s.pid) for s in servers]
                 rss, hwm = rss_mib(d.proc.pid)
                 c1 = time.monotonic()
-                polls1, failed1, lag1 = d.counts()
-                per_target = collections.defaultdict(collections.Counter)  # collector: {polls in the span: targets}
-                for (collector, *_), n in d.target_polls.items():
-                    per_target[collector][int(n - target_polls0.get((collector, *_), 0.0))] += 1
+                counts1 = d.counts()
                 samples = sum(1 for line in d.metrics().splitlines() if line and not line.startswith("#"))
             finally:
                 d.stop()
             wall, counted = w1 - w0, c1 - c0
+            polls0, polls1, failed0 = counts0.polls, counts1.polls, counts0.failed
             done = {c: polls1.get(c, 0) - polls0.get(c, 0) for c in want}
             due = {c: n * counted / args.interval for c, n in want.items()}
-            failed = {k: v - failed0.get(k, 0.0) for k, v in failed1.items() if v - failed0.get(k, 0.0)}
+            failed = {k: v - failed0.get(k, 0.0) for k, v in counts1.failed.items() if v - failed0.get(k, 0.0)}
+            per_target = collections.defaultdict(collections.Counter)  # collector: {polls in the span: targets}
+            for key, n in counts1.target_polls.items():
+                per_target[key[0]][int(n - counts0.target_polls.get(key, 0.0))] += 1
             row = {
                 "exporter": str(exporter), "wall_s": round(wall, 1), "warm_up_s": round(warm, 1),
                 "daemon_cores": round((cpu1 - cpu0) / wall, 3), "tools_cores": round((tools1 - tools0) / wall, 3),
@@ -467,7 +485,8 @@ def main() -> None:
                 # every target floor or ceil of counted_s / interval)
                 "polls_per_target": {c: dict(sorted(t.items())) for c, t in per_target.items()},
                 # each counter read: the latest poll it shows and when its body came in, against when it was asked
-                "reads": [{k: round(v - r["asked"], 2) for k, v in r.items() if k != "asked"} for r in (read0, d.last_read)],
+                "reads": [{k: round(v - r["asked"], 2) for k, v in r.items() if k != "asked"}
+                          for r in (counts0.read, counts1.read)],
                 # the first round and --settle: a start-up's polls that found no slot or deadline in time
                 "failed_before_window": {k: v for k, v in failed0.items() if v},
                 "metrics_p50_s": {k: round(pct(v, 0.5), 3) for k, v in scraper.times.items()},
@@ -476,7 +495,7 @@ def main() -> None:
                 "scrapes": {k: len(v) for k, v in scraper.times.items()}, "scrape_failures": scraper.failures,
                 "slow_scrapes": scraper.slow,
                 "body_mb": {k: round(statistics.median(v) / 1e6, 2) if v else None for k, v in scraper.sizes.items()},
-                "loop_lag": loop_lag_in_window(lag0, lag1, counted), "counted_s": round(counted, 1),
+                "loop_lag": loop_lag_in_window(counts0.lag, counts1.lag, counted), "counted_s": round(counted, 1),
                 "replay_cores": {name: round((b - a) / wall, 3) for name, a, b in zip(("ssh", "snmp"), srv0, srv1)},
                 # with --only: the daemon's CPU per poll of one target of that collector
                 "daemon_cpu_ms_per_poll": {c: round((cpu1 - cpu0) / v * 1e3, 2) for c, v in done.items() if v}
